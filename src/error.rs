@@ -1,0 +1,141 @@
+//! The error type of the embedding API: a message with the place it points
+//! at (file, line, column), the quoted source line, and the call sites the
+//! error passed through. Its `Display` is the one-line
+//! `FILE:LINE:COL: error: message`; [`Error::render`] adds the source line
+//! with a caret under the offending text.
+
+use crate::lisp::source::SourceMap;
+use crate::lisp::{EvalError, EvalErrorKind};
+use crate::reader::Span;
+use std::fmt;
+
+/// A place in a source text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    /// File name (or `<eval>`, `<repl>`, ...).
+    pub file: String,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column.
+    pub col: u32,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.col)
+    }
+}
+
+/// An error from Epsilon: bad input, a failed evaluation, or `(exit n)`.
+#[derive(Clone, Debug)]
+pub struct Error {
+    kind: EvalErrorKind,
+    message: String,
+    location: Option<Location>,
+    excerpt: Option<(String, String)>,
+    trace: Vec<Location>,
+}
+
+impl Error {
+    /// An error with a message and no location.
+    pub fn msg(message: impl Into<String>) -> Self {
+        Error {
+            kind: EvalErrorKind::User,
+            message: message.into(),
+            location: None,
+            excerpt: None,
+            trace: Vec::new(),
+        }
+    }
+
+    /// Builds the error for `error`, resolving its spans in `sources`.
+    pub(crate) fn from_eval(error: EvalError, sources: &SourceMap) -> Self {
+        let locate = |span: Span| -> Option<Location> {
+            span.is_known().then(|| Location {
+                file: sources.name(span).unwrap_or("<unknown>").to_string(),
+                line: span.line,
+                col: span.col,
+            })
+        };
+        Error {
+            kind: error.kind,
+            location: locate(error.span),
+            excerpt: error
+                .span
+                .is_known()
+                .then(|| sources.excerpt(error.span))
+                .flatten(),
+            trace: error
+                .trace
+                .iter()
+                .filter_map(|span| locate(*span))
+                .collect(),
+            message: error.message,
+        }
+    }
+
+    /// The kind of failure.
+    pub fn kind(&self) -> EvalErrorKind {
+        self.kind
+    }
+
+    /// The message, without location.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Where the error points, if anywhere.
+    pub fn location(&self) -> Option<&Location> {
+        self.location.as_ref()
+    }
+
+    /// The status `(exit n)` asked for, when this error is an exit request.
+    pub fn exit_code(&self) -> Option<i32> {
+        match self.kind {
+            EvalErrorKind::Exit(code) => Some(code),
+            _ => None,
+        }
+    }
+
+    /// True when more input could complete the text (an unclosed bracket or
+    /// string): an interactive reader should ask for another line.
+    pub fn is_incomplete_input(&self) -> bool {
+        self.kind == EvalErrorKind::Incomplete
+    }
+
+    /// The full report: the one-line error, the source line with a caret
+    /// under the offending text, and the call sites it passed through.
+    pub fn render(&self) -> String {
+        let mut out = self.to_string();
+        if let (Some(location), Some((line, caret))) = (&self.location, &self.excerpt) {
+            let gutter = location.line.to_string().len();
+            out.push_str(&format!(
+                "\n{:gutter$} |\n{} | {line}\n{:gutter$} | {caret}",
+                "", location.line, ""
+            ));
+        }
+        for site in &self.trace {
+            out.push_str(&format!("\n  called from {site}"));
+        }
+        out
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.location {
+            Some(location) => write!(f, "{location}: error: {}", self.message),
+            None => write!(f, "error: {}", self.message),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<EvalError> for Error {
+    /// Converts without a source map: the message and kind are kept, the
+    /// location is not (functions registered from Rust use this with `?`).
+    fn from(error: EvalError) -> Self {
+        Error::from_eval(error, &SourceMap::default())
+    }
+}

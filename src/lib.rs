@@ -1,0 +1,27 @@
+//! # Epsilon
+//!
+//! A differentiation engine inside a small Lisp. This crate holds the
+//! language (reader, evaluator, built-ins, REPL) and its embedding API.
+//!
+//! ```
+//! let mut eps = epsilon::Engine::new();
+//! eps.eval("(define (f x y) (* x (sin y)))").unwrap();
+//! let v = eps.eval("(f 2 0.5)").unwrap();
+//! assert!((v.as_f64().unwrap() - 2.0 * 0.5f64.sin()).abs() < 1e-15);
+//! let t = eps.eval("(sum (* [1 2 3] [4 5 6]))").unwrap();
+//! assert_eq!(t.as_f64().unwrap(), 32.0);
+//! ```
+//!
+//! The pipeline, folder by folder, is described in `ARCHITECTURE.md`.
+
+#![warn(missing_docs)]
+
+mod engine;
+mod error;
+pub mod lisp;
+pub mod reader;
+pub mod repl;
+
+pub use engine::Engine;
+pub use error::{Error, Location};
+pub use lisp::{EvalErrorKind, Value};

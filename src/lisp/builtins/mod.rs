@@ -1,0 +1,110 @@
+//! The built-in functions, one table per family, installed into the global
+//! environment at start-up. Each entry carries its usage line and docstring
+//! (shown by `doc`), its arity and the keyword options it accepts; the
+//! evaluator checks arity and splits options before calling it.
+
+mod compare;
+mod data;
+mod lists;
+mod numeric;
+mod reduce;
+mod sort;
+pub(crate) mod system;
+mod tensor_make;
+mod tensor_ops;
+mod text;
+
+use super::interp::Interp;
+use super::procedure::{Builtin, BuiltinFn, Procedure};
+use super::symbol::Symbol;
+use super::value::Value;
+use std::rc::Rc;
+
+/// Every table of built-ins.
+pub const TABLES: &[&[Builtin]] = &[
+    numeric::BUILTINS,
+    compare::BUILTINS,
+    lists::BUILTINS,
+    text::BUILTINS,
+    system::BUILTINS,
+    tensor_make::BUILTINS,
+    tensor_ops::BUILTINS,
+    reduce::BUILTINS,
+    sort::BUILTINS,
+    data::BUILTINS,
+];
+
+/// Binds every built-in and constant in `interp`'s global environment.
+pub fn install(interp: &mut Interp) {
+    for table in TABLES {
+        for builtin in *table {
+            let value = Value::Procedure(Rc::new(Procedure::Builtin(builtin)));
+            interp.set_global(Symbol::intern(builtin.name), value);
+        }
+    }
+    interp.set_global(Symbol::intern("pi"), Value::Float(std::f64::consts::PI));
+}
+
+/// The built-in named `name`, if there is one.
+pub fn find(name: &str) -> Option<&'static Builtin> {
+    TABLES
+        .iter()
+        .flat_map(|table| table.iter())
+        .find(|builtin| builtin.name == name)
+}
+
+/// A built-in taking between `min` and `max` arguments (`None`: any number).
+const fn builtin(
+    name: &'static str,
+    usage: &'static str,
+    doc: &'static str,
+    min: usize,
+    max: Option<usize>,
+    func: BuiltinFn,
+) -> Builtin {
+    Builtin {
+        name,
+        usage,
+        doc,
+        min,
+        max,
+        options: &[],
+        func,
+    }
+}
+
+/// A built-in that also takes keyword options.
+const fn with_options(mut builtin: Builtin, options: &'static [&'static str]) -> Builtin {
+    builtin.options = options;
+    builtin
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_has_usage_and_doc() {
+        for builtin in TABLES.iter().flat_map(|t| t.iter()) {
+            assert!(
+                builtin.usage.starts_with(&format!("({}", builtin.name)),
+                "{}",
+                builtin.name
+            );
+            assert!(builtin.doc.len() > 10, "{} has no docstring", builtin.name);
+        }
+    }
+
+    #[test]
+    fn builtin_names_are_unique() {
+        let mut names: Vec<&str> = TABLES
+            .iter()
+            .flat_map(|t| t.iter())
+            .map(|b| b.name)
+            .collect();
+        names.sort_unstable();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len());
+    }
+}

@@ -1,0 +1,142 @@
+//! The language's own services: loading code, reading and evaluating data,
+//! raising errors, exiting, time, and documentation.
+
+use super::builtin;
+use crate::lisp::analyze::SPECIAL_FORMS;
+use crate::lisp::convert::sexp_to_value;
+use crate::lisp::error::{EvalError, EvalErrorKind, EvalResult};
+use crate::lisp::interp::Interp;
+use crate::lisp::printer::{display_string, write_string};
+use crate::lisp::procedure::{Args, Builtin, Procedure};
+use crate::lisp::symbol::Symbol;
+use crate::lisp::value::Value;
+use crate::reader;
+use std::path::Path;
+
+fn load(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let path = args[0].as_str()?.to_string();
+    interp.load_file(Path::new(&path))?;
+    Ok(Value::Void)
+}
+
+fn exit(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let code = match args.first() {
+        None => 0,
+        Some(Value::Bool(ok)) => i32::from(!ok),
+        Some(code) => i32::try_from(code.as_i64()?).unwrap_or(1),
+    };
+    Err(EvalError::new(
+        EvalErrorKind::Exit(code),
+        format!("exit {code}"),
+    ))
+}
+
+fn clock(interp: &mut Interp, _: &Args) -> EvalResult<Value> {
+    Ok(Value::Float(interp.started.elapsed().as_secs_f64()))
+}
+
+fn sync(_: &mut Interp, _: &Args) -> EvalResult<Value> {
+    Ok(Value::Void)
+}
+
+fn read(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let text = args[0].as_str()?.to_string();
+    let file = interp.sources.add("<read>", None, &text);
+    let data = reader::read_all(&text, file)?;
+    match data.as_slice() {
+        [] => Err(EvalError::syntax("read: the string holds no datum")),
+        [first, ..] => Ok(sexp_to_value(first)),
+    }
+}
+
+fn eval(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let span = interp.call_span;
+    interp.eval_top(&args[0], span)
+}
+
+fn error(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let mut message = display_string(&args[0]);
+    for irritant in &args[1..] {
+        message.push(' ');
+        message.push_str(&write_string(irritant));
+    }
+    Err(EvalError::new(EvalErrorKind::User, message))
+}
+
+fn type_of(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    Ok(Value::symbol(args[0].type_name()))
+}
+
+/// The documentation of a global name or special form, if it has any.
+pub fn doc_text(interp: &Interp, name: &str) -> Option<String> {
+    if let Some((_, usage, doc)) = SPECIAL_FORMS.iter().find(|(form, _, _)| *form == name) {
+        return Some(format!("{usage}\n  special form: {doc}"));
+    }
+    let value = interp.global(Symbol::intern(name))?;
+    Some(doc_of_value(&value, name))
+}
+
+fn doc_of_value(value: &Value, name: &str) -> String {
+    match value {
+        Value::Procedure(proc) => match &**proc {
+            Procedure::Builtin(builtin) => format!("{}\n  {}", builtin.usage, builtin.doc),
+            Procedure::Closure(closure) => format!(
+                "{}\n  {}",
+                closure.def.signature(),
+                closure.def.doc.as_deref().unwrap_or("(no docstring)")
+            ),
+            Procedure::Host(_) => format!("({name} ...)\n  a function registered from Rust"),
+        },
+        Value::Macro(closure) => format!(
+            "{}\n  macro: {}",
+            closure.def.signature(),
+            closure.def.doc.as_deref().unwrap_or("(no docstring)")
+        ),
+        other => format!("{name} is a {}: {}", other.type_name(), other.short()),
+    }
+}
+
+fn doc(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let text = match &args[0] {
+        Value::Symbol(name) => doc_text(interp, name.name()).ok_or_else(|| {
+            EvalError::new(
+                EvalErrorKind::Unbound,
+                format!("no documentation: {name} is not defined"),
+            )
+        })?,
+        Value::Str(name) => doc_text(interp, name).ok_or_else(|| {
+            EvalError::new(
+                EvalErrorKind::Unbound,
+                format!("no documentation: {name} is not defined"),
+            )
+        })?,
+        other => doc_of_value(other, "it"),
+    };
+    interp.write_output(&format!("{text}\n"))?;
+    Ok(Value::Void)
+}
+
+fn set_recursion_limit(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let limit = args[0].as_i64()?;
+    if !(100..=10_000_000).contains(&limit) {
+        return Err(EvalError::range(
+            "the recursion limit must be between 100 and 10000000",
+        ));
+    }
+    interp.max_depth = limit as usize;
+    Ok(Value::Void)
+}
+
+#[rustfmt::skip]
+pub const BUILTINS: &[Builtin] = &[
+    builtin("load", "(load path)", "Evaluates the file at path; a relative path is taken from the directory of the file calling load.", 1, Some(1), load),
+    builtin("exit", "(exit [code])", "Ends the program with status code (0 by default).", 0, Some(1), exit),
+    builtin("clock", "(clock)", "Monotonic time in seconds, as a float.", 0, Some(0), clock),
+    builtin("sync", "(sync)", "Waits for queued device work to finish (nothing to wait for on the CPU).", 0, Some(0), sync),
+    builtin("read", "(read string)", "The first datum written in string, unevaluated: (read \"(+ 1 2)\") is the list (+ 1 2).", 1, Some(1), read),
+    builtin("eval", "(eval datum)", "Evaluates a datum as code, at the top level.", 1, Some(1), eval),
+    builtin("error", "(error message irritant...)", "Raises an error with the message followed by the irritants; try can catch it.", 1, None, error),
+    builtin("type-of", "(type-of x)", "The type of x as a symbol: integer, float, string, list, tensor, procedure, ...", 1, Some(1), type_of),
+    builtin("doc", "(doc 'name)", "Prints the documentation of a function, macro or special form.", 1, Some(1), doc),
+    builtin("set-recursion-limit!", "(set-recursion-limit! n)", "Sets how deeply non-tail calls may nest before an error (default 100000).", 1, Some(1), set_recursion_limit),
+];

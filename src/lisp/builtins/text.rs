@@ -1,0 +1,248 @@
+//! Strings and printed output.
+//!
+//! `display`, `print` and `println` write strings raw; `write` writes the
+//! readable form the REPL echoes. `format` fills `{}` holes (and `{:.N}` for
+//! N decimals) with the display forms of its arguments.
+
+use super::builtin;
+use crate::lisp::error::{EvalError, EvalResult};
+use crate::lisp::interp::Interp;
+use crate::lisp::printer::{display_string, format_float, write_string};
+use crate::lisp::procedure::{Args, Builtin};
+use crate::lisp::symbol::Symbol;
+use crate::lisp::value::Value;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+fn joined(args: &[Value], separator: &str) -> String {
+    args.iter()
+        .map(display_string)
+        .collect::<Vec<_>>()
+        .join(separator)
+}
+
+fn str_fn(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    Ok(Value::string(joined(args, "")))
+}
+
+/// Fills the `{}` and `{:.N}` holes of `template` with `args`.
+pub fn format_template(template: &str, args: &[Value]) -> EvalResult<String> {
+    let mut out = String::with_capacity(template.len());
+    let mut remaining = args.iter();
+    let mut chars = template.chars().peekable();
+    while let Some(ch) = chars.next() {
+        match ch {
+            '{' if chars.peek() == Some(&'{') => {
+                chars.next();
+                out.push('{');
+            }
+            '}' if chars.peek() == Some(&'}') => {
+                chars.next();
+                out.push('}');
+            }
+            '{' => {
+                let mut spec = String::new();
+                loop {
+                    match chars.next() {
+                        Some('}') => break,
+                        Some(c) => spec.push(c),
+                        None => return Err(EvalError::syntax("format: unclosed '{' in template")),
+                    }
+                }
+                let value = remaining.next().ok_or_else(|| {
+                    EvalError::syntax(format!(
+                        "format: the template has more holes than the {} argument(s) given",
+                        args.len()
+                    ))
+                })?;
+                out.push_str(&fill_hole(&spec, value)?);
+            }
+            '}' => {
+                return Err(EvalError::syntax(
+                    "format: unmatched '}' in template (write }} for a brace)",
+                ));
+            }
+            c => out.push(c),
+        }
+    }
+    if remaining.next().is_some() {
+        return Err(EvalError::syntax(format!(
+            "format: {} argument(s) given but the template has fewer holes",
+            args.len()
+        )));
+    }
+    Ok(out)
+}
+
+fn fill_hole(spec: &str, value: &Value) -> EvalResult<String> {
+    if spec.is_empty() {
+        return Ok(display_string(value));
+    }
+    let digits = spec
+        .strip_prefix(":.")
+        .and_then(|d| d.parse::<usize>().ok())
+        .filter(|d| *d <= 30)
+        .ok_or_else(|| {
+            EvalError::syntax(format!(
+                "format: unknown hole {{{spec}}} (use {{}} or {{:.N}})"
+            ))
+        })?;
+    match value {
+        Value::Int(_) | Value::Float(_) => Ok(format!("{:.*}", digits, value.as_f64()?)),
+        Value::Tensor(t) => {
+            let parts: Vec<String> = t.iter().map(|x| format!("{x:.digits$}")).collect();
+            Ok(format!("[{}]", parts.join(" ")))
+        }
+        other => Ok(display_string(other)),
+    }
+}
+
+fn format(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let template = args[0].as_str()?;
+    format_template(template, &args[1..]).map(Value::string)
+}
+
+fn emit(interp: &mut Interp, text: &str) -> EvalResult<Value> {
+    interp.write_output(text)?;
+    Ok(Value::Void)
+}
+
+fn display(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    emit(interp, &display_string(&args[0]))
+}
+
+fn write(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    emit(interp, &write_string(&args[0]))
+}
+
+fn print(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    emit(interp, &joined(args, " "))
+}
+
+fn println(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let mut line = joined(args, " ");
+    line.push('\n');
+    emit(interp, &line)
+}
+
+fn eprintln(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    eprintln!("{}", joined(args, " "));
+    Ok(Value::Void)
+}
+
+fn newline(interp: &mut Interp, _: &Args) -> EvalResult<Value> {
+    emit(interp, "\n")
+}
+
+fn string_to_number(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let text = args[0].as_str()?.trim();
+    if let Ok(n) = text.parse::<i64>() {
+        return Ok(Value::Int(n));
+    }
+    match crate::reader::read_all(text, crate::reader::FileId::NONE) {
+        Ok(data) if data.len() == 1 => match &data[0].kind {
+            crate::reader::SexpKind::Float(x) => Ok(Value::Float(*x)),
+            crate::reader::SexpKind::Int(n) => Ok(Value::Int(*n)),
+            _ => Ok(Value::Bool(false)),
+        },
+        _ => Ok(Value::Bool(false)),
+    }
+}
+
+fn number_to_string(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    match &args[0] {
+        Value::Int(n) => Ok(Value::string(n.to_string())),
+        Value::Float(x) => Ok(Value::string(format_float(*x))),
+        other => Err(EvalError::type_error(format!(
+            "expected a number, got {}",
+            other.type_name()
+        ))),
+    }
+}
+
+fn symbol_to_string(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    match &args[0] {
+        Value::Symbol(s) | Value::Keyword(s) => Ok(Value::string(s.name())),
+        other => Err(EvalError::type_error(format!(
+            "expected a symbol, got {}",
+            other.type_name()
+        ))),
+    }
+}
+
+fn string_to_symbol(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    Ok(Value::Symbol(Symbol::intern(args[0].as_str()?)))
+}
+
+fn string_length(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    Ok(Value::Int(args[0].as_str()?.chars().count() as i64))
+}
+
+fn substring(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let chars: Vec<char> = args[0].as_str()?.chars().collect();
+    let start = args[1].as_i64()?;
+    let end = match args.get(2) {
+        Some(end) => end.as_i64()?,
+        None => chars.len() as i64,
+    };
+    if start < 0 || end < start || end as usize > chars.len() {
+        return Err(EvalError::range(format!(
+            "substring {start}..{end} is out of range for a string of {} characters",
+            chars.len()
+        )));
+    }
+    Ok(Value::string(
+        chars[start as usize..end as usize]
+            .iter()
+            .collect::<String>(),
+    ))
+}
+
+fn string_split(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let text = args[0].as_str()?;
+    let parts: Vec<Value> = match args.get(1) {
+        Some(separator) => text.split(separator.as_str()?).map(Value::string).collect(),
+        None => text.split_whitespace().map(Value::string).collect(),
+    };
+    Ok(Value::list(parts))
+}
+
+fn string_join(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let separator = match args.get(1) {
+        Some(s) => s.as_str()?.to_string(),
+        None => String::new(),
+    };
+    let parts = args[0].list_to_vec()?;
+    Ok(Value::string(joined(&parts, &separator)))
+}
+
+static GENSYM_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn gensym(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let prefix = match args.first() {
+        Some(p) => display_string(p),
+        None => "g".to_string(),
+    };
+    let n = GENSYM_COUNTER.fetch_add(1, Ordering::Relaxed);
+    Ok(Value::Symbol(Symbol::intern(&format!("{prefix}__{n}"))))
+}
+
+#[rustfmt::skip]
+pub const BUILTINS: &[Builtin] = &[
+    builtin("str", "(str x...)", "The display forms of the arguments concatenated into one string.", 0, None, str_fn),
+    builtin("format", "(format template x...)", "The template with each {} replaced by the next argument ({:.3} for three decimals; {{ and }} for braces).", 1, None, format),
+    builtin("display", "(display x)", "Writes x to standard output, strings raw, without a newline.", 1, Some(1), display),
+    builtin("write", "(write x)", "Writes the readable form of x (strings quoted), without a newline.", 1, Some(1), write),
+    builtin("print", "(print x...)", "Writes the arguments separated by spaces, strings raw, without a newline.", 0, None, print),
+    builtin("println", "(println x...)", "Writes the arguments separated by spaces, strings raw, then a newline.", 0, None, println),
+    builtin("eprintln", "(eprintln x...)", "Like println, to standard error.", 0, None, eprintln),
+    builtin("newline", "(newline)", "Writes a newline.", 0, Some(0), newline),
+    builtin("string->number", "(string->number s)", "The number written in s, or #f when s is not a number.", 1, Some(1), string_to_number),
+    builtin("number->string", "(number->string x)", "The printed form of a number.", 1, Some(1), number_to_string),
+    builtin("symbol->string", "(symbol->string s)", "The name of a symbol or keyword.", 1, Some(1), symbol_to_string),
+    builtin("string->symbol", "(string->symbol s)", "The symbol named s.", 1, Some(1), string_to_symbol),
+    builtin("string-length", "(string-length s)", "Number of characters in s.", 1, Some(1), string_length),
+    builtin("substring", "(substring s start [end])", "Characters start (inclusive) to end (exclusive) of s.", 2, Some(3), substring),
+    builtin("string-split", "(string-split s [separator])", "The pieces of s between separators (white space by default).", 1, Some(2), string_split),
+    builtin("string-join", "(string-join lst [separator])", "The display forms of the elements joined with separator.", 1, Some(2), string_join),
+    builtin("gensym", "(gensym [prefix])", "A fresh symbol, for macros that need a private name.", 0, Some(1), gensym),
+];

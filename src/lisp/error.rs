@@ -1,0 +1,151 @@
+//! Evaluation errors: a kind callers can match, a message, the span of the
+//! form that failed, and the call sites the error passed through.
+
+use crate::reader::{ReadError, Span};
+use thiserror::Error;
+
+/// What kind of failure an [`EvalError`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EvalErrorKind {
+    /// The source text could not be read.
+    Read,
+    /// The source text ended inside an unfinished form (an open bracket or
+    /// string): more input could complete it.
+    Incomplete,
+    /// A symbol with no binding.
+    Unbound,
+    /// A call with the wrong number of arguments.
+    Arity,
+    /// An argument of the wrong type.
+    Type,
+    /// Tensor shapes that do not fit together.
+    Shape,
+    /// Integer division (or remainder) by zero.
+    DivisionByZero,
+    /// A value outside the accepted range (index, axis, overflow).
+    Range,
+    /// A malformed special form.
+    Syntax,
+    /// Recursion deeper than the evaluator's limit.
+    Recursion,
+    /// `(error ...)` raised by the program.
+    User,
+    /// Reading or writing a file failed.
+    Io,
+    /// Evaluation was interrupted (Ctrl-C); `try` cannot catch it.
+    Interrupted,
+    /// `(exit n)` was called; `try` cannot catch it.
+    Exit(i32),
+    /// A bug inside Epsilon (a caught panic).
+    Internal,
+}
+
+/// An error raised while evaluating.
+#[derive(Clone, Debug, Error)]
+#[error("{message}")]
+pub struct EvalError {
+    /// The kind of failure.
+    pub kind: EvalErrorKind,
+    /// The message shown to the user.
+    pub message: String,
+    /// The innermost form the error is attributed to.
+    pub span: Span,
+    /// Call sites the error passed through, innermost first.
+    pub trace: Vec<Span>,
+}
+
+/// Shorthand for results of evaluation.
+pub type EvalResult<T> = Result<T, EvalError>;
+
+/// How many call sites an error remembers.
+const MAX_TRACE: usize = 12;
+
+impl EvalError {
+    /// An error of `kind` with `message` and no span yet.
+    pub fn new(kind: EvalErrorKind, message: impl Into<String>) -> Self {
+        EvalError {
+            kind,
+            message: message.into(),
+            span: Span::NONE,
+            trace: Vec::new(),
+        }
+    }
+
+    /// A type error.
+    pub fn type_error(message: impl Into<String>) -> Self {
+        Self::new(EvalErrorKind::Type, message)
+    }
+
+    /// A malformed special form.
+    pub fn syntax(message: impl Into<String>) -> Self {
+        Self::new(EvalErrorKind::Syntax, message)
+    }
+
+    /// A value out of range.
+    pub fn range(message: impl Into<String>) -> Self {
+        Self::new(EvalErrorKind::Range, message)
+    }
+
+    /// A shape mismatch.
+    pub fn shape(message: impl Into<String>) -> Self {
+        Self::new(EvalErrorKind::Shape, message)
+    }
+
+    /// An I/O failure.
+    pub fn io(message: impl Into<String>) -> Self {
+        Self::new(EvalErrorKind::Io, message)
+    }
+
+    /// Attributes the error to `span` unless it already points somewhere.
+    pub fn at(mut self, span: Span) -> Self {
+        if !self.span.is_known() {
+            self.span = span;
+        }
+        self
+    }
+
+    /// Records that the error passed through the call at `span`.
+    pub fn called_from(mut self, span: Span) -> Self {
+        if !self.span.is_known() {
+            self.span = span;
+        } else if span.is_known()
+            && self.trace.len() < MAX_TRACE
+            && self.trace.last() != Some(&span)
+        {
+            self.trace.push(span);
+        }
+        self
+    }
+
+    /// True for errors that `try` must not catch.
+    pub fn is_uncatchable(&self) -> bool {
+        matches!(
+            self.kind,
+            EvalErrorKind::Interrupted | EvalErrorKind::Exit(_)
+        )
+    }
+}
+
+impl From<ReadError> for EvalError {
+    fn from(err: ReadError) -> Self {
+        EvalError {
+            kind: if err.is_incomplete() {
+                EvalErrorKind::Incomplete
+            } else {
+                EvalErrorKind::Read
+            },
+            message: err.kind.to_string(),
+            span: err.span,
+            trace: Vec::new(),
+        }
+    }
+}
+
+/// Returns early with a type error built by `format!`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! type_err {
+    ($($arg:tt)*) => {
+        return Err($crate::lisp::EvalError::type_error(format!($($arg)*)))
+    };
+}

@@ -1,0 +1,526 @@
+//! The evaluator: runs [`Node`] trees.
+//!
+//! Tail positions (`if` branches, the last form of a body, `cond` clauses,
+//! `let` bodies, calls to closures) loop instead of recursing, so a
+//! tail-recursive loop runs in constant Rust stack. Other calls recurse; the
+//! recursion depth is counted against a limit and the stack grows on demand
+//! (`stacker`), so deep recursion ends in an error, never a stack overflow.
+
+use super::env::{Env, Frame};
+use super::error::{EvalError, EvalErrorKind, EvalResult};
+use super::interp::Interp;
+use super::node::{ClauseAction, Node};
+use super::procedure::{Args, Builtin, Closure, Procedure};
+use super::quasi;
+use super::symbol::Symbol;
+use super::tensor::stack_elements;
+use super::value::Value;
+use crate::reader::Span;
+use std::rc::Rc;
+use std::time::Instant;
+
+/// Stack kept free before growing (bytes).
+const RED_ZONE: usize = 128 * 1024;
+/// Size of each new stack segment (bytes).
+const STACK_SEGMENT: usize = 4 * 1024 * 1024;
+
+/// What evaluating a node in tail position produced.
+enum Step {
+    /// A finished value.
+    Value(Value),
+    /// A call to a closure, left for the caller's loop to run.
+    TailCall(Closure, Vec<Value>, Span),
+}
+
+impl Interp {
+    /// Evaluates `node` in `env`.
+    pub fn eval(&mut self, node: &Node, env: &Env) -> EvalResult<Value> {
+        match node {
+            Node::Const(value) => return Ok(value.clone()),
+            Node::Local {
+                depth,
+                index,
+                name,
+                span,
+            } => return lookup_local(env, *depth, *index, *name, *span),
+            Node::Global { name, span } => return self.lookup_global(*name, *span),
+            _ => {}
+        }
+        self.enter()?;
+        let result = stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || {
+            match self.eval_step(node, env)? {
+                Step::Value(value) => Ok(value),
+                Step::TailCall(closure, args, span) => self.run_closure(closure, args, span),
+            }
+        });
+        self.leave();
+        result
+    }
+
+    /// Calls `procedure` (any callable value) with `args`.
+    pub fn apply(&mut self, procedure: &Value, args: Vec<Value>) -> EvalResult<Value> {
+        let span = self.call_span;
+        match procedure {
+            Value::Procedure(proc) => match &**proc {
+                Procedure::Closure(closure) => self.apply_closure(closure, args, span),
+                Procedure::Builtin(builtin) => self.call_builtin(builtin, &args, span),
+                Procedure::Host(host) => (host.func)(&args).map_err(|e| e.at(span)),
+            },
+            other => Err(not_callable(other).at(span)),
+        }
+    }
+
+    /// Calls a closure (also used to run macro expanders).
+    pub fn apply_closure(
+        &mut self,
+        closure: &Closure,
+        args: Vec<Value>,
+        span: Span,
+    ) -> EvalResult<Value> {
+        self.enter()?;
+        let result = stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || {
+            self.run_closure(closure.clone(), args, span)
+        });
+        self.leave();
+        result
+    }
+
+    fn enter(&mut self) -> EvalResult<()> {
+        self.depth += 1;
+        if self.depth > self.max_depth {
+            self.depth -= 1;
+            return Err(EvalError::new(
+                EvalErrorKind::Recursion,
+                format!(
+                    "recursion deeper than {} nested calls (is a base case missing?)",
+                    self.max_depth
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn leave(&mut self) {
+        self.depth -= 1;
+    }
+
+    /// Runs a closure call and every tail call that follows from it.
+    fn run_closure(
+        &mut self,
+        mut closure: Closure,
+        mut args: Vec<Value>,
+        mut span: Span,
+    ) -> EvalResult<Value> {
+        loop {
+            self.check_interrupt()?;
+            let env = bind_arguments(&closure, args).map_err(|e| e.at(span))?;
+            let def = Rc::clone(&closure.def);
+            match self.eval_step(&def.body, &env) {
+                Ok(Step::Value(value)) => return Ok(value),
+                Ok(Step::TailCall(next, next_args, next_span)) => {
+                    closure = next;
+                    args = next_args;
+                    span = next_span;
+                }
+                Err(error) => return Err(error.called_from(span)),
+            }
+        }
+    }
+
+    /// Calls a built-in: checks arity, splits keyword options, runs it.
+    pub(crate) fn call_builtin(
+        &mut self,
+        builtin: &Builtin,
+        args: &[Value],
+        span: Span,
+    ) -> EvalResult<Value> {
+        let (positional, options) = split_options(builtin, args).map_err(|e| e.at(span))?;
+        check_arity(builtin, positional.len()).map_err(|e| e.at(span))?;
+        let saved = std::mem::replace(&mut self.call_span, span);
+        let result = (builtin.func)(
+            self,
+            &Args {
+                values: positional,
+                options,
+            },
+        );
+        self.call_span = saved;
+        result.map_err(|mut error| {
+            if !error.span.is_known() && !error.is_uncatchable() {
+                error.message = format!("{}: {}", builtin.name, error.message);
+            }
+            error.at(span)
+        })
+    }
+
+    fn lookup_global(&self, name: Symbol, span: Span) -> EvalResult<Value> {
+        match self.global(name) {
+            Some(value) => Ok(value),
+            None => Err(
+                EvalError::new(EvalErrorKind::Unbound, format!("unbound symbol: {name}")).at(span),
+            ),
+        }
+    }
+
+    /// Evaluates a node whose value is the result of the enclosing form:
+    /// loops through tail positions and hands closure calls back.
+    fn eval_step(&mut self, node: &Node, env: &Env) -> EvalResult<Step> {
+        let mut node = node;
+        let mut env: Env = env.clone();
+        loop {
+            self.check_interrupt()?;
+            match node {
+                Node::Const(_) | Node::Local { .. } | Node::Global { .. } => {
+                    return self.eval(node, &env).map(Step::Value);
+                }
+                Node::If {
+                    test,
+                    then,
+                    otherwise,
+                } => {
+                    node = if self.eval(test, &env)?.is_truthy() {
+                        then
+                    } else {
+                        otherwise
+                    };
+                }
+                Node::Seq(nodes) => {
+                    let Some((last, init)) = nodes.split_last() else {
+                        return Ok(Step::Value(Value::Nil));
+                    };
+                    for effect in init {
+                        self.eval(effect, &env)?;
+                    }
+                    node = last;
+                }
+                Node::Let {
+                    size,
+                    sequential,
+                    inits,
+                    body,
+                } => {
+                    env = self.enter_let(*size, *sequential, inits, &env)?;
+                    node = body;
+                }
+                Node::And(nodes) | Node::Or(nodes) => {
+                    let want = matches!(node, Node::Or(_));
+                    let Some((last, init)) = nodes.split_last() else {
+                        return Ok(Step::Value(Value::Bool(!want)));
+                    };
+                    for test in init {
+                        let value = self.eval(test, &env)?;
+                        if value.is_truthy() == want {
+                            return Ok(Step::Value(value));
+                        }
+                    }
+                    node = last;
+                }
+                Node::Cond(clauses) => {
+                    let mut chosen = None;
+                    for clause in clauses.iter() {
+                        let value = self.eval(&clause.test, &env)?;
+                        if value.is_truthy() {
+                            chosen = Some((clause, value));
+                            break;
+                        }
+                    }
+                    let Some((clause, value)) = chosen else {
+                        return Ok(Step::Value(Value::Nil));
+                    };
+                    match &clause.action {
+                        ClauseAction::Value => return Ok(Step::Value(value)),
+                        ClauseAction::Body(body) => node = body,
+                        ClauseAction::Apply(f) => {
+                            let f = self.eval(f, &env)?;
+                            return self.call_value(f, vec![value], Span::NONE);
+                        }
+                    }
+                }
+                Node::Call { callee, args, span } => {
+                    let f = self.eval(callee, &env)?;
+                    let capacity = match &f {
+                        Value::Procedure(p) => match &**p {
+                            Procedure::Closure(c) => (c.def.frame_size as usize).max(args.len()),
+                            _ => args.len(),
+                        },
+                        _ => args.len(),
+                    };
+                    let mut values = Vec::with_capacity(capacity);
+                    for arg in args.iter() {
+                        values.push(self.eval(arg, &env)?);
+                    }
+                    return self.call_value(f, values, *span);
+                }
+                Node::Try {
+                    body,
+                    handler_size,
+                    handler,
+                } => match self.eval(body, &env) {
+                    Ok(value) => return Ok(Step::Value(value)),
+                    Err(error) if error.is_uncatchable() => return Err(error),
+                    Err(error) => {
+                        let mut slots = vec![Value::Undefined; *handler_size as usize];
+                        slots[0] = Value::string(error.message);
+                        env = Frame::new(slots, &env);
+                        node = handler;
+                    }
+                },
+                _ => return self.eval_effect(node, &env).map(Step::Value),
+            }
+        }
+    }
+
+    /// Calls `f` from a tail position: closures go back to the caller's loop.
+    fn call_value(&mut self, f: Value, args: Vec<Value>, span: Span) -> EvalResult<Step> {
+        let Value::Procedure(proc) = &f else {
+            return Err(not_callable(&f).at(span));
+        };
+        match &**proc {
+            Procedure::Closure(closure) => Ok(Step::TailCall(closure.clone(), args, span)),
+            Procedure::Builtin(builtin) => self.call_builtin(builtin, &args, span).map(Step::Value),
+            Procedure::Host(host) => (host.func)(&args).map(Step::Value).map_err(|e| e.at(span)),
+        }
+    }
+
+    /// Nodes with no tail position: definitions, assignments, loops, literals.
+    fn eval_effect(&mut self, node: &Node, env: &Env) -> EvalResult<Value> {
+        match node {
+            Node::SetLocal {
+                depth,
+                index,
+                value,
+            } => {
+                let value = self.eval(value, env)?;
+                let frame = Frame::ancestor(env, *depth).ok_or_else(|| {
+                    EvalError::new(EvalErrorKind::Internal, "local frame missing")
+                })?;
+                frame.slots.borrow_mut()[*index as usize] = value;
+                Ok(Value::Void)
+            }
+            Node::SetGlobal { name, value, span } => {
+                if self.global(*name).is_none() {
+                    return Err(EvalError::new(
+                        EvalErrorKind::Unbound,
+                        format!("set!: {name} is not defined (define it first)"),
+                    )
+                    .at(*span));
+                }
+                let value = self.eval(value, env)?;
+                self.set_global(*name, value);
+                Ok(Value::Void)
+            }
+            Node::DefineGlobal { name, value } => {
+                let value = self.eval(value, env)?;
+                self.set_global(*name, value);
+                Ok(Value::Void)
+            }
+            Node::Lambda(def) => Ok(Value::Procedure(Rc::new(Procedure::Closure(Closure {
+                def: Rc::clone(def),
+                env: env.clone(),
+            })))),
+            Node::While { test, body } => {
+                while self.eval(test, env)?.is_truthy() {
+                    self.check_interrupt()?;
+                    self.eval(body, env)?;
+                }
+                Ok(Value::Void)
+            }
+            Node::Quasi(template) => quasi::instantiate(template, &mut |hole| self.eval(hole, env)),
+            Node::TensorLiteral { items, span } => {
+                let values = items
+                    .iter()
+                    .map(|item| self.eval(item, env))
+                    .collect::<EvalResult<Vec<_>>>()?;
+                stack_elements(&values)
+                    .map(Value::tensor)
+                    .map_err(|e| e.at(*span))
+            }
+            Node::Time { expr, span } => {
+                let started = Instant::now();
+                let value = self.eval(expr, env)?;
+                let elapsed = started.elapsed();
+                eprintln!(
+                    "time: {} ({}:{})",
+                    format_duration(elapsed.as_secs_f64()),
+                    span.line,
+                    span.col
+                );
+                Ok(value)
+            }
+            Node::DefMacro { name, def } => {
+                let closure = Closure {
+                    def: Rc::clone(def),
+                    env: env.clone(),
+                };
+                self.set_global(*name, Value::Macro(Rc::new(closure)));
+                Ok(Value::Void)
+            }
+            _ => Err(EvalError::new(
+                EvalErrorKind::Internal,
+                "node with a tail position reached eval_effect",
+            )),
+        }
+    }
+
+    fn enter_let(
+        &mut self,
+        size: u32,
+        sequential: bool,
+        inits: &[(u32, Node)],
+        env: &Env,
+    ) -> EvalResult<Env> {
+        if sequential {
+            let frame = Frame::new(vec![Value::Undefined; size as usize], env);
+            for (index, init) in inits {
+                let value = self.eval(init, &frame)?;
+                if let Some(frame) = &frame {
+                    frame.slots.borrow_mut()[*index as usize] = value;
+                }
+            }
+            Ok(frame)
+        } else {
+            let mut slots = Vec::with_capacity(size as usize);
+            for (_, init) in inits {
+                slots.push(self.eval(init, env)?);
+            }
+            slots.resize(size as usize, Value::Undefined);
+            Ok(Frame::new(slots, env))
+        }
+    }
+}
+
+fn lookup_local(env: &Env, depth: u32, index: u32, name: Symbol, span: Span) -> EvalResult<Value> {
+    let value = Frame::ancestor(env, depth)
+        .and_then(|frame| frame.slots.borrow().get(index as usize).cloned());
+    match value {
+        Some(Value::Undefined) => Err(EvalError::new(
+            EvalErrorKind::Unbound,
+            format!("{name} is used before its definition"),
+        )
+        .at(span)),
+        Some(value) => Ok(value),
+        None => {
+            Err(EvalError::new(EvalErrorKind::Internal, format!("no slot for {name}")).at(span))
+        }
+    }
+}
+
+/// A new frame holding `args` bound to the closure's parameters.
+fn bind_arguments(closure: &Closure, mut args: Vec<Value>) -> EvalResult<Env> {
+    let def = &closure.def;
+    let required = def.required();
+    let count = args.len();
+    if count < required || (!def.rest && count > required) {
+        let expected = if def.rest {
+            format!("at least {required}")
+        } else {
+            required.to_string()
+        };
+        return Err(EvalError::new(
+            EvalErrorKind::Arity,
+            format!(
+                "{} expects {expected} argument{}, got {count}",
+                def.signature(),
+                if required == 1 && !def.rest { "" } else { "s" }
+            ),
+        ));
+    }
+    if def.rest {
+        let rest = Value::list(args.drain(required..));
+        args.push(rest);
+    }
+    args.resize(def.frame_size as usize, Value::Undefined);
+    Ok(Frame::new(args, &closure.env))
+}
+
+fn split_options<'a>(
+    builtin: &Builtin,
+    args: &'a [Value],
+) -> EvalResult<(&'a [Value], Vec<(Symbol, Value)>)> {
+    if builtin.options.is_empty() {
+        return Ok((args, Vec::new()));
+    }
+    let first_option = args
+        .iter()
+        .position(|arg| matches!(arg, Value::Keyword(k) if builtin.options.contains(&k.name())));
+    let Some(first_option) = first_option else {
+        return Ok((args, Vec::new()));
+    };
+    let mut options = Vec::new();
+    let mut rest = &args[first_option..];
+    while let [key, tail @ ..] = rest {
+        let Value::Keyword(name) = key else {
+            return Err(EvalError::syntax(format!(
+                "{}: positional argument {} after keyword options",
+                builtin.name,
+                key.short()
+            )));
+        };
+        if !builtin.options.contains(&name.name()) {
+            return Err(EvalError::syntax(format!(
+                "{}: unknown option :{name} (accepted: {})",
+                builtin.name,
+                builtin
+                    .options
+                    .iter()
+                    .map(|o| format!(":{o}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let [value, after @ ..] = tail else {
+            return Err(EvalError::syntax(format!(
+                "{}: option :{name} needs a value",
+                builtin.name
+            )));
+        };
+        options.push((*name, value.clone()));
+        rest = after;
+    }
+    Ok((&args[..first_option], options))
+}
+
+fn check_arity(builtin: &Builtin, count: usize) -> EvalResult<()> {
+    let too_few = count < builtin.min;
+    let too_many = builtin.max.is_some_and(|max| count > max);
+    if !too_few && !too_many {
+        return Ok(());
+    }
+    let expected = match builtin.max {
+        Some(max) if max == builtin.min => format!("{max}"),
+        Some(max) => format!("{} to {max}", builtin.min),
+        None => format!("at least {}", builtin.min),
+    };
+    Err(EvalError::new(
+        EvalErrorKind::Arity,
+        format!(
+            "expects {expected} argument{}, got {count}; usage: {}",
+            if expected == "1" { "" } else { "s" },
+            builtin.usage
+        ),
+    ))
+}
+
+fn not_callable(value: &Value) -> EvalError {
+    match value {
+        Value::Macro(_) => EvalError::type_error(
+            "a macro cannot be called as a function (define macros at top level before the code that uses them)",
+        ),
+        other => EvalError::type_error(format!(
+            "not a procedure: {} {}",
+            other.type_name(),
+            other.short()
+        )),
+    }
+}
+
+/// Seconds as a readable duration.
+pub fn format_duration(seconds: f64) -> String {
+    if seconds >= 1.0 {
+        format!("{seconds:.3} s")
+    } else if seconds >= 1e-3 {
+        format!("{:.3} ms", seconds * 1e3)
+    } else {
+        format!("{:.1} µs", seconds * 1e6)
+    }
+}

@@ -1,0 +1,190 @@
+//! The interpreter: global environment, source map, limits, random state,
+//! and the entry points that read, analyse and evaluate source text.
+
+use super::analyze::Analyzer;
+use super::builtins;
+use super::convert::sexp_to_value;
+use super::error::{EvalError, EvalErrorKind, EvalResult};
+use super::source::SourceMap;
+use super::symbol::{Symbol, sym};
+use super::value::Value;
+use crate::reader::{self, Span};
+use rand::rngs::Xoshiro256PlusPlus;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// The default limit on nested (non-tail) evaluation depth.
+pub const DEFAULT_MAX_DEPTH: usize = 100_000;
+
+/// The standard prelude, written in Epsilon.
+const PRELUDE: &str = include_str!("../../stdlib/prelude.lisp");
+
+/// An Epsilon interpreter: one global environment and its state.
+pub struct Interp {
+    /// Global bindings, indexed by symbol; `Undefined` marks unbound.
+    globals: Vec<Value>,
+    /// Every text read so far.
+    pub sources: SourceMap,
+    /// Current nesting of non-tail evaluation.
+    pub(crate) depth: usize,
+    /// The limit on `depth`.
+    pub max_depth: usize,
+    /// Set (e.g. by a Ctrl-C handler) to stop the running evaluation.
+    interrupt: Arc<AtomicBool>,
+    /// The random generator behind `rand`, `randn` and `seed!`.
+    pub(crate) rng: Xoshiro256PlusPlus,
+    /// When the interpreter started (the origin of `clock`).
+    pub(crate) started: Instant,
+    /// The span of the built-in call being run (for `load` and errors).
+    pub(crate) call_span: Span,
+    /// Where `display`, `print` and `println` write.
+    output: Box<dyn Write>,
+}
+
+impl Interp {
+    /// A fresh interpreter with the built-ins and the prelude loaded.
+    pub fn new() -> EvalResult<Self> {
+        let mut interp = Interp {
+            globals: Vec::new(),
+            sources: SourceMap::default(),
+            depth: 0,
+            max_depth: DEFAULT_MAX_DEPTH,
+            interrupt: Arc::new(AtomicBool::new(false)),
+            rng: rand::make_rng(),
+            started: Instant::now(),
+            call_span: Span::NONE,
+            output: Box::new(std::io::stdout()),
+        };
+        builtins::install(&mut interp);
+        interp.set_global(sym::ARGS, Value::Nil);
+        interp.eval_source(PRELUDE, "<prelude>", None)?;
+        Ok(interp)
+    }
+
+    /// The value bound to a global, if any.
+    pub fn global(&self, name: Symbol) -> Option<Value> {
+        match self.globals.get(name.index()) {
+            None | Some(Value::Undefined) => None,
+            Some(value) => Some(value.clone()),
+        }
+    }
+
+    /// Binds a global.
+    pub fn set_global(&mut self, name: Symbol, value: Value) {
+        let index = name.index();
+        if index >= self.globals.len() {
+            self.globals.resize(index + 1, Value::Undefined);
+        }
+        self.globals[index] = value;
+    }
+
+    /// The names of all bound globals (for completion and listings).
+    pub fn global_names(&self) -> Vec<&'static str> {
+        self.globals
+            .iter()
+            .enumerate()
+            .filter(|(_, value)| !matches!(value, Value::Undefined))
+            .map(|(index, _)| Symbol(index as u32).name())
+            .collect()
+    }
+
+    /// The flag that interrupts evaluation when set.
+    pub fn interrupt_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.interrupt)
+    }
+
+    pub(crate) fn check_interrupt(&self) -> EvalResult<()> {
+        if self.interrupt.load(Ordering::Relaxed) {
+            self.interrupt.store(false, Ordering::Relaxed);
+            return Err(EvalError::new(EvalErrorKind::Interrupted, "interrupted"));
+        }
+        Ok(())
+    }
+
+    /// Reads `text` (registered under `name`) and evaluates each form in
+    /// turn, returning the last value (`Void` for empty text).
+    pub fn eval_source(
+        &mut self,
+        text: &str,
+        name: &str,
+        path: Option<PathBuf>,
+    ) -> EvalResult<Value> {
+        let file = self.sources.add(name, path, text);
+        let data = reader::read_all(text, file)?;
+        let mut last = Value::Void;
+        for datum in &data {
+            let form = sexp_to_value(datum);
+            last = self.eval_top(&form, datum.span)?;
+        }
+        Ok(last)
+    }
+
+    /// Evaluates one top-level form. The forms of a top-level `begin` are
+    /// analysed one at a time, so a macro defined early in it can be used later.
+    pub fn eval_top(&mut self, form: &Value, span: Span) -> EvalResult<Value> {
+        if let Value::Pair(pair) = form {
+            if matches!(pair.car, Value::Symbol(s) if s == sym::BEGIN) && pair.cdr.is_list() {
+                let mut last = Value::Nil;
+                for (inner, inner_span) in pair.cdr.iter() {
+                    last = self.eval_top(inner, inner_span.or(span))?;
+                }
+                return Ok(last);
+            }
+        }
+        let node = Analyzer::new(self).analyze_top(form, span)?;
+        self.eval(&node, &None)
+    }
+
+    /// Loads and evaluates a file. A relative path is resolved against the
+    /// directory of the file containing the current call, if there is one.
+    pub fn load_file(&mut self, path: &Path) -> EvalResult<Value> {
+        let resolved = self.resolve_path(path);
+        let text = std::fs::read_to_string(&resolved)
+            .map_err(|err| EvalError::io(format!("cannot read {}: {err}", resolved.display())))?;
+        let name = resolved.display().to_string();
+        self.eval_source(&text, &name, Some(resolved))
+    }
+
+    fn resolve_path(&self, path: &Path) -> PathBuf {
+        if path.is_absolute() {
+            return path.to_path_buf();
+        }
+        match self.sources.directory_of(self.call_span) {
+            Some(dir) => dir.join(path),
+            None => path.to_path_buf(),
+        }
+    }
+
+    /// Sends the output of `display`, `print` and `println` to `output`.
+    pub fn set_output(&mut self, output: Box<dyn Write>) {
+        self.output = output;
+    }
+
+    /// Writes program output; text without a final newline is flushed at
+    /// once so prompts appear.
+    pub fn write_output(&mut self, text: &str) -> EvalResult<()> {
+        let written = self.output.write_all(text.as_bytes()).and_then(|()| {
+            if text.ends_with('\n') {
+                Ok(())
+            } else {
+                self.output.flush()
+            }
+        });
+        written.map_err(|err| EvalError::io(format!("cannot write output: {err}")))
+    }
+
+    /// Flushes program output.
+    pub fn flush_output(&mut self) {
+        let _ = self.output.flush();
+    }
+
+    /// Resets per-evaluation state after an aborted evaluation (a caught panic).
+    pub fn reset_after_abort(&mut self) {
+        self.depth = 0;
+        self.call_span = Span::NONE;
+        self.interrupt.store(false, Ordering::Relaxed);
+    }
+}

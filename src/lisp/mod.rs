@@ -1,0 +1,28 @@
+//! The Epsilon language: values, environments, special forms, macros,
+//! built-in functions and printing.
+//!
+//! Code flows reader data → [`convert`] (values with spans) → [`analyze`]
+//! (nodes with lexical addresses, macros expanded) → [`eval`] (values). This
+//! module knows nothing about how derivatives are built.
+
+pub mod analyze;
+pub mod builtins;
+pub mod convert;
+pub mod env;
+pub mod error;
+pub mod eval;
+pub mod interp;
+pub mod node;
+pub mod printer;
+pub mod procedure;
+pub mod quasi;
+pub mod source;
+pub mod symbol;
+pub mod tensor;
+pub mod value;
+
+pub use error::{EvalError, EvalErrorKind, EvalResult};
+pub use interp::Interp;
+pub use procedure::{Args, Builtin, Procedure};
+pub use symbol::Symbol;
+pub use value::Value;

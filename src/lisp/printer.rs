@@ -1,0 +1,172 @@
+//! Printing values: the readable form (REPL echo, `write`) and the display
+//! form (`display`, `println`: strings raw).
+//!
+//! Floats print as Rust's `{:?}` does (shortest round-trip digits, always a
+//! point or an exponent), except that NaN prints `nan`. Tensors of up to
+//! [`MAX_TENSOR_ELEMENTS`] elements print as re-readable nested brackets;
+//! larger ones as a summary with a few values.
+
+use super::procedure::Procedure;
+use super::symbol::sym;
+use super::value::Value;
+use ndarray::ArrayD;
+use std::fmt::Write;
+
+/// Tensors with more elements than this print as a summary.
+pub const MAX_TENSOR_ELEMENTS: usize = 100;
+
+/// The readable form of a value (strings quoted and escaped).
+pub fn write_string(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value, true);
+    out
+}
+
+/// The display form of a value (strings as their raw text).
+pub fn display_string(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value, false);
+    out
+}
+
+/// A float as Epsilon prints it.
+pub fn format_float(x: f64) -> String {
+    if x.is_nan() {
+        "nan".to_string()
+    } else {
+        format!("{x:?}")
+    }
+}
+
+fn write_value(out: &mut String, value: &Value, readable: bool) {
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || match value {
+        Value::Nil => out.push_str("()"),
+        Value::Void => out.push_str("#<void>"),
+        Value::Undefined => out.push_str("#<undefined>"),
+        Value::Bool(b) => out.push_str(if *b { "#t" } else { "#f" }),
+        Value::Int(n) => {
+            let _ = write!(out, "{n}");
+        }
+        Value::Float(x) => out.push_str(&format_float(*x)),
+        Value::Str(s) if readable => write_escaped(out, s),
+        Value::Str(s) => out.push_str(s),
+        Value::Symbol(s) => out.push_str(s.name()),
+        Value::Keyword(k) => {
+            out.push(':');
+            out.push_str(k.name());
+        }
+        Value::Pair(pair) => {
+            if matches!(pair.car, Value::Symbol(s) if s == sym::TENSOR_LITERAL)
+                && pair.cdr.is_list()
+            {
+                write_sequence(out, &pair.cdr, '[', ']', readable);
+            } else {
+                write_sequence(out, value, '(', ')', readable);
+            }
+        }
+        Value::Tensor(t) => write_tensor(out, t),
+        Value::Procedure(p) => {
+            let kind = match &**p {
+                Procedure::Builtin(_) => "builtin",
+                _ => "procedure",
+            };
+            let _ = write!(out, "#<{kind} {}>", p.name());
+        }
+        Value::Macro(m) => {
+            let name = m.def.name.map(|s| s.name()).unwrap_or("anonymous");
+            let _ = write!(out, "#<macro {name}>");
+        }
+    })
+}
+
+fn write_sequence(out: &mut String, list: &Value, open: char, close: char, readable: bool) {
+    out.push(open);
+    let mut iter = list.iter();
+    let mut first = true;
+    for (item, _) in iter.by_ref() {
+        if !first {
+            out.push(' ');
+        }
+        first = false;
+        write_value(out, item, readable);
+    }
+    if !iter.rest().is_nil() {
+        out.push_str(" . ");
+        write_value(out, iter.rest(), readable);
+    }
+    out.push(close);
+}
+
+fn write_escaped(out: &mut String, text: &str) {
+    out.push('"');
+    for ch in text.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\0' => out.push_str("\\0"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn write_tensor(out: &mut String, tensor: &ArrayD<f64>) {
+    if tensor.ndim() == 0 {
+        let value = tensor.iter().next().copied().unwrap_or(f64::NAN);
+        let _ = write!(out, "#<tensor f64 [] {}>", format_float(value));
+        return;
+    }
+    if tensor.len() > MAX_TENSOR_ELEMENTS {
+        write_summary(out, tensor);
+        return;
+    }
+    let shape = tensor.shape();
+    let values: Vec<f64> = tensor.iter().copied().collect();
+    write_nested(out, shape, &values);
+}
+
+/// Writes `values` (row-major, of `shape`) as nested brackets.
+fn write_nested(out: &mut String, shape: &[usize], values: &[f64]) {
+    out.push('[');
+    match shape {
+        [] => {}
+        [_] => {
+            for (position, value) in values.iter().enumerate() {
+                if position > 0 {
+                    out.push(' ');
+                }
+                out.push_str(&format_float(*value));
+            }
+        }
+        [rows, inner @ ..] => {
+            let stride: usize = inner.iter().product();
+            for row in 0..*rows {
+                if row > 0 {
+                    out.push(' ');
+                }
+                let chunk = values.get(row * stride..(row + 1) * stride).unwrap_or(&[]);
+                write_nested(out, inner, chunk);
+            }
+        }
+    }
+    out.push(']');
+}
+
+fn write_summary(out: &mut String, tensor: &ArrayD<f64>) {
+    let shape: Vec<String> = tensor.shape().iter().map(usize::to_string).collect();
+    let _ = write!(out, "#<tensor f64 [{}]", shape.join(" "));
+    let count = tensor.len();
+    let head: Vec<String> = tensor.iter().take(3).map(|x| format_float(*x)).collect();
+    let tail: Vec<String> = tensor
+        .iter()
+        .skip(count.saturating_sub(3))
+        .map(|x| format_float(*x))
+        .collect();
+    let _ = write!(out, " {} ... {}>", head.join(" "), tail.join(" "));
+}

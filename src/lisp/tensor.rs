@@ -1,0 +1,172 @@
+//! Tensor helpers shared by the evaluator and the built-ins: building tensors
+//! from elements, NumPy broadcasting, elementwise maps (parallel above a size
+//! threshold), axis and shape arguments.
+
+use super::error::{EvalError, EvalResult};
+use super::value::Value;
+use ndarray::{ArrayD, Axis, IxDyn, Zip};
+
+/// Elementwise work on at least this many elements runs on the rayon pool.
+pub const PARALLEL_THRESHOLD: usize = 1 << 15;
+
+/// A result array as a value: 0-dimensional arrays become floats.
+pub fn to_value(array: ArrayD<f64>) -> Value {
+    if array.ndim() == 0 {
+        Value::Float(array.iter().next().copied().unwrap_or(f64::NAN))
+    } else {
+        Value::tensor(array)
+    }
+}
+
+/// `[2 3]`: a shape as Epsilon prints it.
+pub fn format_shape(shape: &[usize]) -> String {
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    format!("[{}]", dims.join(" "))
+}
+
+/// Stacks numbers (into a vector) or equal-shape tensors (along a new first
+/// axis): the meaning of a bracket form `[a b c]`.
+pub fn stack_elements(values: &[Value]) -> EvalResult<ArrayD<f64>> {
+    if values.is_empty() {
+        return Ok(ArrayD::zeros(IxDyn(&[0])));
+    }
+    let mut inner_shape: Option<Vec<usize>> = None;
+    let mut data = Vec::new();
+    for (position, value) in values.iter().enumerate() {
+        let (shape, elements): (Vec<usize>, Vec<f64>) = match value {
+            Value::Int(n) => (vec![], vec![*n as f64]),
+            Value::Float(x) => (vec![], vec![*x]),
+            Value::Tensor(t) => (t.shape().to_vec(), t.iter().copied().collect()),
+            other => {
+                return Err(EvalError::type_error(format!(
+                    "tensor elements must be numbers or tensors, element {position} is {} {}",
+                    other.type_name(),
+                    other.short()
+                )));
+            }
+        };
+        match &inner_shape {
+            None => inner_shape = Some(shape),
+            Some(expected) if *expected != shape => {
+                return Err(EvalError::shape(format!(
+                    "ragged tensor: element 0 has shape {} but element {position} has shape {}",
+                    format_shape(expected),
+                    format_shape(&shape)
+                )));
+            }
+            Some(_) => {}
+        }
+        data.extend(elements);
+    }
+    let mut shape = vec![values.len()];
+    shape.extend(inner_shape.unwrap_or_default());
+    ArrayD::from_shape_vec(IxDyn(&shape), data)
+        .map_err(|err| EvalError::shape(format!("cannot build tensor: {err}")))
+}
+
+/// The NumPy broadcast of two shapes.
+pub fn broadcast_shape(a: &[usize], b: &[usize]) -> EvalResult<Vec<usize>> {
+    let ndim = a.len().max(b.len());
+    let mut shape = vec![0; ndim];
+    for position in 0..ndim {
+        let dim_a = dim_from_end(a, ndim - 1 - position);
+        let dim_b = dim_from_end(b, ndim - 1 - position);
+        shape[position] = match (dim_a, dim_b) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => {
+                return Err(EvalError::shape(format!(
+                    "shapes {} and {} cannot be broadcast together",
+                    format_shape(a),
+                    format_shape(b)
+                )));
+            }
+        };
+    }
+    Ok(shape)
+}
+
+/// The dimension `from_end` places before the last (1 beyond the rank).
+fn dim_from_end(shape: &[usize], from_end: usize) -> usize {
+    if from_end < shape.len() {
+        shape[shape.len() - 1 - from_end]
+    } else {
+        1
+    }
+}
+
+/// Applies `f` elementwise to two broadcast arrays.
+pub fn zip_map(
+    a: &ArrayD<f64>,
+    b: &ArrayD<f64>,
+    f: impl Fn(f64, f64) -> f64 + Sync + Send,
+) -> EvalResult<ArrayD<f64>> {
+    let shape = broadcast_shape(a.shape(), b.shape())?;
+    let (Some(a_view), Some(b_view)) = (a.broadcast(IxDyn(&shape)), b.broadcast(IxDyn(&shape)))
+    else {
+        return Err(EvalError::shape(format!(
+            "shapes {} and {} cannot be broadcast together",
+            format_shape(a.shape()),
+            format_shape(b.shape())
+        )));
+    };
+    let zip = Zip::from(&a_view).and(&b_view);
+    Ok(if a_view.len() >= PARALLEL_THRESHOLD {
+        zip.par_map_collect(|x, y| f(*x, *y))
+    } else {
+        zip.map_collect(|x, y| f(*x, *y))
+    })
+}
+
+/// Applies `f` to every element.
+pub fn map(a: &ArrayD<f64>, f: impl Fn(f64) -> f64 + Sync + Send) -> ArrayD<f64> {
+    let zip = Zip::from(a);
+    if a.len() >= PARALLEL_THRESHOLD {
+        zip.par_map_collect(|x| f(*x))
+    } else {
+        zip.map_collect(|x| f(*x))
+    }
+}
+
+/// A possibly negative axis, checked against `ndim`.
+pub fn normalize_axis(axis: i64, ndim: usize) -> EvalResult<usize> {
+    let resolved = if axis < 0 { axis + ndim as i64 } else { axis };
+    if resolved < 0 || resolved >= ndim as i64 {
+        return Err(EvalError::range(format!(
+            "axis {axis} is out of range for a tensor of rank {ndim}"
+        )));
+    }
+    Ok(resolved as usize)
+}
+
+/// A shape given as a list of sizes, one integer, or several integers.
+pub fn shape_from_args(args: &[Value]) -> EvalResult<Vec<usize>> {
+    match args {
+        [single @ (Value::Pair(_) | Value::Nil)] => shape_from_list(single),
+        many => many.iter().map(dimension).collect(),
+    }
+}
+
+/// A shape given as a list of sizes.
+pub fn shape_from_list(list: &Value) -> EvalResult<Vec<usize>> {
+    list.list_to_vec()?.iter().map(dimension).collect()
+}
+
+fn dimension(value: &Value) -> EvalResult<usize> {
+    let n = value.as_i64()?;
+    usize::try_from(n)
+        .map_err(|_| EvalError::range(format!("a dimension cannot be negative, got {n}")))
+}
+
+/// Removes `axis` from a shape.
+pub fn shape_without(shape: &[usize], axis: usize) -> Vec<usize> {
+    let mut out = shape.to_vec();
+    out.remove(axis);
+    out
+}
+
+/// `array` with a unit axis inserted at `axis` (for `:keepdims`).
+pub fn keep_axis(array: ArrayD<f64>, axis: usize) -> ArrayD<f64> {
+    array.insert_axis(Axis(axis))
+}

@@ -1,0 +1,421 @@
+//! Run-time values: numbers, strings, symbols, lists, tensors, procedures.
+//!
+//! Lists are immutable cons cells shared through `Rc`; each cell remembers the
+//! source span of its element so the evaluator can point at code it reads.
+//! Tensors are `ndarray::ArrayD<f64>` behind an `Rc`; operations make new
+//! arrays rather than mutating shared ones.
+
+use super::error::{EvalError, EvalResult};
+use super::procedure::{Closure, Procedure};
+use super::symbol::Symbol;
+use crate::reader::Span;
+use ndarray::ArrayD;
+use std::rc::Rc;
+
+/// A value of the Epsilon language.
+#[derive(Clone, Default)]
+pub enum Value {
+    /// The empty list `()`, also written `nil`. False in conditions.
+    #[default]
+    Nil,
+    /// The value of forms evaluated for effect (`define`, `println`); the REPL
+    /// does not echo it.
+    Void,
+    /// `#t` or `#f`.
+    Bool(bool),
+    /// A 64-bit integer.
+    Int(i64),
+    /// A 64-bit float.
+    Float(f64),
+    /// An immutable string.
+    Str(Rc<String>),
+    /// A symbol.
+    Symbol(Symbol),
+    /// A keyword such as `:axis` (stored without the colon).
+    Keyword(Symbol),
+    /// A cons cell; lists are chains of these ending in `Nil`.
+    Pair(Rc<Pair>),
+    /// An n-dimensional array of f64.
+    Tensor(Rc<ArrayD<f64>>),
+    /// Something that can be called.
+    Procedure(Rc<Procedure>),
+    /// A macro: a closure called on unevaluated forms at analysis time.
+    Macro(Rc<Closure>),
+    /// Marks a variable that is declared but not yet given a value.
+    #[doc(hidden)]
+    Undefined,
+}
+
+/// A cons cell.
+pub struct Pair {
+    /// The element.
+    pub car: Value,
+    /// The rest of the list.
+    pub cdr: Value,
+    /// Where the element (`car`) was read, or `Span::NONE`.
+    pub span: Span,
+}
+
+/// Long or deeply nested lists would otherwise be dropped recursively, one
+/// Rust frame per cell; this unlinks uniquely owned cells iteratively.
+impl Drop for Pair {
+    fn drop(&mut self) {
+        let mut pending: Vec<Rc<Pair>> = Vec::new();
+        let push = |value: Value, pending: &mut Vec<Rc<Pair>>| {
+            if let Value::Pair(cell) = value {
+                if Rc::strong_count(&cell) == 1 {
+                    pending.push(cell);
+                }
+            }
+        };
+        push(std::mem::take(&mut self.car), &mut pending);
+        push(std::mem::take(&mut self.cdr), &mut pending);
+        while let Some(cell) = pending.pop() {
+            if let Ok(mut pair) = Rc::try_unwrap(cell) {
+                push(std::mem::take(&mut pair.car), &mut pending);
+                push(std::mem::take(&mut pair.cdr), &mut pending);
+            }
+        }
+    }
+}
+
+impl Value {
+    /// A new cons cell.
+    pub fn cons(car: Value, cdr: Value) -> Value {
+        Value::Pair(Rc::new(Pair {
+            car,
+            cdr,
+            span: Span::NONE,
+        }))
+    }
+
+    /// A new cons cell whose element was read at `span`.
+    pub fn cons_at(car: Value, cdr: Value, span: Span) -> Value {
+        Value::Pair(Rc::new(Pair { car, cdr, span }))
+    }
+
+    /// A proper list of `items`.
+    pub fn list(items: impl IntoIterator<Item = Value, IntoIter: DoubleEndedIterator>) -> Value {
+        Self::list_with_tail(items, Value::Nil)
+    }
+
+    /// A list of `items` ending in `tail` instead of `()`.
+    pub fn list_with_tail(
+        items: impl IntoIterator<Item = Value, IntoIter: DoubleEndedIterator>,
+        tail: Value,
+    ) -> Value {
+        items
+            .into_iter()
+            .rev()
+            .fold(tail, |rest, item| Value::cons(item, rest))
+    }
+
+    /// A string value.
+    pub fn string(text: impl Into<String>) -> Value {
+        Value::Str(Rc::new(text.into()))
+    }
+
+    /// A symbol value named `name`.
+    pub fn symbol(name: &str) -> Value {
+        Value::Symbol(Symbol::intern(name))
+    }
+
+    /// A tensor value.
+    pub fn tensor(array: ArrayD<f64>) -> Value {
+        Value::Tensor(Rc::new(array))
+    }
+
+    /// False only for `#f` and `()`.
+    pub fn is_truthy(&self) -> bool {
+        !matches!(self, Value::Bool(false) | Value::Nil)
+    }
+
+    /// True for `()`.
+    pub fn is_nil(&self) -> bool {
+        matches!(self, Value::Nil)
+    }
+
+    /// True for `()` and for chains of pairs ending in `()`.
+    pub fn is_list(&self) -> bool {
+        let mut current = self;
+        loop {
+            match current {
+                Value::Nil => return true,
+                Value::Pair(pair) => current = &pair.cdr,
+                _ => return false,
+            }
+        }
+    }
+
+    /// The name of the value's type, for error messages and `type-of`.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Nil => "list",
+            Value::Void => "void",
+            Value::Bool(_) => "boolean",
+            Value::Int(_) => "integer",
+            Value::Float(_) => "float",
+            Value::Str(_) => "string",
+            Value::Symbol(_) => "symbol",
+            Value::Keyword(_) => "keyword",
+            Value::Pair(_) => "list",
+            Value::Tensor(_) => "tensor",
+            Value::Procedure(_) => "procedure",
+            Value::Macro(_) => "macro",
+            Value::Undefined => "undefined",
+        }
+    }
+
+    /// Iterates over the elements of a list, with the span each was read at.
+    /// Stops at the first non-pair; use [`Value::list_to_vec`] to reject
+    /// improper lists.
+    pub fn iter(&self) -> ListIter<'_> {
+        ListIter { current: self }
+    }
+
+    /// The elements of a proper list.
+    pub fn list_to_vec(&self) -> EvalResult<Vec<Value>> {
+        let mut items = Vec::new();
+        let mut current = self;
+        loop {
+            match current {
+                Value::Nil => return Ok(items),
+                Value::Pair(pair) => {
+                    items.push(pair.car.clone());
+                    current = &pair.cdr;
+                }
+                other => {
+                    return Err(EvalError::type_error(format!(
+                        "expected a proper list, found one ending in {}",
+                        other.type_name()
+                    )));
+                }
+            }
+        }
+    }
+
+    /// The value as a float (integers convert).
+    pub fn as_f64(&self) -> EvalResult<f64> {
+        match self {
+            Value::Int(n) => Ok(*n as f64),
+            Value::Float(x) => Ok(*x),
+            Value::Tensor(t) if t.len() == 1 => Ok(t.iter().next().copied().unwrap_or(0.0)),
+            other => Err(EvalError::type_error(format!(
+                "expected a number, got {} {}",
+                other.type_name(),
+                other.short()
+            ))),
+        }
+    }
+
+    /// The value as an integer (floats with an integral value convert).
+    pub fn as_i64(&self) -> EvalResult<i64> {
+        match self {
+            Value::Int(n) => Ok(*n),
+            Value::Float(x) if x.fract() == 0.0 && x.abs() < 9.007_199_254_740_992e15 => {
+                Ok(*x as i64)
+            }
+            other => Err(EvalError::type_error(format!(
+                "expected an integer, got {} {}",
+                other.type_name(),
+                other.short()
+            ))),
+        }
+    }
+
+    /// The value as a boolean (its truthiness).
+    pub fn as_bool(&self) -> EvalResult<bool> {
+        Ok(self.is_truthy())
+    }
+
+    /// The value as a string slice.
+    pub fn as_str(&self) -> EvalResult<&str> {
+        match self {
+            Value::Str(s) => Ok(s.as_str()),
+            other => Err(EvalError::type_error(format!(
+                "expected a string, got {} {}",
+                other.type_name(),
+                other.short()
+            ))),
+        }
+    }
+
+    /// The value as a symbol.
+    pub fn as_symbol(&self) -> EvalResult<Symbol> {
+        match self {
+            Value::Symbol(s) => Ok(*s),
+            other => Err(EvalError::type_error(format!(
+                "expected a symbol, got {} {}",
+                other.type_name(),
+                other.short()
+            ))),
+        }
+    }
+
+    /// The value as a tensor; numbers become 0-dimensional tensors.
+    pub fn as_tensor(&self) -> EvalResult<Rc<ArrayD<f64>>> {
+        match self {
+            Value::Tensor(t) => Ok(Rc::clone(t)),
+            Value::Int(_) | Value::Float(_) => Ok(Rc::new(ArrayD::from_elem(
+                ndarray::IxDyn(&[]),
+                self.as_f64()?,
+            ))),
+            other => Err(EvalError::type_error(format!(
+                "expected a tensor, got {} {}",
+                other.type_name(),
+                other.short()
+            ))),
+        }
+    }
+
+    /// The printed form, cut to about 60 characters, for error messages.
+    pub fn short(&self) -> String {
+        let text = super::printer::write_string(self);
+        match text.char_indices().nth(60) {
+            Some((at, _)) => format!("{}...", &text[..at]),
+            None => text,
+        }
+    }
+}
+
+/// Iterator over list elements with their spans.
+pub struct ListIter<'a> {
+    current: &'a Value,
+}
+
+impl<'a> Iterator for ListIter<'a> {
+    type Item = (&'a Value, Span);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.current {
+            Value::Pair(pair) => {
+                self.current = &pair.cdr;
+                Some((&pair.car, pair.span))
+            }
+            _ => None,
+        }
+    }
+}
+
+impl<'a> ListIter<'a> {
+    /// What is left: `()` after a proper list, the tail of an improper one.
+    pub fn rest(&self) -> &'a Value {
+        self.current
+    }
+}
+
+impl From<f64> for Value {
+    fn from(x: f64) -> Self {
+        Value::Float(x)
+    }
+}
+
+impl From<i64> for Value {
+    fn from(n: i64) -> Self {
+        Value::Int(n)
+    }
+}
+
+impl From<i32> for Value {
+    fn from(n: i32) -> Self {
+        Value::Int(n.into())
+    }
+}
+
+impl From<usize> for Value {
+    fn from(n: usize) -> Self {
+        Value::Int(n as i64)
+    }
+}
+
+impl From<bool> for Value {
+    fn from(b: bool) -> Self {
+        Value::Bool(b)
+    }
+}
+
+impl From<String> for Value {
+    fn from(s: String) -> Self {
+        Value::string(s)
+    }
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Self {
+        Value::string(s)
+    }
+}
+
+impl From<ArrayD<f64>> for Value {
+    fn from(array: ArrayD<f64>) -> Self {
+        Value::tensor(array)
+    }
+}
+
+impl<T: Into<Value>> From<Vec<T>> for Value {
+    fn from(items: Vec<T>) -> Self {
+        Value::list(items.into_iter().map(Into::into))
+    }
+}
+
+impl TryFrom<Value> for f64 {
+    type Error = EvalError;
+    fn try_from(value: Value) -> EvalResult<f64> {
+        value.as_f64()
+    }
+}
+
+impl TryFrom<Value> for i64 {
+    type Error = EvalError;
+    fn try_from(value: Value) -> EvalResult<i64> {
+        value.as_i64()
+    }
+}
+
+impl TryFrom<Value> for bool {
+    type Error = EvalError;
+    fn try_from(value: Value) -> EvalResult<bool> {
+        match value {
+            Value::Bool(b) => Ok(b),
+            other => Err(EvalError::type_error(format!(
+                "expected a boolean, got {}",
+                other.type_name()
+            ))),
+        }
+    }
+}
+
+impl TryFrom<Value> for String {
+    type Error = EvalError;
+    fn try_from(value: Value) -> EvalResult<String> {
+        value.as_str().map(str::to_string)
+    }
+}
+
+impl TryFrom<Value> for ArrayD<f64> {
+    type Error = EvalError;
+    fn try_from(value: Value) -> EvalResult<ArrayD<f64>> {
+        let tensor = value.as_tensor()?;
+        Ok(Rc::try_unwrap(tensor).unwrap_or_else(|shared| (*shared).clone()))
+    }
+}
+
+impl TryFrom<Value> for Vec<Value> {
+    type Error = EvalError;
+    fn try_from(value: Value) -> EvalResult<Vec<Value>> {
+        value.list_to_vec()
+    }
+}
+
+impl std::fmt::Debug for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&super::printer::write_string(self))
+    }
+}
+
+impl std::fmt::Display for Value {
+    /// The readable form, as the REPL echoes it (strings quoted).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&super::printer::write_string(self))
+    }
+}

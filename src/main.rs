@@ -1,0 +1,107 @@
+//! The `epsilon` command: the REPL, `run FILE`, `eval EXPR`.
+//!
+//! Exit status: 0 on success, 1 for an error in the program (printed as
+//! `FILE:LINE:COL: error: message` with the source line and a caret), 2 for
+//! bad usage; `(exit n)` exits with n.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use epsilon::{Engine, Error, Value};
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Epsilon: a differentiation engine inside a small Lisp.
+#[derive(Parser)]
+#[command(name = "epsilon", version, about, long_about = None)]
+struct Cli {
+    /// Where numeric tapes run.
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto, global = true)]
+    backend: BackendChoice,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a script; the remaining arguments are in *args*. FILE "-" reads standard input.
+    Run {
+        /// The script.
+        file: PathBuf,
+        /// Arguments passed to the script as *args*.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Evaluate the forms given and print the value of the last.
+    Eval {
+        /// Source text (several arguments are joined with spaces).
+        #[arg(required = true, allow_hyphen_values = true)]
+        exprs: Vec<String>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BackendChoice {
+    /// The CPU (ndarray + rayon).
+    Cpu,
+    /// An NVIDIA GPU through CUDA.
+    Cuda,
+    /// CUDA where a device exists, else the CPU.
+    Auto,
+}
+
+/// Prints an error report and gives the exit status it calls for.
+fn failure(error: Error) -> ExitCode {
+    if let Some(code) = error.exit_code() {
+        return ExitCode::from(code.clamp(0, 255) as u8);
+    }
+    eprintln!("{}", error.render());
+    ExitCode::from(1)
+}
+
+fn finish(result: Result<Value, Error>, echo: bool) -> ExitCode {
+    match result {
+        Ok(value) => {
+            if echo && !matches!(value, Value::Void) {
+                println!("{value}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => failure(error),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let BackendChoice::Cuda = cli.backend {
+        eprintln!(
+            "error: --backend cuda: this build of Epsilon has no CUDA backend yet; use --backend cpu"
+        );
+        return ExitCode::from(1);
+    }
+    let mut engine = Engine::new();
+    match cli.command {
+        Some(Command::Run { file, args }) => {
+            engine.set_args(&args);
+            if file.as_os_str() == "-" {
+                return run_stdin(&mut engine);
+            }
+            finish(engine.run_file(&file), false)
+        }
+        Some(Command::Eval { exprs }) => finish(engine.eval(&exprs.join(" ")), true),
+        None if std::io::stdin().is_terminal() => {
+            let code = epsilon::repl::run(&mut engine);
+            ExitCode::from(code.clamp(0, 255) as u8)
+        }
+        None => run_stdin(&mut engine),
+    }
+}
+
+/// Runs standard input as a script.
+fn run_stdin(engine: &mut Engine) -> ExitCode {
+    let mut source = String::new();
+    if let Err(err) = std::io::stdin().read_to_string(&mut source) {
+        eprintln!("error: cannot read standard input: {err}");
+        return ExitCode::from(1);
+    }
+    finish(engine.eval_named(&source, "<stdin>"), false)
+}

@@ -1,0 +1,70 @@
+//! REPL commands: lines starting with `:`.
+
+use crate::Engine;
+use crate::lisp::eval::format_duration;
+use std::time::Instant;
+
+/// The commands with a one-line description each.
+pub const COMMANDS: &[(&str, &str)] = &[
+    (":help", "this help"),
+    (
+        ":doc",
+        ":doc NAME - the documentation of a function, macro or special form",
+    ),
+    (
+        ":time",
+        ":time EXPR - evaluate EXPR and print the time it took",
+    ),
+    (":load", ":load FILE - evaluate a file"),
+    (":quit", "leave the REPL (Ctrl-D does too)"),
+];
+
+/// What the REPL does after a command.
+pub enum Outcome {
+    /// Read the next line.
+    Continue,
+    /// Leave with this exit status.
+    Quit(i32),
+}
+
+fn help_text() -> String {
+    let mut text = String::from(
+        "Type an expression to evaluate it; input continues over lines until brackets balance.\n\
+         Tab completes names, Ctrl-C interrupts a running evaluation, Ctrl-D leaves.\n\nCommands:\n",
+    );
+    for (name, description) in COMMANDS {
+        text.push_str(&format!("  {name:<7} {description}\n"));
+    }
+    text.push_str("\nTry: (doc 'map)  (define (f x) (* x x))  (f 3)  (sum (* [1 2 3] [4 5 6]))");
+    text
+}
+
+/// Runs the command line `line` (which starts with ':').
+pub fn run_command(engine: &mut Engine, line: &str) -> Outcome {
+    let line = line.trim();
+    let (command, argument) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    let argument = argument.trim();
+    match command {
+        ":help" | ":h" => println!("{}", help_text()),
+        ":quit" | ":q" | ":exit" => return Outcome::Quit(0),
+        ":doc" if !argument.is_empty() => match engine.doc(argument) {
+            Some(text) => println!("{text}"),
+            None => eprintln!("error: {argument} is not defined"),
+        },
+        ":time" if !argument.is_empty() => {
+            let started = Instant::now();
+            let result = engine.eval_named(argument, "<repl>");
+            let elapsed = started.elapsed().as_secs_f64();
+            let outcome = super::show_result(result);
+            eprintln!("time: {}", format_duration(elapsed));
+            return outcome;
+        }
+        ":load" if !argument.is_empty() => {
+            let path = argument.trim_matches('"');
+            return super::show_result(engine.run_file(path));
+        }
+        ":doc" | ":time" | ":load" => eprintln!("error: {command} needs an argument; see :help"),
+        other => eprintln!("error: unknown command {other}; :help lists the commands"),
+    }
+    Outcome::Continue
+}
