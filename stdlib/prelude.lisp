@@ -8,9 +8,9 @@
         (next (gensym "next")))
     `(let ((,count ,(second spec)))
        (let ,next ((,var 0))
-         (when (< ,var ,count)
-           ,@body
-           (,next (+ ,var 1)))))))
+         (if (< ,var ,count)
+             (begin ,@body (,next (+ ,var 1)))
+             (void))))))
 
 (defmacro dolist (spec . body)
   "(dolist (x lst) body...): evaluates body with x bound to each element of lst."

@@ -63,6 +63,10 @@ fn error(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     Err(EvalError::new(EvalErrorKind::User, message))
 }
 
+fn void(_: &mut Interp, _: &Args) -> EvalResult<Value> {
+    Ok(Value::Void)
+}
+
 fn type_of(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     Ok(Value::symbol(args[0].type_name()))
 }
@@ -136,6 +140,7 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("read", "(read string)", "The first datum written in string, unevaluated: (read \"(+ 1 2)\") is the list (+ 1 2).", 1, Some(1), read),
     builtin("eval", "(eval datum)", "Evaluates a datum as code, at the top level.", 1, Some(1), eval),
     builtin("error", "(error message irritant...)", "Raises an error with the message followed by the irritants; try can catch it.", 1, None, error),
+    builtin("void", "(void)", "The value of forms evaluated only for their effect; the REPL does not print it.", 0, Some(0), void),
     builtin("type-of", "(type-of x)", "The type of x as a symbol: integer, float, string, list, tensor, procedure, ...", 1, Some(1), type_of),
     builtin("doc", "(doc 'name)", "Prints the documentation of a function, macro or special form.", 1, Some(1), doc),
     builtin("set-recursion-limit!", "(set-recursion-limit! n)", "Sets how deeply non-tail calls may nest before an error (default 100000).", 1, Some(1), set_recursion_limit),
