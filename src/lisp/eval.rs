@@ -146,7 +146,8 @@ impl Interp {
         );
         self.call_span = saved;
         result.map_err(|mut error| {
-            if !error.span.is_known() && !error.is_uncatchable() {
+            let raised_by_program = error.kind == EvalErrorKind::User || error.is_uncatchable();
+            if !error.span.is_known() && !raised_by_program {
                 error.message = format!("{}: {}", builtin.name, error.message);
             }
             error.at(span)

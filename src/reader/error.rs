@@ -25,9 +25,12 @@ pub enum ReadErrorKind {
     /// A `#|` comment without its `|#`.
     #[error("unterminated block comment '#|'")]
     UnterminatedComment,
-    /// A quote mark (or `#;`) with no datum after it.
+    /// A quote mark (or `#;`) followed by a closing bracket.
     #[error("'{0}' must be followed by a datum")]
     MissingDatum(String),
+    /// The input ended right after a quote mark (or `#;`).
+    #[error("input ended after '{0}', which must be followed by a datum")]
+    EndAfterPrefix(String),
     /// A closing bracket with no opening one.
     #[error("unexpected '{0}' with no matching opening bracket")]
     UnexpectedClose(char),
@@ -73,7 +76,7 @@ impl ReadError {
             ReadErrorKind::Unclosed(..)
                 | ReadErrorKind::UnterminatedString
                 | ReadErrorKind::UnterminatedComment
-                | ReadErrorKind::MissingDatum(_)
+                | ReadErrorKind::EndAfterPrefix(_)
         )
     }
 }

@@ -182,10 +182,10 @@ fn unfinished(frame: Frame) -> ReadError {
     match frame {
         Frame::Seq { open, span, .. } => error(ReadErrorKind::Unclosed(open, closer(open)), span),
         Frame::Prefix { symbol, span } => error(
-            ReadErrorKind::MissingDatum(prefix_text(symbol).to_string()),
+            ReadErrorKind::EndAfterPrefix(prefix_text(symbol).to_string()),
             span,
         ),
-        Frame::Discard { span } => error(ReadErrorKind::MissingDatum("#;".to_string()), span),
+        Frame::Discard { span } => error(ReadErrorKind::EndAfterPrefix("#;".to_string()), span),
     }
 }
 

@@ -152,6 +152,45 @@ fn is_equal(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     Ok(Value::Bool(equal(&args[0], &args[1])))
 }
 
+/// Applies an integer test, or a float test, to a number.
+fn number_test(
+    value: &Value,
+    int_test: fn(i64) -> bool,
+    float_test: fn(f64) -> bool,
+) -> EvalResult<Value> {
+    match value {
+        Value::Int(n) => Ok(Value::Bool(int_test(*n))),
+        Value::Float(x) => Ok(Value::Bool(float_test(*x))),
+        other => Err(EvalError::type_error(format!(
+            "expected a number, got {} {}",
+            other.type_name(),
+            other.short()
+        ))),
+    }
+}
+
+fn is_zero(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    number_test(&args[0], |n| n == 0, |x| x == 0.0)
+}
+
+fn is_positive(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    number_test(&args[0], |n| n > 0, |x| x > 0.0)
+}
+
+fn is_negative(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    number_test(&args[0], |n| n < 0, |x| x < 0.0)
+}
+
+fn is_even(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let n = args[0].as_i64()?;
+    Ok(Value::Bool(n % 2 == 0))
+}
+
+fn is_odd(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let n = args[0].as_i64()?;
+    Ok(Value::Bool(n % 2 != 0))
+}
+
 macro_rules! predicates {
     ($($fname:ident => $test:expr;)*) => {
         $(fn $fname(_: &mut Interp, args: &Args) -> EvalResult<Value> {
@@ -187,6 +226,11 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("not", "(not x)", "#t for #f and (), #f for anything else.", 1, Some(1), not),
     builtin("eq?", "(eq? a b)", "Identity: equal numbers, symbols and booleans, or the very same list, string or tensor.", 2, Some(2), is_eq),
     builtin("equal?", "(equal? a b)", "Structural equality of numbers (of the same type), strings, lists and tensors.", 2, Some(2), is_equal),
+    builtin("zero?", "(zero? x)", "True when the number x is 0.", 1, Some(1), is_zero),
+    builtin("positive?", "(positive? x)", "True when the number x is above 0.", 1, Some(1), is_positive),
+    builtin("negative?", "(negative? x)", "True when the number x is below 0.", 1, Some(1), is_negative),
+    builtin("even?", "(even? n)", "True when the integer n is even.", 1, Some(1), is_even),
+    builtin("odd?", "(odd? n)", "True when the integer n is odd.", 1, Some(1), is_odd),
     builtin("list?", "(list? x)", "True for proper lists, () included.", 1, Some(1), is_list),
     builtin("pair?", "(pair? x)", "True for a cons cell (a non-empty list).", 1, Some(1), is_pair),
     builtin("null?", "(null? x)", "True for the empty list ().", 1, Some(1), is_null),

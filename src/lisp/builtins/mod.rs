@@ -3,7 +3,7 @@
 //! (shown by `doc`), its arity and the keyword options it accepts; the
 //! evaluator checks arity and splits options before calling it.
 
-mod compare;
+pub mod compare;
 mod data;
 mod lists;
 mod numeric;
