@@ -1,0 +1,12 @@
+"""Reference for the interpreter benchmark: naive recursive fib in CPython.
+
+Run: python3 bench/reference/fib.py 25
+"""
+import sys
+
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+print(fib(int(sys.argv[1]) if len(sys.argv) > 1 else 25))

@@ -1,0 +1,44 @@
+//! Embedding Epsilon in a Rust program: evaluate code, call Lisp functions,
+//! register Rust functions, and exchange numbers, strings, lists and
+//! ndarray tensors. Run with `cargo run --release --example embed`.
+
+use epsilon::{Engine, Value};
+use ndarray::{ArrayD, arr1};
+
+fn main() -> anyhow::Result<()> {
+    let mut eps = Engine::new();
+
+    // Evaluate source text; the value of the last form comes back.
+    let three = eps.eval("(+ 1 2)")?;
+    println!("(+ 1 2) = {three}");
+
+    // Register a Rust function and use it from Lisp.
+    eps.register_fn("square", |args: &[Value]| {
+        let x = args[0].as_f64()?;
+        Ok((x * x).into())
+    })?;
+    println!("(square 1.5) = {}", eps.eval("(square 1.5)")?);
+
+    // Define a Lisp function, then call it from Rust with Rust values.
+    let f = eps.eval("(lambda (x y) (* x (sin y)))")?;
+    let value = eps.call(&f, &[2.0.into(), 0.5.into()])?;
+    println!("f(2, 0.5) = {}", value.as_f64()?);
+
+    // Tensors go both ways as ndarray::ArrayD<f64>.
+    eps.eval("(define (normalise v) (/ v (sqrt (sum (* v v)))))")?;
+    let v = arr1(&[3.0, 4.0]).into_dyn();
+    let unit: ArrayD<f64> = eps.call_named("normalise", &[v.into()])?.try_into()?;
+    println!("normalise([3, 4]) = {unit}");
+
+    // Lists convert from and to Vec.
+    let list: Value = vec![1i64, 2, 3].into();
+    let total = eps.call_named("apply", &[eps.get("+").expect("+ is a builtin"), list])?;
+    println!("(apply + '(1 2 3)) = {total}");
+
+    // Errors are values with a location, never panics.
+    match eps.eval("(car 5)") {
+        Ok(v) => println!("unexpected: {v}"),
+        Err(error) => println!("error as expected:\n{}", error.render()),
+    }
+    Ok(())
+}

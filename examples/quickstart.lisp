@@ -1,0 +1,64 @@
+;;; quickstart.lisp - a first tour of Epsilon.
+;;; Run it with:  cargo run --release -- run examples/quickstart.lisp
+;;;
+;;; Epsilon is a small Lisp built for differentiation. This tour shows the
+;;; language and its tensors; the differentiation forms (diff, grad, ...)
+;;; join it as they land.
+
+(println "== numbers ==")
+(println "(+ 1 2)       =>" (+ 1 2))
+(println "(/ 1 2)       =>" (/ 1 2) "  ; division always gives a float")
+(println "(sqrt 2)      =>" (sqrt 2))
+(println "(/ 1 0.0)     =>" (/ 1 0.0) "  ; IEEE, while (/ 1 0) is an error")
+
+(println "\n== functions and closures ==")
+(define (square x)
+  "The square of x."
+  (* x x))
+(println "(square 7)    =>" (square 7))
+(define (make-counter)
+  (let ((count 0))
+    (lambda () (set! count (+ count 1)) count)))
+(define tick (make-counter))
+(tick) (tick)
+(println "a counter after three ticks:" (tick))
+
+;; Tail calls run in constant stack: this loop takes a million steps.
+(define (count-up i n)
+  (if (= i n) i (count-up (+ i 1) n)))
+(println "a million tail calls:" (count-up 0 1000000))
+
+(println "\n== lists ==")
+(define xs (range 1 11))
+(println "xs               =>" xs)
+(println "squares of evens =>" (->> xs (filter even?) (map square)))
+(println "sum              =>" (reduce + 0 xs))
+
+(println "\n== tensors (f64, NumPy broadcasting) ==")
+(define A [[1 2] [3 4]])
+(println "A              =>" A)
+(println "(matmul A A)   =>" (matmul A A))
+(println "A + [10 20]    =>" (+ A [10 20]))
+(println "column sums    =>" (sum A :axis 0))
+(println "softmax        =>" (softmax [1 2 3]))
+
+(println "\n== a small model fitted by gradient descent ==")
+;; Fit y = w x + b to noisy data. The gradient of the mean squared error is
+;; written by hand here; (grad loss) will compute it for you.
+(seed! 7)
+(define x (linspace 0 1 50))
+(define y (+ (* 3 x) 0.5 (* 0.05 (randn 50))))
+(define (fit w b steps rate)
+  (if (= steps 0)
+      (list w b)
+      (let* ((residual (- (+ (* w x) b) y))
+             (dw (* 2 (mean (* residual x))))
+             (db (* 2 (mean residual))))
+        (fit (- w (* rate dw)) (- b (* rate db)) (- steps 1) rate))))
+(define fitted (fit 0.0 0.0 2000 0.5))
+(println (format "w = {:.3}, b = {:.3}  (the data were made with w = 3, b = 0.5)"
+                 (first fitted) (second fitted)))
+
+(println "\n== errors point at their source ==")
+(println (try (car 42) (catch (e) (str "caught: " e))))
+(println "\nDone. Start the REPL with `epsilon` and type :help.")

@@ -1,0 +1,44 @@
+//! docs/reference.md is generated from the built-in tables and the special
+//! form table; this test fails when it is out of date. Regenerate with
+//! `UPDATE_DOCS=1 cargo test --release --test docs`.
+
+use epsilon::lisp::analyze::SPECIAL_FORMS;
+use epsilon::lisp::builtins::TABLES;
+
+fn reference() -> String {
+    let mut out = String::from(
+        "# Epsilon language reference\n\n\
+         Generated from the docstrings in the source (`UPDATE_DOCS=1 cargo test --release --test docs`).\n\
+         In the REPL, `:doc NAME` or `(doc 'NAME)` shows the same text.\n\n## Special forms\n\n",
+    );
+    for (name, usage, doc) in SPECIAL_FORMS {
+        out.push_str(&format!("- **{name}** `{usage}`: {doc}\n"));
+    }
+    out.push_str("\n## Built-in functions\n\n| name | usage | description |\n|---|---|---|\n");
+    let mut builtins: Vec<_> = TABLES.iter().flat_map(|t| t.iter()).collect();
+    builtins.sort_by_key(|b| b.name);
+    for builtin in builtins {
+        let usage = builtin.usage.replace('|', "\\|");
+        let doc = builtin.doc.replace('|', "\\|");
+        out.push_str(&format!("| `{}` | `{usage}` | {doc} |\n", builtin.name));
+    }
+    out.push_str(
+        "\n## Constants and variables\n\n- `pi`: 3.141592653589793\n- `*args*`: the script arguments, a list of strings\n\n\
+         ## Prelude (stdlib/prelude.lisp)\n\n`dotimes`, `dolist`, `->`, `->>`, `assert` (macros), `identity`, `compose`.\n",
+    );
+    out
+}
+
+#[test]
+fn reference_is_up_to_date() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference.md");
+    let expected = reference();
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        std::fs::write(path, &expected).expect("docs/reference.md is writable");
+    }
+    let actual = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        actual == expected,
+        "docs/reference.md is out of date: run UPDATE_DOCS=1 cargo test --release --test docs"
+    );
+}
