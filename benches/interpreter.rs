@@ -11,7 +11,9 @@ use std::hint::black_box;
 const FIB: &str = "(define (fib n) (if (< n 2) n (+ (fib (- n 1)) (fib (- n 2)))))";
 
 fn start_up(c: &mut Criterion) {
-    c.bench_function("start_up/engine_new", |b| b.iter(|| black_box(Engine::new())));
+    c.bench_function("start_up/engine_new", |b| {
+        b.iter(|| black_box(Engine::new()))
+    });
     c.bench_function("start_up/new_then_eval_add", |b| {
         b.iter(|| {
             let mut eps = Engine::new();
@@ -27,7 +29,9 @@ fn calls(c: &mut Criterion) {
         .expect("defines count-up");
     let mut group = c.benchmark_group("calls");
     group.sample_size(20);
-    group.bench_function("fib_25", |b| b.iter(|| black_box(eps.eval("(fib 25)").expect("runs"))));
+    group.bench_function("fib_25", |b| {
+        b.iter(|| black_box(eps.eval("(fib 25)").expect("runs")))
+    });
     group.bench_function("tail_loop_1e6", |b| {
         b.iter(|| black_box(eps.eval("(count-up 0 1000000)").expect("runs")))
     });
@@ -43,7 +47,9 @@ fn tensors(c: &mut Criterion) {
     group.bench_function("elementwise_1e6", |b| {
         b.iter(|| black_box(eps.eval("(sum (* (exp a) (+ a 1)))").expect("runs")))
     });
-    group.bench_function("matvec_1000", |b| b.iter(|| black_box(eps.eval("(matmul a v)").expect("runs"))));
+    group.bench_function("matvec_1000", |b| {
+        b.iter(|| black_box(eps.eval("(matmul a v)").expect("runs")))
+    });
     group.finish();
 }
 

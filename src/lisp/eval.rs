@@ -441,9 +441,7 @@ fn split_options<'a>(
     if builtin.options.is_empty() {
         return Ok((args, Vec::new()));
     }
-    let first_option = args
-        .iter()
-        .position(|arg| matches!(arg, Value::Keyword(k) if builtin.options.contains(&k.name())));
+    let first_option = args.iter().position(|arg| matches!(arg, Value::Keyword(_)));
     let Some(first_option) = first_option else {
         return Ok((args, Vec::new()));
     };

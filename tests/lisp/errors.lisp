@@ -70,10 +70,9 @@ undefined-thing
 ;!! differ
 (index [1 2] 0 0)
 ;!! 2 indices for a tensor of rank 1
-;; An unknown keyword is taken as a positional argument, so the message is
-;; about arity (it names the accepted options in the usage line).
+;; An unknown option is named, with the options the builtin accepts.
 (sum [1 2] :bogus 1)
-;!! usage: (sum t :axis k :keepdims #t)
+;!! unknown option :bogus (accepted: :axis, :keepdims)
 (* [1 2] [1 2 3])
 ;!! cannot be broadcast
 

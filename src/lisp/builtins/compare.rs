@@ -215,6 +215,7 @@ predicates! {
     is_tensor => |v| matches!(v, Value::Tensor(_));
 }
 
+/// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
     builtin("=", "(= x y...)", "Numeric equality along the arguments (1 = 1.0); elementwise 0/1 mask on two tensors; structural equality for other values.", 1, None, num_eq),

@@ -106,6 +106,7 @@ fn save_npy(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     Ok(Value::Void)
 }
 
+/// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
     builtin("read-csv", "(read-csv path)", "A matrix of the numbers in a CSV file; a first line that is not numbers is a header and is skipped.", 1, Some(1), read_csv),

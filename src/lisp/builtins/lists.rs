@@ -286,6 +286,7 @@ fn zip(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     Ok(Value::list(rows))
 }
 
+/// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
     builtin("list", "(list x...)", "A list of the arguments.", 0, None, list),

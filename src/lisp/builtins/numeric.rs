@@ -164,7 +164,9 @@ fn integers(name: &str, a: &Value, b: &Value) -> EvalResult<(i64, i64)> {
 
 fn quotient(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let (x, y) = integers("quotient", &args[0], &args[1])?;
-    Ok(Value::Int(x.wrapping_div(y)))
+    x.checked_div(y)
+        .map(Value::Int)
+        .ok_or_else(|| EvalError::range(format!("integer overflow in (quotient {x} {y})")))
 }
 
 fn floor_mod_f64(x: f64, y: f64) -> f64 {
@@ -352,6 +354,7 @@ fn round(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     keeping_unary(&args[0], Some, f64::round_ties_even)
 }
 
+/// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
     builtin("+", "(+ x...)", "Sum of the arguments (0 with none). Integers stay integers; tensors broadcast.", 0, None, add),

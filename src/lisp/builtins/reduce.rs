@@ -185,7 +185,11 @@ fn arg_reduce(args: &Args, better: fn(f64, f64) -> bool) -> EvalResult<Value> {
             let out = t.map_axis(Axis(axis), |lane| {
                 arg_extreme(lane.into_dyn(), better) as f64
             });
-            Ok(to_value(out))
+            Ok(to_value(if keepdims(args) {
+                out.insert_axis(Axis(axis))
+            } else {
+                out
+            }))
         }
     }
 }
@@ -198,13 +202,20 @@ fn argmin(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     arg_reduce(args, |a, b| a < b)
 }
 
-/// log(sum(exp(lane))) without overflow.
-fn logsumexp_lane<'a>(lane: impl Iterator<Item = &'a f64> + Clone) -> f64 {
+/// The largest element and log(sum(exp(x - largest))): their sum is
+/// log(sum(exp(x))) without overflow.
+fn shifted_logsumexp<'a>(lane: impl Iterator<Item = &'a f64> + Clone) -> (f64, f64) {
     let top = lane.clone().copied().fold(f64::NEG_INFINITY, nan_max);
     if !top.is_finite() {
-        return top;
+        return (top, 0.0);
     }
-    top + lane.map(|x| (x - top).exp()).sum::<f64>().ln()
+    (top, lane.map(|x| (x - top).exp()).sum::<f64>().ln())
+}
+
+/// log(sum(exp(lane))) without overflow.
+fn logsumexp_lane<'a>(lane: impl Iterator<Item = &'a f64> + Clone) -> f64 {
+    let (top, rest) = shifted_logsumexp(lane);
+    top + rest
 }
 
 fn logsumexp(_: &mut Interp, args: &Args) -> EvalResult<Value> {
@@ -241,11 +252,12 @@ fn softmax(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 
 fn log_softmax(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     along_axis(args, |mut lane| {
-        let normaliser = logsumexp_lane(lane.iter());
-        lane.mapv_inplace(|x| x - normaliser);
+        let (top, rest) = shifted_logsumexp(lane.iter());
+        lane.mapv_inplace(|x| (x - top) - rest);
     })
 }
 
+/// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
     with_options(builtin("sum", "(sum t :axis k :keepdims #t)", "Sum of the elements, over all axes (a float) or over :axis (an integer or a list of them).", 1, Some(1), sum), &["axis", "keepdims"]),
@@ -253,8 +265,8 @@ pub const BUILTINS: &[Builtin] = &[
     with_options(builtin("prod", "(prod t :axis k :keepdims #t)", "Product of the elements, over all axes or over :axis.", 1, Some(1), prod), &["axis", "keepdims"]),
     with_options(builtin("max", "(max t :axis k) or (max x y...)", "The largest element of one tensor (over all axes or :axis), or the elementwise maximum of several arguments; NaN propagates.", 1, None, max), &["axis", "keepdims"]),
     with_options(builtin("min", "(min t :axis k) or (min x y...)", "The smallest element of one tensor (over all axes or :axis), or the elementwise minimum of several arguments; NaN propagates.", 1, None, min), &["axis", "keepdims"]),
-    with_options(builtin("argmax", "(argmax t :axis k)", "Index of the largest element: an integer index into the flattened tensor, or a tensor of indices along :axis.", 1, Some(1), argmax), &["axis"]),
-    with_options(builtin("argmin", "(argmin t :axis k)", "Index of the smallest element, like argmax.", 1, Some(1), argmin), &["axis"]),
+    with_options(builtin("argmax", "(argmax t :axis k :keepdims #t)", "Index of the largest element: an integer index into the flattened tensor, or a tensor of indices along :axis.", 1, Some(1), argmax), &["axis", "keepdims"]),
+    with_options(builtin("argmin", "(argmin t :axis k :keepdims #t)", "Index of the smallest element, like argmax.", 1, Some(1), argmin), &["axis", "keepdims"]),
     with_options(builtin("logsumexp", "(logsumexp t :axis k :keepdims #t)", "log(sum(exp(t))) computed without overflow, over all axes or :axis.", 1, Some(1), logsumexp), &["axis", "keepdims"]),
     with_options(builtin("softmax", "(softmax t :axis k)", "exp(t) normalised to sum to 1 along :axis (default the last), computed without overflow.", 1, Some(1), softmax), &["axis"]),
     with_options(builtin("log-softmax", "(log-softmax t :axis k)", "The logarithm of softmax along :axis (default the last), computed stably.", 1, Some(1), log_softmax), &["axis"]),

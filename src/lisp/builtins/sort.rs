@@ -77,6 +77,7 @@ fn sort(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     Ok(Value::list(sorted))
 }
 
+/// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
     builtin("sort", "(sort lst [less?])", "The list sorted ascending (numbers, strings or symbols), or by (less? a b); a tensor is sorted along its last axis. Stable.", 1, Some(2), sort),

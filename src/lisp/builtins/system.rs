@@ -44,7 +44,7 @@ fn read(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let file = interp.sources.add("<read>", None, &text);
     let data = reader::read_all(&text, file)?;
     match data.as_slice() {
-        [] => Err(EvalError::syntax("read: the string holds no datum")),
+        [] => Err(EvalError::syntax("the string holds no datum")),
         [first, ..] => Ok(sexp_to_value(first)),
     }
 }
@@ -131,6 +131,7 @@ fn set_recursion_limit(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     Ok(Value::Void)
 }
 
+/// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
     builtin("load", "(load path)", "Evaluates the file at path; a relative path is taken from the directory of the file calling load.", 1, Some(1), load),

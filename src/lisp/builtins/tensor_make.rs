@@ -345,6 +345,7 @@ fn item(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     }
 }
 
+/// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
     builtin("tensor", "(tensor x...)", "A tensor from a number, a nested list of numbers, or several elements: (tensor '((1 2) (3 4))), (tensor 1 2 3).", 1, None, tensor),

@@ -304,6 +304,7 @@ fn roll(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     }
 }
 
+/// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
     builtin("matmul", "(matmul a b)", "Matrix product with NumPy's rules: a matrix times a vector is a vector; leading axes are batch axes and broadcast.", 2, Some(2), matmul),

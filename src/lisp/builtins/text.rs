@@ -226,6 +226,7 @@ fn gensym(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     Ok(Value::Symbol(Symbol::intern(&format!("{prefix}__{n}"))))
 }
 
+/// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
     builtin("str", "(str x...)", "The display forms of the arguments concatenated into one string.", 0, None, str_fn),
