@@ -27,8 +27,14 @@ impl fmt::Display for Location {
 }
 
 /// An error from Epsilon: bad input, a failed evaluation, or `(exit n)`.
+/// (Boxed, so results that carry it stay small.)
 #[derive(Clone, Debug)]
 pub struct Error {
+    inner: Box<ErrorInner>,
+}
+
+#[derive(Clone, Debug)]
+struct ErrorInner {
     kind: EvalErrorKind,
     message: String,
     location: Option<Location>,
@@ -39,12 +45,18 @@ pub struct Error {
 impl Error {
     /// An error with a message and no location.
     pub fn msg(message: impl Into<String>) -> Self {
-        Error {
+        Self::from_inner(ErrorInner {
             kind: EvalErrorKind::User,
             message: message.into(),
             location: None,
             excerpt: None,
             trace: Vec::new(),
+        })
+    }
+
+    fn from_inner(inner: ErrorInner) -> Self {
+        Error {
+            inner: Box::new(inner),
         }
     }
 
@@ -57,7 +69,7 @@ impl Error {
                 col: span.col,
             })
         };
-        Error {
+        Self::from_inner(ErrorInner {
             kind: error.kind,
             location: locate(error.span),
             excerpt: error
@@ -71,27 +83,27 @@ impl Error {
                 .filter_map(|span| locate(*span))
                 .collect(),
             message: error.message,
-        }
+        })
     }
 
     /// The kind of failure.
     pub fn kind(&self) -> EvalErrorKind {
-        self.kind
+        self.inner.kind
     }
 
     /// The message, without location.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.inner.message
     }
 
     /// Where the error points, if anywhere.
     pub fn location(&self) -> Option<&Location> {
-        self.location.as_ref()
+        self.inner.location.as_ref()
     }
 
     /// The status `(exit n)` asked for, when this error is an exit request.
     pub fn exit_code(&self) -> Option<i32> {
-        match self.kind {
+        match self.inner.kind {
             EvalErrorKind::Exit(code) => Some(code),
             _ => None,
         }
@@ -100,21 +112,21 @@ impl Error {
     /// True when more input could complete the text (an unclosed bracket or
     /// string): an interactive reader should ask for another line.
     pub fn is_incomplete_input(&self) -> bool {
-        self.kind == EvalErrorKind::Incomplete
+        self.inner.kind == EvalErrorKind::Incomplete
     }
 
     /// The full report: the one-line error, the source line with a caret
     /// under the offending text, and the call sites it passed through.
     pub fn render(&self) -> String {
         let mut out = self.to_string();
-        if let (Some(location), Some((line, caret))) = (&self.location, &self.excerpt) {
+        if let (Some(location), Some((line, caret))) = (&self.inner.location, &self.inner.excerpt) {
             let gutter = location.line.to_string().len();
             out.push_str(&format!(
                 "\n{:gutter$} |\n{} | {line}\n{:gutter$} | {caret}",
                 "", location.line, ""
             ));
         }
-        for site in &self.trace {
+        for site in &self.inner.trace {
             out.push_str(&format!("\n  called from {site}"));
         }
         out
@@ -123,9 +135,9 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.location {
-            Some(location) => write!(f, "{location}: error: {}", self.message),
-            None => write!(f, "error: {}", self.message),
+        match &self.inner.location {
+            Some(location) => write!(f, "{location}: error: {}", self.inner.message),
+            None => write!(f, "error: {}", self.inner.message),
         }
     }
 }

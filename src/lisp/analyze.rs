@@ -119,6 +119,12 @@ pub const SPECIAL_FORMS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// A form with the span it was read at.
+type Spanned = (Value, Span);
+
+/// The parts of a `(lambda params body...)` form.
+type LambdaParts = (Value, Span, Vec<Spanned>);
+
 /// The names in scope at one frame, in slot order.
 struct Scope {
     names: Vec<Symbol>,
@@ -505,7 +511,7 @@ impl<'i> Analyzer<'i> {
     }
 
     /// If `form` is `(lambda params body...)` (not shadowed), its parts.
-    fn lambda_form(&self, form: &Value) -> Option<(Value, Span, Vec<(Value, Span)>)> {
+    fn lambda_form(&self, form: &Value) -> Option<LambdaParts> {
         let Value::Pair(pair) = form else { return None };
         let Value::Symbol(head) = pair.car else {
             return None;

@@ -434,10 +434,7 @@ fn bind_arguments(closure: &Closure, mut args: Vec<Value>) -> EvalResult<Env> {
     Ok(Frame::new(args, &closure.env))
 }
 
-fn split_options<'a>(
-    builtin: &Builtin,
-    args: &'a [Value],
-) -> EvalResult<(&'a [Value], Vec<(Symbol, Value)>)> {
+fn split_options<'a>(builtin: &Builtin, args: &'a [Value]) -> EvalResult<(&'a [Value], Options)> {
     if builtin.options.is_empty() {
         return Ok((args, Vec::new()));
     }
@@ -512,6 +509,9 @@ fn not_callable(value: &Value) -> EvalError {
         )),
     }
 }
+
+/// Keyword options of a built-in call, as (name, value) in call order.
+type Options = Vec<(Symbol, Value)>;
 
 /// Seconds as a readable duration.
 pub fn format_duration(seconds: f64) -> String {

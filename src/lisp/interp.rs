@@ -115,26 +115,31 @@ impl Interp {
         let file = self.sources.add(name, path, text);
         let data = reader::read_all(text, file)?;
         let mut last = Value::Void;
-        for datum in &data {
-            let form = sexp_to_value(datum);
-            last = self.eval_top(&form, datum.span)?;
+        // Each datum is converted, analysed and dropped before it runs, so a
+        // huge input is held in one form at a time, not three.
+        for datum in data {
+            let span = datum.span;
+            let form = sexp_to_value(&datum);
+            drop(datum);
+            last = self.eval_top(form, span)?;
         }
         Ok(last)
     }
 
     /// Evaluates one top-level form. The forms of a top-level `begin` are
     /// analysed one at a time, so a macro defined early in it can be used later.
-    pub fn eval_top(&mut self, form: &Value, span: Span) -> EvalResult<Value> {
-        if let Value::Pair(pair) = form {
+    pub fn eval_top(&mut self, form: Value, span: Span) -> EvalResult<Value> {
+        if let Value::Pair(pair) = &form {
             if matches!(pair.car, Value::Symbol(s) if s == sym::BEGIN) && pair.cdr.is_list() {
                 let mut last = Value::Nil;
                 for (inner, inner_span) in pair.cdr.iter() {
-                    last = self.eval_top(inner, inner_span.or(span))?;
+                    last = self.eval_top(inner.clone(), inner_span.or(span))?;
                 }
                 return Ok(last);
             }
         }
-        let node = Analyzer::new(self).analyze_top(form, span)?;
+        let node = Analyzer::new(self).analyze_top(&form, span)?;
+        drop(form);
         self.eval(&node, &None)
     }
 

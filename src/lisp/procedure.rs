@@ -48,12 +48,15 @@ pub struct Builtin {
     pub func: BuiltinFn,
 }
 
+/// The Rust closure behind a [`HostFn`].
+pub type HostFnBody = dyn Fn(&[Value]) -> EvalResult<Value>;
+
 /// A function registered from Rust through the embedding API.
 pub struct HostFn {
     /// Its name.
     pub name: Symbol,
     /// The implementation.
-    pub func: Box<dyn Fn(&[Value]) -> EvalResult<Value>>,
+    pub func: Box<HostFnBody>,
 }
 
 /// The arguments of a built-in call: positional values and keyword options.

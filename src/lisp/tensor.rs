@@ -68,10 +68,10 @@ pub fn stack_elements(values: &[Value]) -> EvalResult<ArrayD<f64>> {
 pub fn broadcast_shape(a: &[usize], b: &[usize]) -> EvalResult<Vec<usize>> {
     let ndim = a.len().max(b.len());
     let mut shape = vec![0; ndim];
-    for position in 0..ndim {
+    for (position, dim) in shape.iter_mut().enumerate() {
         let dim_a = dim_from_end(a, ndim - 1 - position);
         let dim_b = dim_from_end(b, ndim - 1 - position);
-        shape[position] = match (dim_a, dim_b) {
+        *dim = match (dim_a, dim_b) {
             (x, y) if x == y => x,
             (1, y) => y,
             (x, 1) => x,

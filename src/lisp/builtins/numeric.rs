@@ -252,13 +252,8 @@ fn softplus_f64(x: f64) -> f64 {
 }
 
 fn relu_f64(x: f64) -> f64 {
-    if x > 0.0 {
-        x
-    } else if x.is_nan() {
-        x
-    } else {
-        0.0
-    }
+    // NaN stays NaN (a comparison with NaN is false).
+    if x > 0.0 || x.is_nan() { x } else { 0.0 }
 }
 
 fn sign_f64(x: f64) -> f64 {
@@ -383,7 +378,7 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("cosh", "(cosh x)", "Hyperbolic cosine.", 1, Some(1), cosh),
     builtin("tanh", "(tanh x)", "Hyperbolic tangent.", 1, Some(1), tanh),
     builtin("sigmoid", "(sigmoid x)", "The logistic function 1 / (1 + exp(-x)), computed without overflow.", 1, Some(1), sigmoid),
-    builtin("relu", "(relu x)", "max(x, 0).", 1, Some(1), relu),
+    builtin("relu", "(relu x)", "max(x, 0), elementwise: the rectified linear unit.", 1, Some(1), relu),
     builtin("softplus", "(softplus x)", "log(1 + exp(x)), computed without overflow.", 1, Some(1), softplus),
     builtin("clamp", "(clamp x lo hi)", "x limited to the interval [lo, hi] (elementwise, broadcasting).", 3, Some(3), clamp),
     builtin("floor", "(floor x)", "Largest integral value not above x (a float for float x).", 1, Some(1), floor),

@@ -51,7 +51,7 @@ fn read(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 
 fn eval(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let span = interp.call_span;
-    interp.eval_top(&args[0], span)
+    interp.eval_top(args[0].clone(), span)
 }
 
 fn error(_: &mut Interp, args: &Args) -> EvalResult<Value> {
