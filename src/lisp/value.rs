@@ -13,6 +13,24 @@ use ndarray::ArrayD;
 use std::rc::Rc;
 
 /// A value of the Epsilon language.
+///
+/// Values convert from and to Rust types:
+///
+/// ```
+/// use epsilon::Value;
+/// use ndarray::{arr1, ArrayD};
+/// let x: Value = 2.5.into();
+/// assert_eq!(f64::try_from(x).unwrap(), 2.5);
+/// let list: Value = vec![1i64, 2, 3].into();
+/// assert_eq!(list.to_string(), "(1 2 3)");
+/// let items: Vec<Value> = list.try_into().unwrap();
+/// assert_eq!(items.len(), 3);
+/// let t: Value = arr1(&[1.0, 2.0]).into_dyn().into();
+/// assert_eq!(t.to_string(), "[1.0 2.0]");
+/// let back: ArrayD<f64> = t.try_into().unwrap();
+/// assert_eq!(back.shape(), &[2]);
+/// assert!(i64::try_from(Value::string("no")).is_err());
+/// ```
 #[derive(Clone, Default)]
 pub enum Value {
     /// The empty list `()`, also written `nil`. False in conditions.
