@@ -1,0 +1,67 @@
+//! Tidy checks on the source tree: layer boundaries (ARCHITECTURE.md
+//! invariants), module docs on every file, no stubs.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).expect("source folder is readable") {
+        let path = entry.expect("directory entry").path();
+        if path.is_dir() {
+            files.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
+
+fn src(folder: &str) -> Vec<(PathBuf, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(folder);
+    rust_files(&root)
+        .into_iter()
+        .map(|path| {
+            let text = fs::read_to_string(&path).expect("source file is readable");
+            (path, text)
+        })
+        .collect()
+}
+
+fn assert_no_use(folder: &str, forbidden: &[&str]) {
+    for (path, text) in src(folder) {
+        for needle in forbidden {
+            assert!(!text.contains(needle), "{} uses {needle}", path.display());
+        }
+    }
+}
+
+#[test]
+fn the_reader_knows_nothing_of_evaluation() {
+    assert_no_use("reader", &["crate::lisp", "crate::engine", "crate::repl", "crate::Engine"]);
+}
+
+#[test]
+fn the_language_knows_nothing_of_its_front_ends() {
+    assert_no_use("lisp", &["crate::repl", "crate::engine", "crate::Engine", "rustyline", "clap"]);
+}
+
+#[test]
+fn the_repl_uses_the_public_api_only() {
+    for (path, text) in src("repl") {
+        for line in text.lines().filter(|l| l.contains("crate::lisp")) {
+            let allowed = ["crate::lisp::analyze::SPECIAL_FORMS", "crate::lisp::eval::format_duration"];
+            assert!(allowed.iter().any(|a| line.contains(a)), "{}: {line}", path.display());
+        }
+    }
+}
+
+#[test]
+fn every_source_file_starts_with_module_docs_and_has_no_stubs() {
+    for (path, text) in src("") {
+        assert!(text.starts_with("//!"), "{} has no //! module docs", path.display());
+        for stub in ["todo!(", "unimplemented!(", "dbg!("] {
+            assert!(!text.contains(stub), "{} contains {stub}", path.display());
+        }
+    }
+}
