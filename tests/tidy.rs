@@ -18,7 +18,9 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn src(folder: &str) -> Vec<(PathBuf, String)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(folder);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src")
+        .join(folder);
     rust_files(&root)
         .into_iter()
         .map(|path| {
@@ -38,20 +40,44 @@ fn assert_no_use(folder: &str, forbidden: &[&str]) {
 
 #[test]
 fn the_reader_knows_nothing_of_evaluation() {
-    assert_no_use("reader", &["crate::lisp", "crate::engine", "crate::repl", "crate::Engine"]);
+    assert_no_use(
+        "reader",
+        &[
+            "crate::lisp",
+            "crate::engine",
+            "crate::repl",
+            "crate::Engine",
+        ],
+    );
 }
 
 #[test]
 fn the_language_knows_nothing_of_its_front_ends() {
-    assert_no_use("lisp", &["crate::repl", "crate::engine", "crate::Engine", "rustyline", "clap"]);
+    assert_no_use(
+        "lisp",
+        &[
+            "crate::repl",
+            "crate::engine",
+            "crate::Engine",
+            "rustyline",
+            "clap",
+        ],
+    );
 }
 
 #[test]
 fn the_repl_uses_the_public_api_only() {
     for (path, text) in src("repl") {
         for line in text.lines().filter(|l| l.contains("crate::lisp")) {
-            let allowed = ["crate::lisp::analyze::SPECIAL_FORMS", "crate::lisp::eval::format_duration"];
-            assert!(allowed.iter().any(|a| line.contains(a)), "{}: {line}", path.display());
+            let allowed = [
+                "crate::lisp::analyze::SPECIAL_FORMS",
+                "crate::lisp::eval::format_duration",
+            ];
+            assert!(
+                allowed.iter().any(|a| line.contains(a)),
+                "{}: {line}",
+                path.display()
+            );
         }
     }
 }
@@ -59,7 +85,11 @@ fn the_repl_uses_the_public_api_only() {
 #[test]
 fn every_source_file_starts_with_module_docs_and_has_no_stubs() {
     for (path, text) in src("") {
-        assert!(text.starts_with("//!"), "{} has no //! module docs", path.display());
+        assert!(
+            text.starts_with("//!"),
+            "{} has no //! module docs",
+            path.display()
+        );
         for stub in ["todo!(", "unimplemented!(", "dbg!("] {
             assert!(!text.contains(stub), "{} contains {stub}", path.display());
         }

@@ -326,7 +326,10 @@ impl Interp {
                 }
                 Ok(Value::Void)
             }
-            Node::Quasi(template) => quasi::instantiate(template, &mut |hole| self.eval(hole, env)),
+            Node::Quasi { template, span } => {
+                quasi::instantiate(template, &mut |hole| self.eval(hole, env))
+                    .map_err(|e| e.at(*span))
+            }
             Node::TensorLiteral { items, span } => {
                 let values = items
                     .iter()
@@ -490,8 +493,13 @@ fn check_arity(builtin: &Builtin, count: usize) -> EvalResult<()> {
     Err(EvalError::new(
         EvalErrorKind::Arity,
         format!(
-            "expects {expected} argument{}, got {count}; usage: {}",
-            if expected == "1" { "" } else { "s" },
+            "{} expects {expected} argument{}, got {count}; usage: {}",
+            builtin.name,
+            if expected.ends_with(" 1") || expected == "1" {
+                ""
+            } else {
+                "s"
+            },
             builtin.usage
         ),
     ))

@@ -104,7 +104,12 @@ pub enum Node {
         span: Span,
     },
     /// A quasiquoted template.
-    Quasi(Box<Template>),
+    Quasi {
+        /// The template.
+        template: Box<Template>,
+        /// The quasiquote form.
+        span: Span,
+    },
     /// A bracket form whose elements are evaluated: `[x (+ y 1)]`.
     TensorLiteral {
         /// The elements.
@@ -181,7 +186,11 @@ impl LambdaDef {
 
     /// The parameter list as written: `(x y . rest)`.
     pub fn signature(&self) -> String {
-        let name = self.name.map(|s| s.name()).unwrap_or("lambda");
+        let Some(name) = self.name else {
+            let params = self.params.iter().map(|p| p.name()).collect::<Vec<_>>();
+            let rest = if self.rest { " (last is rest)" } else { "" };
+            return format!("(lambda ({}){rest} ...)", params.join(" "));
+        };
         let mut text = format!("({name}");
         for (position, param) in self.params.iter().enumerate() {
             if self.rest && position + 1 == self.params.len() {

@@ -103,11 +103,15 @@ fn wrap(head: Symbol, inner: Template) -> Template {
     }
 }
 
-/// The node for a whole template (a constant one is just quoted data).
-pub fn into_node(template: Template) -> Node {
+/// The node for a whole template written at `span` (a constant one is just
+/// quoted data).
+pub fn into_node(template: Template, span: Span) -> Node {
     match template {
         Template::Const(value) => Node::Const(value),
-        other => Node::Quasi(Box::new(other)),
+        other => Node::Quasi {
+            template: Box::new(other),
+            span,
+        },
     }
 }
 

@@ -56,7 +56,11 @@ impl Analyzer<'_> {
             }
             other => {
                 return Err(syntax(
-                    format!("define: cannot define a {}", other.type_name()),
+                    format!(
+                        "define: expected a name or (name params...), found {} {}",
+                        other.type_name(),
+                        other.short()
+                    ),
                     *target_span,
                 ));
             }

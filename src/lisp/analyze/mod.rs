@@ -51,10 +51,32 @@ fn syntax(message: impl Into<String>, span: Span) -> EvalError {
 }
 
 fn is_special_form(name: Symbol) -> bool {
-    SPECIAL_FORMS
-        .iter()
-        .any(|(form, _, _)| *form == name.name())
-        || name == sym::TENSOR_LITERAL
+    matches!(
+        name,
+        sym::QUOTE
+            | sym::QUASIQUOTE
+            | sym::UNQUOTE
+            | sym::UNQUOTE_SPLICING
+            | sym::DEFINE
+            | sym::SET
+            | sym::LAMBDA
+            | sym::FN
+            | sym::LET
+            | sym::LET_STAR
+            | sym::LETREC
+            | sym::IF
+            | sym::COND
+            | sym::WHEN
+            | sym::UNLESS
+            | sym::AND
+            | sym::OR
+            | sym::BEGIN
+            | sym::WHILE
+            | sym::DEFMACRO
+            | sym::TRY
+            | sym::TIME
+            | sym::TENSOR_LITERAL
+    )
 }
 
 impl<'i> Analyzer<'i> {
@@ -214,7 +236,7 @@ impl<'i> Analyzer<'i> {
                 let template = quasi::analyze_template(&args[0].0, 1, &mut |form, at| {
                     self.analyze(form, at.or(span))
                 })?;
-                Ok(quasi::into_node(template))
+                Ok(quasi::into_node(template, span))
             }
             sym::UNQUOTE | sym::UNQUOTE_SPLICING => Err(syntax(
                 format!("{name} outside a quasiquote (`) template"),

@@ -39,7 +39,7 @@ pub fn matmul_arrays(a: &ArrayD<f64>, b: &ArrayD<f64>) -> EvalResult<ArrayD<f64>
     let (k2, m) = (b2.shape()[b2.ndim() - 2], b2.shape()[b2.ndim() - 1]);
     if k != k2 {
         return Err(EvalError::shape(format!(
-            "matmul: shapes {} and {} do not align ({k} != {k2})",
+            "shapes {} and {} do not align ({k} != {k2})",
             format_shape(a.shape()),
             format_shape(b.shape())
         )));
