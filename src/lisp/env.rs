@@ -3,6 +3,7 @@
 //! Globals live in the interpreter (a table indexed by symbol), so an empty
 //! chain (`None`) is the top level. Slot positions are fixed by analysis.
 
+use super::procedure::{Closure, Procedure};
 use super::value::Value;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -21,10 +22,48 @@ pub struct Frame {
 impl Frame {
     /// A frame holding `slots`, inside `parent`.
     pub fn new(slots: Vec<Value>, parent: &Env) -> Env {
+        #[cfg(test)]
+        tests::LIVE_FRAMES.with(|live| live.set(live.get() + 1));
         Some(Rc::new(Frame {
             slots: RefCell::new(slots),
             parent: parent.clone(),
         }))
+    }
+
+    /// Stores `value` in slot `index`. A closure over this very frame (an
+    /// internal `define`, `letrec`, named `let`) is stored as its code only,
+    /// so the frame is freed when the last outside reference goes.
+    pub fn store(self: &Rc<Self>, index: usize, value: Value) {
+        let value = match value {
+            Value::Procedure(procedure) => match &*procedure {
+                Procedure::Closure(closure)
+                    if closure
+                        .env
+                        .as_ref()
+                        .is_some_and(|env| Rc::ptr_eq(env, self)) =>
+                {
+                    Value::FrameClosure(Rc::clone(&closure.def))
+                }
+                _ => Value::Procedure(procedure),
+            },
+            other => other,
+        };
+        if let Some(slot) = self.slots.borrow_mut().get_mut(index) {
+            *slot = value;
+        }
+    }
+
+    /// The value in slot `index`, rebuilding a closure over this frame.
+    pub fn load(self: &Rc<Self>, index: usize) -> Option<Value> {
+        match self.slots.borrow().get(index)? {
+            Value::FrameClosure(def) => {
+                Some(Value::Procedure(Rc::new(Procedure::Closure(Closure {
+                    def: Rc::clone(def),
+                    env: Some(Rc::clone(self)),
+                }))))
+            }
+            other => Some(other.clone()),
+        }
     }
 
     /// The frame `depth` levels up from `env`.
@@ -34,5 +73,57 @@ impl Frame {
             frame = frame.parent.as_ref()?;
         }
         Some(frame)
+    }
+}
+
+#[cfg(test)]
+impl Drop for Frame {
+    fn drop(&mut self) {
+        tests::LIVE_FRAMES.with(|live| live.set(live.get() - 1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::lisp::Interp;
+    use std::cell::Cell;
+
+    thread_local! {
+        pub static LIVE_FRAMES: Cell<i64> = const { Cell::new(0) };
+    }
+
+    fn frames_left_after(code: &str) -> i64 {
+        let mut interp = Interp::new().expect("prelude loads");
+        let before = LIVE_FRAMES.with(Cell::get);
+        interp.eval_source(code, "<test>", None).expect("code runs");
+        LIVE_FRAMES.with(Cell::get) - before
+    }
+
+    #[test]
+    fn local_functions_named_lets_and_dotimes_free_their_frames() {
+        let code = "(define (step x)
+                      (define (helper y) (* y 2))
+                      (let loop ((i 0) (acc 0))
+                        (if (< i 3) (loop (+ i 1) (+ acc (helper x))) acc)))
+                    (define (run n) (dotimes (i n) (step i)))
+                    (run 1000)
+                    (letrec ((even? (lambda (n) (if (= n 0) #t (odd? (- n 1)))))
+                             (odd? (lambda (n) (if (= n 0) #f (even? (- n 1))))))
+                      (even? 100))";
+        assert_eq!(frames_left_after(code), 0);
+    }
+
+    #[test]
+    fn closures_that_escape_keep_their_frame_alive() {
+        let mut interp = Interp::new().expect("prelude loads");
+        let code = "(define (make-counter)
+                      (define count 0)
+                      (define (tick) (set! count (+ count 1)) count)
+                      tick)
+                    (define c (make-counter))
+                    (c) (c)
+                    (list (c) (eq? c c))";
+        let value = interp.eval_source(code, "<test>", None).expect("code runs");
+        assert_eq!(value.to_string(), "(3 #t)");
     }
 }

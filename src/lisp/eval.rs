@@ -295,7 +295,7 @@ impl Interp {
                 let frame = Frame::ancestor(env, *depth).ok_or_else(|| {
                     EvalError::new(EvalErrorKind::Internal, "local frame missing")
                 })?;
-                frame.slots.borrow_mut()[*index as usize] = value;
+                frame.store(*index as usize, value);
                 Ok(Value::Void)
             }
             Node::SetGlobal { name, value, span } => {
@@ -378,7 +378,7 @@ impl Interp {
             for (index, init) in inits {
                 let value = self.eval(init, &frame)?;
                 if let Some(frame) = &frame {
-                    frame.slots.borrow_mut()[*index as usize] = value;
+                    frame.store(*index as usize, value);
                 }
             }
             Ok(frame)
@@ -394,8 +394,7 @@ impl Interp {
 }
 
 fn lookup_local(env: &Env, depth: u32, index: u32, name: Symbol, span: Span) -> EvalResult<Value> {
-    let value = Frame::ancestor(env, depth)
-        .and_then(|frame| frame.slots.borrow().get(index as usize).cloned());
+    let value = Frame::ancestor(env, depth).and_then(|frame| frame.load(index as usize));
     match value {
         Some(Value::Undefined) => Err(EvalError::new(
             EvalErrorKind::Unbound,

@@ -43,6 +43,10 @@ fn write_value(out: &mut String, value: &Value, readable: bool) {
         Value::Nil => out.push_str("()"),
         Value::Void => out.push_str("#<void>"),
         Value::Undefined => out.push_str("#<undefined>"),
+        Value::FrameClosure(def) => {
+            let name = def.name.map(|s| s.name()).unwrap_or("lambda");
+            let _ = write!(out, "#<procedure {name}>");
+        }
         Value::Bool(b) => out.push_str(if *b { "#t" } else { "#f" }),
         Value::Int(n) => {
             let _ = write!(out, "{n}");

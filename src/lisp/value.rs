@@ -62,6 +62,11 @@ pub enum Value {
     /// Marks a variable that is declared but not yet given a value.
     #[doc(hidden)]
     Undefined,
+    /// Inside a frame slot only: a closure over that very frame, kept as its
+    /// code so that frame and closure do not own each other (a reference
+    /// cycle `Rc` could never free). Reading the slot rebuilds the closure.
+    #[doc(hidden)]
+    FrameClosure(Rc<super::node::LambdaDef>),
 }
 
 /// A cons cell.
@@ -178,7 +183,7 @@ impl Value {
             Value::Keyword(_) => "keyword",
             Value::Pair(_) => "list",
             Value::Tensor(_) => "tensor",
-            Value::Procedure(_) => "procedure",
+            Value::Procedure(_) | Value::FrameClosure(_) => "procedure",
             Value::Macro(_) => "macro",
             Value::Undefined => "undefined",
         }

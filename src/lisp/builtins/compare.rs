@@ -7,7 +7,7 @@ use super::builtin;
 use super::numeric::{Operand, operand};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
-use crate::lisp::procedure::{Args, Builtin};
+use crate::lisp::procedure::{Args, Builtin, Procedure};
 use crate::lisp::tensor::{to_value, zip_map};
 use crate::lisp::value::Value;
 use std::rc::Rc;
@@ -104,8 +104,24 @@ pub fn eq(a: &Value, b: &Value) -> bool {
         (Value::Str(x), Value::Str(y)) => Rc::ptr_eq(x, y),
         (Value::Pair(x), Value::Pair(y)) => Rc::ptr_eq(x, y),
         (Value::Tensor(x), Value::Tensor(y)) => Rc::ptr_eq(x, y),
-        (Value::Procedure(x), Value::Procedure(y)) => Rc::ptr_eq(x, y),
+        (Value::Procedure(x), Value::Procedure(y)) => Rc::ptr_eq(x, y) || same_closure(x, y),
         (Value::Macro(x), Value::Macro(y)) => Rc::ptr_eq(x, y),
+        _ => false,
+    }
+}
+
+/// Two closures of the same code over the same frame are the same function
+/// (a local function is rebuilt each time its slot is read).
+fn same_closure(x: &Procedure, y: &Procedure) -> bool {
+    match (x, y) {
+        (Procedure::Closure(a), Procedure::Closure(b)) => {
+            Rc::ptr_eq(&a.def, &b.def)
+                && match (&a.env, &b.env) {
+                    (Some(e), Some(f)) => Rc::ptr_eq(e, f),
+                    (None, None) => true,
+                    _ => false,
+                }
+        }
         _ => false,
     }
 }
