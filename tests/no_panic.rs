@@ -1,0 +1,568 @@
+//! Bad input never panics, aborts or overflows the stack (STYLE section 7,
+//! issue "Bad input"): through `epsilon run` each gives exit status exactly 1
+//! and a located `error:` report; through the embedding API each gives `Err`
+//! and the `Engine` keeps working.
+
+// `register_fn` closures return the API's `Result<Value, epsilon::Error>`.
+#![allow(clippy::result_large_err)]
+
+mod common;
+
+use common::{check_report, head, run_script};
+use epsilon::{Engine, EvalErrorKind};
+use std::sync::Mutex;
+
+/// The 10 MB and deep-nesting cases each use about a gigabyte; running them
+/// one at a time keeps the test binary's memory bounded.
+static HEAVY: Mutex<()> = Mutex::new(());
+
+fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    HEAVY
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// One bad input: a name, the source, and where the error must point.
+struct Case {
+    name: &'static str,
+    source: &'static str,
+    line: u32,
+    col: u32,
+}
+
+const fn case(name: &'static str, source: &'static str, line: u32, col: u32) -> Case {
+    Case {
+        name,
+        source,
+        line,
+        col,
+    }
+}
+
+/// Every input here must be an error (exit status 1), located at line:col.
+const BAD_INPUTS: &[Case] = &[
+    // unbalanced parentheses
+    case("unclosed paren", "(define x 1)\n(+ x 2\n", 2, 1),
+    case("unclosed outer", "(define (f x)\n  (* x (+ x 1))\n", 1, 1),
+    case("unclosed second form", "(list 1 2)\n(list (+ 1 2)\n", 2, 1),
+    case("extra close paren", "(+ 1 2))\n", 1, 8),
+    case("lone close paren", "(define x 1)\n)\n", 2, 1),
+    case("mismatched bracket", "(list 1 2]\n", 1, 10),
+    case("unclosed tensor", "(define t [1 2\n", 1, 11),
+    case("unclosed string", "(display \"abc)\n", 1, 10),
+    case("unclosed block comment", "(+ 1 2)\n#| never closed\n", 2, 1),
+    // unknown symbol
+    case("unknown symbol", "(+ 1 nope)\n", 1, 6),
+    case("unknown function", "(define a 1)\n(frobnicate a)\n", 2, 2),
+    // wrong arity
+    case("arity of a lambda", "(define (f x) x)\n(f 1 2)\n", 2, 1),
+    case("arity too few", "(define (f x y) x)\n(f 1)\n", 2, 1),
+    case("arity of a builtin", "(sqrt 1 2)\n", 1, 1),
+    case("arity of car", "(car)\n", 1, 1),
+    // wrong type
+    case("car of a number", "(car 5)\n", 1, 1),
+    case("add a string", "(+ 1 \"a\")\n", 1, 1),
+    case("call a non-procedure", "(\"notfn\" 1)\n", 1, 1),
+    case("tensor of strings", "[1 \"a\"]\n", 1, 1),
+    case("exit with a string", "(exit \"a\")\n", 1, 1),
+    // shape mismatch
+    case("broadcast mismatch", "(+ [1 2 3] [1 2])\n", 1, 1),
+    case("matmul mismatch", "(matmul [[1 2]] [[1 2]])\n", 1, 1),
+    case("ragged tensor", "[[1 2] [3]]\n", 1, 1),
+    case("reshape mismatch", "(reshape [1 2 3] '(2 2))\n", 1, 1),
+    // integer division by zero
+    case("divide by integer zero", "(/ 1 0)\n", 1, 1),
+    case("quotient by zero", "(quotient 7 0)\n", 1, 1),
+    case("remainder by zero", "(remainder 7 0)\n", 1, 1),
+    case("mod by zero", "(mod 7 0)\n", 1, 1),
+    // runaway recursion
+    case(
+        "runaway recursion",
+        "(define (f n) (+ 1 (f n))) (f 0)\n",
+        1,
+        20,
+    ),
+    case(
+        "runaway recursion through map",
+        "(define (m n) (map (lambda (x) (m x)) (list n)))\n(m 1)\n",
+        1,
+        32,
+    ),
+    case(
+        "runaway macro expansion",
+        "(defmacro mm (x) (list 'mm x))\n(mm 1)\n",
+        2,
+        1,
+    ),
+    // out of range and resource limits
+    case(
+        "integer literal too large",
+        "123456789012345678901234567890\n",
+        1,
+        1,
+    ),
+    case("integer overflow", "(* 9223372036854775807 2)\n", 1, 1),
+    case("index out of range", "(index [1 2] 7)\n", 1, 1),
+    case(
+        "huge tensor",
+        "(zeros '(100000000000 100000000000))\n",
+        1,
+        1,
+    ),
+    case("huge range", "(range 9223372036854775807)\n", 1, 1),
+    case("negative dimension", "(zeros '(-1))\n", 1, 1),
+    // files
+    case(
+        "load a missing file",
+        "(load \"/nonexistent/x.lisp\")\n",
+        1,
+        1,
+    ),
+    case(
+        "read-csv a missing file",
+        "(read-csv \"/nonexistent/x.csv\")\n",
+        1,
+        1,
+    ),
+];
+
+/// Checks a run that must fail: status 1, a report at `line:col`, no panic.
+fn assert_located_error(out: &common::Outcome, path: &str, line: u32, col: u32, source: &str) {
+    out.assert_code(1).assert_no_panic();
+    assert!(
+        out.stderr.contains("error:"),
+        "stderr: {}",
+        head(&out.stderr)
+    );
+    let source_line = source.lines().nth(line as usize - 1).unwrap_or("");
+    check_report(&out.stderr, path, line, col, source_line);
+}
+
+#[test]
+fn bad_inputs_through_epsilon_run_exit_1_with_a_located_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for (i, case) in BAD_INPUTS.iter().enumerate() {
+        let (out, path) = run_script(dir.path(), &format!("bad{i}.lisp"), case.source);
+        let checked = std::panic::catch_unwind(|| {
+            assert_located_error(&out, &path, case.line, case.col, case.source)
+        });
+        if let Err(panic) = checked {
+            let why = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            failures.push(format!("{}: {:?}\n{why}", case.name, case.source));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} bad inputs misbehaved:\n\n{}",
+        failures.len(),
+        BAD_INPUTS.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn bad_inputs_through_the_engine_are_errors_and_the_engine_keeps_working() {
+    let mut engine = Engine::new();
+    for case in BAD_INPUTS {
+        let result = engine.eval(case.source);
+        let error = match result {
+            Err(error) => error,
+            Ok(value) => panic!(
+                "{}: {:?} gave {value}, not an error",
+                case.name, case.source
+            ),
+        };
+        assert_ne!(
+            error.kind(),
+            EvalErrorKind::Internal,
+            "{}: a caught panic: {error}",
+            case.name
+        );
+        let location = error
+            .location()
+            .unwrap_or_else(|| panic!("{}: the error has no location: {error}", case.name));
+        assert_eq!(
+            (location.line, location.col),
+            (case.line, case.col),
+            "{}: {error}",
+            case.name
+        );
+        assert!(
+            error.render().contains('^'),
+            "{}: the report has a caret:\n{}",
+            case.name,
+            error.render()
+        );
+        // The engine is still usable, with its definitions intact.
+        assert_eq!(
+            engine.eval("(+ 1 2)").unwrap().as_i64().unwrap(),
+            3,
+            "after {}",
+            case.name
+        );
+    }
+    engine.eval("(define (sq x) (* x x))").unwrap();
+    for case in BAD_INPUTS {
+        let _ = engine.eval(case.source);
+    }
+    assert_eq!(engine.eval("(sq 7)").unwrap().as_i64().unwrap(), 49);
+}
+
+#[test]
+fn float_division_by_zero_gives_ieee_values_and_exit_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _) = run_script(
+        dir.path(),
+        "float.lisp",
+        "(println (/ 1.0 0.0))\n(println (/ -1 0.0))\n(println (/ 0.0 0.0))\n(println (/ 1 0.0))\n",
+    );
+    out.assert_code(0).assert_no_panic();
+    assert_eq!(out.stdout, "inf\n-inf\nnan\ninf\n");
+
+    let mut engine = Engine::new();
+    assert_eq!(
+        engine.eval("(/ 1.0 0.0)").unwrap().as_f64().unwrap(),
+        f64::INFINITY
+    );
+    assert_eq!(
+        engine.eval("(/ -2 0.0)").unwrap().as_f64().unwrap(),
+        f64::NEG_INFINITY
+    );
+    assert!(
+        engine
+            .eval("(/ 0.0 0.0)")
+            .unwrap()
+            .as_f64()
+            .unwrap()
+            .is_nan()
+    );
+    // Elementwise on tensors too.
+    let out = common::epsilon(&["eval", "(/ [1 -1 0] 0.0)"]);
+    out.assert_code(0);
+    assert_eq!(out.stdout, "[inf -inf nan]\n");
+}
+
+#[test]
+fn integer_overflow_is_an_error_not_a_wrap() {
+    let mut engine = Engine::new();
+    for source in [
+        "(+ 9223372036854775807 1)",
+        "(- -9223372036854775808 1)",
+        "(* 9223372036854775807 2)",
+        "(abs -9223372036854775808)",
+        "(neg -9223372036854775808)",
+        "(pow 2 100000)",
+        "(quotient -9223372036854775808 -1)",
+    ] {
+        match engine.eval(source) {
+            Err(error) => assert_ne!(error.kind(), EvalErrorKind::Internal, "{source}: {error}"),
+            Ok(value) => panic!("{source} gave {value}, not an overflow error"),
+        }
+    }
+}
+
+#[test]
+fn runaway_recursion_is_an_error_that_try_can_catch() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _) = run_script(
+        dir.path(),
+        "catch.lisp",
+        "(define (f n) (+ 1 (f n)))\n(println (try (f 0) (catch (e) \"caught\")))\n(println \"alive\")\n",
+    );
+    out.assert_code(0).assert_no_panic();
+    assert_eq!(out.stdout, "caught\nalive\n");
+}
+
+#[test]
+fn deep_but_finite_recursion_works() {
+    let out = common::epsilon(&[
+        "eval",
+        "(define (f n) (if (= n 0) 0 (+ 1 (f (- n 1))))) (f 50000)",
+    ]);
+    out.assert_code(0).assert_no_panic();
+    assert_eq!(out.stdout, "50000\n");
+    let mut engine = Engine::new();
+    let v = engine
+        .eval("(define (f n) (if (= n 0) 0 (+ 1 (f (- n 1))))) (f 50000)")
+        .unwrap();
+    assert_eq!(v.as_i64().unwrap(), 50000);
+}
+
+// --- 10 MB on a single line -------------------------------------------------------
+
+const TEN_MB: usize = 10 * 1024 * 1024;
+
+/// `(+ 1 1 ... 1` followed by `tail`, about 10 MB on one line; returns the
+/// text and the number of ones.
+fn long_sum(tail: &str) -> (String, usize) {
+    let ones = (TEN_MB - 3 - tail.len()) / 2;
+    let mut text = String::with_capacity(TEN_MB + 16);
+    text.push_str("(+");
+    for _ in 0..ones {
+        text.push_str(" 1");
+    }
+    text.push_str(tail);
+    (text, ones)
+}
+
+/// The report of an error on a huge line stays short: the quoted line is cut.
+fn assert_short_report(report: &str) {
+    assert!(
+        report.len() < 10 * 1024,
+        "the report should be well under 10 KB, it is {} bytes:\n{}",
+        report.len(),
+        head(report)
+    );
+    for line in report.lines() {
+        assert!(
+            line.chars().count() <= 400,
+            "a report line of {} characters: the quoted source should be cut short",
+            line.chars().count()
+        );
+    }
+}
+
+#[test]
+fn a_10_mb_line_is_evaluated() {
+    let _heavy = heavy();
+    let (body, ones) = long_sum(")");
+    let source = format!("(println {body})\n");
+    assert!(source.len() >= TEN_MB);
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _) = run_script(dir.path(), "big.lisp", &source);
+    out.assert_code(0).assert_no_panic();
+    assert_eq!(out.stdout.trim(), ones.to_string());
+
+    let mut engine = Engine::new();
+    let v = engine.eval(&body).unwrap();
+    assert_eq!(v.as_i64().unwrap(), ones as i64);
+}
+
+#[test]
+fn a_10_mb_line_ending_in_an_unknown_symbol_gives_a_short_report() {
+    let _heavy = heavy();
+    let (source, _) = long_sum(" unknown-symbol-here)");
+    assert!(source.len() >= TEN_MB - 8);
+    let col = source.find("unknown-symbol-here").unwrap() as u32 + 1;
+    let dir = tempfile::tempdir().unwrap();
+    let (out, path) = run_script(dir.path(), "big-unbound.lisp", &format!("{source}\n"));
+    out.assert_code(1).assert_no_panic();
+    assert_short_report(&out.stderr);
+    let first = out.stderr.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with(&format!("{path}:1:{col}: error: ")),
+        "stderr: {}",
+        head(&out.stderr)
+    );
+    assert!(first.contains("unknown-symbol-here"), "{first}");
+    // The cut line still shows the symbol with the caret under it.
+    let quoted = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("1 | "))
+        .expect("the source line is quoted");
+    let caret = out
+        .stderr
+        .lines()
+        .find(|l| l.trim_start().starts_with("| ") && l.contains('^'))
+        .expect("a caret line");
+    let at = caret.find('^').unwrap();
+    assert!(
+        quoted
+            .get(at..)
+            .is_some_and(|rest| rest.starts_with("unknown-symbol-here")),
+        "the caret sits under the symbol:\n{quoted}\n{caret}"
+    );
+
+    let mut engine = Engine::new();
+    let error = engine.eval(&source).unwrap_err();
+    assert_eq!(error.kind(), EvalErrorKind::Unbound);
+    assert_eq!(error.location().map(|l| (l.line, l.col)), Some((1, col)));
+    assert_short_report(&error.render());
+    assert_eq!(engine.eval("(+ 1 2)").unwrap().as_i64().unwrap(), 3);
+}
+
+#[test]
+fn a_10_mb_unclosed_line_is_reported_at_its_opening_paren() {
+    let _heavy = heavy();
+    let (source, _) = long_sum("");
+    let dir = tempfile::tempdir().unwrap();
+    let (out, path) = run_script(dir.path(), "big-open.lisp", &format!("{source}\n"));
+    out.assert_code(1).assert_no_panic();
+    assert_short_report(&out.stderr);
+    assert!(
+        out.stderr.starts_with(&format!("{path}:1:1: error: ")),
+        "stderr: {}",
+        head(&out.stderr)
+    );
+
+    let mut engine = Engine::new();
+    let error = engine.eval(&source).unwrap_err();
+    assert_eq!(error.location().map(|l| (l.line, l.col)), Some((1, 1)));
+    assert_short_report(&error.render());
+    assert_eq!(engine.eval("(+ 1 2)").unwrap().as_i64().unwrap(), 3);
+}
+
+#[test]
+fn a_10_mb_string_literal_line_is_fine() {
+    let _heavy = heavy();
+    let source = format!("(println (length (list \"{}\")))\n", "x".repeat(TEN_MB));
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _) = run_script(dir.path(), "big-string.lisp", &source);
+    out.assert_code(0).assert_no_panic();
+    assert_eq!(out.stdout, "1\n");
+    // The same string, unterminated: a short report at its opening quote.
+    let source = format!("(define s 1)\n(println \"{}\n", "x".repeat(TEN_MB));
+    let (out, path) = run_script(dir.path(), "big-open-string.lisp", &source);
+    out.assert_code(1).assert_no_panic();
+    assert_short_report(&out.stderr);
+    assert!(
+        out.stderr.starts_with(&format!("{path}:2:10: error: ")),
+        "stderr: {}",
+        head(&out.stderr)
+    );
+}
+
+// --- 100,000 levels of nesting ----------------------------------------------------
+
+const DEPTH: usize = 100_000;
+
+fn deep_sum() -> String {
+    format!("{}1{}", "(+ 1 ".repeat(DEPTH), ")".repeat(DEPTH))
+}
+
+#[test]
+fn deeply_nested_expression_is_an_error_not_a_stack_overflow() {
+    let _heavy = heavy();
+    let source = deep_sum();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, path) = run_script(dir.path(), "deep.lisp", &format!("{source}\n"));
+    out.assert_code(1).assert_no_panic();
+    assert_short_report(&out.stderr);
+    assert!(
+        out.stderr.starts_with(&format!("{path}:1:")) && out.stderr.contains(": error: "),
+        "a located error: {}",
+        head(&out.stderr)
+    );
+
+    let mut engine = Engine::new();
+    let error = engine.eval(&source).unwrap_err();
+    assert_ne!(error.kind(), EvalErrorKind::Internal, "{error}");
+    assert!(error.location().is_some(), "{error}");
+    assert_short_report(&error.render());
+    assert_eq!(engine.eval("(+ 1 2)").unwrap().as_i64().unwrap(), 3);
+}
+
+#[test]
+fn deeply_nested_unclosed_parens_are_an_error_not_a_stack_overflow() {
+    let _heavy = heavy();
+    let source = "(".repeat(DEPTH);
+    let dir = tempfile::tempdir().unwrap();
+    let (out, path) = run_script(dir.path(), "deep-open.lisp", &format!("{source}\n"));
+    out.assert_code(1).assert_no_panic();
+    assert_short_report(&out.stderr);
+    assert!(
+        out.stderr.starts_with(&format!("{path}:1:")) && out.stderr.contains(": error: "),
+        "a located error: {}",
+        head(&out.stderr)
+    );
+
+    let mut engine = Engine::new();
+    let error = engine.eval(&source).unwrap_err();
+    assert!(error.location().is_some(), "{error}");
+    assert_eq!(engine.eval("(+ 1 2)").unwrap().as_i64().unwrap(), 3);
+}
+
+#[test]
+fn deeply_nested_quoted_data_and_tensors_are_errors() {
+    let _heavy = heavy();
+    let mut engine = Engine::new();
+    for source in [
+        format!("'{}{}", "(".repeat(DEPTH), ")".repeat(DEPTH)),
+        format!("{}1{}", "[".repeat(DEPTH), "]".repeat(DEPTH)),
+        format!("{}x", "'".repeat(DEPTH)),
+        format!("{}x{}", "`(".repeat(DEPTH / 2), ")".repeat(DEPTH / 2)),
+        format!("(read \"{}{}\")", "(".repeat(DEPTH), ")".repeat(DEPTH)),
+    ] {
+        // Accepting it would be fine too, as long as nothing overflows.
+        if let Err(error) = engine.eval(&source) {
+            assert_ne!(error.kind(), EvalErrorKind::Internal, "{error}");
+        }
+        assert_eq!(engine.eval("(+ 1 2)").unwrap().as_i64().unwrap(), 3);
+    }
+}
+
+#[test]
+fn deep_structures_built_at_run_time_do_not_overflow() {
+    let _heavy = heavy();
+    // Code nested 200,000 deep, built by a loop and then evaluated; lists
+    // 300,000 deep compared, printed and turned into strings.
+    let source = "(define (nest n acc) (if (= n 0) acc (nest (- n 1) (list '+ 1 acc))))\n\
+                  (define e (nest 200000 1))\n\
+                  (define (wrap n acc) (if (= n 0) acc (wrap (- n 1) (list acc))))\n\
+                  (define a (wrap 300000 1))\n\
+                  (define b (wrap 300000 1))\n\
+                  (println (equal? a b))\n\
+                  (println (length (str a)))\n\
+                  (println (try (eval e) (catch (err) \"too deep\")))\n";
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _) = run_script(dir.path(), "runtime-deep.lisp", source);
+    out.assert_code(0).assert_no_panic();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines[0], "#t");
+    assert_eq!(lines[1], "600001");
+    assert!(
+        lines[2] == "200001" || lines[2] == "too deep",
+        "eval of deep code gives its value or a catchable error: {}",
+        lines[2]
+    );
+}
+
+// --- panics inside built-ins (bugs) are caught at the embedding boundary -----------
+
+#[test]
+fn a_panicking_builtin_is_reported_and_the_engine_survives() {
+    let mut engine = Engine::new();
+    engine
+        .register_fn("boom", |_args| panic!("deliberate test panic"))
+        .unwrap();
+    engine.eval("(define kept 41)").unwrap();
+    let error = engine.eval("(+ 1 (boom))").unwrap_err();
+    assert_eq!(error.kind(), EvalErrorKind::Internal, "{error}");
+    assert!(
+        error.message().contains("deliberate test panic"),
+        "the report carries the panic message: {error}"
+    );
+    // The session goes on, definitions intact, and `try` still works.
+    assert_eq!(engine.eval("(+ kept 1)").unwrap().as_i64().unwrap(), 42);
+    let again = engine.eval("(boom)").unwrap_err();
+    assert_eq!(again.kind(), EvalErrorKind::Internal);
+    assert_eq!(engine.eval("(* 6 7)").unwrap().as_i64().unwrap(), 42);
+    // Through call/call_named too.
+    let f = engine.get("boom").unwrap();
+    assert!(engine.call(&f, &[]).is_err());
+    assert!(engine.call_named("boom", &[]).is_err());
+    assert_eq!(engine.eval("kept").unwrap().as_i64().unwrap(), 41);
+}
+
+#[test]
+fn a_panic_deep_inside_a_call_stack_resets_the_engine() {
+    let mut engine = Engine::new();
+    engine
+        .register_fn("boom", |_args| panic!("deliberate test panic"))
+        .unwrap();
+    engine
+        .eval("(define (down n) (if (= n 0) (boom) (+ 1 (down (- n 1)))))")
+        .unwrap();
+    assert!(engine.eval("(down 1000)").is_err());
+    // Recursion depth accounting was reset: deep recursion still works.
+    let v = engine
+        .eval("(define (f n) (if (= n 0) 0 (+ 1 (f (- n 1))))) (f 50000)")
+        .unwrap();
+    assert_eq!(v.as_i64().unwrap(), 50000);
+}
