@@ -49,10 +49,16 @@ enum BackendChoice {
     Auto,
 }
 
+/// The process status for `(exit code)`: 0 to 255 as given, anything else
+/// 255 (so a negative code never reads as success).
+fn exit_status(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code).unwrap_or(255))
+}
+
 /// Prints an error report and gives the exit status it calls for.
 fn failure(error: Error) -> ExitCode {
     if let Some(code) = error.exit_code() {
-        return ExitCode::from(code.clamp(0, 255) as u8);
+        return exit_status(code);
     }
     eprintln!("{}", error.render());
     ExitCode::from(1)
@@ -88,10 +94,7 @@ fn main() -> ExitCode {
             finish(engine.run_file(&file), false)
         }
         Some(Command::Eval { exprs }) => finish(engine.eval(&exprs.join(" ")), true),
-        None if std::io::stdin().is_terminal() => {
-            let code = epsilon::repl::run(&mut engine);
-            ExitCode::from(code.clamp(0, 255) as u8)
-        }
+        None if std::io::stdin().is_terminal() => exit_status(epsilon::repl::run(&mut engine)),
         None => run_stdin(&mut engine),
     }
 }

@@ -112,7 +112,7 @@ impl Interp {
         mut span: Span,
     ) -> EvalResult<Value> {
         loop {
-            self.check_interrupt()?;
+            self.check_interrupt().map_err(|e| e.at(span))?;
             let env = bind_arguments(&closure, args).map_err(|e| e.at(span))?;
             let def = Rc::clone(&closure.def);
             match self.eval_step(&def.body, &env) {

@@ -73,11 +73,16 @@ impl SourceMap {
         let window_end = (window_start + MAX_QUOTED_LINE).min(chars.len());
         let suffix = if window_end < chars.len() { "..." } else { "" };
         let quoted: String = chars[window_start..window_end].iter().collect();
-        let caret_at = prefix.len() + (col - window_start);
         let caret_len = span_chars.min(window_end.saturating_sub(col)).max(1);
+        // Tabs before the caret are copied so it lines up under any tab width.
+        let indent: String = " ".repeat(prefix.len())
+            + &chars[window_start..col]
+                .iter()
+                .map(|c| if *c == '\t' { '\t' } else { ' ' })
+                .collect::<String>();
         Some((
             format!("{prefix}{quoted}{suffix}"),
-            format!("{}{}", " ".repeat(caret_at), "^".repeat(caret_len)),
+            format!("{indent}{}", "^".repeat(caret_len)),
         ))
     }
 }

@@ -96,7 +96,11 @@ fn doc_of_value(value: &Value, name: &str) -> String {
             closure.def.signature(),
             closure.def.doc.as_deref().unwrap_or("(no docstring)")
         ),
-        other => format!("{name} is a {}: {}", other.type_name(), other.short()),
+        other => format!(
+            "{} is a value of type {}, not a documented function",
+            other.short(),
+            other.type_name()
+        ),
     }
 }
 

@@ -45,12 +45,12 @@ pub fn format_template(template: &str, args: &[Value]) -> EvalResult<String> {
                     match chars.next() {
                         Some('}') => break,
                         Some(c) => spec.push(c),
-                        None => return Err(EvalError::syntax("format: unclosed '{' in template")),
+                        None => return Err(EvalError::syntax("unclosed '{' in template")),
                     }
                 }
                 let value = remaining.next().ok_or_else(|| {
                     EvalError::syntax(format!(
-                        "format: the template has more holes than the {} argument(s) given",
+                        "the template has more holes than the {} argument(s) given",
                         args.len()
                     ))
                 })?;
@@ -58,7 +58,7 @@ pub fn format_template(template: &str, args: &[Value]) -> EvalResult<String> {
             }
             '}' => {
                 return Err(EvalError::syntax(
-                    "format: unmatched '}' in template (write }} for a brace)",
+                    "unmatched '}' in template (write }} for a brace)",
                 ));
             }
             c => out.push(c),
@@ -66,7 +66,7 @@ pub fn format_template(template: &str, args: &[Value]) -> EvalResult<String> {
     }
     if remaining.next().is_some() {
         return Err(EvalError::syntax(format!(
-            "format: {} argument(s) given but the template has fewer holes",
+            "{} argument(s) given but the template has fewer holes",
             args.len()
         )));
     }
@@ -82,9 +82,7 @@ fn fill_hole(spec: &str, value: &Value) -> EvalResult<String> {
         .and_then(|d| d.parse::<usize>().ok())
         .filter(|d| *d <= 30)
         .ok_or_else(|| {
-            EvalError::syntax(format!(
-                "format: unknown hole {{{spec}}} (use {{}} or {{:.N}})"
-            ))
+            EvalError::syntax(format!("unknown hole {{{spec}}} (use {{}} or {{:.N}})"))
         })?;
     match value {
         Value::Int(_) | Value::Float(_) => Ok(format!("{:.*}", digits, value.as_f64()?)),
