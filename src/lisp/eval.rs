@@ -16,6 +16,7 @@ use super::symbol::Symbol;
 use super::tensor::stack_elements;
 use super::value::Value;
 use crate::reader::Span;
+use smallvec::SmallVec;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -238,6 +239,15 @@ impl Interp {
                     }
                 }
                 Node::Call { callee, args, span } => {
+                    if let Some(builtin) = self.builtin_callee(callee) {
+                        // The common case (arithmetic, list access): no
+                        // allocation for the arguments, no procedure clone.
+                        let mut values: SmallVec<[Value; 4]> = SmallVec::with_capacity(args.len());
+                        for arg in args.iter() {
+                            values.push(self.eval(arg, &env)?);
+                        }
+                        return self.call_builtin(builtin, &values, *span).map(Step::Value);
+                    }
                     let f = self.eval(callee, &env)?;
                     let capacity = match &f {
                         Value::Procedure(p) => match &**p {
@@ -268,6 +278,20 @@ impl Interp {
                 },
                 _ => return self.eval_effect(node, &env).map(Step::Value),
             }
+        }
+    }
+
+    /// The built-in a callee node names, when it is a global bound to one.
+    fn builtin_callee(&self, callee: &Node) -> Option<&'static Builtin> {
+        let Node::Global { name, .. } = callee else {
+            return None;
+        };
+        match self.global_ref(*name)? {
+            Value::Procedure(procedure) => match &**procedure {
+                Procedure::Builtin(builtin) => Some(builtin),
+                _ => None,
+            },
+            _ => None,
         }
     }
 

@@ -72,6 +72,14 @@ impl Interp {
         }
     }
 
+    /// The value bound to a global, borrowed.
+    pub(crate) fn global_ref(&self, name: Symbol) -> Option<&Value> {
+        match self.globals.get(name.index()) {
+            None | Some(Value::Undefined) => None,
+            Some(value) => Some(value),
+        }
+    }
+
     /// Binds a global.
     pub fn set_global(&mut self, name: Symbol, value: Value) {
         let index = name.index();
