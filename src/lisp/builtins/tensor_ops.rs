@@ -23,6 +23,14 @@ pub fn matmul_arrays(a: &ArrayD<f64>, b: &ArrayD<f64>) -> EvalResult<ArrayD<f64>
             "matmul needs tensors of rank 1 or more (use * for scalars)",
         ));
     }
+    if a.ndim() == 2 && b.ndim() == 1 && a.shape()[1] == b.shape()[0] {
+        // Matrix times vector: ndarray's direct product, not a one-column gemm.
+        let vector = b
+            .view()
+            .into_dimensionality::<ndarray::Ix1>()
+            .map_err(|e| EvalError::shape(e.to_string()))?;
+        return Ok(as_matrix(a)?.dot(&vector).into_dyn());
+    }
     let a_vector = a.ndim() == 1;
     let b_vector = b.ndim() == 1;
     let a2 = if a_vector {
