@@ -110,6 +110,38 @@ const BAD_INPUTS: &[Case] = &[
         1,
     ),
     case("huge range", "(range 9223372036854775807)\n", 1, 1),
+    // results far larger than their inputs must not abort on allocation
+    case(
+        "huge broadcast",
+        "(+ (zeros 100000 1)\n   (zeros 1 100000))\n",
+        1,
+        1,
+    ),
+    case(
+        "huge outer product",
+        "(define v (zeros 100000))\n(outer v v)\n",
+        2,
+        1,
+    ),
+    case(
+        "huge where",
+        "(where 1 (zeros 1 100000) (zeros 100000 1))\n",
+        1,
+        1,
+    ),
+    case(
+        "huge broadcast-to",
+        "(broadcast-to 1 '(100000 100000))\n",
+        1,
+        1,
+    ),
+    case(
+        "huge matmul",
+        "(matmul (zeros 100000 1) (zeros 1 100000))\n",
+        1,
+        1,
+    ),
+    case("huge random tensor", "(randn 70000 70000)\n", 1, 1),
     case("negative dimension", "(zeros '(-1))\n", 1, 1),
     // files
     case(

@@ -9,6 +9,42 @@ use ndarray::{ArrayD, Axis, IxDyn, Zip};
 /// Elementwise work on at least this many elements runs on the rayon pool.
 pub const PARALLEL_THRESHOLD: usize = 1 << 15;
 
+/// The largest tensor Epsilon makes, in elements (32 GiB of f64).
+pub const MAX_ELEMENTS: usize = 1 << 32;
+
+/// Results of at least this many elements (128 MiB) are probed before they
+/// are made.
+const PROBE_ELEMENTS: usize = 1 << 24;
+
+/// The number of elements of a tensor of `shape`, after checking that it can
+/// be made: within [`MAX_ELEMENTS`], and for a large one, that the allocator
+/// grants the memory. An impossible request is then an error, where the
+/// allocation itself would abort the process.
+pub fn check_allocation(shape: &[usize]) -> EvalResult<usize> {
+    let too_large = || {
+        EvalError::range(format!(
+            "a tensor of shape {} is too large (more than {MAX_ELEMENTS} elements)",
+            format_shape(shape)
+        ))
+    };
+    let len = shape
+        .iter()
+        .try_fold(1usize, |acc, d| acc.checked_mul(*d))
+        .filter(|n| *n <= MAX_ELEMENTS)
+        .ok_or_else(too_large)?;
+    if len >= PROBE_ELEMENTS {
+        let mut probe: Vec<f64> = Vec::new();
+        probe.try_reserve_exact(len).map_err(|_| {
+            EvalError::range(format!(
+                "not enough memory for a tensor of shape {} ({:.1} GB)",
+                format_shape(shape),
+                len as f64 * 8e-9
+            ))
+        })?;
+    }
+    Ok(len)
+}
+
 /// A result array as a value: 0-dimensional arrays become floats.
 pub fn to_value(array: ArrayD<f64>) -> Value {
     if array.ndim() == 0 {
@@ -103,6 +139,7 @@ pub fn zip_map(
     f: impl Fn(f64, f64) -> f64 + Sync + Send,
 ) -> EvalResult<ArrayD<f64>> {
     let shape = broadcast_shape(a.shape(), b.shape())?;
+    check_allocation(&shape)?;
     let (Some(a_view), Some(b_view)) = (a.broadcast(IxDyn(&shape)), b.broadcast(IxDyn(&shape)))
     else {
         return Err(EvalError::shape(format!(

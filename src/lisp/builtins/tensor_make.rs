@@ -6,29 +6,14 @@ use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::tensor::{
-    format_shape, shape_from_args, shape_from_list, stack_elements, to_value,
+    MAX_ELEMENTS, check_allocation, format_shape, shape_from_args, shape_from_list, stack_elements,
+    to_value,
 };
 use crate::lisp::value::Value;
 use ndarray::{ArrayD, IxDyn};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
-
-/// The largest tensor the creation functions make (elements).
-const MAX_ELEMENTS: usize = 1 << 32;
-
-fn checked_len(shape: &[usize]) -> EvalResult<usize> {
-    shape
-        .iter()
-        .try_fold(1usize, |acc, d| acc.checked_mul(*d))
-        .filter(|n| *n <= MAX_ELEMENTS)
-        .ok_or_else(|| {
-            EvalError::range(format!(
-                "a tensor of shape {} is too large",
-                format_shape(shape)
-            ))
-        })
-}
 
 /// Converts a number, tensor or (nested) list of numbers into an array.
 pub fn array_from(value: &Value) -> EvalResult<ArrayD<f64>> {
@@ -64,7 +49,7 @@ fn tensor(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 
 fn filled(args: &[Value], value: f64) -> EvalResult<Value> {
     let shape = shape_from_args(args)?;
-    checked_len(&shape)?;
+    check_allocation(&shape)?;
     Ok(Value::tensor(ArrayD::from_elem(IxDyn(&shape), value)))
 }
 
@@ -91,7 +76,7 @@ fn eye(_: &mut Interp, args: &Args) -> EvalResult<Value> {
             .map_err(|_| EvalError::range("eye needs a non-negative size"))?,
         None => rows,
     };
-    checked_len(&[rows, cols])?;
+    check_allocation(&[rows, cols])?;
     let mut out = ArrayD::zeros(IxDyn(&[rows, cols]));
     for k in 0..rows.min(cols) {
         out[[k, k].as_slice()] = 1.0;
@@ -103,7 +88,7 @@ fn linspace(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let (start, end) = (args[0].as_f64()?, args[1].as_f64()?);
     let count = usize::try_from(args[2].as_i64()?)
         .map_err(|_| EvalError::range("linspace needs a non-negative count"))?;
-    checked_len(&[count])?;
+    check_allocation(&[count])?;
     let step = if count > 1 {
         (end - start) / (count - 1) as f64
     } else {
@@ -154,7 +139,7 @@ fn random_tensor(
         return Ok(Value::Float(draw(&mut interp.rng)));
     }
     let shape = shape_from_args(args)?;
-    let len = checked_len(&shape)?;
+    let len = check_allocation(&shape)?;
     let values: Vec<f64> = (0..len).map(|_| draw(&mut interp.rng)).collect();
     Ok(Value::tensor(
         ArrayD::from_shape_vec(IxDyn(&shape), values)
@@ -284,6 +269,7 @@ fn transpose(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 fn broadcast_to(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let t = args[0].as_tensor()?;
     let shape = shape_from_list(&args[1])?;
+    check_allocation(&shape)?;
     let view = t.broadcast(IxDyn(&shape)).ok_or_else(|| {
         EvalError::shape(format!(
             "cannot broadcast shape {} to {}",

@@ -5,7 +5,9 @@ use super::{builtin, with_options};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
-use crate::lisp::tensor::{broadcast_shape, format_shape, normalize_axis, to_value};
+use crate::lisp::tensor::{
+    broadcast_shape, check_allocation, format_shape, normalize_axis, to_value,
+};
 use crate::lisp::value::Value;
 use ndarray::{Array2, ArrayD, ArrayView2, Axis, Ix2, IxDyn, Slice, Zip};
 
@@ -55,6 +57,7 @@ pub fn matmul_arrays(a: &ArrayD<f64>, b: &ArrayD<f64>) -> EvalResult<ArrayD<f64>
     let batch = broadcast_shape(&a2.shape()[..a2.ndim() - 2], &b2.shape()[..b2.ndim() - 2])?;
     let mut out_shape = batch.clone();
     out_shape.extend([n, m]);
+    check_allocation(&out_shape)?;
     let mut out = ArrayD::<f64>::zeros(IxDyn(&out_shape));
     if batch.is_empty() {
         let product = as_matrix(&a2)?.dot(&as_matrix(&b2)?);
@@ -114,6 +117,7 @@ fn dot(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 fn outer(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let (a, b) = (args[0].as_tensor()?, args[1].as_tensor()?);
     let (n, m) = (a.len(), b.len());
+    check_allocation(&[n, m])?;
     let values: Vec<f64> = a
         .iter()
         .flat_map(|x| b.iter().map(move |y| x * y))
@@ -149,6 +153,7 @@ fn where_fn(_: &mut Interp, args: &Args) -> EvalResult<Value> {
         args[2].as_tensor()?,
     );
     let shape = broadcast_shape(&broadcast_shape(mask.shape(), a.shape())?, b.shape())?;
+    check_allocation(&shape)?;
     let dims = IxDyn(&shape);
     let views = (
         mask.broadcast(dims.clone()),
