@@ -194,11 +194,11 @@ fn resolve_shape(requested: &Value, len: usize, from: &[usize]) -> EvalResult<Ve
             "reshape: dimensions must be non-negative, with at most one -1",
         ));
     }
-    let known: usize = dims
+    let known = dims
         .iter()
         .filter(|d| **d >= 0)
-        .map(|d| *d as usize)
-        .product();
+        .try_fold(1usize, |acc, d| acc.checked_mul(*d as usize))
+        .unwrap_or(usize::MAX);
     let mismatch = || {
         EvalError::shape(format!(
             "cannot reshape a tensor of shape {} ({len} elements) to {}",
@@ -216,7 +216,8 @@ fn resolve_shape(requested: &Value, len: usize, from: &[usize]) -> EvalResult<Ve
     } else {
         dims.iter().map(|d| *d as usize).collect()
     };
-    if shape.iter().product::<usize>() != len {
+    let count = shape.iter().try_fold(1usize, |acc, d| acc.checked_mul(*d));
+    if count != Some(len) {
         return Err(mismatch());
     }
     Ok(shape)
