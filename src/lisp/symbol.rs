@@ -115,15 +115,6 @@ impl Symbol {
     pub fn index(self) -> usize {
         self.0 as usize
     }
-
-    /// How many symbols exist so far.
-    pub fn count() -> usize {
-        INTERNER
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .names
-            .len()
-    }
 }
 
 impl fmt::Debug for Symbol {

@@ -4,7 +4,7 @@
 
 use super::error::{EvalError, EvalResult};
 use super::value::Value;
-use ndarray::{ArrayD, Axis, IxDyn, Zip};
+use ndarray::{ArrayD, IxDyn, Zip};
 
 /// Elementwise work on at least this many elements runs on the rayon pool.
 pub const PARALLEL_THRESHOLD: usize = 1 << 15;
@@ -194,16 +194,4 @@ fn dimension(value: &Value) -> EvalResult<usize> {
     let n = value.as_i64()?;
     usize::try_from(n)
         .map_err(|_| EvalError::range(format!("a dimension cannot be negative, got {n}")))
-}
-
-/// Removes `axis` from a shape.
-pub fn shape_without(shape: &[usize], axis: usize) -> Vec<usize> {
-    let mut out = shape.to_vec();
-    out.remove(axis);
-    out
-}
-
-/// `array` with a unit axis inserted at `axis` (for `:keepdims`).
-pub fn keep_axis(array: ArrayD<f64>, axis: usize) -> ArrayD<f64> {
-    array.insert_axis(Axis(axis))
 }

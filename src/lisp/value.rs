@@ -246,11 +246,6 @@ impl Value {
         }
     }
 
-    /// The value as a boolean (its truthiness).
-    pub fn as_bool(&self) -> EvalResult<bool> {
-        Ok(self.is_truthy())
-    }
-
     /// The value as a string slice.
     pub fn as_str(&self) -> EvalResult<&str> {
         match self {

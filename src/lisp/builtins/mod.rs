@@ -45,14 +45,6 @@ pub fn install(interp: &mut Interp) {
     interp.set_global(Symbol::intern("pi"), Value::Float(std::f64::consts::PI));
 }
 
-/// The built-in named `name`, if there is one.
-pub fn find(name: &str) -> Option<&'static Builtin> {
-    TABLES
-        .iter()
-        .flat_map(|table| table.iter())
-        .find(|builtin| builtin.name == name)
-}
-
 /// A built-in taking between `min` and `max` arguments (`None`: any number).
 const fn builtin(
     name: &'static str,
