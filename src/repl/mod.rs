@@ -69,12 +69,7 @@ fn completion_names(engine: &Engine) -> Vec<String> {
 pub fn run(engine: &mut Engine) -> i32 {
     let config = Config::builder()
         .max_history_size(HISTORY_SIZE)
-        .map(|builder| {
-            builder
-                .history_ignore_space(true)
-                .auto_add_history(false)
-                .build()
-        });
+        .map(|builder| builder.auto_add_history(false).build());
     let editor = config.and_then(Editor::<EpsilonHelper, FileHistory>::with_config);
     let mut editor = match editor {
         Ok(editor) => editor,
