@@ -25,17 +25,7 @@ impl Analyzer<'_> {
                         span,
                     ));
                 };
-                let value = match self.lambda_form(value) {
-                    Some((params, params_span, body)) => Node::Lambda(self.lambda(
-                        Some(*name),
-                        &params,
-                        params_span.or(*value_span),
-                        &body,
-                        *value_span,
-                    )?),
-                    None => self.analyze(value, *value_span)?,
-                };
-                (*name, value)
+                (*name, self.bound_value(*name, value, *value_span)?)
             }
             Value::Pair(signature) => {
                 let Value::Symbol(name) = signature.car else {
@@ -84,6 +74,26 @@ impl Analyzer<'_> {
                 ),
                 span,
             )),
+        }
+    }
+
+    /// Analyses the value bound to `name`; a lambda written there takes the
+    /// name (for printing, `doc` and error messages).
+    pub(super) fn bound_value(
+        &mut self,
+        name: Symbol,
+        form: &Value,
+        span: Span,
+    ) -> EvalResult<Node> {
+        match self.lambda_form(form) {
+            Some((params, params_span, body)) => Ok(Node::Lambda(self.lambda(
+                Some(name),
+                &params,
+                params_span.or(span),
+                &body,
+                span,
+            )?)),
+            None => self.analyze(form, span),
         }
     }
 
@@ -218,16 +228,7 @@ impl Analyzer<'_> {
         let result = (|| -> EvalResult<(Vec<(u32, Node)>, Node)> {
             let mut inits = Vec::with_capacity(bindings.len());
             for (position, (name, init, init_span)) in bindings.iter().enumerate() {
-                let value = match self.lambda_form(init) {
-                    Some((params, params_span, lambda_body)) => Node::Lambda(self.lambda(
-                        Some(*name),
-                        &params,
-                        params_span.or(*init_span),
-                        &lambda_body,
-                        *init_span,
-                    )?),
-                    None => self.analyze(init, *init_span)?,
-                };
+                let value = self.bound_value(*name, init, *init_span)?;
                 let index = if recursive {
                     position
                 } else {
