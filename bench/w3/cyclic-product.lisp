@@ -1,0 +1,12 @@
+; W3 cyclic-product: 8-term cyclic product f = prod_{i=0..7} (x_i + x_{(i+1) mod 8}), gradient w.r.t. x0..x7. Run: epsilon run bench/w3/cyclic-product.lisp
+(define f '(* (+ x0 x1)
+              (+ x1 x2)
+              (+ x2 x3)
+              (+ x3 x4)
+              (+ x4 x5)
+              (+ x5 x6)
+              (+ x6 x7)
+              (+ x7 x0)))
+(define vars '(x0 x1 x2 x3 x4 x5 x6 x7))
+(define g (time (grad f vars)))
+(println (expr-size g))
