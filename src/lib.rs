@@ -16,11 +16,13 @@
 
 #![warn(missing_docs)]
 
+pub mod egraph;
 mod engine;
 mod error;
 pub mod lisp;
 pub mod reader;
 pub mod repl;
+pub mod scalar;
 
 pub use engine::Engine;
 pub use error::{Error, Location};

@@ -44,3 +44,7 @@
 (define (compose . fs)
   "(compose f g ...): the function x -> (f (g ... x))."
   (lambda (x) (foldr (lambda (f acc) (f acc)) x fs)))
+
+(defmacro defrule (name lhs rhs)
+  "(defrule name lhs rhs): adds the rewrite lhs => rhs to the simplifier, in egg pattern syntax with ?a for pattern variables, e.g. (defrule log-exp '(log (exp ?a)) '?a). A rule of the same name is replaced."
+  `(add-rule! ',name ,lhs ,rhs))

@@ -52,6 +52,28 @@ fn the_reader_knows_nothing_of_evaluation() {
 }
 
 #[test]
+fn the_egraph_knows_nothing_of_lisp_or_text() {
+    assert_no_use(
+        "egraph",
+        &[
+            "crate::lisp",
+            "crate::reader",
+            "crate::engine",
+            "crate::repl",
+            "crate::Engine",
+            "Value",
+        ],
+    );
+}
+
+#[test]
+fn scalar_kernels_depend_on_nothing() {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/scalar.rs"))
+        .expect("src/scalar.rs exists");
+    assert!(!text.contains("use "), "src/scalar.rs must stay free of imports");
+}
+
+#[test]
 fn the_language_knows_nothing_of_its_front_ends() {
     assert_no_use(
         "lisp",

@@ -7,6 +7,7 @@ use super::convert::sexp_to_value;
 use super::error::{EvalError, EvalErrorKind, EvalResult};
 use super::source::SourceMap;
 use super::symbol::{Symbol, sym};
+use super::symbolic::SymbolicState;
 use super::value::Value;
 use crate::reader::{self, Span};
 use rand::rngs::Xoshiro256PlusPlus;
@@ -42,6 +43,8 @@ pub struct Interp {
     pub(crate) call_span: Span,
     /// Where `display`, `print` and `println` write.
     output: Box<dyn Write>,
+    /// Settings and user rules of the symbolic simplifier.
+    pub symbolic: SymbolicState,
 }
 
 impl Interp {
@@ -57,6 +60,7 @@ impl Interp {
             started: Instant::now(),
             call_span: Span::NONE,
             output: Box::new(std::io::stdout()),
+            symbolic: SymbolicState::default(),
         };
         builtins::install(&mut interp);
         interp.set_global(sym::ARGS, Value::Nil);
@@ -187,6 +191,19 @@ impl Interp {
             }
         });
         written.map_err(|err| EvalError::io(format!("cannot write output: {err}")))
+    }
+
+    /// Prints a warning on standard error, located at the current call
+    /// when it comes from source: `FILE:LINE:COL: warning: message`.
+    pub fn warn(&mut self, message: &str) {
+        self.flush_output();
+        let span = self.call_span;
+        match self.sources.name(span) {
+            Some(file) if span.is_known() => {
+                eprintln!("{file}:{}:{}: warning: {message}", span.line, span.col)
+            }
+            _ => eprintln!("warning: {message}"),
+        }
     }
 
     /// Flushes program output.

@@ -18,6 +18,7 @@ pub mod procedure;
 pub mod quasi;
 pub mod source;
 pub mod symbol;
+pub mod symbolic;
 pub mod tensor;
 pub mod value;
 

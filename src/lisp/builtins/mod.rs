@@ -9,6 +9,7 @@ mod lists;
 mod numeric;
 mod reduce;
 mod sort;
+mod symbolic;
 pub(crate) mod system;
 mod tensor_make;
 mod tensor_ops;
@@ -32,6 +33,7 @@ pub const TABLES: &[&[Builtin]] = &[
     reduce::BUILTINS,
     sort::BUILTINS,
     data::BUILTINS,
+    symbolic::BUILTINS,
 ];
 
 /// Binds every built-in and constant in `interp`'s global environment.

@@ -11,6 +11,7 @@ use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::tensor::{map, to_value, zip_map};
 use crate::lisp::value::Value;
+use crate::scalar;
 use ndarray::ArrayD;
 use std::rc::Rc;
 
@@ -216,54 +217,18 @@ fn atan2(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 }
 
 fn clamp(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    let lower = binary(&args[0], &args[1], Some(|x, lo| Some(x.max(lo))), nan_max)?;
-    binary(&lower, &args[2], Some(|x, hi| Some(x.min(hi))), nan_min)
-}
-
-/// `max` that propagates NaN (as NumPy's `maximum` does).
-pub(crate) fn nan_max(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() {
-        f64::NAN
-    } else {
-        a.max(b)
-    }
-}
-
-/// `min` that propagates NaN.
-pub(crate) fn nan_min(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() {
-        f64::NAN
-    } else {
-        a.min(b)
-    }
-}
-
-fn sigmoid_f64(x: f64) -> f64 {
-    if x >= 0.0 {
-        1.0 / (1.0 + (-x).exp())
-    } else {
-        let e = x.exp();
-        e / (1.0 + e)
-    }
-}
-
-fn softplus_f64(x: f64) -> f64 {
-    x.max(0.0) + (-x.abs()).exp().ln_1p()
-}
-
-fn relu_f64(x: f64) -> f64 {
-    // NaN stays NaN (a comparison with NaN is false).
-    if x > 0.0 || x.is_nan() { x } else { 0.0 }
-}
-
-fn sign_f64(x: f64) -> f64 {
-    if x > 0.0 {
-        1.0
-    } else if x < 0.0 {
-        -1.0
-    } else {
-        x
-    }
+    let lower = binary(
+        &args[0],
+        &args[1],
+        Some(|x, lo| Some(x.max(lo))),
+        scalar::nan_max,
+    )?;
+    binary(
+        &lower,
+        &args[2],
+        Some(|x, hi| Some(x.min(hi))),
+        scalar::nan_min,
+    )
 }
 
 fn to_int(_: &mut Interp, args: &Args) -> EvalResult<Value> {
@@ -317,8 +282,8 @@ float_fns! {
     sinh => f64::sinh;
     cosh => f64::cosh;
     tanh => f64::tanh;
-    sigmoid => sigmoid_f64;
-    softplus => softplus_f64;
+    sigmoid => scalar::sigmoid;
+    softplus => scalar::softplus;
 }
 
 fn neg(_: &mut Interp, args: &Args) -> EvalResult<Value> {
@@ -329,12 +294,17 @@ fn abs(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     keeping_unary(&args[0], i64::checked_abs, f64::abs)
 }
 
+fn heaviside(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let at_zero = args.get(1).cloned().unwrap_or(Value::Float(0.5));
+    binary(&args[0], &at_zero, None, scalar::heaviside)
+}
+
 fn sign(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    keeping_unary(&args[0], |n| Some(n.signum()), sign_f64)
+    keeping_unary(&args[0], |n| Some(n.signum()), scalar::sign)
 }
 
 fn relu(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    keeping_unary(&args[0], |n| Some(n.max(0)), relu_f64)
+    keeping_unary(&args[0], |n| Some(n.max(0)), scalar::relu)
 }
 
 fn floor(_: &mut Interp, args: &Args) -> EvalResult<Value> {
@@ -360,6 +330,7 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("neg", "(neg x)", "The negation of x.", 1, Some(1), neg),
     builtin("abs", "(abs x)", "Absolute value (elementwise on tensors).", 1, Some(1), abs),
     builtin("sign", "(sign x)", "-1, 0 or 1 by the sign of x (NaN stays NaN).", 1, Some(1), sign),
+    builtin("heaviside", "(heaviside x [at-zero])", "The step function: 0 for x < 0, 1 for x > 0, at-zero (default 0.5) at 0, elementwise.", 1, Some(2), heaviside),
     builtin("sqrt", "(sqrt x)", "Square root (NaN for negative x).", 1, Some(1), sqrt),
     builtin("exp", "(exp x)", "e to the power x.", 1, Some(1), exp),
     builtin("log", "(log x)", "Natural logarithm (-inf at 0, NaN below).", 1, Some(1), log),

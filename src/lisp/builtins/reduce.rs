@@ -3,13 +3,14 @@
 //! along an axis (`softmax`, `log-softmax`). A reduction over every axis
 //! gives a float, not a 0-dimensional tensor.
 
-use super::numeric::{binary, nan_max, nan_min};
+use super::numeric::binary;
 use super::{builtin, with_options};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::tensor::{format_shape, normalize_axis, to_value};
 use crate::lisp::value::Value;
+use crate::scalar::{nan_max, nan_min};
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMut1, Axis, IxDyn};
 
 /// The axes to reduce: all, or those named by `:axis`, sorted and distinct.

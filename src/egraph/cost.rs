@@ -1,0 +1,87 @@
+//! The cost of a node as a step of a compiled program: every operation pays
+//! for the buffers it reads and writes (an operand that is a constant is an
+//! immediate and reads nothing) plus extra for expensive arithmetic. Numbers
+//! and variables cost 1, so the count of nodes still matters.
+//!
+//! With this model `(* 2 x)` (one read) beats `(+ x x)` (two reads), `(* x x)`
+//! beats `(pow x 2)`, and `(- a b)` beats `(+ a (neg b))`.
+
+use super::language::Math;
+use egg::{CostFunction, Id, Language};
+
+/// Extra cost of an operator beyond its memory traffic.
+fn arithmetic_cost(node: &Math) -> u64 {
+    match node {
+        Math::Num(_) | Math::Var(_) => 0,
+        Math::Add(_) | Math::Sub(_) | Math::Mul(_) | Math::Neg(_) => 0,
+        Math::Abs(_) | Math::Sign(_) | Math::Relu(_) | Math::Heaviside(_) => 0,
+        Math::Min(_) | Math::Max(_) => 0,
+        Math::Div(_) | Math::Sqrt(_) => 2,
+        Math::Pow(_) => 4,
+        _ => 6,
+    }
+}
+
+/// The cost of `node` alone; `is_constant` tells which children are numbers.
+pub fn node_cost(node: &Math, is_constant: impl Fn(Id) -> bool) -> u64 {
+    match node {
+        // A negative number reads worse than a subtraction: `(- a 1)`
+        // beats `(+ a -1)`, and `(+ a 1)` beats `(- a -1)`.
+        Math::Num(value) if value.get() < 0.0 => return 2,
+        Math::Num(_) | Math::Var(_) => return 1,
+        _ => {}
+    }
+    let reads = node
+        .children()
+        .iter()
+        .filter(|&&child| !is_constant(child))
+        .count() as u64;
+    2 * (1 + reads) + arithmetic_cost(node)
+}
+
+/// The same per-node cost summed over a tree, for egg's stock `Extractor`:
+/// a shared subterm is paid for at every use. Used as a baseline and as a
+/// fallback candidate by the DAG extractor.
+pub struct TreeCost<'a> {
+    /// Which e-classes are constants.
+    pub is_constant: &'a dyn Fn(Id) -> bool,
+}
+
+impl CostFunction<Math> for TreeCost<'_> {
+    type Cost = u64;
+
+    fn cost<C>(&mut self, node: &Math, mut costs: C) -> u64
+    where
+        C: FnMut(Id) -> u64,
+    {
+        let own = node_cost(node, self.is_constant);
+        node.children()
+            .iter()
+            .fold(own, |total, &child| total.saturating_add(costs(child)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cost_of(text: &str) -> u64 {
+        let expr: egg::RecExpr<Math> = text.parse().expect("test expression parses");
+        let nodes = expr.as_ref();
+        let mut seen = std::collections::HashSet::new();
+        nodes
+            .iter()
+            .filter(|node| seen.insert((*node).clone()))
+            .map(|node| node_cost(node, |id| nodes[usize::from(id)].constant().is_some()))
+            .sum()
+    }
+
+    #[test]
+    fn preferred_forms_cost_less() {
+        assert!(cost_of("(* 2 x)") < cost_of("(+ x x)"));
+        assert!(cost_of("(* x x)") < cost_of("(pow x 2)"));
+        assert!(cost_of("(- a b)") < cost_of("(+ a (neg b))"));
+        assert!(cost_of("(neg x)") < cost_of("(* -1 x)"));
+        assert!(cost_of("(/ 1 x)") < cost_of("(pow x -1)"));
+    }
+}

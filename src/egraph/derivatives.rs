@@ -1,0 +1,137 @@
+//! The symbolic operations as whole programs: gradients and Jacobians (one
+//! reverse sweep per output, all rows simplified together), n-th
+//! derivatives, Hessians, and plain simplification.
+
+use super::builder::ExprBuilder;
+use super::language::Math;
+use super::reverse::gradient;
+use super::rules::MathRewrite;
+use super::simplify::{Level, Limits, Report, simplify};
+use egg::{Id, RecExpr, Symbol};
+
+/// How to simplify: the level, its limits and the user's rules.
+#[derive(Clone, Copy)]
+pub struct Options<'a> {
+    /// `set-optimize!` level.
+    pub level: Level,
+    /// Limits for each saturation run.
+    pub limits: Limits,
+    /// User rules (`defrule`), run with the built-in ones.
+    pub rules: &'a [MathRewrite],
+}
+
+impl Default for Options<'_> {
+    fn default() -> Self {
+        Options {
+            level: Level::Bounded,
+            limits: Level::Bounded.default_limits(),
+            rules: &[],
+        }
+    }
+}
+
+/// Results: a program with one root per result, and a report per
+/// saturation run it took.
+#[derive(Clone, Debug)]
+pub struct Derived {
+    /// The program.
+    pub expr: RecExpr<Math>,
+    /// Its results, in the order the operation documents.
+    pub roots: Vec<Id>,
+    /// One report per saturation run.
+    pub reports: Vec<Report>,
+}
+
+fn run(builder: ExprBuilder, roots: &[Id], options: &Options, mut reports: Vec<Report>) -> Derived {
+    let simplified = simplify(
+        builder.expr(),
+        roots,
+        options.level,
+        options.limits,
+        options.rules,
+    );
+    reports.push(simplified.report);
+    Derived {
+        expr: simplified.expr,
+        roots: simplified.roots,
+        reports,
+    }
+}
+
+/// Simplifies `roots` of `expr` together.
+pub fn simplify_all(expr: &RecExpr<Math>, roots: &[Id], options: &Options) -> Derived {
+    let mut builder = ExprBuilder::new();
+    let roots = builder.add_expr(expr, roots);
+    run(builder, &roots, options, Vec::new())
+}
+
+/// The Jacobian of `outputs` with respect to `wrt`, row-major: results
+/// `outputs.len() * wrt.len()` (one output is a gradient).
+pub fn jacobian(
+    expr: &RecExpr<Math>,
+    outputs: &[Id],
+    wrt: &[Symbol],
+    options: &Options,
+) -> Derived {
+    let mut builder = ExprBuilder::new();
+    let outputs = builder.add_expr(expr, outputs);
+    let mut roots = Vec::with_capacity(outputs.len() * wrt.len());
+    for &output in &outputs {
+        roots.extend(gradient(&mut builder, output, wrt));
+    }
+    run(builder, &roots, options, Vec::new())
+}
+
+/// The `n`-th derivative of `root` with respect to `var`, simplifying after
+/// each step (`n = 0` simplifies the expression).
+pub fn nth_derivative(
+    expr: &RecExpr<Math>,
+    root: Id,
+    var: Symbol,
+    n: usize,
+    options: &Options,
+) -> Derived {
+    let mut current = simplify_all(expr, &[root], options);
+    for _ in 0..n {
+        let next = jacobian(&current.expr, &current.roots, &[var], options);
+        current.reports.extend(next.reports);
+        current = Derived {
+            expr: next.expr,
+            roots: next.roots,
+            reports: current.reports,
+        };
+    }
+    current
+}
+
+/// The Hessian of `root` with respect to `wrt`, row-major (`wrt.len()`²
+/// results). The gradient is simplified first; only the upper triangle is
+/// differentiated, and the lower one is its mirror, so the result is
+/// exactly symmetric.
+pub fn hessian(expr: &RecExpr<Math>, root: Id, wrt: &[Symbol], options: &Options) -> Derived {
+    let first = jacobian(expr, &[root], wrt, options);
+    let mut builder = ExprBuilder::new();
+    let partials = builder.add_expr(&first.expr, &first.roots);
+    let n = wrt.len();
+    let mut upper = Vec::with_capacity(n * (n + 1) / 2);
+    for (i, &partial) in partials.iter().enumerate() {
+        upper.extend(gradient(&mut builder, partial, &wrt[i..]));
+    }
+    let simplified = run(builder, &upper, options, first.reports);
+    let mut roots = vec![Id::from(0usize); n * n];
+    let mut next = simplified.roots.iter();
+    for i in 0..n {
+        for j in i..n {
+            let id = *next
+                .next()
+                .expect("one upper-triangle entry per (i, j) with i <= j");
+            roots[i * n + j] = id;
+            roots[j * n + i] = id;
+        }
+    }
+    Derived {
+        expr: simplified.expr,
+        roots,
+        reports: simplified.reports,
+    }
+}

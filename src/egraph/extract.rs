@@ -1,0 +1,318 @@
+//! DAG-aware extraction: picks one node per e-class for a set of roots so
+//! that the program they form — where a shared subterm is computed once —
+//! is cheap.
+//!
+//! egg's stock `Extractor` minimises the cost of each root as a *tree*, so a
+//! subterm used k times is paid k times and the choice can favour forms that
+//! share nothing. Here each class's candidate cost is the sum over the *set*
+//! of classes its choice reaches (greedy DAG extraction, as in the
+//! extraction-gym project): a worklist recomputes a class when one of its
+//! children improves. The tree extractor's choice is also built, and the
+//! cheaper of the two programs (measured as DAGs) is returned, so the result
+//! is never worse than the stock extractor's.
+
+use super::analysis::MathGraph;
+use super::cost::{TreeCost, node_cost};
+use super::language::Math;
+use egg::{Extractor, Id, Language, RecExpr};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+/// Which extractor produced a program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extraction {
+    /// Greedy DAG extraction.
+    Dag,
+    /// egg's tree-cost extraction (it was as cheap or cheaper).
+    Tree,
+}
+
+/// A program extracted from an e-graph.
+#[derive(Clone, Debug)]
+pub struct Extracted {
+    /// The program; `roots` index into it.
+    pub expr: RecExpr<Math>,
+    /// One id per requested root.
+    pub roots: Vec<Id>,
+    /// The program's cost with each distinct node counted once.
+    pub dag_cost: u64,
+    /// Which extractor's choice this is.
+    pub by: Extraction,
+}
+
+/// Extracts `roots` of `egraph` (which must be rebuilt) as one program.
+pub fn extract(egraph: &MathGraph, roots: &[Id]) -> Extracted {
+    let mut choices = greedy_dag_choices(egraph);
+    improve(egraph, roots, &mut choices);
+    let dag = extract_with(egraph, roots, &choices, Extraction::Dag);
+    let tree = extract_tree(egraph, roots);
+    if tree.dag_cost < dag.dag_cost {
+        tree
+    } else {
+        dag
+    }
+}
+
+/// Extraction with egg's stock tree-cost `Extractor` and the same per-node
+/// costs; the baseline the DAG extractor is measured against.
+pub fn extract_tree(egraph: &MathGraph, roots: &[Id]) -> Extracted {
+    let is_constant = |id: Id| egraph[id].data.constant.is_some();
+    let extractor = Extractor::new(
+        egraph,
+        TreeCost {
+            is_constant: &is_constant,
+        },
+    );
+    let choices: FxHashMap<Id, Math> =
+        roots_closure(egraph, roots, |id| extractor.find_best_node(id).clone());
+    extract_with(egraph, roots, &choices, Extraction::Tree)
+}
+
+/// Follows `choose` from `roots`, collecting the chosen node of every
+/// reachable class.
+fn roots_closure(
+    egraph: &MathGraph,
+    roots: &[Id],
+    choose: impl Fn(Id) -> Math,
+) -> FxHashMap<Id, Math> {
+    let mut choices = FxHashMap::default();
+    let mut stack: Vec<Id> = roots.iter().map(|&id| egraph.find(id)).collect();
+    while let Some(class) = stack.pop() {
+        if choices.contains_key(&class) {
+            continue;
+        }
+        let node = choose(class);
+        stack.extend(node.children().iter().map(|&child| egraph.find(child)));
+        choices.insert(class, node);
+    }
+    choices
+}
+
+/// Builds the program made of `choices` (a node per class) for `roots`.
+fn extract_with(
+    egraph: &MathGraph,
+    roots: &[Id],
+    choices: &FxHashMap<Id, Math>,
+    by: Extraction,
+) -> Extracted {
+    let mut expr = RecExpr::default();
+    let mut built: FxHashMap<Id, Id> = FxHashMap::default();
+    let mut dag_cost = 0u64;
+    let mut root_ids = Vec::with_capacity(roots.len());
+    for &root in roots {
+        // Post-order with an explicit stack: expressions may be deep.
+        let mut stack = vec![(egraph.find(root), false)];
+        while let Some((class, children_done)) = stack.pop() {
+            if built.contains_key(&class) {
+                continue;
+            }
+            let node = &choices[&class];
+            if children_done {
+                let is_constant = |id: Id| egraph[id].data.constant.is_some();
+                dag_cost += node_cost(node, is_constant);
+                let new = node
+                    .clone()
+                    .map_children(|child| built[&egraph.find(child)]);
+                built.insert(class, expr.add(new));
+            } else {
+                stack.push((class, true));
+                for &child in node.children() {
+                    let child = egraph.find(child);
+                    if !built.contains_key(&child) {
+                        stack.push((child, false));
+                    }
+                }
+            }
+        }
+        root_ids.push(built[&egraph.find(root)]);
+    }
+    Extracted {
+        expr,
+        roots: root_ids,
+        dag_cost,
+        by,
+    }
+}
+
+/// How many rounds of local search follow the greedy pass.
+const IMPROVEMENT_ROUNDS: usize = 3;
+
+/// Local search on the whole program: for each class the program uses, try
+/// each of its other nodes and keep the change when the program gets
+/// cheaper — lower DAG cost, or equal cost with fewer nodes. Greedy
+/// extraction cannot see that a subterm it pays for in one root is free in
+/// another; this pass finds such sharing.
+fn improve(egraph: &MathGraph, roots: &[Id], choices: &mut FxHashMap<Id, Math>) {
+    let roots: Vec<Id> = roots.iter().map(|&root| egraph.find(root)).collect();
+    let Some(mut current) = dag_cost(egraph, &roots, choices) else {
+        return;
+    };
+    for _ in 0..IMPROVEMENT_ROUNDS {
+        let start = current;
+        let used: Vec<Id> = roots_closure(egraph, &roots, |id| choices[&id].clone())
+            .into_keys()
+            .collect();
+        for class in used {
+            for node in &egraph[class].nodes {
+                let usable = node
+                    .children()
+                    .iter()
+                    .all(|&child| choices.contains_key(&egraph.find(child)));
+                if !usable || choices.get(&class) == Some(node) {
+                    continue;
+                }
+                let previous = choices.insert(class, node.clone());
+                match dag_cost(egraph, &roots, choices) {
+                    Some(candidate) if candidate < current => current = candidate,
+                    _ => {
+                        if let Some(previous) = previous {
+                            choices.insert(class, previous);
+                        }
+                    }
+                }
+            }
+        }
+        if current >= start {
+            break;
+        }
+    }
+}
+
+/// The cost of the program `choices` make for `roots`, each class counted
+/// once, and its number of nodes; `None` if the choices form a cycle.
+fn dag_cost(
+    egraph: &MathGraph,
+    roots: &[Id],
+    choices: &FxHashMap<Id, Math>,
+) -> Option<(u64, usize)> {
+    // 1: on the stack, 2: finished.
+    let mut state: FxHashMap<Id, u8> = FxHashMap::default();
+    let is_constant = |id: Id| egraph[id].data.constant.is_some();
+    let (mut total, mut n_nodes) = (0u64, 0usize);
+    for &root in roots {
+        let mut stack = vec![(root, false)];
+        while let Some((class, children_done)) = stack.pop() {
+            if children_done {
+                state.insert(class, 2);
+                total += node_cost(&choices[&class], is_constant);
+                n_nodes += 1;
+                continue;
+            }
+            match state.get(&class) {
+                Some(2) => continue,
+                Some(_) => return None,
+                None => {}
+            }
+            state.insert(class, 1);
+            stack.push((class, true));
+            for &child in choices.get(&class)?.children() {
+                let child = egraph.find(child);
+                match state.get(&child) {
+                    Some(2) => {}
+                    Some(_) => return None,
+                    None => stack.push((child, false)),
+                }
+            }
+        }
+    }
+    Some((total, n_nodes))
+}
+
+/// The best choice found so far for a class: its node, and the cost of
+/// every class that choice reaches (itself included).
+struct Best {
+    node: Math,
+    reached: Rc<FxHashMap<Id, u64>>,
+    total: u64,
+}
+
+/// Greedy DAG extraction: a node's cost is the summed cost of the union of
+/// the classes reached by its children's choices, plus its own.
+fn greedy_dag_choices(egraph: &MathGraph) -> FxHashMap<Id, Math> {
+    let mut best: FxHashMap<Id, Best> = FxHashMap::default();
+    let mut queue: VecDeque<Id> = VecDeque::new();
+    let mut queued: FxHashSet<Id> = FxHashSet::default();
+    for class in egraph.classes() {
+        if class.nodes.iter().any(|node| node.is_leaf()) {
+            queue.push_back(class.id);
+            queued.insert(class.id);
+        }
+    }
+    let is_constant = |id: Id| egraph[id].data.constant.is_some();
+    while let Some(class_id) = queue.pop_front() {
+        queued.remove(&class_id);
+        let mut improved = false;
+        for node in &egraph[class_id].nodes {
+            let Some((reached, total)) = candidate(egraph, &best, class_id, node, &is_constant)
+            else {
+                continue;
+            };
+            if best
+                .get(&class_id)
+                .is_none_or(|current| total < current.total)
+            {
+                best.insert(
+                    class_id,
+                    Best {
+                        node: node.clone(),
+                        reached,
+                        total,
+                    },
+                );
+                improved = true;
+            }
+        }
+        if improved {
+            for parent in egraph[class_id].parents() {
+                let parent = egraph.find(parent);
+                if queued.insert(parent) {
+                    queue.push_back(parent);
+                }
+            }
+        }
+    }
+    best.into_iter().map(|(id, best)| (id, best.node)).collect()
+}
+
+/// The reached set and total cost of choosing `node` for `class_id`, if all
+/// its children have choices and none of them reaches `class_id` (a cycle).
+fn candidate(
+    egraph: &MathGraph,
+    best: &FxHashMap<Id, Best>,
+    class_id: Id,
+    node: &Math,
+    is_constant: &dyn Fn(Id) -> bool,
+) -> Option<(Rc<FxHashMap<Id, u64>>, u64)> {
+    let own = node_cost(node, is_constant);
+    let mut children: Vec<&Best> = Vec::with_capacity(2);
+    for &child in node.children() {
+        let child = egraph.find(child);
+        if child == class_id {
+            return None;
+        }
+        children.push(best.get(&child)?);
+    }
+    children.sort_by_key(|child| std::cmp::Reverse(child.reached.len()));
+    let Some((largest, others)) = children.split_first() else {
+        let reached = FxHashMap::from_iter([(class_id, own)]);
+        return Some((Rc::new(reached), own));
+    };
+    if largest.reached.contains_key(&class_id) {
+        return None;
+    }
+    let mut reached = (*largest.reached).clone();
+    let mut total = largest.total;
+    for other in others {
+        for (&id, &cost) in other.reached.iter() {
+            if id == class_id {
+                return None;
+            }
+            if reached.insert(id, cost).is_none() {
+                total += cost;
+            }
+        }
+    }
+    reached.insert(class_id, own);
+    Some((Rc::new(reached), total + own))
+}

@@ -1,0 +1,26 @@
+//! The e-graph layer: the `Math` language for egg, the `Facts` analysis
+//! (constant folding, signs, definedness), the rule tables, the table of
+//! local partial derivatives and the reverse sweep, DAG-aware extraction,
+//! and bounded saturation.
+//!
+//! Data comes in as `RecExpr<Math>` and leaves as `RecExpr<Math>`; this
+//! layer knows nothing of Lisp values, the reader or the backends.
+
+pub mod analysis;
+pub mod builder;
+pub mod cost;
+pub mod derivatives;
+pub mod eval;
+pub mod extract;
+pub mod language;
+pub mod partials;
+pub mod reverse;
+pub mod rules;
+pub mod simplify;
+
+pub use analysis::{Facts, FactsAnalysis, MathGraph};
+pub use builder::ExprBuilder;
+pub use derivatives::{Derived, Options, hessian, jacobian, nth_derivative, simplify_all};
+pub use language::{Constant, Math};
+pub use rules::{MathRewrite, all_rules};
+pub use simplify::{Level, Limits, Report, Stop};

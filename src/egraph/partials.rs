@@ -1,0 +1,128 @@
+//! The table of local partial derivatives: for each operator, d node /
+//! d child, written with the builder in terms of the node's children and
+//! the node itself (`exp`'s partial is the node, so the primal is shared).
+//!
+//! This is the one place where differentiation rules live; the reverse
+//! sweep (symbolic `grad`, `hessian`, n-th `diff`) applies them.
+//!
+//! Conventions at kinks: `relu'(0) = 0`, `abs'(0) = sign(0) = 0`, and the
+//! derivatives of `min`/`max` split ties evenly (1/2 each), so the partials
+//! of `(max x x)` still add up to 1.
+
+use super::builder::ExprBuilder;
+use super::language::Math;
+use egg::Id;
+use smallvec::{SmallVec, smallvec};
+
+/// The partial derivatives of `node` (stored at `this`) with respect to each
+/// child, in child order; `None` where the partial is zero everywhere it is
+/// defined (a step function, a constant argument such as heaviside's value
+/// at zero).
+pub fn local_partials(node: &Math, this: Id, b: &mut ExprBuilder) -> SmallVec<[Option<Id>; 2]> {
+    let one = b.num(1.0);
+    match *node {
+        Math::Num(_) | Math::Var(_) => smallvec![],
+        Math::Add(_) => smallvec![Some(one), Some(one)],
+        Math::Sub(_) => smallvec![Some(one), Some(b.num(-1.0))],
+        Math::Mul([x, y]) => smallvec![Some(y), Some(x)],
+        Math::Div([_, y]) => {
+            // d/dx = 1/y; d/dy = -(x/y)/y, which reuses the quotient.
+            let reciprocal = b.div(one, y);
+            let quotient_over_y = b.div(this, y);
+            smallvec![Some(reciprocal), Some(b.neg(quotient_over_y))]
+        }
+        Math::Pow([x, y]) => {
+            let d_base = match b.constant(y) {
+                // c * x^(c-1), with c - 1 folded.
+                Some(c) => {
+                    let reduced = b.num(c - 1.0);
+                    let power = b.add(Math::Pow([x, reduced]));
+                    let c = b.num(c);
+                    b.mul(c, power)
+                }
+                None => {
+                    let y_minus_one = b.sub(y, one);
+                    let power = b.add(Math::Pow([x, y_minus_one]));
+                    b.mul(y, power)
+                }
+            };
+            let log_x = b.add(Math::Log([x]));
+            smallvec![Some(d_base), Some(b.mul(this, log_x))]
+        }
+        Math::Neg(_) => smallvec![Some(b.num(-1.0))],
+        Math::Exp(_) => smallvec![Some(this)],
+        Math::Log([x]) => smallvec![Some(b.div(one, x))],
+        Math::Log1p([x]) => {
+            let one_plus_x = b.add2(one, x);
+            smallvec![Some(b.div(one, one_plus_x))]
+        }
+        Math::Expm1([x]) => smallvec![Some(b.add(Math::Exp([x])))],
+        Math::Sqrt(_) => {
+            let half = b.num(0.5);
+            smallvec![Some(b.div(half, this))]
+        }
+        Math::Sin([x]) => smallvec![Some(b.add(Math::Cos([x])))],
+        Math::Cos([x]) => {
+            let sin = b.add(Math::Sin([x]));
+            smallvec![Some(b.neg(sin))]
+        }
+        Math::Tan(_) => {
+            // 1 + tan^2, reusing the node.
+            let square = b.mul(this, this);
+            smallvec![Some(b.add2(one, square))]
+        }
+        Math::Asin([x]) | Math::Acos([x]) => {
+            let square = b.mul(x, x);
+            let rest = b.sub(one, square);
+            let root = b.add(Math::Sqrt([rest]));
+            let d = b.div(one, root);
+            smallvec![Some(if matches!(node, Math::Acos(_)) {
+                b.neg(d)
+            } else {
+                d
+            })]
+        }
+        Math::Atan([x]) => {
+            let square = b.mul(x, x);
+            let denominator = b.add2(one, square);
+            smallvec![Some(b.div(one, denominator))]
+        }
+        Math::Atan2([y, x]) => {
+            let (x2, y2) = (b.mul(x, x), b.mul(y, y));
+            let r2 = b.add2(x2, y2);
+            let d_y = b.div(x, r2);
+            let y_over_r2 = b.div(y, r2);
+            smallvec![Some(d_y), Some(b.neg(y_over_r2))]
+        }
+        Math::Sinh([x]) => smallvec![Some(b.add(Math::Cosh([x])))],
+        Math::Cosh([x]) => smallvec![Some(b.add(Math::Sinh([x])))],
+        Math::Tanh(_) => {
+            let square = b.mul(this, this);
+            smallvec![Some(b.sub(one, square))]
+        }
+        Math::Sigmoid(_) => {
+            let complement = b.sub(one, this);
+            smallvec![Some(b.mul(this, complement))]
+        }
+        Math::Softplus([x]) => smallvec![Some(b.add(Math::Sigmoid([x])))],
+        Math::Relu([x]) => {
+            let zero = b.num(0.0);
+            smallvec![Some(b.add(Math::Heaviside([x, zero])))]
+        }
+        Math::Abs([x]) => smallvec![Some(b.add(Math::Sign([x])))],
+        Math::Sign(_) => smallvec![None],
+        Math::Heaviside(_) => smallvec![None, None],
+        Math::Min([x, y]) | Math::Max([x, y]) => {
+            let half = b.num(0.5);
+            let (x_minus_y, y_minus_x) = (b.sub(x, y), b.sub(y, x));
+            let (first, second) = if matches!(node, Math::Max(_)) {
+                (x_minus_y, y_minus_x)
+            } else {
+                (y_minus_x, x_minus_y)
+            };
+            let d_x = b.add(Math::Heaviside([first, half]));
+            let d_y = b.add(Math::Heaviside([second, half]));
+            smallvec![Some(d_x), Some(d_y)]
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! Bounded equality saturation: put a program's roots into one e-graph, run
+//! the rule set under node, iteration and time limits, and extract the
+//! roots together with the DAG extractor.
+//!
+//! Reaching a limit is an outcome, not an error: the best program found so
+//! far is returned with a `Report` saying which limit stopped the run.
+
+use super::analysis::{FactsAnalysis, MathGraph};
+use super::extract::{Extraction, extract};
+use super::language::Math;
+use super::rules::{MathRewrite, all_rules};
+use egg::{BackoffScheduler, Id, RecExpr, Runner, StopReason};
+use std::time::{Duration, Instant};
+
+/// How hard to simplify (SPEC's `set-optimize!`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    /// No e-graph: only the builder's everywhere-true identities.
+    None,
+    /// Bounded saturation (the default).
+    Bounded,
+    /// Saturate until a fixed point or the (larger) limits.
+    Full,
+}
+
+/// The limits that always apply to a saturation run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Rule-application rounds.
+    pub iterations: usize,
+    /// E-nodes in the e-graph.
+    pub nodes: usize,
+    /// Wall-clock time.
+    pub time: Duration,
+}
+
+impl Level {
+    /// The level for SPEC's numbers 0, 1, 2.
+    pub fn from_number(level: i64) -> Option<Level> {
+        match level {
+            0 => Some(Level::None),
+            1 => Some(Level::Bounded),
+            2 => Some(Level::Full),
+            _ => None,
+        }
+    }
+
+    /// The number of this level.
+    pub fn number(self) -> i64 {
+        match self {
+            Level::None => 0,
+            Level::Bounded => 1,
+            Level::Full => 2,
+        }
+    }
+
+    /// The default limits of this level.
+    pub fn default_limits(self) -> Limits {
+        match self {
+            Level::None => Limits {
+                iterations: 0,
+                nodes: 0,
+                time: Duration::ZERO,
+            },
+            Level::Bounded => Limits {
+                iterations: 12,
+                nodes: 30_000,
+                time: Duration::from_millis(2_000),
+            },
+            Level::Full => Limits {
+                iterations: 1_000,
+                nodes: 1_000_000,
+                time: Duration::from_secs(60),
+            },
+        }
+    }
+}
+
+/// How a simplification went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Level 0: no saturation was run.
+    NotRun,
+    /// No rule could change anything more.
+    Saturated,
+    /// The iteration limit was reached.
+    IterationLimit,
+    /// The node limit was reached.
+    NodeLimit,
+    /// The time limit was reached.
+    TimeLimit,
+}
+
+impl Stop {
+    /// A short description for messages and `simplify-stats`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Stop::NotRun => "not run",
+            Stop::Saturated => "saturated",
+            Stop::IterationLimit => "iteration limit",
+            Stop::NodeLimit => "node limit",
+            Stop::TimeLimit => "time limit",
+        }
+    }
+}
+
+/// What a simplification did.
+#[derive(Clone, Copy, Debug)]
+pub struct Report {
+    /// Why saturation stopped.
+    pub stop: Stop,
+    /// The limits that applied.
+    pub limits: Limits,
+    /// Rounds of rule application run.
+    pub iterations: usize,
+    /// E-nodes in the final e-graph.
+    pub egraph_nodes: usize,
+    /// E-classes in the final e-graph.
+    pub egraph_classes: usize,
+    /// Cost of the program before and after (each distinct node once).
+    pub cost_before: u64,
+    /// See `cost_before`.
+    pub cost_after: u64,
+    /// Which extractor's program was kept.
+    pub extraction: Extraction,
+    /// Total time, saturation and extraction included.
+    pub elapsed: Duration,
+}
+
+impl Report {
+    /// A warning to show the user when a resource limit cut the run short,
+    /// or `None` when the result is as simplified as the level asks for.
+    /// At level 1 the iteration limit is the intended bound and is not
+    /// warned about; node and time limits always are.
+    pub fn warning(&self, level: Level) -> Option<String> {
+        let limit = match self.stop {
+            Stop::NodeLimit => format!("{} e-nodes", self.limits.nodes),
+            Stop::TimeLimit => format!("{:?}", self.limits.time),
+            Stop::IterationLimit if level == Level::Full => {
+                format!("{} iterations", self.limits.iterations)
+            }
+            _ => return None,
+        };
+        Some(format!(
+            "simplification stopped at the {} ({limit}) after {} iterations; the result is correct but may not be the smallest",
+            self.stop.describe(),
+            self.iterations
+        ))
+    }
+}
+
+/// A simplified program.
+#[derive(Clone, Debug)]
+pub struct Simplified {
+    /// The program; `roots` index into it.
+    pub expr: RecExpr<Math>,
+    /// One id per input root.
+    pub roots: Vec<Id>,
+    /// What happened.
+    pub report: Report,
+}
+
+/// Simplifies the nodes `roots` of `expr` together, so subterms they share
+/// are extracted once. `extra_rules` (user rules) run with the built-in set.
+pub fn simplify(
+    expr: &RecExpr<Math>,
+    roots: &[Id],
+    level: Level,
+    limits: Limits,
+    extra_rules: &[MathRewrite],
+) -> Simplified {
+    let started = Instant::now();
+    let mut egraph = MathGraph::default();
+    let mut map = Vec::with_capacity(expr.len());
+    for node in expr.as_ref() {
+        map.push(
+            egraph.add(egg::Language::map_children(node.clone(), |child| {
+                map[usize::from(child)]
+            })),
+        );
+    }
+    egraph.rebuild();
+    let egraph_roots: Vec<Id> = roots.iter().map(|&root| map[usize::from(root)]).collect();
+    let before = extract(&egraph, &egraph_roots);
+    if level == Level::None {
+        let report = Report {
+            stop: Stop::NotRun,
+            limits,
+            iterations: 0,
+            egraph_nodes: egraph.total_number_of_nodes(),
+            egraph_classes: egraph.number_of_classes(),
+            cost_before: before.dag_cost,
+            cost_after: before.dag_cost,
+            extraction: before.by,
+            elapsed: started.elapsed(),
+        };
+        return Simplified {
+            expr: before.expr,
+            roots: before.roots,
+            report,
+        };
+    }
+    let rules: Vec<&MathRewrite> = all_rules().iter().chain(extra_rules).collect();
+    let runner = Runner::<Math, FactsAnalysis>::new(FactsAnalysis)
+        .with_egraph(egraph)
+        .with_iter_limit(limits.iterations)
+        .with_node_limit(limits.nodes)
+        .with_time_limit(limits.time.saturating_sub(started.elapsed()))
+        .with_scheduler(BackoffScheduler::default())
+        .run(rules);
+    let stop = match runner.stop_reason {
+        Some(StopReason::Saturated) => Stop::Saturated,
+        Some(StopReason::NodeLimit(_)) => Stop::NodeLimit,
+        Some(StopReason::TimeLimit(_)) => Stop::TimeLimit,
+        _ => Stop::IterationLimit,
+    };
+    let egraph = runner.egraph;
+    let after = extract(&egraph, &egraph_roots);
+    // Saturation only adds equal forms, so extraction can only improve on the
+    // start; keep the start if a limit left the e-graph in a worse state.
+    let best = if after.dag_cost <= before.dag_cost {
+        after
+    } else {
+        before.clone()
+    };
+    let report = Report {
+        stop,
+        limits,
+        iterations: runner.iterations.len(),
+        egraph_nodes: egraph.total_number_of_nodes(),
+        egraph_classes: egraph.number_of_classes(),
+        cost_before: before.dag_cost,
+        cost_after: best.dag_cost,
+        extraction: best.by,
+        elapsed: started.elapsed(),
+    };
+    Simplified {
+        expr: best.expr,
+        roots: best.roots,
+        report,
+    }
+}

@@ -1,0 +1,451 @@
+//! Symbolic differentiation on quoted expressions (SPEC section 4): `diff`,
+//! `grad`, `jacobian`, `hessian`, `simplify`, `evaluate`, `lambdify`,
+//! `expr-size`, user rules, and the simplifier's settings.
+
+use super::{builtin, with_options};
+use crate::egraph::derivatives::{self, Derived, Options};
+use crate::egraph::eval::Program;
+use crate::egraph::{ExprBuilder, Level, MathRewrite, Report};
+use crate::lisp::error::{EvalError, EvalResult};
+use crate::lisp::interp::Interp;
+use crate::lisp::procedure::{Args, Builtin, HostFn, Procedure};
+use crate::lisp::symbol::Symbol;
+use crate::lisp::symbolic::{
+    Nesting, expr_from_value, expr_size, exprs_from_value, exprs_to_values, pattern_as_expr,
+    pattern_from_value,
+};
+use crate::lisp::tensor::{broadcast_shape, check_allocation};
+use crate::lisp::value::Value;
+use egg::{Id, RecExpr, Rewrite};
+use ndarray::{ArrayD, IxDyn};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// The variables of a `wrt` argument: a symbol or a list of symbols.
+fn variables(value: &Value) -> EvalResult<Vec<egg::Symbol>> {
+    let symbols: Vec<Value> = match value {
+        Value::Symbol(_) => vec![value.clone()],
+        _ => value.list_to_vec()?,
+    };
+    symbols
+        .iter()
+        .map(|item| match item {
+            Value::Symbol(name) => Ok(egg::Symbol::from(name.name())),
+            other => Err(EvalError::type_error(format!(
+                "variables are symbols, got {}",
+                other.short()
+            ))),
+        })
+        .collect()
+}
+
+/// Runs a symbolic operation with the interpreter's settings, records its
+/// reports for `simplify-stats` and prints a warning if a limit cut it short.
+fn with_settings(
+    interp: &mut Interp,
+    name: &str,
+    operation: impl FnOnce(&Options) -> Derived,
+) -> Derived {
+    let state = &interp.symbolic;
+    let rules: Vec<MathRewrite> = state.rules.iter().map(|(_, rule)| rule.clone()).collect();
+    let options = Options {
+        level: state.level,
+        limits: state.limits,
+        rules: &rules,
+    };
+    let derived = operation(&options);
+    let level = state.level;
+    for warning in derived
+        .reports
+        .iter()
+        .filter_map(|report| report.warning(level))
+    {
+        interp.warn(&format!("{name}: {warning}"));
+    }
+    interp.symbolic.last_reports = derived.reports.clone();
+    derived
+}
+
+fn one_expr(value: &Value) -> EvalResult<(ExprBuilder, Id)> {
+    let mut builder = ExprBuilder::new();
+    let root = expr_from_value(value, crate::reader::Span::NONE, &mut builder)?;
+    Ok((builder, root))
+}
+
+fn rows(values: Vec<Value>, width: usize) -> Value {
+    if width == 0 {
+        return Value::list(values.iter().map(|_| Value::Nil).collect::<Vec<_>>());
+    }
+    Value::list(
+        values
+            .chunks(width)
+            .map(|row| Value::list(row.to_vec()))
+            .collect::<Vec<_>>(),
+    )
+}
+
+fn diff(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let (builder, root) = one_expr(&args[0])?;
+    let var = match &args[1] {
+        Value::Symbol(name) => egg::Symbol::from(name.name()),
+        other => {
+            return Err(EvalError::type_error(format!(
+                "the variable must be a symbol, got {}",
+                other.short()
+            )));
+        }
+    };
+    let order = match args.get(2) {
+        None => 1,
+        Some(n) => usize::try_from(n.as_i64()?)
+            .map_err(|_| EvalError::range("the order of a derivative must be 0 or more"))?,
+    };
+    let expr = builder.into_expr();
+    let derived = with_settings(interp, "diff", |options| {
+        derivatives::nth_derivative(&expr, root, var, order, options)
+    });
+    Ok(exprs_to_values(&derived.expr, &derived.roots).remove(0))
+}
+
+fn grad(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    if let Value::Procedure(_) = &args[0] {
+        return Err(EvalError::type_error(
+            "grad of a function (numeric reverse mode) is not available yet; \
+             for a formula, pass a quoted expression and its variables: (grad '(* x y) '(x y))",
+        ));
+    }
+    let wrt = variables(args.get(1).unwrap_or(&Value::Nil))?;
+    let (builder, root) = one_expr(&args[0])?;
+    let expr = builder.into_expr();
+    let derived = with_settings(interp, "grad", |options| {
+        derivatives::jacobian(&expr, &[root], &wrt, options)
+    });
+    Ok(Value::list(exprs_to_values(&derived.expr, &derived.roots)))
+}
+
+fn jacobian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let wrt = variables(args.get(1).unwrap_or(&Value::Nil))?;
+    let mut builder = ExprBuilder::new();
+    let mut outputs = Vec::new();
+    for (item, span) in args[0].iter() {
+        outputs.push(expr_from_value(item, span, &mut builder)?);
+    }
+    if !args[0].is_list() {
+        return Err(EvalError::type_error(
+            "jacobian takes a list of expressions",
+        ));
+    }
+    let expr = builder.into_expr();
+    let derived = with_settings(interp, "jacobian", |options| {
+        derivatives::jacobian(&expr, &outputs, &wrt, options)
+    });
+    Ok(rows(
+        exprs_to_values(&derived.expr, &derived.roots),
+        wrt.len(),
+    ))
+}
+
+fn hessian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let wrt = variables(args.get(1).unwrap_or(&Value::Nil))?;
+    let (builder, root) = one_expr(&args[0])?;
+    let expr = builder.into_expr();
+    let derived = with_settings(interp, "hessian", |options| {
+        derivatives::hessian(&expr, root, &wrt, options)
+    });
+    Ok(rows(
+        exprs_to_values(&derived.expr, &derived.roots),
+        wrt.len(),
+    ))
+}
+
+fn simplify(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let mut builder = ExprBuilder::new();
+    let (roots, nesting) = exprs_from_value(&args[0], crate::reader::Span::NONE, &mut builder)?;
+    let expr = builder.into_expr();
+    let derived = with_settings(interp, "simplify", |options| {
+        derivatives::simplify_all(&expr, &roots, options)
+    });
+    Ok(nesting.rebuild(&exprs_to_values(&derived.expr, &derived.roots)))
+}
+
+/// A compiled expression (or nested list of them) with its parameters.
+struct Compiled {
+    program: Program,
+    nesting: Nesting,
+}
+
+fn compile(exprs: &Value, params: &[egg::Symbol]) -> EvalResult<Compiled> {
+    let mut builder = ExprBuilder::new();
+    let (roots, nesting) = exprs_from_value(exprs, crate::reader::Span::NONE, &mut builder)?;
+    let expr: RecExpr<_> = builder.into_expr();
+    let program = Program::new(&expr, &roots, params).map_err(|name| {
+        EvalError::new(
+            crate::lisp::error::EvalErrorKind::Unbound,
+            format!("no value for variable {name}"),
+        )
+    })?;
+    Ok(Compiled { program, nesting })
+}
+
+/// Runs `compiled` on numbers or tensors (broadcast together; the
+/// expression is applied elementwise).
+fn run_compiled(compiled: &Compiled, args: &[Value]) -> EvalResult<Value> {
+    let program = &compiled.program;
+    let (mut scratch, mut results) = (Vec::new(), Vec::new());
+    if args
+        .iter()
+        .all(|arg| matches!(arg, Value::Int(_) | Value::Float(_)))
+    {
+        let numbers: Vec<f64> = args.iter().map(Value::as_f64).collect::<EvalResult<_>>()?;
+        program.run(&numbers, &mut scratch, &mut results);
+        let values: Vec<Value> = results.iter().map(|&x| Value::Float(x)).collect();
+        return Ok(compiled.nesting.rebuild(&values));
+    }
+    let mut arrays = Vec::with_capacity(args.len());
+    for arg in args {
+        arrays.push(match arg {
+            Value::Tensor(t) => Rc::clone(t),
+            other => Rc::new(ArrayD::from_elem(IxDyn(&[]), other.as_f64()?)),
+        });
+    }
+    let shape = arrays.iter().try_fold(Vec::new(), |shape, array| {
+        broadcast_shape(&shape, array.shape())
+    })?;
+    let size = check_allocation(&shape)?;
+    let views: Vec<_> = arrays
+        .iter()
+        .map(|array| {
+            array
+                .broadcast(IxDyn(&shape))
+                .ok_or_else(|| EvalError::shape("cannot broadcast the arguments together"))
+        })
+        .collect::<EvalResult<_>>()?;
+    let mut iters: Vec<_> = views.iter().map(|view| view.iter()).collect();
+    let mut outputs: Vec<Vec<f64>> = (0..program.n_results())
+        .map(|_| Vec::with_capacity(size))
+        .collect();
+    let mut point = vec![0.0; args.len()];
+    for _ in 0..size {
+        for (slot, iter) in point.iter_mut().zip(iters.iter_mut()) {
+            *slot = iter.next().copied().unwrap_or(f64::NAN);
+        }
+        program.run(&point, &mut scratch, &mut results);
+        for (output, &value) in outputs.iter_mut().zip(&results) {
+            output.push(value);
+        }
+    }
+    let values: Vec<Value> = outputs
+        .into_iter()
+        .map(|data| ArrayD::from_shape_vec(IxDyn(&shape), data).map(Value::tensor))
+        .collect::<Result<_, _>>()
+        .map_err(|err| EvalError::shape(err.to_string()))?;
+    Ok(compiled.nesting.rebuild(&values))
+}
+
+fn evaluate(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let mut params = Vec::new();
+    let mut values = Vec::new();
+    for (binding, _) in args[1].iter() {
+        let (name, value) = match binding {
+            Value::Pair(pair) => match &pair.cdr {
+                Value::Pair(rest) if rest.cdr.is_nil() => (&pair.car, &rest.car),
+                Value::Pair(_) => return Err(EvalError::type_error("a binding is (name value)")),
+                value => (&pair.car, value),
+            },
+            other => {
+                return Err(EvalError::type_error(format!(
+                    "a binding is (name value), got {}",
+                    other.short()
+                )));
+            }
+        };
+        let Value::Symbol(name) = name else {
+            return Err(EvalError::type_error(format!(
+                "a binding's name is a symbol, got {}",
+                name.short()
+            )));
+        };
+        params.push(egg::Symbol::from(name.name()));
+        values.push(value.clone());
+    }
+    if !args[1].is_list() {
+        return Err(EvalError::type_error("bindings are a list of (name value)"));
+    }
+    if !params.contains(&egg::Symbol::from("pi")) {
+        params.push(egg::Symbol::from("pi"));
+        values.push(Value::Float(std::f64::consts::PI));
+    }
+    let compiled = compile(&args[0], &params)?;
+    run_compiled(&compiled, &values)
+}
+
+fn lambdify(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let params = variables(&args[0])?;
+    let arity = params.len();
+    let mut with_pi = params.clone();
+    if !with_pi.contains(&egg::Symbol::from("pi")) {
+        with_pi.push(egg::Symbol::from("pi"));
+    }
+    let compiled = compile(&args[1], &with_pi)?;
+    let func = move |call_args: &[Value]| {
+        if call_args.len() != arity {
+            return Err(EvalError::new(
+                crate::lisp::error::EvalErrorKind::Arity,
+                format!(
+                    "this lambdified function takes {arity} argument{}, got {}",
+                    if arity == 1 { "" } else { "s" },
+                    call_args.len()
+                ),
+            ));
+        }
+        // `pi` not among the parameters is the constant.
+        let mut full = call_args.to_vec();
+        if compiled.program.n_params() > arity {
+            full.push(Value::Float(std::f64::consts::PI));
+        }
+        run_compiled(&compiled, &full)
+    };
+    let host = HostFn {
+        name: Symbol::intern("lambdified"),
+        func: Box::new(func),
+    };
+    Ok(Value::Procedure(Rc::new(Procedure::Host(host))))
+}
+
+fn size(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    Ok(Value::Int(expr_size(&args[0]) as i64))
+}
+
+fn add_rule(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let name = args[0].as_symbol()?;
+    let lhs = pattern_from_value(&args[1], "left")?;
+    let rhs = pattern_from_value(&args[2], "right")?;
+    let rule: MathRewrite = Rewrite::new(format!("user/{}", name.name()), lhs.clone(), rhs.clone())
+        .map_err(|err| EvalError::syntax(format!("rule {}: {err}", name.name())))?;
+    if let Some(message) = counterexample(&lhs, &rhs) {
+        interp.warn(&format!(
+            "defrule {}: the two sides differ: {message}",
+            name.name()
+        ));
+    }
+    let rules = &mut interp.symbolic.rules;
+    rules.retain(|(existing, _)| *existing != name);
+    rules.push((name, rule));
+    Ok(Value::Symbol(name))
+}
+
+/// Evaluates both sides of a user rule at pseudo-random points and describes
+/// the first point where both are defined and differ.
+fn counterexample(
+    lhs: &egg::Pattern<crate::egraph::Math>,
+    rhs: &egg::Pattern<crate::egraph::Math>,
+) -> Option<String> {
+    let (left, right) = (pattern_as_expr(lhs), pattern_as_expr(rhs));
+    let vars = lhs.vars();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..64 {
+        let point: Vec<f64> = vars
+            .iter()
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((state >> 11) as f64 / (1u64 << 53) as f64) * 6.0 - 3.0
+            })
+            .collect();
+        let env = |name: egg::Symbol| {
+            vars.iter()
+                .position(|v| v.to_string() == name.as_str())
+                .map(|i| point[i])
+        };
+        let last =
+            |expr: &RecExpr<crate::egraph::Math>| Id::from(expr.as_ref().len().saturating_sub(1));
+        let a = crate::egraph::eval::evaluate(&left, &[last(&left)], env).ok()?[0];
+        let b = crate::egraph::eval::evaluate(&right, &[last(&right)], env).ok()?[0];
+        if a.is_finite() && b.is_finite() && (a - b).abs() > 1e-9 * a.abs().max(b.abs()).max(1.0) {
+            let at: Vec<String> = vars
+                .iter()
+                .zip(&point)
+                .map(|(v, x)| format!("{v} = {x:.4}"))
+                .collect();
+            return Some(format!(
+                "at {} the left side is {a} and the right side {b}",
+                at.join(", ")
+            ));
+        }
+    }
+    None
+}
+
+fn set_optimize(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let level = Level::from_number(args[0].as_i64()?)
+        .ok_or_else(|| EvalError::range("the optimization level is 0, 1 or 2"))?;
+    interp.symbolic.level = level;
+    interp.symbolic.limits = level.default_limits();
+    Ok(Value::Void)
+}
+
+fn set_simplify_limits(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let limits = &mut interp.symbolic.limits;
+    if let Some(nodes) = args.option("nodes") {
+        limits.nodes = usize::try_from(nodes.as_i64()?)
+            .map_err(|_| EvalError::range(":nodes must be positive"))?;
+    }
+    if let Some(iterations) = args.option("iterations") {
+        limits.iterations = usize::try_from(iterations.as_i64()?)
+            .map_err(|_| EvalError::range(":iterations must be positive"))?;
+    }
+    if let Some(seconds) = args.option("seconds") {
+        let seconds = seconds.as_f64()?;
+        limits.time = Duration::try_from_secs_f64(seconds)
+            .map_err(|_| EvalError::range(":seconds must be a non-negative number"))?;
+    }
+    Ok(Value::Void)
+}
+
+fn report_value(report: &Report) -> Value {
+    let pair = |key: &str, value: Value| Value::cons(Value::symbol(key), value);
+    Value::list(vec![
+        pair(
+            "stop",
+            Value::symbol(&report.stop.describe().replace(' ', "-")),
+        ),
+        pair("iterations", Value::Int(report.iterations as i64)),
+        pair("egraph-nodes", Value::Int(report.egraph_nodes as i64)),
+        pair("egraph-classes", Value::Int(report.egraph_classes as i64)),
+        pair("cost-before", Value::Int(report.cost_before as i64)),
+        pair("cost-after", Value::Int(report.cost_after as i64)),
+        pair(
+            "extraction",
+            Value::symbol(&format!("{:?}", report.extraction).to_lowercase()),
+        ),
+        pair("seconds", Value::Float(report.elapsed.as_secs_f64())),
+    ])
+}
+
+fn simplify_stats(interp: &mut Interp, _: &Args) -> EvalResult<Value> {
+    Ok(Value::list(
+        interp
+            .symbolic
+            .last_reports
+            .iter()
+            .map(report_value)
+            .collect::<Vec<_>>(),
+    ))
+}
+
+#[rustfmt::skip]
+pub const BUILTINS: &[Builtin] = &[
+    builtin("diff", "(diff expr var [n])", "The (n-th) derivative of the quoted expression expr with respect to the symbol var, simplified.", 2, Some(3), diff),
+    builtin("grad", "(grad expr vars)", "The list of partial derivatives of expr with respect to each symbol of vars, simplified together.", 1, Some(2), grad),
+    builtin("jacobian", "(jacobian exprs vars)", "The Jacobian of a list of expressions: one row of partial derivatives per expression.", 2, Some(2), jacobian),
+    builtin("hessian", "(hessian expr vars)", "The Hessian of expr as a list of rows; exactly symmetric.", 2, Some(2), hessian),
+    builtin("simplify", "(simplify expr)", "expr simplified by equality saturation (a list of expressions is simplified jointly).", 1, Some(1), simplify),
+    builtin("evaluate", "(evaluate expr bindings)", "The value of expr (or a list of expressions) with bindings ((x 1.0) (y 2.0)); tensors apply elementwise.", 2, Some(2), evaluate),
+    builtin("lambdify", "(lambdify vars expr)", "A function of vars computing expr (or a list of expressions) on numbers or, elementwise, tensors.", 2, Some(2), lambdify),
+    builtin("expr-size", "(expr-size expr)", "Node count of expr as a DAG (shared subterms once); on a list of expressions, the count over all jointly.", 1, Some(1), size),
+    builtin("add-rule!", "(add-rule! name lhs rhs)", "Adds the rewrite lhs => rhs (egg patterns, ?a for variables) to the simplifier; defrule is the usual spelling.", 3, Some(3), add_rule),
+    builtin("set-optimize!", "(set-optimize! level)", "0: no e-graph; 1: bounded saturation (default); 2: saturate to a fixed point or the larger limits.", 1, Some(1), set_optimize),
+    with_options(builtin("set-simplify-limits!", "(set-simplify-limits! :nodes n :iterations k :seconds s)", "Sets the limits of each saturation run.", 0, Some(0), set_simplify_limits), &["nodes", "iterations", "seconds"]),
+    builtin("simplify-stats", "(simplify-stats)", "Reports of the last symbolic operation's saturation runs: stop reason, iterations, e-graph size, costs, time.", 0, Some(0), simplify_stats),
+];

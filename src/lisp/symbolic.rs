@@ -1,0 +1,374 @@
+//! The glue between Lisp data and the e-graph layer: quoted expressions to
+//! `RecExpr<Math>` and back, lists of expressions (gradients, Hessian rows)
+//! with their nesting, user rules, and the interpreter's symbolic settings.
+
+use super::error::{EvalError, EvalResult};
+use super::printer::write_string;
+use super::symbol::Symbol;
+use super::value::Value;
+use crate::egraph::language::{Constant, OPERATORS, operator_arity};
+use crate::egraph::{ExprBuilder, Level, Limits, Math, MathRewrite, Report};
+use crate::reader::Span;
+use egg::{ENodeOrVar, Id, Language, Pattern, RecExpr};
+use std::collections::HashMap;
+
+/// Symbolic settings of an interpreter: `set-optimize!`, the limits, user
+/// rules, and the reports of the last operation (`simplify-stats`).
+pub struct SymbolicState {
+    /// The optimization level.
+    pub level: Level,
+    /// Limits for each saturation run.
+    pub limits: Limits,
+    /// User rules by name, in definition order.
+    pub rules: Vec<(Symbol, MathRewrite)>,
+    /// Reports of the last symbolic operation.
+    pub last_reports: Vec<Report>,
+}
+
+impl Default for SymbolicState {
+    fn default() -> Self {
+        SymbolicState {
+            level: Level::Bounded,
+            limits: Level::Bounded.default_limits(),
+            rules: Vec::new(),
+            last_reports: Vec::new(),
+        }
+    }
+}
+
+/// How results nest: one expression, or a list of such.
+#[derive(Clone, Debug)]
+pub enum Nesting {
+    /// The expression with this index among the flattened roots.
+    One(usize),
+    /// A list.
+    List(Vec<Nesting>),
+}
+
+impl Nesting {
+    /// Rebuilds the nested value from one value per flattened root.
+    pub fn rebuild(&self, values: &[Value]) -> Value {
+        match self {
+            Nesting::One(index) => values[*index].clone(),
+            Nesting::List(items) => Value::list(
+                items
+                    .iter()
+                    .map(|item| item.rebuild(values))
+                    .collect::<Vec<_>>(),
+            ),
+        }
+    }
+}
+
+/// Whether `value` reads as one expression (a number, a symbol, or a call
+/// of an operator) rather than a list of expressions.
+pub fn is_expression(value: &Value) -> bool {
+    match value {
+        Value::Pair(pair) => {
+            matches!(&pair.car, Value::Symbol(head) if is_operator_name(head.name()))
+        }
+        Value::Int(_) | Value::Float(_) | Value::Symbol(_) => true,
+        _ => false,
+    }
+}
+
+fn is_operator_name(name: &str) -> bool {
+    operator_arity(name).is_some()
+}
+
+/// Adds `value` — one expression or a (nested) list of them — to `builder`,
+/// returning the roots in order and their nesting.
+pub fn exprs_from_value(
+    value: &Value,
+    span: Span,
+    builder: &mut ExprBuilder,
+) -> EvalResult<(Vec<Id>, Nesting)> {
+    let mut roots = Vec::new();
+    let nesting = collect_exprs(value, span, builder, &mut roots)?;
+    Ok((roots, nesting))
+}
+
+fn collect_exprs(
+    value: &Value,
+    span: Span,
+    builder: &mut ExprBuilder,
+    roots: &mut Vec<Id>,
+) -> EvalResult<Nesting> {
+    if is_expression(value) || !matches!(value, Value::Pair(_)) {
+        roots.push(expr_from_value(value, span, builder)?);
+        return Ok(Nesting::One(roots.len() - 1));
+    }
+    let mut items = Vec::new();
+    for (item, item_span) in value.iter() {
+        items.push(collect_exprs(item, item_span.or(span), builder, roots)?);
+    }
+    Ok(Nesting::List(items))
+}
+
+/// Adds one quoted expression to `builder`. `+ * - / min max` take any
+/// number of arguments (folded to the left); `(heaviside x)` means
+/// `(heaviside x 0.5)`. Errors point at the offending subexpression.
+pub fn expr_from_value(value: &Value, span: Span, builder: &mut ExprBuilder) -> EvalResult<Id> {
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || match value {
+        Value::Int(n) => Ok(builder.num(*n as f64)),
+        Value::Float(x) => match Constant::new(*x) {
+            Some(constant) => Ok(builder.constant_node(constant)),
+            None => Err(EvalError::range(format!(
+                "symbolic expressions take finite numbers, not {x}"
+            ))
+            .at(span)),
+        },
+        Value::Symbol(name) => Ok(builder.var(egg::Symbol::from(name.name()))),
+        Value::Pair(pair) => {
+            let Value::Symbol(head) = &pair.car else {
+                return Err(EvalError::type_error(format!(
+                    "a symbolic expression starts with an operator, not {}",
+                    pair.car.short()
+                ))
+                .at(span));
+            };
+            let head_span = pair.span.or(span);
+            let mut args = Vec::new();
+            let mut iter = pair.cdr.iter();
+            for (arg, arg_span) in iter.by_ref() {
+                args.push(expr_from_value(arg, arg_span.or(span), builder)?);
+            }
+            if !iter.rest().is_nil() {
+                return Err(
+                    EvalError::type_error("a symbolic expression must be a proper list")
+                        .at(head_span),
+                );
+            }
+            call_node(head.name(), &args, builder)
+                .map_err(|message| EvalError::type_error(message).at(head_span))
+        }
+        other => Err(EvalError::type_error(format!(
+            "a symbolic expression is made of numbers, symbols and operator calls, not {} {}",
+            other.type_name(),
+            other.short()
+        ))
+        .at(span)),
+    })
+}
+
+fn call_node(op: &str, args: &[Id], builder: &mut ExprBuilder) -> Result<Id, String> {
+    let fold = |builder: &mut ExprBuilder, make: fn([Id; 2]) -> Math| {
+        args[1..]
+            .iter()
+            .fold(args[0], |acc, &arg| builder.add(make([acc, arg])))
+    };
+    match (op, args.len()) {
+        ("+", 0) => Ok(builder.num(0.0)),
+        ("*", 0) => Ok(builder.num(1.0)),
+        ("+" | "*" | "min" | "max", 1) => Ok(args[0]),
+        ("-", 1) => Ok(builder.neg(args[0])),
+        ("/", 1) => {
+            let one = builder.num(1.0);
+            Ok(builder.div(one, args[0]))
+        }
+        ("heaviside", 1) => {
+            let half = builder.num(0.5);
+            Ok(builder.add(Math::Heaviside([args[0], half])))
+        }
+        ("+", _) => Ok(fold(builder, Math::Add)),
+        ("*", _) => Ok(fold(builder, Math::Mul)),
+        ("-", _) => Ok(fold(builder, Math::Sub)),
+        ("/", _) => Ok(fold(builder, Math::Div)),
+        ("min", _) => Ok(fold(builder, Math::Min)),
+        ("max", _) => Ok(fold(builder, Math::Max)),
+        _ => match operator_arity(op) {
+            Some(arity) if arity == args.len() => Math::from_op_name(op, args)
+                .map(|node| builder.add(node))
+                .ok_or_else(|| format!("cannot build ({op} ...)")),
+            Some(arity) => Err(format!(
+                "{op} takes {arity} argument{} in a symbolic expression, got {}",
+                if arity == 1 { "" } else { "s" },
+                args.len()
+            )),
+            None => Err(format!(
+                "{op} is not a differentiable operator; symbolic expressions use {}",
+                OPERATORS
+                    .iter()
+                    .map(|(name, _)| *name)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )),
+        },
+    }
+}
+
+/// The values of `roots` of `expr` as Lisp data, shared subterms as shared
+/// cons cells. A sum or product whose every use is as an operand of the same
+/// operator is spliced into its users (`(+ (+ a b) c)` prints `(+ a b c)`):
+/// printed alone it would be one more node to read. Products print their
+/// numbers first (`(* 2 x)`).
+pub fn exprs_to_values(expr: &RecExpr<Math>, roots: &[Id]) -> Vec<Value> {
+    let nodes = expr.as_ref();
+    let same_op = |a: &Math, b: &Math| std::mem::discriminant(a) == std::mem::discriminant(b);
+    // A node is spliced when it is a sum or product, not a result, and used
+    // only by nodes of its own operator.
+    let mut splice: Vec<bool> = nodes
+        .iter()
+        .map(|node| matches!(node, Math::Add(_) | Math::Mul(_)))
+        .collect();
+    for &root in roots {
+        splice[usize::from(root)] = false;
+    }
+    for node in nodes {
+        for &child in node.children() {
+            if !same_op(node, &nodes[usize::from(child)]) {
+                splice[usize::from(child)] = false;
+            }
+        }
+    }
+    let mut uses = vec![0usize; nodes.len()];
+    for node in nodes {
+        for &child in node.children() {
+            uses[usize::from(child)] += 1;
+        }
+    }
+    // Operands of each spliced sum or product, and each node's value.
+    let mut operands: Vec<Vec<Value>> = vec![Vec::new(); nodes.len()];
+    let mut values: Vec<Value> = Vec::with_capacity(nodes.len());
+    for (index, node) in nodes.iter().enumerate() {
+        let value = match node {
+            Math::Num(constant) => number_value(*constant),
+            Math::Var(name) => Value::symbol(name.as_str()),
+            Math::Add(children) | Math::Mul(children) => {
+                let mut flat = Vec::new();
+                for &child in children {
+                    let child_index = usize::from(child);
+                    if splice[child_index] && uses[child_index] == 1 && flat.is_empty() {
+                        // The common left-folded chain reuses its operand list.
+                        flat = std::mem::take(&mut operands[child_index]);
+                    } else if splice[child_index] {
+                        flat.extend(operands[child_index].iter().cloned());
+                    } else {
+                        flat.push(values[child_index].clone());
+                    }
+                }
+                if matches!(node, Math::Mul(_)) {
+                    // Stable: numbers move to the front, the rest keep their order.
+                    flat.sort_by_key(|operand| !matches!(operand, Value::Int(_) | Value::Float(_)));
+                }
+                if splice[index] {
+                    operands[index] = flat.clone();
+                }
+                Value::list(
+                    std::iter::once(Value::symbol(&node.to_string()))
+                        .chain(flat)
+                        .collect::<Vec<_>>(),
+                )
+            }
+            op => {
+                let head = Value::symbol(&op.to_string());
+                let args = op
+                    .children()
+                    .iter()
+                    .map(|&child| values[usize::from(child)].clone());
+                Value::list(std::iter::once(head).chain(args).collect::<Vec<_>>())
+            }
+        };
+        values.push(value);
+    }
+    roots
+        .iter()
+        .map(|&root| values[usize::from(root)].clone())
+        .collect()
+}
+
+/// A constant as Lisp data: integers as integers.
+pub fn number_value(constant: Constant) -> Value {
+    let value = constant.get();
+    if constant.is_integer() && value.abs() < 9.0e15 {
+        Value::Int(value as i64)
+    } else {
+        Value::Float(value)
+    }
+}
+
+/// The number of distinct subterms of `value` (one expression, or a nested
+/// list of expressions counted jointly, the lists themselves not counted).
+/// Numbers and symbols count as nodes; a call counts once however many
+/// arguments it has.
+pub fn expr_size(value: &Value) -> usize {
+    let mut terms = TermTable::default();
+    let mut pending = vec![value];
+    while let Some(item) = pending.pop() {
+        if matches!(item, Value::Pair(_)) && !is_expression(item) {
+            pending.extend(item.iter().map(|(element, _)| element));
+        } else {
+            terms.intern(item);
+        }
+    }
+    terms.ids.len()
+}
+
+/// Hash-consing of Lisp terms: equal terms get equal ids.
+#[derive(Default)]
+struct TermTable {
+    ids: HashMap<TermKey, usize>,
+}
+
+#[derive(PartialEq, Eq, Hash)]
+enum TermKey {
+    Atom(String),
+    Call(String, Vec<usize>),
+}
+
+impl TermTable {
+    /// The id of `term`, interning it and all its subterms (explicit stack:
+    /// expressions may be deep).
+    fn intern(&mut self, term: &Value) -> usize {
+        let mut done: Vec<usize> = Vec::new();
+        let mut stack = vec![(term, false)];
+        while let Some((item, children_done)) = stack.pop() {
+            match item {
+                Value::Pair(pair) if children_done => {
+                    let n = pair.cdr.iter().count();
+                    let children = done.split_off(done.len() - n);
+                    done.push(self.id(TermKey::Call(write_string(&pair.car), children)));
+                }
+                Value::Pair(pair) => {
+                    stack.push((item, true));
+                    // The operator is part of the call's key, not a node;
+                    // arguments are pushed in reverse so they finish in order.
+                    let args: Vec<&Value> = pair.cdr.iter().map(|(arg, _)| arg).collect();
+                    stack.extend(args.into_iter().rev().map(|arg| (arg, false)));
+                }
+                atom => done.push(self.id(TermKey::Atom(write_string(atom)))),
+            }
+        }
+        done.pop().unwrap_or(0)
+    }
+
+    fn id(&mut self, key: TermKey) -> usize {
+        let next = self.ids.len();
+        *self.ids.entry(key).or_insert(next)
+    }
+}
+
+/// Parses a user rule side: Lisp data in egg's pattern syntax (`?a`).
+pub fn pattern_from_value(value: &Value, side: &str) -> EvalResult<Pattern<Math>> {
+    let text = write_string(value);
+    text.parse::<Pattern<Math>>().map_err(|err| {
+        EvalError::syntax(format!(
+            "the {side} side {text} is not a pattern: {err}; patterns use the binary operators {} and ?names for variables",
+            OPERATORS.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(" ")
+        ))
+    })
+}
+
+/// A pattern as an expression whose pattern variables are variables named
+/// `?a`, for evaluating both sides of a rule.
+pub fn pattern_as_expr(pattern: &Pattern<Math>) -> RecExpr<Math> {
+    let mut expr = RecExpr::default();
+    for node in pattern.ast.as_ref() {
+        let math = match node {
+            ENodeOrVar::ENode(math) => math.clone(),
+            ENodeOrVar::Var(var) => Math::Var(egg::Symbol::from(var.to_string())),
+        };
+        expr.add(math);
+    }
+    expr
+}
