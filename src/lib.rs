@@ -23,6 +23,7 @@ pub mod lisp;
 pub mod reader;
 pub mod repl;
 pub mod scalar;
+pub mod symbolic;
 
 pub use engine::Engine;
 pub use error::{Error, Location};

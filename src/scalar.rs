@@ -50,6 +50,17 @@ pub fn heaviside(x: f64, at_zero: f64) -> f64 {
     }
 }
 
+/// `a` to the power `b`; unlike IEEE `pow`, a NaN operand always gives NaN
+/// (IEEE defines `pow(1, NaN) = 1` and `pow(NaN, 0) = 1`), so an undefined
+/// exponent or base stays undefined, as the simplifier's rules assume.
+pub fn pow(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.powf(b)
+    }
+}
+
 /// `max` that propagates NaN (as NumPy's `maximum` does).
 pub fn nan_max(a: f64, b: f64) -> f64 {
     if a.is_nan() || b.is_nan() {

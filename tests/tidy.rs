@@ -70,7 +70,10 @@ fn the_egraph_knows_nothing_of_lisp_or_text() {
 fn scalar_kernels_depend_on_nothing() {
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/scalar.rs"))
         .expect("src/scalar.rs exists");
-    assert!(!text.contains("use "), "src/scalar.rs must stay free of imports");
+    assert!(
+        !text.contains("use "),
+        "src/scalar.rs must stay free of imports"
+    );
 }
 
 #[test]

@@ -16,7 +16,7 @@ pub fn apply_op(node: &Math, value_of: impl Fn(Id) -> f64) -> Option<f64> {
         Math::Sub(ids) => binary(ids, |a, b| a - b),
         Math::Mul(ids) => binary(ids, |a, b| a * b),
         Math::Div(ids) => binary(ids, |a, b| a / b),
-        Math::Pow(ids) => binary(ids, f64::powf),
+        Math::Pow(ids) => binary(ids, scalar::pow),
         Math::Neg(ids) => unary(ids, |a| -a),
         Math::Exp(ids) => unary(ids, f64::exp),
         Math::Log(ids) => unary(ids, f64::ln),

@@ -209,7 +209,7 @@ fn pow(_: &mut Interp, args: &Args) -> EvalResult<Value> {
                 });
         }
     }
-    binary(&args[0], &args[1], None, f64::powf)
+    binary(&args[0], &args[1], None, scalar::pow)
 }
 
 fn atan2(_: &mut Interp, args: &Args) -> EvalResult<Value> {
