@@ -61,6 +61,17 @@ pub fn pow(a: f64, b: f64) -> f64 {
     }
 }
 
+/// `x * log(y)`, and 0 when `x` is 0 (unless `y` is NaN), as SciPy's
+/// `xlogy`: the derivative of `y^p` in `p` is `xlogy(y^p, y)`, which is 0,
+/// not NaN, at `y = 0`.
+pub fn xlogy(x: f64, y: f64) -> f64 {
+    if x == 0.0 && !y.is_nan() {
+        0.0
+    } else {
+        x * y.ln()
+    }
+}
+
 /// `max` that propagates NaN (as NumPy's `maximum` does).
 pub fn nan_max(a: f64, b: f64) -> f64 {
     if a.is_nan() || b.is_nan() {

@@ -14,14 +14,14 @@
 
 use crate::egraph::derivatives::{self, Derived, Options};
 use crate::egraph::eval::evaluate;
-use crate::egraph::{ExprBuilder, Math};
+use crate::egraph::{ExprBuilder, Math, builder};
 use crate::error::Error;
 use crate::lisp::EvalError;
 use crate::lisp::printer::write_string;
 use crate::lisp::source::SourceMap;
 use crate::lisp::symbolic::{expr_from_value, expr_size, exprs_to_values};
 use crate::reader;
-use egg::{Id, Language, RecExpr, Symbol};
+use egg::{Id, RecExpr, Symbol};
 use std::fmt;
 use std::str::FromStr;
 
@@ -138,27 +138,11 @@ impl IntoExpr for &Expr {
 
 /// The part of `expr` that `root` reaches, as its own expression.
 fn compact(expr: &RecExpr<Math>, root: Id) -> Expr {
-    let mut builder = ExprBuilder::new();
-    let roots = builder.add_expr(expr, &[root]);
-    let mut reachable = vec![false; builder.len()];
-    reachable[usize::from(roots[0])] = true;
-    let nodes = builder.expr().as_ref();
-    for index in (0..nodes.len()).rev() {
-        if reachable[index] {
-            for &child in nodes[index].children() {
-                reachable[usize::from(child)] = true;
-            }
-        }
+    let (expr, roots) = builder::compact(expr, &[root]);
+    Expr {
+        expr,
+        root: roots[0],
     }
-    let mut map = vec![Id::from(0usize); nodes.len()];
-    let mut out = RecExpr::default();
-    for (index, node) in nodes.iter().enumerate() {
-        if reachable[index] {
-            map[index] = out.add(node.clone().map_children(|child| map[usize::from(child)]));
-        }
-    }
-    let root = map[usize::from(roots[0])];
-    Expr { expr: out, root }
 }
 
 fn split(derived: &Derived) -> Vec<Expr> {

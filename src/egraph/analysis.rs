@@ -208,7 +208,12 @@ fn signs_of(egraph: &MathGraph, node: &Math) -> Signs {
         }
         Math::Min([a, b]) => Signs::combine(s(a), s(b), min_signs),
         Math::Max([a, b]) => Signs::combine(s(a), s(b), max_signs),
-        Math::Log(_) | Math::Sin(_) | Math::Cos(_) | Math::Tan(_) | Math::Atan2(_) => Signs::ANY,
+        Math::Log(_)
+        | Math::Sin(_)
+        | Math::Cos(_)
+        | Math::Tan(_)
+        | Math::Atan2(_)
+        | Math::Xlogy(_) => Signs::ANY,
     }
 }
 
@@ -245,7 +250,7 @@ fn total_of(egraph: &MathGraph, node: &Math) -> bool {
     }
     match node {
         Math::Div([_, b]) => facts(b).signs.is_non_zero(),
-        Math::Log([a]) => facts(a).signs.is_pos(),
+        Math::Log([a]) | Math::Xlogy([_, a]) => facts(a).signs.is_pos(),
         Math::Log1p([a]) | Math::Sqrt([a]) => facts(a).signs.is_non_neg(),
         Math::Tan(_) | Math::Asin(_) | Math::Acos(_) => false,
         Math::Pow([a, b]) => match facts(b).constant.map(Constant::get) {

@@ -179,6 +179,34 @@ impl ExprBuilder {
     }
 }
 
+/// The nodes of `expr` that `roots` reach, as a new expression (children
+/// still before parents), and the roots' new ids.
+pub fn compact(expr: &RecExpr<Math>, roots: &[Id]) -> (RecExpr<Math>, Vec<Id>) {
+    let nodes = expr.as_ref();
+    let mut reachable = vec![false; nodes.len()];
+    for &root in roots {
+        reachable[usize::from(root)] = true;
+    }
+    for index in (0..nodes.len()).rev() {
+        if reachable[index] {
+            for &child in nodes[index].children() {
+                reachable[usize::from(child)] = true;
+            }
+        }
+    }
+    let mut map = vec![Id::from(0usize); nodes.len()];
+    let mut out = RecExpr::default();
+    for (index, node) in nodes.iter().enumerate() {
+        if reachable[index] {
+            map[index] = out.add(node.clone().map_children(|child| map[usize::from(child)]));
+        }
+    }
+    (
+        out,
+        roots.iter().map(|&root| map[usize::from(root)]).collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,6 +24,9 @@ fn arithmetic_cost(node: &Math) -> u64 {
 
 /// The cost of `node` alone; `is_constant` tells which children are numbers.
 pub fn node_cost(node: &Math, is_constant: impl Fn(Id) -> bool) -> u64 {
+    if std::env::var("UNIT_COST").is_ok() {
+        return 1;
+    }
     match node {
         // A negative number reads worse than a subtraction: `(- a 1)`
         // beats `(+ a -1)`, and `(+ a 1)` beats `(- a -1)`.

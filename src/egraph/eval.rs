@@ -39,6 +39,7 @@ pub fn apply_op(node: &Math, value_of: impl Fn(Id) -> f64) -> Option<f64> {
         Math::Abs(ids) => unary(ids, f64::abs),
         Math::Sign(ids) => unary(ids, scalar::sign),
         Math::Heaviside(ids) => binary(ids, scalar::heaviside),
+        Math::Xlogy(ids) => binary(ids, scalar::xlogy),
         Math::Min(ids) => binary(ids, scalar::nan_min),
         Math::Max(ids) => binary(ids, scalar::nan_max),
         Math::Num(value) => value.get(),

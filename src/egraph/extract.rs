@@ -43,10 +43,12 @@ pub struct Extracted {
 
 /// Extracts `roots` of `egraph` (which must be rebuilt) as one program.
 pub fn extract(egraph: &MathGraph, roots: &[Id]) -> Extracted {
-    let mut choices = greedy_dag_choices(egraph);
+    let tree = extract_tree(egraph, roots);
+    let Some(mut choices) = greedy_dag_choices(egraph) else {
+        return tree;
+    };
     improve(egraph, roots, &mut choices);
     let dag = extract_with(egraph, roots, &choices, Extraction::Dag);
-    let tree = extract_tree(egraph, roots);
     if tree.dag_cost < dag.dag_cost {
         tree
     } else {
@@ -138,6 +140,12 @@ fn extract_with(
 /// How many rounds of local search follow the greedy pass.
 const IMPROVEMENT_ROUNDS: usize = 3;
 
+/// Work bounds (set entries copied; nodes visited by the local search), so
+/// extraction stays fast on large e-graphs; past them the greedy pass gives
+/// way to the tree extractor and the local search stops early.
+const GREEDY_BUDGET: usize = 20_000_000;
+const IMPROVE_BUDGET: usize = 20_000_000;
+
 /// Local search on the whole program: for each class the program uses, try
 /// each of its other nodes and keep the change when the program gets
 /// cheaper — lower DAG cost, or equal cost with fewer nodes. Greedy
@@ -148,6 +156,7 @@ fn improve(egraph: &MathGraph, roots: &[Id], choices: &mut FxHashMap<Id, Math>) 
     let Some(mut current) = dag_cost(egraph, &roots, choices) else {
         return;
     };
+    let mut work = 0usize;
     for _ in 0..IMPROVEMENT_ROUNDS {
         let start = current;
         let used: Vec<Id> = roots_closure(egraph, &roots, |id| choices[&id].clone())
@@ -161,6 +170,10 @@ fn improve(egraph: &MathGraph, roots: &[Id], choices: &mut FxHashMap<Id, Math>) 
                     .all(|&child| choices.contains_key(&egraph.find(child)));
                 if !usable || choices.get(&class) == Some(node) {
                     continue;
+                }
+                work += current.1;
+                if work > IMPROVE_BUDGET {
+                    return;
                 }
                 let previous = choices.insert(class, node.clone());
                 match dag_cost(egraph, &roots, choices) {
@@ -228,8 +241,10 @@ struct Best {
 }
 
 /// Greedy DAG extraction: a node's cost is the summed cost of the union of
-/// the classes reached by its children's choices, plus its own.
-fn greedy_dag_choices(egraph: &MathGraph) -> FxHashMap<Id, Math> {
+/// the classes reached by its children's choices, plus its own. `None` when
+/// the work exceeds `GREEDY_BUDGET`.
+fn greedy_dag_choices(egraph: &MathGraph) -> Option<FxHashMap<Id, Math>> {
+    let mut work = 0usize;
     let mut best: FxHashMap<Id, Best> = FxHashMap::default();
     let mut queue: VecDeque<Id> = VecDeque::new();
     let mut queued: FxHashSet<Id> = FxHashSet::default();
@@ -248,6 +263,10 @@ fn greedy_dag_choices(egraph: &MathGraph) -> FxHashMap<Id, Math> {
             else {
                 continue;
             };
+            work += reached.len();
+            if work > GREEDY_BUDGET {
+                return None;
+            }
             if best
                 .get(&class_id)
                 .is_none_or(|current| total < current.total)
@@ -272,7 +291,7 @@ fn greedy_dag_choices(egraph: &MathGraph) -> FxHashMap<Id, Math> {
             }
         }
     }
-    best.into_iter().map(|(id, best)| (id, best.node)).collect()
+    Some(best.into_iter().map(|(id, best)| (id, best.node)).collect())
 }
 
 /// The reached set and total cost of choosing `node` for `class_id`, if all

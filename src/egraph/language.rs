@@ -43,6 +43,7 @@ define_language! {
         "abs" = Abs([Id; 1]),
         "sign" = Sign([Id; 1]),
         "heaviside" = Heaviside([Id; 2]),
+        "xlogy" = Xlogy([Id; 2]),
         "min" = Min([Id; 2]),
         "max" = Max([Id; 2]),
         Num(Constant),
@@ -80,6 +81,7 @@ pub const OPERATORS: &[(&str, usize)] = &[
     ("abs", 1),
     ("sign", 1),
     ("heaviside", 2),
+    ("xlogy", 2),
     ("min", 2),
     ("max", 2),
 ];

@@ -46,8 +46,15 @@ pub fn local_partials(node: &Math, this: Id, b: &mut ExprBuilder) -> SmallVec<[O
                     b.mul(y, power)
                 }
             };
-            let log_x = b.add(Math::Log([x]));
-            smallvec![Some(d_base), Some(b.mul(this, log_x))]
+            // this * log(x), but 0 where this is 0 (x = 0 and y > 0); a
+            // positive constant base needs no such care.
+            let d_exponent = if b.constant(x).is_some_and(|c| c > 0.0) {
+                let log_x = b.add(Math::Log([x]));
+                b.mul(this, log_x)
+            } else {
+                b.add(Math::Xlogy([this, x]))
+            };
+            smallvec![Some(d_base), Some(d_exponent)]
         }
         Math::Neg(_) => smallvec![Some(b.num(-1.0))],
         Math::Exp(_) => smallvec![Some(this)],
@@ -110,6 +117,10 @@ pub fn local_partials(node: &Math, this: Id, b: &mut ExprBuilder) -> SmallVec<[O
             smallvec![Some(b.add(Math::Heaviside([x, zero])))]
         }
         Math::Abs([x]) => smallvec![Some(b.add(Math::Sign([x])))],
+        Math::Xlogy([x, y]) => {
+            let log_y = b.add(Math::Log([y]));
+            smallvec![Some(log_y), Some(b.div(x, y))]
+        }
         Math::Sign(_) => smallvec![None],
         Math::Heaviside(_) => smallvec![None, None],
         Math::Min([x, y]) | Math::Max([x, y]) => {

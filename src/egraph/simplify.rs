@@ -6,11 +6,27 @@
 //! far is returned with a `Report` saying which limit stopped the run.
 
 use super::analysis::{FactsAnalysis, MathGraph};
+use super::builder::compact;
+use super::cost::node_cost;
 use super::extract::{Extraction, extract};
 use super::language::Math;
 use super::rules::{MathRewrite, all_rules};
 use egg::{BackoffScheduler, Id, RecExpr, Runner, StopReason};
 use std::time::{Duration, Instant};
+
+/// Programs with more nodes than this skip saturation: sharing (CSE) and
+/// constant folding only, as DESIGN decision 4 says of large traces. Greedy
+/// DAG extraction and rule matching both grow faster than linearly.
+pub const MAX_SATURATION_NODES: usize = 5_000;
+
+/// The cost of a program with each node counted once.
+fn program_cost(expr: &RecExpr<Math>) -> u64 {
+    let nodes = expr.as_ref();
+    nodes
+        .iter()
+        .map(|node| node_cost(node, |id| nodes[usize::from(id)].constant().is_some()))
+        .sum()
+}
 
 /// How hard to simplify (SPEC's `set-optimize!`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +97,9 @@ impl Level {
 pub enum Stop {
     /// Level 0: no saturation was run.
     NotRun,
+    /// The program has more than `MAX_SATURATION_NODES` nodes: only sharing
+    /// and constant folding were applied.
+    TooLarge,
     /// No rule could change anything more.
     Saturated,
     /// The iteration limit was reached.
@@ -96,6 +115,7 @@ impl Stop {
     pub fn describe(self) -> &'static str {
         match self {
             Stop::NotRun => "not run",
+            Stop::TooLarge => "size threshold",
             Stop::Saturated => "saturated",
             Stop::IterationLimit => "iteration limit",
             Stop::NodeLimit => "node limit",
@@ -133,6 +153,11 @@ impl Report {
     /// At level 1 the iteration limit is the intended bound and is not
     /// warned about; node and time limits always are.
     pub fn warning(&self, level: Level) -> Option<String> {
+        if self.stop == Stop::TooLarge {
+            return Some(format!(
+                "the expression has more than {MAX_SATURATION_NODES} nodes, so only sharing and constant folding were applied; the result is correct but may not be the smallest"
+            ));
+        }
         let limit = match self.stop {
             Stop::NodeLimit => format!("{} e-nodes", self.limits.nodes),
             Stop::TimeLimit => format!("{:?}", self.limits.time),
@@ -170,6 +195,31 @@ pub fn simplify(
     extra_rules: &[MathRewrite],
 ) -> Simplified {
     let started = Instant::now();
+    let (expr, roots) = compact(expr, roots);
+    let too_large = expr.len() > MAX_SATURATION_NODES;
+    if level == Level::None || too_large {
+        let cost = program_cost(&expr);
+        let report = Report {
+            stop: if too_large {
+                Stop::TooLarge
+            } else {
+                Stop::NotRun
+            },
+            limits,
+            iterations: 0,
+            egraph_nodes: 0,
+            egraph_classes: 0,
+            cost_before: cost,
+            cost_after: cost,
+            extraction: Extraction::Dag,
+            elapsed: started.elapsed(),
+        };
+        return Simplified {
+            expr,
+            roots,
+            report,
+        };
+    }
     let mut egraph = MathGraph::default();
     let mut map = Vec::with_capacity(expr.len());
     for node in expr.as_ref() {
@@ -182,54 +232,48 @@ pub fn simplify(
     egraph.rebuild();
     let egraph_roots: Vec<Id> = roots.iter().map(|&root| map[usize::from(root)]).collect();
     let before = extract(&egraph, &egraph_roots);
-    if level == Level::None {
-        let report = Report {
-            stop: Stop::NotRun,
-            limits,
-            iterations: 0,
-            egraph_nodes: egraph.total_number_of_nodes(),
-            egraph_classes: egraph.number_of_classes(),
-            cost_before: before.dag_cost,
-            cost_after: before.dag_cost,
-            extraction: before.by,
-            elapsed: started.elapsed(),
-        };
-        return Simplified {
-            expr: before.expr,
-            roots: before.roots,
-            report,
-        };
-    }
     let rules: Vec<&MathRewrite> = all_rules().iter().chain(extra_rules).collect();
-    let runner = Runner::<Math, FactsAnalysis>::new(FactsAnalysis)
-        .with_egraph(egraph)
-        .with_iter_limit(limits.iterations)
-        .with_node_limit(limits.nodes)
-        .with_time_limit(limits.time.saturating_sub(started.elapsed()))
-        .with_scheduler(BackoffScheduler::default())
-        .run(rules);
-    let stop = match runner.stop_reason {
-        Some(StopReason::Saturated) => Stop::Saturated,
-        Some(StopReason::NodeLimit(_)) => Stop::NodeLimit,
-        Some(StopReason::TimeLimit(_)) => Stop::TimeLimit,
-        _ => Stop::IterationLimit,
-    };
-    let egraph = runner.egraph;
-    let after = extract(&egraph, &egraph_roots);
-    // Saturation only adds equal forms, so extraction can only improve on the
-    // start; keep the start if a limit left the e-graph in a worse state.
-    let best = if after.dag_cost <= before.dag_cost {
-        after
-    } else {
-        before.clone()
-    };
+    let cost_before = before.dag_cost;
+    let mut best = before;
+    let mut iterations = 0;
+    let mut stop = Stop::IterationLimit;
+    // Saturation runs in stages of growing length, extracting after each:
+    // a larger e-graph holds every smaller form, but greedy extraction can
+    // do worse on it, so the best program of any stage is kept.
+    let mut stage = 1;
+    while iterations < limits.iterations {
+        let stage_iterations = stage.min(limits.iterations - iterations);
+        let runner = Runner::<Math, FactsAnalysis>::new(FactsAnalysis)
+            .with_egraph(egraph)
+            .with_iter_limit(stage_iterations)
+            .with_node_limit(limits.nodes)
+            .with_time_limit(limits.time.saturating_sub(started.elapsed()))
+            .with_scheduler(BackoffScheduler::default())
+            .run(rules.iter().copied());
+        iterations += runner.iterations.len();
+        stop = match runner.stop_reason {
+            Some(StopReason::Saturated) => Stop::Saturated,
+            Some(StopReason::NodeLimit(_)) => Stop::NodeLimit,
+            Some(StopReason::TimeLimit(_)) => Stop::TimeLimit,
+            _ => Stop::IterationLimit,
+        };
+        egraph = runner.egraph;
+        let candidate = extract(&egraph, &egraph_roots);
+        if candidate.dag_cost < best.dag_cost {
+            best = candidate;
+        }
+        if stop != Stop::IterationLimit {
+            break;
+        }
+        stage *= 2;
+    }
     let report = Report {
         stop,
         limits,
-        iterations: runner.iterations.len(),
+        iterations,
         egraph_nodes: egraph.total_number_of_nodes(),
         egraph_classes: egraph.number_of_classes(),
-        cost_before: before.dag_cost,
+        cost_before,
         cost_after: best.dag_cost,
         extraction: best.by,
         elapsed: started.elapsed(),

@@ -5,12 +5,13 @@
 use super::error::{EvalError, EvalResult};
 use super::printer::write_string;
 use super::symbol::Symbol;
-use super::value::Value;
+use super::value::{Pair, Value};
 use crate::egraph::language::{Constant, OPERATORS, operator_arity};
 use crate::egraph::{ExprBuilder, Level, Limits, Math, MathRewrite, Report};
 use crate::reader::Span;
 use egg::{ENodeOrVar, Id, Language, Pattern, RecExpr};
 use std::collections::HashMap;
+use std::rc::Rc;
 
 /// Symbolic settings of an interpreter: `set-optimize!`, the limits, user
 /// rules, and the reports of the last operation (`simplify-stats`).
@@ -160,6 +161,9 @@ fn call_node(op: &str, args: &[Id], builder: &mut ExprBuilder) -> Result<Id, Str
     match (op, args.len()) {
         ("+", 0) => Ok(builder.num(0.0)),
         ("*", 0) => Ok(builder.num(1.0)),
+        ("-" | "/" | "min" | "max", 0) => Err(format!(
+            "{op} takes at least 1 argument in a symbolic expression, got 0"
+        )),
         ("+" | "*" | "min" | "max", 1) => Ok(args[0]),
         ("-", 1) => Ok(builder.neg(args[0])),
         ("/", 1) => {
@@ -221,28 +225,21 @@ pub fn exprs_to_values(expr: &RecExpr<Math>, roots: &[Id]) -> Vec<Value> {
             }
         }
     }
-    let mut uses = vec![0usize; nodes.len()];
-    for node in nodes {
-        for &child in node.children() {
-            uses[usize::from(child)] += 1;
-        }
-    }
-    // Operands of each spliced sum or product, and each node's value.
-    let mut operands: Vec<Vec<Value>> = vec![Vec::new(); nodes.len()];
+    // Each node's value; spliced nodes have none of their own.
     let mut values: Vec<Value> = Vec::with_capacity(nodes.len());
     for (index, node) in nodes.iter().enumerate() {
         let value = match node {
+            _ if splice[index] => Value::Nil,
             Math::Num(constant) => number_value(*constant),
             Math::Var(name) => Value::symbol(name.as_str()),
-            Math::Add(children) | Math::Mul(children) => {
+            Math::Add(_) | Math::Mul(_) => {
+                // Operands in order, looking through spliced children.
                 let mut flat = Vec::new();
-                for &child in children {
+                let mut pending: Vec<Id> = node.children().iter().rev().copied().collect();
+                while let Some(child) = pending.pop() {
                     let child_index = usize::from(child);
-                    if splice[child_index] && uses[child_index] == 1 && flat.is_empty() {
-                        // The common left-folded chain reuses its operand list.
-                        flat = std::mem::take(&mut operands[child_index]);
-                    } else if splice[child_index] {
-                        flat.extend(operands[child_index].iter().cloned());
+                    if splice[child_index] {
+                        pending.extend(nodes[child_index].children().iter().rev());
                     } else {
                         flat.push(values[child_index].clone());
                     }
@@ -250,9 +247,6 @@ pub fn exprs_to_values(expr: &RecExpr<Math>, roots: &[Id]) -> Vec<Value> {
                 if matches!(node, Math::Mul(_)) {
                     // Stable: numbers move to the front, the rest keep their order.
                     flat.sort_by_key(|operand| !matches!(operand, Value::Int(_) | Value::Float(_)));
-                }
-                if splice[index] {
-                    operands[index] = flat.clone();
                 }
                 Value::list(
                     std::iter::once(Value::symbol(&node.to_string()))
@@ -308,6 +302,8 @@ pub fn expr_size(value: &Value) -> usize {
 #[derive(Default)]
 struct TermTable {
     ids: HashMap<TermKey, usize>,
+    /// Cons cells already interned: shared cells are walked once.
+    seen: HashMap<*const Pair, usize>,
 }
 
 #[derive(PartialEq, Eq, Hash)]
@@ -327,7 +323,12 @@ impl TermTable {
                 Value::Pair(pair) if children_done => {
                     let n = pair.cdr.iter().count();
                     let children = done.split_off(done.len() - n);
-                    done.push(self.id(TermKey::Call(write_string(&pair.car), children)));
+                    let id = self.id(TermKey::Call(write_string(&pair.car), children));
+                    self.seen.insert(Rc::as_ptr(pair), id);
+                    done.push(id);
+                }
+                Value::Pair(pair) if self.seen.contains_key(&Rc::as_ptr(pair)) => {
+                    done.push(self.seen[&Rc::as_ptr(pair)]);
                 }
                 Value::Pair(pair) => {
                     stack.push((item, true));

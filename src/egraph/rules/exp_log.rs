@@ -33,6 +33,7 @@ pub(super) fn rules() -> Vec<MathRewrite> {
         rw!("sigmoid-of-neg";  "(sigmoid (neg ?a))"        => "(- 1 (sigmoid ?a))"),
         rw!("softplus-def";    "(log1p (exp ?a))"          => "(softplus ?a)"),
         rw!("exp-softplus";    "(exp (softplus ?a))"       => "(+ 1 (exp ?a))"),
+        rw!("xlogy-as-mul";    "(xlogy ?a ?b)"             => "(* ?a (log ?b))" if positive("?b")),
         rw!("exp-log1p";       "(exp (log1p ?a))"          => "(+ 1 ?a)" if positive("?a")),
     ]
 }

@@ -299,6 +299,10 @@ fn heaviside(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     binary(&args[0], &at_zero, None, scalar::heaviside)
 }
 
+fn xlogy(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    binary(&args[0], &args[1], None, scalar::xlogy)
+}
+
 fn sign(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     keeping_unary(&args[0], |n| Some(n.signum()), scalar::sign)
 }
@@ -330,6 +334,7 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("neg", "(neg x)", "The negation of x.", 1, Some(1), neg),
     builtin("abs", "(abs x)", "Absolute value (elementwise on tensors).", 1, Some(1), abs),
     builtin("sign", "(sign x)", "-1, 0 or 1 by the sign of x (NaN stays NaN).", 1, Some(1), sign),
+    builtin("xlogy", "(xlogy x y)", "x * log(y), and 0 where x is 0 (SciPy's xlogy), elementwise.", 2, Some(2), xlogy),
     builtin("heaviside", "(heaviside x [at-zero])", "The step function: 0 for x < 0, 1 for x > 0, at-zero (default 0.5) at 0, elementwise.", 1, Some(2), heaviside),
     builtin("sqrt", "(sqrt x)", "Square root (NaN for negative x).", 1, Some(1), sqrt),
     builtin("exp", "(exp x)", "e to the power x.", 1, Some(1), exp),

@@ -84,6 +84,10 @@ fn rows(values: Vec<Value>, width: usize) -> Value {
     )
 }
 
+/// The highest derivative order `diff` takes: each order is a full
+/// differentiation and simplification, and a runaway order would not end.
+const MAX_ORDER: usize = 100;
+
 fn diff(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let (builder, root) = one_expr(&args[0])?;
     let var = match &args[1] {
@@ -98,7 +102,11 @@ fn diff(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let order = match args.get(2) {
         None => 1,
         Some(n) => usize::try_from(n.as_i64()?)
-            .map_err(|_| EvalError::range("the order of a derivative must be 0 or more"))?,
+            .ok()
+            .filter(|&order| order <= MAX_ORDER)
+            .ok_or_else(|| {
+                EvalError::range(format!("the order of a derivative is 0 to {MAX_ORDER}"))
+            })?,
     };
     let expr = builder.into_expr();
     let derived = with_settings(interp, "diff", |options| {
