@@ -162,7 +162,8 @@ pub fn diff(expr: impl IntoExpr, var: &str) -> Result<Expr, Error> {
     diff_n(expr, var, 1)
 }
 
-/// The `n`-th derivative of `expr` with respect to `var`.
+/// The `n`-th derivative of `expr` with respect to `var`. Each order is a
+/// full differentiation and simplification (`diff` in Lisp caps `n` at 100).
 pub fn diff_n(expr: impl IntoExpr, var: &str, n: usize) -> Result<Expr, Error> {
     let expr = expr.into_expr()?;
     let derived = derivatives::nth_derivative(

@@ -965,12 +965,10 @@ fn lambdify_on_tensors_is_elementwise() {
     );
 }
 
-// ---------------------------------------- bugs found by this file (FIXME)
+// ---------------------------------------- regressions for bugs this file found
 
-/// FIXME(bug): `(-)`, `(/)`, `(min)` and `(max)` with no arguments panic in
-/// `call_node` (src/lisp/symbolic.rs: `args[1..]` on an empty slice) instead
-/// of returning an error like `(atan2)` does; the engine reports the panic as
-/// an internal error.
+/// `(-)`, `(/)`, `(min)` and `(max)` with no arguments once panicked in
+/// `call_node` (`args[1..]` on an empty slice); they are errors, like `(atan2)`.
 #[test]
 fn operators_called_without_arguments_are_errors_not_panics() {
     let mut failures = Vec::new();
@@ -991,9 +989,9 @@ fn operators_called_without_arguments_are_errors_not_panics() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// FIXME(bug): d/dy (pow x y) is `(* (pow x y) (log x))`, which is
-/// 0 * -inf = NaN at x = 0; but x^y = 0 for every y > 0 there, so the
-/// partial is 0 (JAX and PyTorch give 0). Same for `(pow 0 x)`.
+/// d/dy (pow x y) was `(* (pow x y) (log x))`, which is 0 * -inf = NaN at
+/// x = 0; but x^y = 0 for every y > 0 there, so the partial is 0 (JAX and
+/// PyTorch give 0). It is now `(xlogy (pow x y) x)`. Same for `(pow 0 x)`.
 #[test]
 fn pow_partial_in_the_exponent_at_a_zero_base_is_zero() {
     let cases = [

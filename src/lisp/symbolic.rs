@@ -245,8 +245,9 @@ pub fn exprs_to_values(expr: &RecExpr<Math>, roots: &[Id]) -> Vec<Value> {
                     }
                 }
                 if matches!(node, Math::Mul(_)) {
-                    // Stable: numbers move to the front, the rest keep their order.
-                    flat.sort_by_key(|operand| !matches!(operand, Value::Int(_) | Value::Float(_)));
+                    // Numbers, then variables by name, then the other
+                    // factors in their order: `(* 2 x y (sin z))`.
+                    flat.sort_by(|a, b| factor_rank(a).cmp(&factor_rank(b)));
                 }
                 Value::list(
                     std::iter::once(Value::symbol(&node.to_string()))
@@ -269,6 +270,15 @@ pub fn exprs_to_values(expr: &RecExpr<Math>, roots: &[Id]) -> Vec<Value> {
         .iter()
         .map(|&root| values[usize::from(root)].clone())
         .collect()
+}
+
+/// The printing order of a product's factors.
+fn factor_rank(factor: &Value) -> (u8, &'static str) {
+    match factor {
+        Value::Int(_) | Value::Float(_) => (0, ""),
+        Value::Symbol(name) => (1, name.name()),
+        _ => (2, ""),
+    }
 }
 
 /// A constant as Lisp data: integers as integers.
