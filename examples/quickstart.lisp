@@ -42,9 +42,25 @@
 (println "column sums    =>" (sum A :axis 0))
 (println "softmax        =>" (softmax [1 2 3]))
 
+(println "\n== symbolic derivatives ==")
+;; Quoted formulas are differentiated and simplified on an e-graph.
+(println "d/dx x sin x     =" (diff '(* x (sin x)) 'x))
+(println "grad x sin y     =" (grad '(* x (sin y)) '(x y)))
+(println "d3/dx3 exp(2x)   =" (diff '(exp (* 2 x)) 'x 3))
+(println "hessian x^2 y    =" (hessian '(* x x y) '(x y)))
+(println "sqrt(x^2)        =" (simplify '(sqrt (* x x))) "  (not x: domains are kept)")
+;; The Gaussian's derivative, checked against a central finite difference.
+(define gauss '(exp (neg (/ (* x x) 2))))
+(define d-gauss (lambdify '(x) (diff gauss 'x)))
+(define gauss-fn (lambdify '(x) gauss))
+(define h 1e-6)
+(println (format "at x = 0.7: symbolic {:.8}, finite difference {:.8}"
+                 (d-gauss 0.7) (/ (- (gauss-fn (+ 0.7 h)) (gauss-fn (- 0.7 h))) (* 2 h))))
+
 (println "\n== a small model fitted by gradient descent ==")
 ;; Fit y = w x + b to noisy data. The gradient of the mean squared error is
-;; written by hand here; (grad loss) will compute it for you.
+;; written by hand here; (grad loss) on functions comes with numeric
+;; differentiation.
 (seed! 7)
 (define x (linspace 0 1 50))
 (define y (+ (* 3 x) 0.5 (* 0.05 (randn 50))))

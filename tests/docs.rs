@@ -24,7 +24,7 @@ fn reference() -> String {
     }
     out.push_str(
         "\n## Constants and variables\n\n- `pi`: 3.141592653589793\n- `*args*`: the script arguments, a list of strings\n\n\
-         ## Prelude (stdlib/prelude.lisp)\n\n`dotimes`, `dolist`, `->`, `->>`, `assert` (macros), `identity`, `compose`.\n",
+         ## Prelude (stdlib/prelude.lisp)\n\n`dotimes`, `dolist`, `->`, `->>`, `assert`, `defrule` (macros), `identity`, `compose`.\n",
     );
     out
 }
@@ -41,4 +41,53 @@ fn reference_is_up_to_date() {
         actual == expected,
         "docs/reference.md is out of date: run UPDATE_DOCS=1 cargo test --release --test docs"
     );
+}
+
+/// The REPL transcripts of a page: each `ε> input` line with the printed
+/// lines that follow it, up to the next prompt or the end of the block.
+fn transcripts(page: &str) -> Vec<(String, String)> {
+    let mut cases: Vec<(String, String)> = Vec::new();
+    let mut in_block = false;
+    for line in page.lines() {
+        if line.starts_with("```") {
+            in_block = !in_block;
+            continue;
+        }
+        if !in_block {
+            continue;
+        }
+        if let Some(input) = line.strip_prefix("ε> ") {
+            cases.push((input.to_string(), String::new()));
+        } else if let Some((_, output)) = cases.last_mut().filter(|_| !line.is_empty()) {
+            if !output.is_empty() {
+                output.push('\n');
+            }
+            output.push_str(line);
+        }
+    }
+    cases
+}
+
+#[test]
+fn the_symbolic_guide_transcripts_run_as_shown() {
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/symbolic.md"))
+        .expect("docs/symbolic.md exists");
+    let cases = transcripts(&page);
+    assert!(cases.len() >= 10, "found {} transcript lines", cases.len());
+    let mut engine = epsilon::Engine::new();
+    for (input, expected) in cases {
+        let input = input.split("   ;").next().unwrap_or(&input).trim_end();
+        let printed = match engine.eval(input) {
+            Ok(value) if matches!(value, epsilon::Value::Void) => String::new(),
+            Ok(value) => epsilon::lisp::printer::write_string(&value),
+            Err(error) => error.to_string().replace("<eval>", "<repl>"),
+        };
+        let expected = expected.lines().next().unwrap_or("").to_string();
+        let matches = printed == expected
+            || (expected.ends_with("...") && printed.starts_with(expected.trim_end_matches("...")));
+        assert!(
+            matches,
+            "{input}\n  shows:  {expected}\n  prints: {printed}"
+        );
+    }
 }
