@@ -283,3 +283,38 @@ fn the_cli_prints_the_limit_warning_on_stderr() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_reverse_sweep_is_linear_in_the_expression_not_in_the_variables() {
+    // f = x0 x1 + x1 x2 + ... : n variables, about 3n nodes. Differentiating
+    // once per variable would build O(n^2) nodes; one sweep builds O(n).
+    let added_nodes = |n: usize| {
+        let terms: Vec<String> = (0..n).map(|i| format!("(* x{i} x{})", i + 1)).collect();
+        let text = terms
+            .iter()
+            .skip(1)
+            .fold(terms[0].clone(), |acc, term| format!("(+ {acc} {term})"));
+        let expr: RecExpr<Math> = text.parse().expect("the sum parses");
+        let mut builder = ExprBuilder::new();
+        let root = builder.add_expr(&expr, &[Id::from(expr.as_ref().len() - 1)])[0];
+        let before = builder.len();
+        let wrt: Vec<Symbol> = (0..=n).map(|i| Symbol::from(format!("x{i}"))).collect();
+        let partials = gradient(&mut builder, root, &wrt);
+        assert_eq!(partials.len(), n + 1);
+        (before, builder.len() - before)
+    };
+    let (size_small, added_small) = added_nodes(100);
+    let (size_large, added_large) = added_nodes(1000);
+    assert!(
+        added_small <= 3 * size_small,
+        "{added_small} nodes added for {size_small}"
+    );
+    assert!(
+        added_large <= 3 * size_large,
+        "{added_large} nodes added for {size_large}"
+    );
+    assert!(
+        added_large < 12 * added_small,
+        "10x the size added {added_large} vs {added_small} nodes"
+    );
+}

@@ -6,7 +6,7 @@ use super::{builtin, with_options};
 use crate::egraph::derivatives::{self, Derived, Options};
 use crate::egraph::eval::Program;
 use crate::egraph::{ExprBuilder, Level, MathRewrite, Report};
-use crate::lisp::error::{EvalError, EvalResult};
+use crate::lisp::error::{EvalError, EvalErrorKind, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin, HostFn, Procedure};
 use crate::lisp::symbol::Symbol;
@@ -122,7 +122,13 @@ fn grad(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
              for a formula, pass a quoted expression and its variables: (grad '(* x y) '(x y))",
         ));
     }
-    let wrt = variables(args.get(1).unwrap_or(&Value::Nil))?;
+    let Some(wrt) = args.get(1) else {
+        return Err(EvalError::new(
+            EvalErrorKind::Arity,
+            "grad of an expression needs its variables: (grad '(* x y) '(x y))",
+        ));
+    };
+    let wrt = variables(wrt)?;
     let (builder, root) = one_expr(&args[0])?;
     let expr = builder.into_expr();
     let derived = with_settings(interp, "grad", |options| {
@@ -188,7 +194,7 @@ fn compile(exprs: &Value, params: &[egg::Symbol]) -> EvalResult<Compiled> {
     let expr: RecExpr<_> = builder.into_expr();
     let program = Program::new(&expr, &roots, params).map_err(|name| {
         EvalError::new(
-            crate::lisp::error::EvalErrorKind::Unbound,
+            EvalErrorKind::Unbound,
             format!("no value for variable {name}"),
         )
     })?;
@@ -298,7 +304,7 @@ fn lambdify(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let func = move |call_args: &[Value]| {
         if call_args.len() != arity {
             return Err(EvalError::new(
-                crate::lisp::error::EvalErrorKind::Arity,
+                EvalErrorKind::Arity,
                 format!(
                     "this lambdified function takes {arity} argument{}, got {}",
                     if arity == 1 { "" } else { "s" },
