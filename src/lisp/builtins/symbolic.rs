@@ -125,7 +125,7 @@ fn grad(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let Some(wrt) = args.get(1) else {
         return Err(EvalError::new(
             EvalErrorKind::Arity,
-            "grad of an expression needs its variables: (grad '(* x y) '(x y))",
+            "an expression needs its variables: (grad '(* x y) '(x y))",
         ));
     };
     let wrt = variables(wrt)?;
