@@ -262,6 +262,8 @@ const FILES: &[&str] = &[
     "reductions.lisp",
     "errors.lisp",
     "data_files.lisp",
+    "symbolic.lisp",
+    "symbolic_bugs.lisp",
 ];
 
 macro_rules! table_tests {
@@ -284,6 +286,8 @@ table_tests! {
     reductions => "reductions.lisp",
     errors => "errors.lisp",
     data_files => "data_files.lisp",
+    symbolic => "symbolic.lisp",
+    symbolic_bugs => "symbolic_bugs.lisp",
 }
 
 #[test]
