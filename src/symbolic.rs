@@ -70,7 +70,8 @@ impl Expr {
 
     /// The node count of the expression as a DAG, as `expr-size` counts it.
     pub fn size(&self) -> usize {
-        expr_size(&self.to_value())
+        // An `Expr` is always a valid expression, so counting cannot fail.
+        expr_size(&self.to_value()).unwrap_or(0)
     }
 
     /// The variables the expression uses, in first-use order.

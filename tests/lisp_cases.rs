@@ -263,7 +263,6 @@ const FILES: &[&str] = &[
     "errors.lisp",
     "data_files.lisp",
     "symbolic.lisp",
-    "symbolic_bugs.lisp",
 ];
 
 macro_rules! table_tests {
@@ -287,7 +286,6 @@ table_tests! {
     errors => "errors.lisp",
     data_files => "data_files.lisp",
     symbolic => "symbolic.lisp",
-    symbolic_bugs => "symbolic_bugs.lisp",
 }
 
 #[test]

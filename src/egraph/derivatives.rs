@@ -8,6 +8,7 @@ use super::reverse::gradient;
 use super::rules::MathRewrite;
 use super::simplify::{Level, Limits, Report, simplify};
 use egg::{Id, RecExpr, Symbol};
+use std::time::Instant;
 
 /// How to simplify: the level, its limits and the user's rules.
 #[derive(Clone, Copy)]
@@ -18,6 +19,34 @@ pub struct Options<'a> {
     pub limits: Limits,
     /// User rules (`defrule`), run with the built-in ones.
     pub rules: &'a [MathRewrite],
+    /// When the whole operation must end; `None` sets it to the time limit
+    /// from the start of the call, so the limit covers every saturation run
+    /// of an operation (all orders of `diff`, both passes of `hessian`).
+    pub deadline: Option<Instant>,
+}
+
+impl Options<'_> {
+    /// These options with the deadline fixed from now, unless already set.
+    fn started(&self) -> Self {
+        Options {
+            deadline: Some(
+                self.deadline
+                    .unwrap_or_else(|| Instant::now() + self.limits.time),
+            ),
+            ..*self
+        }
+    }
+
+    /// The limits left for the next saturation run.
+    fn remaining(&self) -> Limits {
+        let left = self.deadline.map_or(self.limits.time, |deadline| {
+            deadline.saturating_duration_since(Instant::now())
+        });
+        Limits {
+            time: left.min(self.limits.time),
+            ..self.limits
+        }
+    }
 }
 
 impl Default for Options<'_> {
@@ -26,6 +55,7 @@ impl Default for Options<'_> {
             level: Level::Bounded,
             limits: Level::Bounded.default_limits(),
             rules: &[],
+            deadline: None,
         }
     }
 }
@@ -47,10 +77,14 @@ fn run(builder: ExprBuilder, roots: &[Id], options: &Options, mut reports: Vec<R
         builder.expr(),
         roots,
         options.level,
-        options.limits,
+        options.remaining(),
         options.rules,
     );
-    reports.push(simplified.report);
+    // Report the operation's limits, not what was left of them.
+    reports.push(Report {
+        limits: options.limits,
+        ..simplified.report
+    });
     Derived {
         expr: simplified.expr,
         roots: simplified.roots,
@@ -60,6 +94,7 @@ fn run(builder: ExprBuilder, roots: &[Id], options: &Options, mut reports: Vec<R
 
 /// Simplifies `roots` of `expr` together.
 pub fn simplify_all(expr: &RecExpr<Math>, roots: &[Id], options: &Options) -> Derived {
+    let options = &options.started();
     let mut builder = ExprBuilder::new();
     let roots = builder.add_expr(expr, roots);
     run(builder, &roots, options, Vec::new())
@@ -73,6 +108,7 @@ pub fn jacobian(
     wrt: &[Symbol],
     options: &Options,
 ) -> Derived {
+    let options = &options.started();
     let mut builder = ExprBuilder::new();
     let outputs = builder.add_expr(expr, outputs);
     let mut roots = Vec::with_capacity(outputs.len() * wrt.len());
@@ -91,6 +127,7 @@ pub fn nth_derivative(
     n: usize,
     options: &Options,
 ) -> Derived {
+    let options = &options.started();
     let mut current = simplify_all(expr, &[root], options);
     for _ in 0..n {
         let next = jacobian(&current.expr, &current.roots, &[var], options);
@@ -109,6 +146,7 @@ pub fn nth_derivative(
 /// differentiated, and the lower one is its mirror, so the result is
 /// exactly symmetric.
 pub fn hessian(expr: &RecExpr<Math>, root: Id, wrt: &[Symbol], options: &Options) -> Derived {
+    let options = &options.started();
     let first = jacobian(expr, &[root], wrt, options);
     let mut builder = ExprBuilder::new();
     let partials = builder.add_expr(&first.expr, &first.roots);

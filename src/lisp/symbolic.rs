@@ -63,11 +63,21 @@ impl Nesting {
 
 /// Whether `value` reads as one expression (a number, a symbol, or a call
 /// of an operator) rather than a list of expressions.
+///
+/// A list headed by a symbol that is not an operator is read as a call (and
+/// is then an error) when it has a list among its elements, as in
+/// `(sinn (+ x 1))`; a list of atoms such as `(y x)` — a gradient — is a list
+/// of expressions.
 pub fn is_expression(value: &Value) -> bool {
     match value {
-        Value::Pair(pair) => {
-            matches!(&pair.car, Value::Symbol(head) if is_operator_name(head.name()))
-        }
+        Value::Pair(pair) => match &pair.car {
+            Value::Symbol(head) if is_operator_name(head.name()) => true,
+            Value::Symbol(_) => pair
+                .cdr
+                .iter()
+                .any(|(item, _)| matches!(item, Value::Pair(_))),
+            _ => false,
+        },
         Value::Int(_) | Value::Float(_) | Value::Symbol(_) => true,
         _ => false,
     }
@@ -98,6 +108,9 @@ fn collect_exprs(
     if is_expression(value) || !matches!(value, Value::Pair(_)) {
         roots.push(expr_from_value(value, span, builder)?);
         return Ok(Nesting::One(roots.len() - 1));
+    }
+    if !value.is_list() {
+        return Err(EvalError::type_error("a list of expressions must be a proper list").at(span));
     }
     let mut items = Vec::new();
     for (item, item_span) in value.iter() {
@@ -295,7 +308,10 @@ pub fn number_value(constant: Constant) -> Value {
 /// list of expressions counted jointly, the lists themselves not counted).
 /// Numbers and symbols count as nodes; a call counts once however many
 /// arguments it has.
-pub fn expr_size(value: &Value) -> usize {
+pub fn expr_size(value: &Value) -> EvalResult<usize> {
+    // Converting checks operators, arities and atoms, with the same errors
+    // as `diff` gives.
+    exprs_from_value(value, Span::NONE, &mut ExprBuilder::new())?;
     let mut terms = TermTable::default();
     let mut pending = vec![value];
     while let Some(item) = pending.pop() {
@@ -305,7 +321,7 @@ pub fn expr_size(value: &Value) -> usize {
             terms.intern(item);
         }
     }
-    terms.ids.len()
+    Ok(terms.ids.len())
 }
 
 /// Hash-consing of Lisp terms: equal terms get equal ids.
@@ -318,6 +334,7 @@ struct TermTable {
 
 #[derive(PartialEq, Eq, Hash)]
 enum TermKey {
+    Number(u64),
     Atom(String),
     Call(String, Vec<usize>),
 }
@@ -347,6 +364,9 @@ impl TermTable {
                     let args: Vec<&Value> = pair.cdr.iter().map(|(arg, _)| arg).collect();
                     stack.extend(args.into_iter().rev().map(|arg| (arg, false)));
                 }
+                // Numbers are keyed by value: 1 and 1.0 are one constant.
+                Value::Int(n) => done.push(self.id(TermKey::Number((*n as f64).to_bits()))),
+                Value::Float(x) => done.push(self.id(TermKey::Number((x + 0.0).to_bits()))),
                 atom => done.push(self.id(TermKey::Atom(write_string(atom)))),
             }
         }
@@ -361,6 +381,8 @@ impl TermTable {
 
 /// Parses a user rule side: Lisp data in egg's pattern syntax (`?a`).
 pub fn pattern_from_value(value: &Value, side: &str) -> EvalResult<Pattern<Math>> {
+    check_pattern(value)
+        .map_err(|message| EvalError::syntax(format!("the {side} side: {message}")))?;
     let text = write_string(value);
     text.parse::<Pattern<Math>>().map_err(|err| {
         EvalError::syntax(format!(
@@ -368,6 +390,57 @@ pub fn pattern_from_value(value: &Value, side: &str) -> EvalResult<Pattern<Math>
             OPERATORS.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(" ")
         ))
     })
+}
+
+/// Checks that `value` is made of finite numbers, symbols (`?a` for
+/// pattern variables) and proper calls of operators with their arity (`+ -
+/// *` binary, as in the e-graph).
+fn check_pattern(value: &Value) -> Result<(), String> {
+    let mut pending = vec![value];
+    while let Some(item) = pending.pop() {
+        match item {
+            Value::Int(_) | Value::Symbol(_) => {}
+            Value::Float(x) if x.is_finite() => {}
+            Value::Float(x) => return Err(format!("patterns take finite numbers, not {x}")),
+            Value::Pair(pair) => {
+                let Value::Symbol(head) = &pair.car else {
+                    return Err(format!(
+                        "a pattern call starts with an operator, not {}",
+                        pair.car.short()
+                    ));
+                };
+                if !item.is_list() {
+                    return Err("a pattern must be a proper list".to_string());
+                }
+                let args: Vec<&Value> = pair.cdr.iter().map(|(arg, _)| arg).collect();
+                match operator_arity(head.name()) {
+                    Some(arity) if arity == args.len() => pending.extend(args),
+                    Some(arity) => {
+                        return Err(format!(
+                            "{} takes {arity} argument{} in a pattern, got {}",
+                            head.name(),
+                            if arity == 1 { "" } else { "s" },
+                            args.len()
+                        ));
+                    }
+                    None => {
+                        return Err(format!(
+                            "{} is not an operator of symbolic expressions",
+                            head.name()
+                        ));
+                    }
+                }
+            }
+            other => {
+                return Err(format!(
+                    "patterns are made of numbers, symbols and operator calls, not {} {}",
+                    other.type_name(),
+                    other.short()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A pattern as an expression whose pattern variables are variables named

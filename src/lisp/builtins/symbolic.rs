@@ -11,8 +11,8 @@ use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin, HostFn, Procedure};
 use crate::lisp::symbol::Symbol;
 use crate::lisp::symbolic::{
-    Nesting, expr_from_value, expr_size, exprs_from_value, exprs_to_values, pattern_as_expr,
-    pattern_from_value,
+    Nesting, expr_from_value, expr_size, exprs_from_value, exprs_to_values, is_expression,
+    pattern_as_expr, pattern_from_value,
 };
 use crate::lisp::tensor::{broadcast_shape, check_allocation};
 use crate::lisp::value::Value;
@@ -52,13 +52,15 @@ fn with_settings(
         level: state.level,
         limits: state.limits,
         rules: &rules,
+        deadline: None,
     };
     let derived = operation(&options);
     let level = state.level;
-    for warning in derived
+    // One warning per operation: later runs of a call hit the same limit.
+    if let Some(warning) = derived
         .reports
         .iter()
-        .filter_map(|report| report.warning(level))
+        .find_map(|report| report.warning(level))
     {
         interp.warn(&format!("{name}: {warning}"));
     }
@@ -139,15 +141,15 @@ fn grad(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 
 fn jacobian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let wrt = variables(args.get(1).unwrap_or(&Value::Nil))?;
+    if !args[0].is_list() || is_expression(&args[0]) {
+        return Err(EvalError::type_error(
+            "jacobian takes a list of expressions, such as '((* x y) (+ x y)); for one expression use grad",
+        ));
+    }
     let mut builder = ExprBuilder::new();
     let mut outputs = Vec::new();
     for (item, span) in args[0].iter() {
         outputs.push(expr_from_value(item, span, &mut builder)?);
-    }
-    if !args[0].is_list() {
-        return Err(EvalError::type_error(
-            "jacobian takes a list of expressions",
-        ));
     }
     let expr = builder.into_expr();
     let derived = with_settings(interp, "jacobian", |options| {
@@ -279,7 +281,11 @@ fn evaluate(_: &mut Interp, args: &Args) -> EvalResult<Value> {
                 name.short()
             )));
         };
-        params.push(egg::Symbol::from(name.name()));
+        let name = egg::Symbol::from(name.name());
+        if params.contains(&name) {
+            return Err(EvalError::type_error(format!("{name} is bound twice")));
+        }
+        params.push(name);
         values.push(value.clone());
     }
     if !args[1].is_list() {
@@ -295,6 +301,15 @@ fn evaluate(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 
 fn lambdify(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let params = variables(&args[0])?;
+    if let Some(name) = params
+        .iter()
+        .enumerate()
+        .find_map(|(i, p)| params[..i].contains(p).then_some(p))
+    {
+        return Err(EvalError::type_error(format!(
+            "the parameter {name} appears twice"
+        )));
+    }
     let arity = params.len();
     let mut with_pi = params.clone();
     if !with_pi.contains(&egg::Symbol::from("pi")) {
@@ -327,7 +342,7 @@ fn lambdify(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 }
 
 fn size(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    Ok(Value::Int(expr_size(&args[0]) as i64))
+    Ok(Value::Int(expr_size(&args[0])? as i64))
 }
 
 fn add_rule(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
@@ -403,16 +418,19 @@ fn set_simplify_limits(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let limits = &mut interp.symbolic.limits;
     if let Some(nodes) = args.option("nodes") {
         limits.nodes = usize::try_from(nodes.as_i64()?)
-            .map_err(|_| EvalError::range(":nodes must be positive"))?;
+            .map_err(|_| EvalError::range(":nodes must be a non-negative integer"))?;
     }
     if let Some(iterations) = args.option("iterations") {
         limits.iterations = usize::try_from(iterations.as_i64()?)
-            .map_err(|_| EvalError::range(":iterations must be positive"))?;
+            .map_err(|_| EvalError::range(":iterations must be a non-negative integer"))?;
     }
     if let Some(seconds) = args.option("seconds") {
         let seconds = seconds.as_f64()?;
-        limits.time = Duration::try_from_secs_f64(seconds)
-            .map_err(|_| EvalError::range(":seconds must be a non-negative number"))?;
+        limits.time = Duration::try_from_secs_f64(seconds).map_err(|_| {
+            EvalError::range(
+                ":seconds must be a non-negative number of seconds (at most about 10^19)",
+            )
+        })?;
     }
     Ok(Value::Void)
 }
