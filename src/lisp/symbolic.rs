@@ -257,11 +257,13 @@ pub fn exprs_to_values(expr: &RecExpr<Math>, roots: &[Id]) -> Vec<Value> {
                         flat.push(values[child_index].clone());
                     }
                 }
-                if matches!(node, Math::Mul(_)) {
+                let is_product = matches!(node, Math::Mul(_));
+                if is_product {
                     // Numbers, then variables by name, then the other
                     // factors in their order: `(* 2 x y (sin z))`.
                     flat.sort_by(|a, b| factor_rank(a).cmp(&factor_rank(b)));
                 }
+                fold_numbers(&mut flat, is_product);
                 Value::list(
                     std::iter::once(Value::symbol(&node.to_string()))
                         .chain(flat)
@@ -283,6 +285,48 @@ pub fn exprs_to_values(expr: &RecExpr<Math>, roots: &[Id]) -> Vec<Value> {
         .iter()
         .map(|&root| values[usize::from(root)].clone())
         .collect()
+}
+
+/// Folds the numbers among the operands of a flattened sum or product into
+/// one (`(* 2 3 x)` prints `(* 6 x)`), in place of the first, when the result
+/// has a short form; a product by 1 or a sum with 0 drops it.
+fn fold_numbers(operands: &mut Vec<Value>, is_product: bool) {
+    let numbers: Vec<f64> = operands.iter().filter_map(number_of).collect();
+    if numbers.len() < 2 {
+        return;
+    }
+    let folded = if is_product {
+        numbers.iter().product::<f64>()
+    } else {
+        numbers.iter().sum::<f64>()
+    };
+    let Some(constant) = crate::egraph::analysis::presentable(folded) else {
+        return;
+    };
+    let first = operands
+        .iter()
+        .position(|operand| number_of(operand).is_some())
+        .unwrap_or(0);
+    let mut index = 0;
+    operands.retain(|operand| {
+        let keep = index == first || number_of(operand).is_none();
+        index += 1;
+        keep
+    });
+    let identity = if is_product { 1.0 } else { 0.0 };
+    if constant.get() == identity && operands.len() > 2 {
+        operands.remove(first);
+    } else {
+        operands[first] = number_value(constant);
+    }
+}
+
+fn number_of(value: &Value) -> Option<f64> {
+    match value {
+        Value::Int(n) => Some(*n as f64),
+        Value::Float(x) => Some(*x),
+        _ => None,
+    }
 }
 
 /// The printing order of a product's factors.
