@@ -92,6 +92,11 @@ impl Signs {
         if out.0 == 0 { Signs::ANY } else { out }
     }
 
+    /// The set itself, or `ANY` when it is empty (no sign is known).
+    fn or_any(self) -> Signs {
+        if self.0 == 0 { Signs::ANY } else { self }
+    }
+
     fn negate(self) -> Signs {
         self.map(|s| match s {
             Signs::NEG => Signs::POS,
@@ -192,7 +197,7 @@ fn signs_of(egraph: &MathGraph, node: &Math) -> Signs {
         Math::Exp(_) | Math::Cosh(_) | Math::Sigmoid(_) | Math::Softplus(_) => Signs::POS,
         Math::Log1p([a]) | Math::Expm1([a]) | Math::Asin([a]) | Math::Atan([a]) => s(a),
         Math::Sinh([a]) | Math::Tanh([a]) | Math::Sign([a]) => s(a),
-        Math::Sqrt([a]) => s(a).without(Signs::NEG).map(|sign| sign),
+        Math::Sqrt([a]) => s(a).without(Signs::NEG).or_any(),
         Math::Acos(_) => Signs::NON_NEG,
         Math::Relu([a]) => s(a).map(|x| if x == Signs::NEG { Signs::ZERO } else { x }),
         Math::Abs([a]) => s(a).map(|x| if x == Signs::NEG { Signs::POS } else { x }),

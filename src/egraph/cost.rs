@@ -1,7 +1,8 @@
 //! The cost of a node as a step of a compiled program: every operation pays
 //! for the buffers it reads and writes (an operand that is a constant is an
-//! immediate and reads nothing) plus extra for expensive arithmetic. Numbers
-//! and variables cost 1, so the count of nodes still matters.
+//! immediate and reads nothing) plus extra for expensive arithmetic.
+//! Variables and numbers cost 1 (negative numbers 2, so `(- a 1)` beats
+//! `(+ a -1)`), so the count of nodes still matters.
 //!
 //! With this model `(* 2 x)` (one read) beats `(+ x x)` (two reads), `(* x x)`
 //! beats `(pow x 2)`, and `(- a b)` beats `(+ a (neg b))`.
@@ -24,9 +25,6 @@ fn arithmetic_cost(node: &Math) -> u64 {
 
 /// The cost of `node` alone; `is_constant` tells which children are numbers.
 pub fn node_cost(node: &Math, is_constant: impl Fn(Id) -> bool) -> u64 {
-    if std::env::var("UNIT_COST").is_ok() {
-        return 1;
-    }
     match node {
         // A negative number reads worse than a subtraction: `(- a 1)`
         // beats `(+ a -1)`, and `(+ a 1)` beats `(- a -1)`.
