@@ -173,7 +173,8 @@ pub fn diff_n(expr: impl IntoExpr, var: &str, n: usize) -> Result<Expr, Error> {
         Symbol::from(var),
         n,
         &Options::default(),
-    );
+    )
+    .map_err(|too_large| Error::msg(too_large.to_string()))?;
     Ok(split(&derived).remove(0))
 }
 

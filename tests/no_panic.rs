@@ -1077,3 +1077,14 @@ fn symbolic_errors_through_the_engine_are_not_internal() {
         "(* 2 x)"
     );
 }
+
+#[test]
+fn a_deeply_nested_rule_pattern_is_an_error_not_a_stack_overflow() {
+    let mut engine = Engine::new();
+    engine.eval(SYMBOLIC_HELPERS).unwrap();
+    let error = engine
+        .eval("(defrule deep (nest 20000 'neg '?a) '?a)")
+        .expect_err("a 20,000-deep pattern is refused");
+    assert!(error.message().contains("nest at most"), "{error}");
+    assert_eq!(engine.eval("(+ 1 2)").unwrap().as_i64().unwrap(), 3);
+}

@@ -126,10 +126,16 @@ pub fn nth_derivative(
     var: Symbol,
     n: usize,
     options: &Options,
-) -> Derived {
+) -> Result<Derived, TooLarge> {
     let options = &options.started();
     let mut current = simplify_all(expr, &[root], options);
-    for _ in 0..n {
+    for order in 0..n {
+        if current.expr.len() > MAX_DERIVATIVE_NODES {
+            return Err(TooLarge {
+                order,
+                nodes: current.expr.len(),
+            });
+        }
         let next = jacobian(&current.expr, &current.roots, &[var], options);
         current.reports.extend(next.reports);
         current = Derived {
@@ -138,7 +144,30 @@ pub fn nth_derivative(
             reports: current.reports,
         };
     }
-    current
+    Ok(current)
+}
+
+/// Derivatives of order n can grow exponentially in n; past this many nodes
+/// the next order is refused rather than filling memory.
+pub const MAX_DERIVATIVE_NODES: usize = 200_000;
+
+/// An n-th derivative that grew past `MAX_DERIVATIVE_NODES`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooLarge {
+    /// The order reached.
+    pub order: usize,
+    /// Its size in nodes.
+    pub nodes: usize,
+}
+
+impl std::fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the derivative of order {} already has {} nodes (more than {MAX_DERIVATIVE_NODES}); higher orders are refused",
+            self.order, self.nodes
+        )
+    }
 }
 
 /// The Hessian of `root` with respect to `wrt`, row-major (`wrt.len()`²

@@ -48,6 +48,12 @@ pub fn extract(egraph: &MathGraph, roots: &[Id]) -> Extracted {
         return tree;
     };
     improve(egraph, roots, &mut choices);
+    // Reached sets can go stale as choices improve; a program with a cycle
+    // is not a program, so the tree extractor's choice stands in.
+    let canonical: Vec<Id> = roots.iter().map(|&root| egraph.find(root)).collect();
+    if dag_cost(egraph, &canonical, &choices).is_none() {
+        return tree;
+    }
     let dag = extract_with(egraph, roots, &choices, Extraction::Dag);
     if tree.dag_cost < dag.dag_cost {
         tree

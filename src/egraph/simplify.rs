@@ -258,6 +258,12 @@ pub fn simplify(
             _ => Stop::IterationLimit,
         };
         egraph = runner.egraph;
+        // Extraction counts against the time limit too: once it is spent,
+        // the best program of the stages before is the result.
+        if started.elapsed() >= limits.time {
+            stop = Stop::TimeLimit;
+            break;
+        }
         let candidate = extract(&egraph, &egraph_roots);
         if candidate.dag_cost < best.dag_cost {
             best = candidate;

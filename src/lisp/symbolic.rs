@@ -64,20 +64,14 @@ impl Nesting {
 /// Whether `value` reads as one expression (a number, a symbol, or a call
 /// of an operator) rather than a list of expressions.
 ///
-/// A list headed by a symbol that is not an operator is read as a call (and
-/// is then an error) when it has a list among its elements, as in
-/// `(sinn (+ x 1))`; a list of atoms such as `(y x)` — a gradient — is a list
-/// of expressions.
+/// A list headed by anything but an operator is a list of expressions: the
+/// gradient `(y (+ (cos y) x))` starts with the variable `y`. (Variables
+/// never take operator names, so the two cannot be confused.)
 pub fn is_expression(value: &Value) -> bool {
     match value {
-        Value::Pair(pair) => match &pair.car {
-            Value::Symbol(head) if is_operator_name(head.name()) => true,
-            Value::Symbol(_) => pair
-                .cdr
-                .iter()
-                .any(|(item, _)| matches!(item, Value::Pair(_))),
-            _ => false,
-        },
+        Value::Pair(pair) => {
+            matches!(&pair.car, Value::Symbol(head) if is_operator_name(head.name()))
+        }
         Value::Int(_) | Value::Float(_) | Value::Symbol(_) => true,
         _ => false,
     }
@@ -123,6 +117,17 @@ fn collect_exprs(
 /// number of arguments (folded to the left); `(heaviside x)` means
 /// `(heaviside x 0.5)`. Errors point at the offending subexpression.
 pub fn expr_from_value(value: &Value, span: Span, builder: &mut ExprBuilder) -> EvalResult<Id> {
+    convert(value, span, builder, &mut HashMap::new())
+}
+
+/// `expr_from_value` with a memo of the cons cells already converted, so a
+/// shared subterm (a DAG built in Lisp) is converted once, not once per path.
+fn convert(
+    value: &Value,
+    span: Span,
+    builder: &mut ExprBuilder,
+    memo: &mut HashMap<*const Pair, Id>,
+) -> EvalResult<Id> {
     stacker::maybe_grow(64 * 1024, 1024 * 1024, || match value {
         Value::Int(n) => Ok(builder.num(*n as f64)),
         Value::Float(x) => match Constant::new(*x) {
@@ -132,8 +137,15 @@ pub fn expr_from_value(value: &Value, span: Span, builder: &mut ExprBuilder) -> 
             ))
             .at(span)),
         },
+        Value::Symbol(name) if is_operator_name(name.name()) => Err(EvalError::type_error(
+            format!("{} is an operator, not a variable", name.name()),
+        )
+        .at(span)),
         Value::Symbol(name) => Ok(builder.var(egg::Symbol::from(name.name()))),
         Value::Pair(pair) => {
+            if let Some(&id) = memo.get(&Rc::as_ptr(pair)) {
+                return Ok(id);
+            }
             let Value::Symbol(head) = &pair.car else {
                 return Err(EvalError::type_error(format!(
                     "a symbolic expression starts with an operator, not {}",
@@ -145,7 +157,7 @@ pub fn expr_from_value(value: &Value, span: Span, builder: &mut ExprBuilder) -> 
             let mut args = Vec::new();
             let mut iter = pair.cdr.iter();
             for (arg, arg_span) in iter.by_ref() {
-                args.push(expr_from_value(arg, arg_span.or(span), builder)?);
+                args.push(convert(arg, arg_span.or(span), builder, memo)?);
             }
             if !iter.rest().is_nil() {
                 return Err(
@@ -153,8 +165,10 @@ pub fn expr_from_value(value: &Value, span: Span, builder: &mut ExprBuilder) -> 
                         .at(head_span),
                 );
             }
-            call_node(head.name(), &args, builder)
-                .map_err(|message| EvalError::type_error(message).at(head_span))
+            let id = call_node(head.name(), &args, builder)
+                .map_err(|message| EvalError::type_error(message).at(head_span))?;
+            memo.insert(Rc::as_ptr(pair), id);
+            Ok(id)
         }
         other => Err(EvalError::type_error(format!(
             "a symbolic expression is made of numbers, symbols and operator calls, not {} {}",
@@ -430,18 +444,26 @@ pub fn pattern_from_value(value: &Value, side: &str) -> EvalResult<Pattern<Math>
     let text = write_string(value);
     text.parse::<Pattern<Math>>().map_err(|err| {
         EvalError::syntax(format!(
-            "the {side} side {text} is not a pattern: {err}; patterns use the binary operators {} and ?names for variables",
+            "the {side} side {text} is not a pattern: {err}; patterns use the operators {} with + - * binary, and ?names for variables",
             OPERATORS.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(" ")
         ))
     })
 }
 
+/// How deep a rule pattern may nest: egg parses patterns recursively.
+const MAX_PATTERN_DEPTH: usize = 1_000;
+
 /// Checks that `value` is made of finite numbers, symbols (`?a` for
 /// pattern variables) and proper calls of operators with their arity (`+ -
 /// *` binary, as in the e-graph).
 fn check_pattern(value: &Value) -> Result<(), String> {
-    let mut pending = vec![value];
-    while let Some(item) = pending.pop() {
+    let mut pending = vec![(value, 0usize)];
+    while let Some((item, depth)) = pending.pop() {
+        if depth > MAX_PATTERN_DEPTH {
+            return Err(format!(
+                "patterns nest at most {MAX_PATTERN_DEPTH} calls deep"
+            ));
+        }
         match item {
             Value::Int(_) | Value::Symbol(_) => {}
             Value::Float(x) if x.is_finite() => {}
@@ -458,7 +480,9 @@ fn check_pattern(value: &Value) -> Result<(), String> {
                 }
                 let args: Vec<&Value> = pair.cdr.iter().map(|(arg, _)| arg).collect();
                 match operator_arity(head.name()) {
-                    Some(arity) if arity == args.len() => pending.extend(args),
+                    Some(arity) if arity == args.len() => {
+                        pending.extend(args.into_iter().map(|arg| (arg, depth + 1)))
+                    }
                     Some(arity) => {
                         return Err(format!(
                             "{} takes {arity} argument{} in a pattern, got {}",

@@ -278,7 +278,7 @@
 (diff 1e400 'x)
 ;!! finite numbers
 (grad (lambda (x) x))
-;!! grad of a function (numeric reverse mode) is not available yet
+;!! grad of a function (numeric differentiation) is not available yet
 (grad '(* x y) '(x 1))
 ;!! variables are symbols, got 1
 (jacobian 5 '(x y))
@@ -364,9 +364,12 @@
 (evaluate '(max) '())
 ;!! argument
 
-;; ---- a list headed by an unknown symbol with a list inside is a call (an error);
-;; a list of atoms such as (foo x) is a list of expressions, like a gradient (y x).
+;; ---- a list headed by anything but an operator is a list of expressions,
+;; like the gradient (y (+ (cos y) x)); a misspelt operator inside an
+;; expression is still an error.
 (simplify '(sinn (+ x 0)))
+;=> (sinn x)
+(simplify '(+ 1 (sinn x)))
 ;!! sinn is not a differentiable operator
 (lambdify '(x) '(foo x))
 ;!! no value for variable foo
@@ -406,3 +409,37 @@
 ;!! x is bound twice
 (lambdify '(x x) '(* x x))
 ;!! the parameter x appears twice
+
+;; ---- results of grad and jacobian feed evaluate, lambdify, expr-size, jacobian
+(define g2 (grad '(+ (* x y) (sin y)) '(x y)))
+g2
+;=> (y (+ (cos y) x))
+(evaluate g2 '((x 1) (y 0)))
+;=> (0.0 2.0)
+((lambdify '(x y) g2) 1 0)
+;=> (0.0 2.0)
+(expr-size g2)
+;=> 4
+(jacobian g2 '(x y))
+;=> ((0 1) (1 (neg (sin y))))
+(jacobian '(x (* x y)) '(x y))
+;=> ((1 0) (y x))
+(jacobian '((* x y) (+ x y)) '())
+;=> (() ())
+(grad '(* sin x) '(x))
+;!! sin is an operator, not a variable
+
+;; ---- shared structure built in Lisp is walked once per cell, not per path
+(define (doubled n e) (if (= n 0) e (doubled (- n 1) (list '+ e e))))
+(expr-size (doubled 60 'x))
+;=> 61
+(evaluate (doubled 60 'x) '((x 1)))
+;=> 1.152921504606847e18
+
+;; ---- runaway derivative orders stop with an error, not a full memory
+(diff '(tan (sin x)) 'x 40)
+;!! higher orders are refused
+(simplify '(- (- y 1) 1))
+;=> (- y 2)
+(hessian (lambda (x) x) '(x))
+;!! hessian of a function (numeric differentiation) is not available yet

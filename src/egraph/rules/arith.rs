@@ -19,6 +19,7 @@ pub(super) fn rules() -> Vec<MathRewrite> {
         rw!("sub-self";       "(- ?a ?a)"               => "0" if total("?a")),
         rw!("sub-as-add";     "(- ?a ?b)"               => "(+ ?a (neg ?b))"),
         rw!("add-neg-as-sub"; "(+ ?a (neg ?b))"         => "(- ?a ?b)"),
+        rw!("sub-sub-left";   "(- (- ?a ?b) ?c)"        => "(- ?a (+ ?b ?c))"),
         rw!("sub-sub";        "(- ?a (- ?b ?c))"        => "(+ (- ?a ?b) ?c)"),
         rw!("neg-neg";        "(neg (neg ?a))"          => "?a"),
         rw!("neg-sub";        "(neg (- ?a ?b))"         => "(- ?b ?a)"),
@@ -63,8 +64,10 @@ pub(super) fn rules() -> Vec<MathRewrite> {
         rw!("pow-pow";        "(pow (pow ?a ?m) ?n)"    => "(pow ?a (* ?m ?n))"
             if either(positive("?a"), both(constant("?m", is_integer), both(constant("?n", is_integer),
                 either(non_zero("?a"), constant("?m", |m| m >= 0.0)))))),
-        rw!("pow-of-mul";     "(pow (* ?a ?b) ?n)"      => "(* (pow ?a ?n) (pow ?b ?n))" if constant("?n", is_integer)),
-        rw!("mul-of-pow";     "(* (pow ?a ?n) (pow ?b ?n))" => "(pow (* ?a ?b) ?n)" if constant("?n", is_integer)),
+        rw!("pow-of-mul";     "(pow (* ?a ?b) ?n)"      => "(* (pow ?a ?n) (pow ?b ?n))"
+            if both(constant("?n", is_integer), either(constant("?n", |n| n > 0.0), both(total("?a"), total("?b"))))),
+        rw!("mul-of-pow";     "(* (pow ?a ?n) (pow ?b ?n))" => "(pow (* ?a ?b) ?n)"
+            if both(constant("?n", is_integer), either(constant("?n", |n| n > 0.0), both(total("?a"), total("?b"))))),
         rw!("recip-pow";      "(/ 1 (pow ?a ?n))"       => "(pow ?a (neg ?n))"
             if both(constant("?n", is_integer), either(constant("?n", |n| n > 0.0), non_zero("?a")))),
         rw!("div-pow";        "(/ ?b (pow ?a ?n))"      => "(* ?b (pow ?a (neg ?n)))"

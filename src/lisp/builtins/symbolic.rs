@@ -44,8 +44,8 @@ fn variables(value: &Value) -> EvalResult<Vec<egg::Symbol>> {
 fn with_settings(
     interp: &mut Interp,
     name: &str,
-    operation: impl FnOnce(&Options) -> Derived,
-) -> Derived {
+    operation: impl FnOnce(&Options) -> Result<Derived, String>,
+) -> EvalResult<Derived> {
     let state = &interp.symbolic;
     let rules: Vec<MathRewrite> = state.rules.iter().map(|(_, rule)| rule.clone()).collect();
     let options = Options {
@@ -54,7 +54,7 @@ fn with_settings(
         rules: &rules,
         deadline: None,
     };
-    let derived = operation(&options);
+    let derived = operation(&options).map_err(EvalError::range)?;
     let level = state.level;
     // One warning per operation: later runs of a call hit the same limit.
     if let Some(warning) = derived
@@ -65,7 +65,7 @@ fn with_settings(
         interp.warn(&format!("{name}: {warning}"));
     }
     interp.symbolic.last_reports = derived.reports.clone();
-    derived
+    Ok(derived)
 }
 
 fn one_expr(value: &Value) -> EvalResult<(ExprBuilder, Id)> {
@@ -74,16 +74,19 @@ fn one_expr(value: &Value) -> EvalResult<(ExprBuilder, Id)> {
     Ok((builder, root))
 }
 
-fn rows(values: Vec<Value>, width: usize) -> Value {
-    if width == 0 {
-        return Value::list(values.iter().map(|_| Value::Nil).collect::<Vec<_>>());
-    }
-    Value::list(
-        values
-            .chunks(width)
-            .map(|row| Value::list(row.to_vec()))
-            .collect::<Vec<_>>(),
-    )
+/// `n_rows` rows of `width` values each (rows are empty when `width` is 0).
+fn rows(values: Vec<Value>, n_rows: usize, width: usize) -> Value {
+    let row = |index: usize| Value::list(values[index * width..(index + 1) * width].to_vec());
+    Value::list((0..n_rows).map(row).collect::<Vec<_>>())
+}
+
+/// The error for the numeric form (`(grad f)` on a function), which comes
+/// with the tape.
+fn numeric_not_yet(name: &str) -> EvalError {
+    EvalError::type_error(format!(
+        "{name} of a function (numeric differentiation) is not available yet; \
+         for a formula, pass a quoted expression and its variables: ({name} '(* x y) '(x y))"
+    ))
 }
 
 /// The highest derivative order `diff` takes: each order is a full
@@ -113,16 +116,14 @@ fn diff(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let expr = builder.into_expr();
     let derived = with_settings(interp, "diff", |options| {
         derivatives::nth_derivative(&expr, root, var, order, options)
-    });
+            .map_err(|too_large| too_large.to_string())
+    })?;
     Ok(exprs_to_values(&derived.expr, &derived.roots).remove(0))
 }
 
 fn grad(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     if let Value::Procedure(_) = &args[0] {
-        return Err(EvalError::type_error(
-            "grad of a function (numeric reverse mode) is not available yet; \
-             for a formula, pass a quoted expression and its variables: (grad '(* x y) '(x y))",
-        ));
+        return Err(numeric_not_yet("grad"));
     }
     let Some(wrt) = args.get(1) else {
         return Err(EvalError::new(
@@ -134,12 +135,15 @@ fn grad(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let (builder, root) = one_expr(&args[0])?;
     let expr = builder.into_expr();
     let derived = with_settings(interp, "grad", |options| {
-        derivatives::jacobian(&expr, &[root], &wrt, options)
-    });
+        Ok(derivatives::jacobian(&expr, &[root], &wrt, options))
+    })?;
     Ok(Value::list(exprs_to_values(&derived.expr, &derived.roots)))
 }
 
 fn jacobian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    if let Value::Procedure(_) = &args[0] {
+        return Err(numeric_not_yet("jacobian"));
+    }
     let wrt = variables(args.get(1).unwrap_or(&Value::Nil))?;
     if !args[0].is_list() || is_expression(&args[0]) {
         return Err(EvalError::type_error(
@@ -153,23 +157,28 @@ fn jacobian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     }
     let expr = builder.into_expr();
     let derived = with_settings(interp, "jacobian", |options| {
-        derivatives::jacobian(&expr, &outputs, &wrt, options)
-    });
+        Ok(derivatives::jacobian(&expr, &outputs, &wrt, options))
+    })?;
     Ok(rows(
         exprs_to_values(&derived.expr, &derived.roots),
+        outputs.len(),
         wrt.len(),
     ))
 }
 
 fn hessian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    if let Value::Procedure(_) = &args[0] {
+        return Err(numeric_not_yet("hessian"));
+    }
     let wrt = variables(args.get(1).unwrap_or(&Value::Nil))?;
     let (builder, root) = one_expr(&args[0])?;
     let expr = builder.into_expr();
     let derived = with_settings(interp, "hessian", |options| {
-        derivatives::hessian(&expr, root, &wrt, options)
-    });
+        Ok(derivatives::hessian(&expr, root, &wrt, options))
+    })?;
     Ok(rows(
         exprs_to_values(&derived.expr, &derived.roots),
+        wrt.len(),
         wrt.len(),
     ))
 }
@@ -179,8 +188,8 @@ fn simplify(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let (roots, nesting) = exprs_from_value(&args[0], crate::reader::Span::NONE, &mut builder)?;
     let expr = builder.into_expr();
     let derived = with_settings(interp, "simplify", |options| {
-        derivatives::simplify_all(&expr, &roots, options)
-    });
+        Ok(derivatives::simplify_all(&expr, &roots, options))
+    })?;
     Ok(nesting.rebuild(&exprs_to_values(&derived.expr, &derived.roots)))
 }
 
@@ -397,9 +406,13 @@ fn counterexample(
                 .zip(&point)
                 .map(|(v, x)| format!("{v} = {x:.4}"))
                 .collect();
+            let place = if at.is_empty() {
+                String::new()
+            } else {
+                format!("at {} ", at.join(", "))
+            };
             return Some(format!(
-                "at {} the left side is {a} and the right side {b}",
-                at.join(", ")
+                "{place}the left side is {a} and the right side {b}"
             ));
         }
     }
