@@ -110,6 +110,8 @@ const BAD_INPUTS: &[Case] = &[
         1,
     ),
     case("huge range", "(range 9223372036854775807)\n", 1, 1),
+    // Found by builtin_fuzz: an empty tensor whose other axes overflow.
+    case("empty but overflowing shape", "(zeros 0 2 9223372036854775807)\n", 1, 1),
     // results far larger than their inputs must not abort on allocation
     case(
         "huge broadcast",

@@ -32,6 +32,14 @@ pub fn check_allocation(shape: &[usize]) -> EvalResult<usize> {
         .try_fold(1usize, |acc, d| acc.checked_mul(*d))
         .filter(|n| *n <= MAX_ELEMENTS)
         .ok_or_else(too_large)?;
+    // ndarray also refuses shapes whose non-zero axes multiply past isize,
+    // even when another axis is 0 (and panics on them).
+    shape
+        .iter()
+        .filter(|&&d| d != 0)
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .filter(|&n| n <= MAX_ELEMENTS)
+        .ok_or_else(too_large)?;
     if len >= PROBE_ELEMENTS {
         let mut probe: Vec<f64> = Vec::new();
         probe.try_reserve_exact(len).map_err(|_| {
