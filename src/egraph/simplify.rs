@@ -61,15 +61,6 @@ impl Level {
         }
     }
 
-    /// The number of this level.
-    pub fn number(self) -> i64 {
-        match self {
-            Level::None => 0,
-            Level::Bounded => 1,
-            Level::Full => 2,
-        }
-    }
-
     /// The default limits of this level.
     pub fn default_limits(self) -> Limits {
         match self {
