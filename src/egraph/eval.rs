@@ -54,15 +54,20 @@ pub fn evaluate(
     roots: &[Id],
     env: impl Fn(Symbol) -> Option<f64>,
 ) -> Result<Vec<f64>, Symbol> {
-    let mut values = Vec::with_capacity(expr.len());
+    let mut params = Vec::new();
+    let mut args = Vec::new();
     for node in expr.as_ref() {
-        let value = match node {
-            Math::Var(name) => env(*name).ok_or(*name)?,
-            op => apply_op(op, |id| values[usize::from(id)]).unwrap_or(f64::NAN),
-        };
-        values.push(value);
+        if let Math::Var(name) = node {
+            if !params.contains(name) {
+                args.push(env(*name).ok_or(*name)?);
+                params.push(*name);
+            }
+        }
     }
-    Ok(roots.iter().map(|&id| values[usize::from(id)]).collect())
+    let program = Program::new(expr, roots, &params)?;
+    let (mut scratch, mut results) = (Vec::new(), Vec::new());
+    program.run(&args, &mut scratch, &mut results);
+    Ok(results)
 }
 
 /// An expression compiled for repeated evaluation at many points: variables

@@ -9,7 +9,7 @@ use super::value::{Pair, Value};
 use crate::egraph::language::{Constant, OPERATORS, operator_arity};
 use crate::egraph::{ExprBuilder, Level, Limits, Math, MathRewrite, Report};
 use crate::reader::Span;
-use egg::{ENodeOrVar, Id, Language, Pattern, RecExpr};
+use egg::{Id, Language, Pattern, RecExpr};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -509,18 +509,4 @@ fn check_pattern(value: &Value) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// A pattern as an expression whose pattern variables are variables named
-/// `?a`, for evaluating both sides of a rule.
-pub fn pattern_as_expr(pattern: &Pattern<Math>) -> RecExpr<Math> {
-    let mut expr = RecExpr::default();
-    for node in pattern.ast.as_ref() {
-        let math = match node {
-            ENodeOrVar::ENode(math) => math.clone(),
-            ENodeOrVar::Var(var) => Math::Var(egg::Symbol::from(var.to_string())),
-        };
-        expr.add(math);
-    }
-    expr
 }

@@ -7,6 +7,7 @@
 //! `tests/rules.rs` checks every rule numerically at random points.
 
 mod arith;
+pub mod check;
 mod exp_log;
 mod trig;
 

@@ -12,7 +12,7 @@ use crate::lisp::procedure::{Args, Builtin, HostFn, Procedure};
 use crate::lisp::symbol::Symbol;
 use crate::lisp::symbolic::{
     Nesting, expr_from_value, expr_size, exprs_from_value, exprs_to_values, is_expression,
-    pattern_as_expr, pattern_from_value,
+    pattern_from_value,
 };
 use crate::lisp::tensor::{broadcast_shape, check_allocation};
 use crate::lisp::value::Value;
@@ -197,25 +197,51 @@ fn simplify(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 struct Compiled {
     program: Program,
     nesting: Nesting,
+    /// `pi` was not a parameter, so it is passed as the constant, last.
+    pi_appended: bool,
 }
 
+/// Compiles `exprs` as a function of `params`; `pi`, unless a parameter,
+/// is the constant.
 fn compile(exprs: &Value, params: &[egg::Symbol]) -> EvalResult<Compiled> {
     let mut builder = ExprBuilder::new();
     let (roots, nesting) = exprs_from_value(exprs, crate::reader::Span::NONE, &mut builder)?;
     let expr: RecExpr<_> = builder.into_expr();
-    let program = Program::new(&expr, &roots, params).map_err(|name| {
+    let pi = egg::Symbol::from("pi");
+    let pi_appended = !params.contains(&pi);
+    let params: Vec<egg::Symbol> = params
+        .iter()
+        .copied()
+        .chain(pi_appended.then_some(pi))
+        .collect();
+    let program = Program::new(&expr, &roots, &params).map_err(|name| {
         EvalError::new(
             EvalErrorKind::Unbound,
             format!("no value for variable {name}"),
         )
     })?;
-    Ok(Compiled { program, nesting })
+    Ok(Compiled {
+        program,
+        nesting,
+        pi_appended,
+    })
 }
 
 /// Runs `compiled` on numbers or tensors (broadcast together; the
 /// expression is applied elementwise).
 fn run_compiled(compiled: &Compiled, args: &[Value]) -> EvalResult<Value> {
     let program = &compiled.program;
+    let with_pi: Vec<Value>;
+    let args = if compiled.pi_appended {
+        with_pi = args
+            .iter()
+            .cloned()
+            .chain([Value::Float(std::f64::consts::PI)])
+            .collect();
+        &with_pi[..]
+    } else {
+        args
+    };
     let (mut scratch, mut results) = (Vec::new(), Vec::new());
     if args
         .iter()
@@ -300,10 +326,6 @@ fn evaluate(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     if !args[1].is_list() {
         return Err(EvalError::type_error("bindings are a list of (name value)"));
     }
-    if !params.contains(&egg::Symbol::from("pi")) {
-        params.push(egg::Symbol::from("pi"));
-        values.push(Value::Float(std::f64::consts::PI));
-    }
     let compiled = compile(&args[0], &params)?;
     run_compiled(&compiled, &values)
 }
@@ -320,11 +342,7 @@ fn lambdify(_: &mut Interp, args: &Args) -> EvalResult<Value> {
         )));
     }
     let arity = params.len();
-    let mut with_pi = params.clone();
-    if !with_pi.contains(&egg::Symbol::from("pi")) {
-        with_pi.push(egg::Symbol::from("pi"));
-    }
-    let compiled = compile(&args[1], &with_pi)?;
+    let compiled = compile(&args[1], &params)?;
     let func = move |call_args: &[Value]| {
         if call_args.len() != arity {
             return Err(EvalError::new(
@@ -336,12 +354,7 @@ fn lambdify(_: &mut Interp, args: &Args) -> EvalResult<Value> {
                 ),
             ));
         }
-        // `pi` not among the parameters is the constant.
-        let mut full = call_args.to_vec();
-        if compiled.program.n_params() > arity {
-            full.push(Value::Float(std::f64::consts::PI));
-        }
-        run_compiled(&compiled, &full)
+        run_compiled(&compiled, call_args)
     };
     let host = HostFn {
         name: Symbol::intern("lambdified"),
@@ -360,7 +373,7 @@ fn add_rule(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let rhs = pattern_from_value(&args[2], "right")?;
     let rule: MathRewrite = Rewrite::new(format!("user/{}", name.name()), lhs.clone(), rhs.clone())
         .map_err(|err| EvalError::syntax(format!("rule {}: {err}", name.name())))?;
-    if let Some(message) = counterexample(&lhs, &rhs) {
+    if let Some(message) = crate::egraph::rules::check::counterexample(&lhs, &rhs) {
         interp.warn(&format!(
             "defrule {}: the two sides differ: {message}",
             name.name()
@@ -370,53 +383,6 @@ fn add_rule(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     rules.retain(|(existing, _)| *existing != name);
     rules.push((name, rule));
     Ok(Value::Symbol(name))
-}
-
-/// Evaluates both sides of a user rule at pseudo-random points and describes
-/// the first point where both are defined and differ.
-fn counterexample(
-    lhs: &egg::Pattern<crate::egraph::Math>,
-    rhs: &egg::Pattern<crate::egraph::Math>,
-) -> Option<String> {
-    let (left, right) = (pattern_as_expr(lhs), pattern_as_expr(rhs));
-    let vars = lhs.vars();
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    for _ in 0..64 {
-        let point: Vec<f64> = vars
-            .iter()
-            .map(|_| {
-                state = state
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                ((state >> 11) as f64 / (1u64 << 53) as f64) * 6.0 - 3.0
-            })
-            .collect();
-        let env = |name: egg::Symbol| {
-            vars.iter()
-                .position(|v| v.to_string() == name.as_str())
-                .map(|i| point[i])
-        };
-        let last =
-            |expr: &RecExpr<crate::egraph::Math>| Id::from(expr.as_ref().len().saturating_sub(1));
-        let a = crate::egraph::eval::evaluate(&left, &[last(&left)], env).ok()?[0];
-        let b = crate::egraph::eval::evaluate(&right, &[last(&right)], env).ok()?[0];
-        if a.is_finite() && b.is_finite() && (a - b).abs() > 1e-9 * a.abs().max(b.abs()).max(1.0) {
-            let at: Vec<String> = vars
-                .iter()
-                .zip(&point)
-                .map(|(v, x)| format!("{v} = {x:.4}"))
-                .collect();
-            let place = if at.is_empty() {
-                String::new()
-            } else {
-                format!("at {} ", at.join(", "))
-            };
-            return Some(format!(
-                "{place}the left side is {a} and the right side {b}"
-            ));
-        }
-    }
-    None
 }
 
 fn set_optimize(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
