@@ -10,7 +10,8 @@
 //! keeps both forms.
 //!
 //! None of these identities changes where an expression is defined: `a * 0`
-//! is not folded here, because `a` may be undefined somewhere.
+//! and `a - a` fold to 0 only when `a` is built from operations defined
+//! everywhere.
 
 use super::analysis::presentable;
 use super::eval::apply_op;
@@ -23,6 +24,10 @@ use rustc_hash::FxHashMap;
 pub struct ExprBuilder {
     expr: RecExpr<Math>,
     memo: FxHashMap<Math, Id>,
+    /// Per node: built only from operations defined everywhere (no
+    /// division, log, sqrt, pow, tan, asin, acos, log1p, xlogy), so `a * 0`
+    /// and `a - a` may fold to 0 without widening a domain.
+    total: Vec<bool>,
 }
 
 impl ExprBuilder {
@@ -138,8 +143,17 @@ impl ExprBuilder {
         if let Some(&id) = self.memo.get(&node) {
             return id;
         }
+        let total = match &node {
+            Math::Div(_) | Math::Log(_) | Math::Sqrt(_) | Math::Pow(_) | Math::Tan(_) => false,
+            Math::Asin(_) | Math::Acos(_) | Math::Log1p(_) | Math::Xlogy(_) => false,
+            other => other
+                .children()
+                .iter()
+                .all(|&child| self.total[usize::from(child)]),
+        };
         let id = self.expr.add(node.clone());
         self.memo.insert(node, id);
+        self.total.push(total);
         id
     }
 
@@ -160,6 +174,16 @@ impl ExprBuilder {
                 let two = self.num(2.0);
                 Some(self.mul(two, a))
             }
+            // Sound only where `a` is defined everywhere (see `total`). This
+            // also keeps derivatives of constants in disguise finite:
+            // d/dx sqrt(0 * x) is 0, not 0.5/sqrt(0) * 0 = NaN.
+            Math::Mul([a, b])
+                if (is(a, 0.0) && self.total[usize::from(b)])
+                    || (is(b, 0.0) && self.total[usize::from(a)]) =>
+            {
+                Some(self.num(0.0))
+            }
+            Math::Sub([a, b]) if a == b && self.total[usize::from(a)] => Some(self.num(0.0)),
             Math::Sub([a, b]) if is(b, 0.0) => Some(a),
             Math::Sub([a, b]) if is(a, 0.0) => Some(self.neg(b)),
             Math::Mul([a, b]) if is(b, 1.0) => Some(a),
@@ -231,10 +255,16 @@ mod tests {
         assert_eq!(b.constant(six), Some(6.0));
         let third = b.div(one, three);
         assert_eq!(b.constant(third), None, "1/3 has no short decimal form");
-        let product = b.mul(x, zero);
+        assert_eq!(
+            b.mul(x, zero),
+            zero,
+            "x is defined everywhere, so x * 0 is 0"
+        );
+        let log_x = b.add(Math::Log([x]));
+        let product = b.mul(log_x, zero);
         assert_ne!(
             product, zero,
-            "x * 0 is kept: x might be undefined somewhere"
+            "log(x) * 0 is kept: it is undefined for x <= 0"
         );
     }
 }
