@@ -16,6 +16,7 @@
 
 #![warn(missing_docs)]
 
+pub mod backends;
 pub mod egraph;
 mod engine;
 mod error;
@@ -24,6 +25,7 @@ pub mod reader;
 pub mod repl;
 pub mod scalar;
 pub mod symbolic;
+pub mod tape;
 
 pub use engine::Engine;
 pub use error::{Error, Location};

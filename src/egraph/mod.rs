@@ -17,6 +17,7 @@ pub mod partials;
 pub mod reverse;
 pub mod rules;
 pub mod simplify;
+pub mod tensor;
 
 pub use analysis::{Facts, FactsAnalysis, MathGraph};
 pub use builder::ExprBuilder;

@@ -14,11 +14,75 @@ use super::language::Math;
 use egg::Id;
 use smallvec::{SmallVec, smallvec};
 
+/// What the table needs to build partials: numbers and scalar operators.
+/// The scalar `ExprBuilder` implements it, and so does the tensor graph,
+/// where each operator applies elementwise with broadcasting — one table
+/// serves symbolic, numeric reverse and forward mode.
+pub trait PartialBuilder {
+    /// The number `value` (finite).
+    fn num(&mut self, value: f64) -> Id;
+    /// The number stored at `id`, if it is a constant.
+    fn constant(&self, id: Id) -> Option<f64>;
+    /// The operator `node` over ids of this builder.
+    fn add(&mut self, node: Math) -> Id;
+    /// `a + b`.
+    fn add2(&mut self, a: Id, b: Id) -> Id {
+        self.add(Math::Add([a, b]))
+    }
+    /// `a - b`.
+    fn sub(&mut self, a: Id, b: Id) -> Id {
+        self.add(Math::Sub([a, b]))
+    }
+    /// `a * b`.
+    fn mul(&mut self, a: Id, b: Id) -> Id {
+        self.add(Math::Mul([a, b]))
+    }
+    /// `a / b`.
+    fn div(&mut self, a: Id, b: Id) -> Id {
+        self.add(Math::Div([a, b]))
+    }
+    /// `-a`.
+    fn neg(&mut self, a: Id) -> Id {
+        self.add(Math::Neg([a]))
+    }
+}
+
+impl PartialBuilder for ExprBuilder {
+    fn num(&mut self, value: f64) -> Id {
+        ExprBuilder::num(self, value)
+    }
+    fn constant(&self, id: Id) -> Option<f64> {
+        ExprBuilder::constant(self, id)
+    }
+    fn add(&mut self, node: Math) -> Id {
+        ExprBuilder::add(self, node)
+    }
+    fn add2(&mut self, a: Id, b: Id) -> Id {
+        ExprBuilder::add2(self, a, b)
+    }
+    fn sub(&mut self, a: Id, b: Id) -> Id {
+        ExprBuilder::sub(self, a, b)
+    }
+    fn mul(&mut self, a: Id, b: Id) -> Id {
+        ExprBuilder::mul(self, a, b)
+    }
+    fn div(&mut self, a: Id, b: Id) -> Id {
+        ExprBuilder::div(self, a, b)
+    }
+    fn neg(&mut self, a: Id) -> Id {
+        ExprBuilder::neg(self, a)
+    }
+}
+
 /// The partial derivatives of `node` (stored at `this`) with respect to each
 /// child, in child order; `None` where the partial is zero everywhere it is
 /// defined (a step function, a constant argument such as heaviside's value
 /// at zero).
-pub fn local_partials(node: &Math, this: Id, b: &mut ExprBuilder) -> SmallVec<[Option<Id>; 2]> {
+pub fn local_partials<B: PartialBuilder>(
+    node: &Math,
+    this: Id,
+    b: &mut B,
+) -> SmallVec<[Option<Id>; 2]> {
     let one = b.num(1.0);
     match *node {
         Math::Num(_) | Math::Var(_) => smallvec![],

@@ -66,6 +66,7 @@ impl Interp {
                 Procedure::Closure(closure) => self.apply_closure(closure, args, span),
                 Procedure::Builtin(builtin) => self.call_builtin(builtin, &args, span),
                 Procedure::Host(host) => (host.func)(&args).map_err(|e| e.at(span)),
+                Procedure::Native(native) => (native.func)(self, &args).map_err(|e| e.at(span)),
             },
             other => Err(not_callable(other).at(span)),
         }
@@ -138,13 +139,28 @@ impl Interp {
         let (positional, options) = split_options(builtin, args).map_err(|e| e.at(span))?;
         check_arity(builtin, positional.len()).map_err(|e| e.at(span))?;
         let saved = std::mem::replace(&mut self.call_span, span);
-        let result = (builtin.func)(
-            self,
-            &Args {
-                values: positional,
-                options,
-            },
-        );
+        let args = Args {
+            values: positional,
+            options,
+        };
+        let traced = self.numeric.trace.is_some()
+            && args.iter().any(crate::lisp::trace::ops::involves_traced);
+        let recorded = match &self.numeric.trace {
+            Some(trace) if traced => crate::lisp::trace::ops::call(&trace.clone(), builtin.name, &args),
+            _ => None,
+        };
+        let result = match recorded {
+            Some(result) => result,
+            None => (builtin.func)(self, &args).map_err(|mut error| {
+                if traced && error.kind == EvalErrorKind::Type {
+                    error.message.push_str(&format!(
+                        " ({} cannot be differentiated: it takes no traced values)",
+                        builtin.name
+                    ));
+                }
+                error
+            }),
+        };
         self.call_span = saved;
         result.map_err(|mut error| {
             let raised_by_program = error.kind == EvalErrorKind::User || error.is_uncatchable();
@@ -304,6 +320,9 @@ impl Interp {
             Procedure::Closure(closure) => Ok(Step::TailCall(closure.clone(), args, span)),
             Procedure::Builtin(builtin) => self.call_builtin(builtin, &args, span).map(Step::Value),
             Procedure::Host(host) => (host.func)(&args).map(Step::Value).map_err(|e| e.at(span)),
+            Procedure::Native(native) => (native.func)(self, &args)
+                .map(Step::Value)
+                .map_err(|e| e.at(span)),
         }
     }
 

@@ -45,6 +45,8 @@ pub struct Interp {
     output: Box<dyn Write>,
     /// Settings and user rules of the symbolic simplifier.
     pub symbolic: SymbolicState,
+    /// The active trace and the cache of compiled tapes.
+    pub numeric: crate::lisp::autodiff::NumericState,
 }
 
 impl Interp {
@@ -61,6 +63,7 @@ impl Interp {
             call_span: Span::NONE,
             output: Box::new(std::io::stdout()),
             symbolic: SymbolicState::default(),
+            numeric: Default::default(),
         };
         builtins::install(&mut interp);
         interp.set_global(sym::ARGS, Value::Nil);

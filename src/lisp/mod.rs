@@ -6,6 +6,7 @@
 //! module knows nothing about how derivatives are built.
 
 pub mod analyze;
+pub mod autodiff;
 pub mod builtins;
 pub mod convert;
 pub mod env;
@@ -20,6 +21,7 @@ pub mod source;
 pub mod symbol;
 pub mod symbolic;
 pub mod tensor;
+pub mod trace;
 pub mod value;
 
 pub use error::{EvalError, EvalErrorKind, EvalResult};

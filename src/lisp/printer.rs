@@ -69,6 +69,10 @@ fn write_value(out: &mut String, value: &Value, readable: bool) {
             }
         }
         Value::Tensor(t) => write_tensor(out, t),
+        Value::Traced(t) => match t.concrete_value() {
+            Value::Tensor(t) => write_tensor(out, &t),
+            other => out.push_str(&other.to_string()),
+        },
         Value::Procedure(p) => {
             let kind = match &**p {
                 Procedure::Builtin(_) => "builtin",

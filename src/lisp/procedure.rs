@@ -16,6 +16,19 @@ pub enum Procedure {
     Builtin(&'static Builtin),
     /// A function registered by the embedding program.
     Host(HostFn),
+    /// A function made by a differentiation form (`(grad f)`, `(jit f)`).
+    Native(NativeFn),
+}
+
+/// The body of a `NativeFn`.
+pub type NativeBody = dyn Fn(&mut Interp, &[Value]) -> EvalResult<Value>;
+
+/// A function implemented in Rust that calls back into the interpreter.
+pub struct NativeFn {
+    /// Its name, for printing and errors (`grad of f`).
+    pub name: String,
+    /// The body.
+    pub func: Box<NativeBody>,
 }
 
 /// A lambda and its environment.
@@ -96,6 +109,7 @@ impl Procedure {
                 .unwrap_or_else(|| "lambda".to_string()),
             Procedure::Builtin(builtin) => builtin.name.to_string(),
             Procedure::Host(host) => host.name.name().to_string(),
+            Procedure::Native(native) => native.name.clone(),
         }
     }
 }

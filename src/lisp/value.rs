@@ -55,6 +55,9 @@ pub enum Value {
     Pair(Rc<Pair>),
     /// An n-dimensional array of f64.
     Tensor(Rc<ArrayD<f64>>),
+    /// A number or tensor inside a function being differentiated or
+    /// compiled: a node of the active trace (see `lisp::trace`).
+    Traced(Rc<super::trace::Traced>),
     /// Something that can be called.
     Procedure(Rc<Procedure>),
     /// A macro: a closure called on unevaluated forms at analysis time.
@@ -183,6 +186,8 @@ impl Value {
             Value::Keyword(_) => "keyword",
             Value::Pair(_) => "list",
             Value::Tensor(_) => "tensor",
+            Value::Traced(t) if t.is_scalar() => "traced number",
+            Value::Traced(_) => "traced tensor",
             Value::Procedure(_) | Value::FrameClosure(_) => "procedure",
             Value::Macro(_) => "macro",
             Value::Undefined => "undefined",

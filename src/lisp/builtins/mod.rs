@@ -3,16 +3,17 @@
 //! (shown by `doc`), its arity and the keyword options it accepts; the
 //! evaluator checks arity and splits options before calling it.
 
+mod autodiff;
 pub mod compare;
 mod data;
 mod lists;
 mod numeric;
-mod reduce;
+pub(crate) mod reduce;
 mod sort;
 mod symbolic;
 pub(crate) mod system;
-mod tensor_make;
-mod tensor_ops;
+pub(crate) mod tensor_make;
+pub(crate) mod tensor_ops;
 mod text;
 
 use super::interp::Interp;
@@ -34,6 +35,7 @@ pub const TABLES: &[&[Builtin]] = &[
     sort::BUILTINS,
     data::BUILTINS,
     symbolic::BUILTINS,
+    autodiff::BUILTINS,
 ];
 
 /// Binds every built-in and constant in `interp`'s global environment.

@@ -14,7 +14,7 @@ use crate::scalar::{nan_max, nan_min};
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMut1, Axis, IxDyn};
 
 /// The axes to reduce: all, or those named by `:axis`, sorted and distinct.
-fn reduced_axes(args: &Args, ndim: usize) -> EvalResult<Vec<usize>> {
+pub(crate) fn reduced_axes(args: &Args, ndim: usize) -> EvalResult<Vec<usize>> {
     let mut axes = match args.option("axis") {
         None | Some(Value::Nil) => (0..ndim).collect(),
         Some(Value::Pair(_)) => args
@@ -32,7 +32,7 @@ fn reduced_axes(args: &Args, ndim: usize) -> EvalResult<Vec<usize>> {
     Ok(axes)
 }
 
-fn keepdims(args: &Args) -> bool {
+pub(crate) fn keepdims(args: &Args) -> bool {
     args.option("keepdims").is_some_and(Value::is_truthy)
 }
 

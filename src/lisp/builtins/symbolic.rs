@@ -80,15 +80,6 @@ fn rows(values: Vec<Value>, n_rows: usize, width: usize) -> Value {
     Value::list((0..n_rows).map(row).collect::<Vec<_>>())
 }
 
-/// The error for the numeric form (`(grad f)` on a function), which comes
-/// with the tape.
-fn numeric_not_yet(name: &str) -> EvalError {
-    EvalError::type_error(format!(
-        "{name} of a function (numeric differentiation) is not available yet; \
-         for a formula, pass a quoted expression and its variables: ({name} '(* x y) '(x y))"
-    ))
-}
-
 /// The highest derivative order `diff` takes: each order is a full
 /// differentiation and simplification, and a runaway order would not end.
 const MAX_ORDER: usize = 100;
@@ -123,7 +114,7 @@ fn diff(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 
 fn grad(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     if let Value::Procedure(_) = &args[0] {
-        return Err(numeric_not_yet("grad"));
+        return super::autodiff::grad_of_function(args, false);
     }
     let Some(wrt) = args.get(1) else {
         return Err(EvalError::new(
@@ -142,7 +133,7 @@ fn grad(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 
 fn jacobian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     if let Value::Procedure(_) = &args[0] {
-        return Err(numeric_not_yet("jacobian"));
+        return super::autodiff::jacobian_of_function(args);
     }
     let wrt = variables(args.get(1).unwrap_or(&Value::Nil))?;
     if !args[0].is_list() || is_expression(&args[0]) {
@@ -168,7 +159,7 @@ fn jacobian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 
 fn hessian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     if let Value::Procedure(_) = &args[0] {
-        return Err(numeric_not_yet("hessian"));
+        return super::autodiff::hessian_of_function(args);
     }
     let wrt = variables(args.get(1).unwrap_or(&Value::Nil))?;
     let (builder, root) = one_expr(&args[0])?;
@@ -448,9 +439,9 @@ fn simplify_stats(interp: &mut Interp, _: &Args) -> EvalResult<Value> {
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
     builtin("diff", "(diff expr var [n])", "The (n-th) derivative of the quoted expression expr with respect to the symbol var, simplified.", 2, Some(3), diff),
-    builtin("grad", "(grad expr vars)", "The list of partial derivatives of expr with respect to each symbol of vars, simplified together.", 1, Some(2), grad),
-    builtin("jacobian", "(jacobian exprs vars)", "The Jacobian of a list of expressions: one row of partial derivatives per expression.", 2, Some(2), jacobian),
-    builtin("hessian", "(hessian expr vars)", "The Hessian of expr as a list of rows; exactly symmetric.", 2, Some(2), hessian),
+    with_options(builtin("grad", "(grad expr vars) or (grad f :wrt k)", "On a quoted expression: the list of partial derivatives with respect to each symbol of vars, simplified together. On a function: a function returning the gradient with respect to argument k (default 0; a list of positions or 'all gives a list of gradients).", 1, Some(2), grad), &["wrt"]),
+    builtin("jacobian", "(jacobian exprs vars) or (jacobian f)", "On a list of expressions: one row of partial derivatives per expression. On a function: a function returning the dense Jacobian with respect to its first argument (result axes first).", 1, Some(2), jacobian),
+    builtin("hessian", "(hessian expr vars) or (hessian f)", "On an expression: the Hessian as a list of rows, exactly symmetric. On a function: a function returning the dense Hessian with respect to its first argument (forward over reverse).", 1, Some(2), hessian),
     builtin("simplify", "(simplify expr)", "expr simplified by equality saturation (a list of expressions is simplified jointly).", 1, Some(1), simplify),
     builtin("evaluate", "(evaluate expr bindings)", "The value of expr (or a list of expressions) with bindings ((x 1.0) (y 2.0)); tensors apply elementwise.", 2, Some(2), evaluate),
     builtin("lambdify", "(lambdify vars expr)", "A function of vars computing expr (or a list of expressions) on numbers or, elementwise, tensors.", 2, Some(2), lambdify),

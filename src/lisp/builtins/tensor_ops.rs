@@ -223,7 +223,7 @@ fn stack(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 }
 
 /// A slice bound: negative counts from the end, clamped to [0, len].
-fn bound(value: &Value, len: usize) -> EvalResult<isize> {
+pub(crate) fn bound(value: &Value, len: usize) -> EvalResult<isize> {
     let n = value.as_i64()?;
     let resolved = if n < 0 { n + len as i64 } else { n };
     Ok(resolved.clamp(0, len as i64) as isize)

@@ -1,0 +1,40 @@
+//! The CPU backend: ndarray arrays, rayon for large elementwise work and
+//! reductions, and matrixmultiply's threaded gemm for matrix products.
+//! Scalars live in registers (`Buf::Scalar`), so scalar-heavy tapes run
+//! without an allocation per instruction.
+
+mod elementwise;
+mod execute;
+mod structural;
+
+pub use elementwise::apply_chunk;
+pub use execute::{Buf, eval_op};
+
+use super::{Backend, BackendError};
+use crate::tape::Tape;
+use ndarray::ArrayD;
+use std::rc::Rc;
+
+/// The CPU backend.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Cpu;
+
+impl Backend for Cpu {
+    type Buffer = Buf;
+
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn upload(&self, array: &ArrayD<f64>) -> Result<Buf, BackendError> {
+        Ok(Buf::from_array(Rc::new(array.clone())))
+    }
+
+    fn download(&self, buffer: &Buf) -> Result<ArrayD<f64>, BackendError> {
+        Ok(buffer.to_array())
+    }
+
+    fn execute(&self, tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
+        execute::run(tape, inputs)
+    }
+}

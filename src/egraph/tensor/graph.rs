@@ -1,0 +1,294 @@
+//! `TensorGraph`: a growing DAG of tensor operations with the shape of every
+//! node. Equal nodes are stored once (hash-consing, hence common
+//! subexpressions are shared), scalar constants fold, and the identities
+//! that hold for every value and keep the result's shape apply on the way
+//! in (`a * 1`, `a + 0`, `-(-a)`, reshaping to the same shape, ...).
+//!
+//! The tracer records a Lisp function into one; the reverse and forward
+//! sweeps append derivative nodes to the same graph.
+
+use super::op::{Shape, TNode, TOp, map_op};
+use super::shape::{ShapeError, infer, numel};
+use crate::egraph::eval::apply_op;
+use crate::egraph::language::{Constant, Math};
+use crate::egraph::partials::PartialBuilder;
+use egg::{Id, RecExpr};
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+
+/// A tensor program under construction; children precede parents.
+#[derive(Clone, Debug, Default)]
+pub struct TensorGraph {
+    expr: RecExpr<TNode>,
+    shapes: Vec<Shape>,
+    memo: FxHashMap<TNode, Id>,
+}
+
+impl TensorGraph {
+    /// An empty graph.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The number of nodes.
+    pub fn len(&self) -> usize {
+        self.shapes.len()
+    }
+
+    /// Whether the graph is empty.
+    pub fn is_empty(&self) -> bool {
+        self.shapes.is_empty()
+    }
+
+    /// The node at `id`.
+    pub fn node(&self, id: Id) -> &TNode {
+        &self.expr[id]
+    }
+
+    /// The shape of the value at `id`.
+    pub fn shape(&self, id: Id) -> &Shape {
+        &self.shapes[usize::from(id)]
+    }
+
+    /// The shape of every node, by id.
+    pub fn shapes(&self) -> &[Shape] {
+        &self.shapes
+    }
+
+    /// The program so far.
+    pub fn expr(&self) -> &RecExpr<TNode> {
+        &self.expr
+    }
+
+    /// The scalar constant at `id`, if it is one.
+    pub fn constant(&self, id: Id) -> Option<f64> {
+        self.expr[id].constant()
+    }
+
+    /// Run-time input `index` of `shape`.
+    pub fn input(&mut self, index: u32, shape: &[usize]) -> Id {
+        self.insert(
+            TNode::new(
+                TOp::Input {
+                    index,
+                    shape: SmallVec::from_slice(shape),
+                },
+                &[],
+            ),
+            SmallVec::from_slice(shape),
+        )
+    }
+
+    /// The scalar `value`, or `None` if it is not finite (such numbers are
+    /// passed as inputs instead).
+    pub fn scalar(&mut self, value: f64) -> Option<Id> {
+        let constant = Constant::new(value)?;
+        Some(self.insert(TNode::new(TOp::Scalar(constant), &[]), Shape::new()))
+    }
+
+    /// A finite scalar known to the caller (a number in a derivative rule).
+    pub fn num(&mut self, value: f64) -> Id {
+        self.scalar(value)
+            .expect("derivative rules use finite numbers")
+    }
+
+    /// A tensor of `shape` filled with `value` (finite).
+    pub fn full(&mut self, value: f64, shape: &[usize]) -> Id {
+        let scalar = self.num(value);
+        self.broadcast(scalar, shape)
+    }
+
+    /// Adds `op` over `children`, checking shapes and applying identities.
+    pub fn add(&mut self, op: TOp, children: &[Id]) -> Result<Id, ShapeError> {
+        let shape = {
+            let shapes: SmallVec<[&[usize]; 3]> =
+                children.iter().map(|&c| &self.shapes[usize::from(c)][..]).collect();
+            infer(&op, &shapes)?
+        };
+        let node = TNode::new(op, children);
+        if let Some(id) = self.simplified(&node, &shape) {
+            return Ok(id);
+        }
+        Ok(self.insert(node, shape))
+    }
+
+    /// Adds a node whose shapes are known to fit (built by a derivative
+    /// rule from operands that already combined).
+    pub fn add_valid(&mut self, op: TOp, children: &[Id]) -> Id {
+        self.add(op, children)
+            .expect("derivative rules combine operands of fitting shapes")
+    }
+
+    fn insert(&mut self, node: TNode, shape: Shape) -> Id {
+        if let Some(&id) = self.memo.get(&node) {
+            return id;
+        }
+        let id = self.expr.add(node.clone());
+        self.memo.insert(node, id);
+        self.shapes.push(shape);
+        id
+    }
+
+    fn simplified(&mut self, node: &TNode, shape: &Shape) -> Option<Id> {
+        let children = &node.children;
+        let same = |this: &Self, id: Id| this.shapes[usize::from(id)] == *shape;
+        let is = |this: &Self, id: Id, value: f64| this.constant(id) == Some(value);
+        match &node.op {
+            TOp::Map(math) => {
+                if children.iter().all(|&c| self.constant(c).is_some()) {
+                    let scalar = node.math()?;
+                    let value = apply_op(&scalar, |id| self.constant(id).unwrap_or(f64::NAN))?;
+                    if let Some(id) = self.scalar(value) {
+                        return Some(id);
+                    }
+                }
+                let (a, b) = (children[0], *children.get(1).unwrap_or(&children[0]));
+                match math {
+                    Math::Add(_) if is(self, b, 0.0) && same(self, a) => Some(a),
+                    Math::Add(_) if is(self, a, 0.0) && same(self, b) => Some(b),
+                    Math::Sub(_) if is(self, b, 0.0) && same(self, a) => Some(a),
+                    Math::Sub(_) if is(self, a, 0.0) => Some(self.neg(b)),
+                    Math::Mul(_) if is(self, b, 1.0) && same(self, a) => Some(a),
+                    Math::Mul(_) if is(self, a, 1.0) && same(self, b) => Some(b),
+                    Math::Mul(_) if is(self, a, -1.0) && same(self, b) => Some(self.neg(b)),
+                    Math::Mul(_) if is(self, b, -1.0) && same(self, a) => Some(self.neg(a)),
+                    // Numbers lead products, so `2 * x` and `x * 2` share.
+                    Math::Mul(_) if self.constant(b).is_some() && self.constant(a).is_none() => {
+                        Some(self.mul(b, a))
+                    }
+                    Math::Div(_) if is(self, b, 1.0) && same(self, a) => Some(a),
+                    Math::Pow(_) if is(self, b, 1.0) && same(self, a) => Some(a),
+                    Math::Neg(_) => match (&self.expr[a].op, self.expr[a].children.as_slice()) {
+                        (TOp::Map(Math::Neg(_)), &[inner]) => Some(inner),
+                        _ => None,
+                    },
+                    _ => None,
+                }
+            }
+            TOp::Broadcast(_) | TOp::Reshape(_) if same(self, children[0]) => Some(children[0]),
+            TOp::Reshape(target) => match (&self.expr[children[0]].op, &self.expr[children[0]].children[..]) {
+                (TOp::Reshape(_), &[inner]) => Some(self.add_valid(TOp::Reshape(target.clone()), &[inner])),
+                _ => None,
+            },
+            TOp::Transpose(perm) if perm.iter().enumerate().all(|(i, &p)| usize::from(p) == i) => {
+                Some(children[0])
+            }
+            TOp::Reduce { axes, .. } if axes.is_empty() => Some(children[0]),
+            TOp::Reduce {
+                op: super::op::ReduceOp::Sum,
+                axes,
+                keepdims,
+            } if axes
+                .iter()
+                .all(|&a| self.shapes[usize::from(children[0])][usize::from(a)] == 1) =>
+            {
+                // Summing over axes of length 1 only drops them.
+                if *keepdims {
+                    Some(children[0])
+                } else {
+                    Some(self.add_valid(TOp::Reshape(shape.clone()), &[children[0]]))
+                }
+            }
+            TOp::Slice { start, end, axis } => {
+                let length = self.shapes[usize::from(children[0])][usize::from(*axis)];
+                (*start == 0 && *end == length).then_some(children[0])
+            }
+            TOp::Pad { before: 0, after: 0, .. } | TOp::Roll { shift: 0, .. } => Some(children[0]),
+            TOp::Concat(_) if children.len() == 1 => Some(children[0]),
+            TOp::StopGradient if !self.expr[children[0]].is_differentiable() => Some(children[0]),
+            _ => None,
+        }
+    }
+
+    // Building blocks for derivative rules (operands known to fit).
+
+    /// The scalar operator `math` applied elementwise to `operands`.
+    pub fn map(&mut self, math: Math, operands: &[Id]) -> Id {
+        self.add_valid(map_op(&math), operands)
+    }
+
+    /// `x` broadcast to `shape`.
+    pub fn broadcast(&mut self, x: Id, shape: &[usize]) -> Id {
+        self.add_valid(TOp::Broadcast(SmallVec::from_slice(shape)), &[x])
+    }
+
+    /// `x` reshaped to `shape`.
+    pub fn reshape(&mut self, x: Id, shape: &[usize]) -> Id {
+        self.add_valid(TOp::Reshape(SmallVec::from_slice(shape)), &[x])
+    }
+
+    /// The sum of `x` over `axes`.
+    pub fn sum_axes(&mut self, x: Id, axes: &[u8], keepdims: bool) -> Id {
+        self.add_valid(
+            TOp::Reduce {
+                op: super::op::ReduceOp::Sum,
+                axes: SmallVec::from_slice(axes),
+                keepdims,
+            },
+            &[x],
+        )
+    }
+
+    /// `x` (whose shape broadcasts to `shape`... the other way round: `x`
+    /// has a shape that `target` broadcasts to) summed down to `target`:
+    /// the adjoint of broadcasting.
+    pub fn sum_to(&mut self, x: Id, target: &[usize]) -> Id {
+        let shape = self.shape(x).clone();
+        if shape[..] == *target {
+            return x;
+        }
+        let lead = shape.len() - target.len();
+        let axes: SmallVec<[u8; 4]> = (0..shape.len())
+            .filter(|&i| i < lead || (target[i - lead] == 1 && shape[i] != 1))
+            .map(|i| i as u8)
+            .collect();
+        let summed = self.sum_axes(x, &axes, true);
+        self.reshape(summed, target)
+    }
+
+    /// Ensures `x` has `shape` (broadcasting a smaller operand).
+    pub fn expand_to(&mut self, x: Id, shape: &[usize]) -> Id {
+        if self.shape(x)[..] == *shape {
+            x
+        } else {
+            self.broadcast(x, shape)
+        }
+    }
+
+    /// The sum of `terms` (each of the same shape, or broadcasting to it),
+    /// or `None` when there are none.
+    pub fn sum_terms(&mut self, terms: &[Id]) -> Option<Id> {
+        let (&first, rest) = terms.split_first()?;
+        Some(rest.iter().fold(first, |acc, &t| self.add2(acc, t)))
+    }
+
+    /// The elements of the whole graph as a slice (children before parents).
+    pub fn nodes(&self) -> &[TNode] {
+        self.expr.as_ref()
+    }
+
+    /// The number of elements of the value at `id`.
+    pub fn numel(&self, id: Id) -> usize {
+        numel(self.shape(id))
+    }
+}
+
+impl PartialBuilder for TensorGraph {
+    fn num(&mut self, value: f64) -> Id {
+        TensorGraph::num(self, value)
+    }
+
+    fn constant(&self, id: Id) -> Option<f64> {
+        TensorGraph::constant(self, id)
+    }
+
+    fn add(&mut self, node: Math) -> Id {
+        match node {
+            Math::Num(c) => TensorGraph::num(self, c.get()),
+            other => {
+                let children: SmallVec<[Id; 3]> = egg::Language::children(&other).into();
+                self.map(other, &children)
+            }
+        }
+    }
+}

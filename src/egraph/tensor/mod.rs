@@ -1,0 +1,18 @@
+//! Tensor programs: the language traced Lisp functions are recorded in
+//! (`TNode`), shape inference, the `TensorGraph` builder, and the reverse
+//! and forward sweeps that append derivative nodes to it.
+//!
+//! Programs come in and leave as node lists over ids; this folder knows
+//! nothing of Lisp values or of how programs are executed.
+
+pub mod forward;
+pub mod graph;
+pub mod op;
+pub mod reverse;
+pub mod shape;
+
+pub use forward::jvp;
+pub use graph::TensorGraph;
+pub use op::{CmpOp, ReduceOp, RoundOp, Shape, TNode, TOp};
+pub use reverse::vjp;
+pub use shape::ShapeError;

@@ -1,0 +1,258 @@
+//! The tensor reverse sweep: cotangents of chosen nodes, appended to the
+//! graph as ordinary nodes (so a gradient can be differentiated again).
+//!
+//! Elementwise operators take their local partials from the scalar table
+//! (`egraph::partials`); a contribution whose operand was broadcast is summed
+//! back to the operand's shape. Structural operators (reductions, reshapes,
+//! matrix products, slices, ...) have their adjoints here.
+
+use super::graph::TensorGraph;
+use super::op::{ReduceOp, TOp};
+use crate::egraph::partials::{PartialBuilder, local_partials};
+use egg::Id;
+use smallvec::SmallVec;
+
+/// Which nodes depend, through differentiable operations, on one of `from`.
+pub fn active_nodes(graph: &TensorGraph, from: &[Id], upto: usize) -> Vec<bool> {
+    let mut active = vec![false; upto];
+    for &id in from {
+        if let Some(flag) = active.get_mut(usize::from(id)) {
+            *flag = true;
+        }
+    }
+    for index in 0..upto {
+        let node = graph.node(Id::from(index));
+        if node.is_differentiable() && node.children.iter().any(|&c| active[usize::from(c)]) {
+            active[index] = true;
+        }
+    }
+    active
+}
+
+/// Appends the vector-Jacobian product: for each `(output, cotangent)` pair
+/// the output's cotangent (same shape), the sum over outputs of
+/// cotangent · d output / d `wrt[i]`. A `wrt` node the outputs do not
+/// depend on gets zeros of its shape.
+pub fn vjp(graph: &mut TensorGraph, seeds: &[(Id, Id)], wrt: &[Id]) -> Vec<Id> {
+    let upto = seeds
+        .iter()
+        .map(|&(output, _)| usize::from(output) + 1)
+        .max()
+        .unwrap_or(0);
+    let active = active_nodes(graph, wrt, upto);
+    let mut contributions: Vec<Vec<Id>> = vec![Vec::new(); upto];
+    for &(output, cotangent) in seeds {
+        contributions[usize::from(output)].push(cotangent);
+    }
+    let mut adjoints: Vec<Option<Id>> = vec![None; upto];
+    for index in (0..upto).rev() {
+        if !active[index] || contributions[index].is_empty() {
+            continue;
+        }
+        let terms = std::mem::take(&mut contributions[index]);
+        let adjoint = graph
+            .sum_terms(&terms)
+            .expect("an adjoint has at least one contribution");
+        adjoints[index] = Some(adjoint);
+        let id = Id::from(index);
+        let node = graph.node(id).clone();
+        let pulled = pullback(graph, id, adjoint);
+        for (&child, contribution) in node.children.iter().zip(pulled) {
+            if let (true, Some(contribution)) = (active[usize::from(child)], contribution) {
+                contributions[usize::from(child)].push(contribution);
+            }
+        }
+    }
+    wrt.iter()
+        .map(|&target| match adjoints.get(usize::from(target)).copied().flatten() {
+            Some(adjoint) => adjoint,
+            None => {
+                let shape = graph.shape(target).clone();
+                graph.full(0.0, &shape)
+            }
+        })
+        .collect()
+}
+
+/// The cotangent each operand of node `id` receives from the node's
+/// cotangent `g` (`None`: no dependence).
+fn pullback(graph: &mut TensorGraph, id: Id, g: Id) -> SmallVec<[Option<Id>; 3]> {
+    let node = graph.node(id).clone();
+    let children = node.children.clone();
+    let shape_of = |graph: &TensorGraph, id: Id| graph.shape(id).clone();
+    let out_shape = shape_of(graph, id);
+    match &node.op {
+        TOp::Input { .. } | TOp::Scalar(_) => SmallVec::new(),
+        TOp::Compare(_) | TOp::Round(_) | TOp::ArgExtreme { .. } | TOp::StopGradient => {
+            children.iter().map(|_| None).collect()
+        }
+        TOp::Map(_) => {
+            let math = node.math().expect("a Map node has a scalar operator");
+            let partials = local_partials(&math, id, graph);
+            children
+                .iter()
+                .zip(partials)
+                .map(|(&child, partial)| {
+                    let partial = partial?;
+                    let term = graph.mul(g, partial);
+                    let term = graph.expand_to(term, &out_shape);
+                    let target = shape_of(graph, child);
+                    Some(graph.sum_to(term, &target))
+                })
+                .collect()
+        }
+        TOp::Where => {
+            let zero = graph.num(0.0);
+            let (cond, a, b) = (children[0], children[1], children[2]);
+            let to_a = graph.add_valid(TOp::Where, &[cond, g, zero]);
+            let to_b = graph.add_valid(TOp::Where, &[cond, zero, g]);
+            let (shape_a, shape_b) = (shape_of(graph, a), shape_of(graph, b));
+            let to_a = graph.sum_to(to_a, &shape_a);
+            let to_b = graph.sum_to(to_b, &shape_b);
+            SmallVec::from_slice(&[None, Some(to_a), Some(to_b)])
+        }
+        TOp::Reduce { op, axes, keepdims } => {
+            let x = children[0];
+            let x_shape = shape_of(graph, x);
+            let kept: SmallVec<[usize; 4]> = x_shape
+                .iter()
+                .enumerate()
+                .map(|(i, &d)| if axes.contains(&(i as u8)) { 1 } else { d })
+                .collect();
+            let spread = |graph: &mut TensorGraph, v: Id| {
+                let v = if *keepdims { v } else { graph.reshape(v, &kept) };
+                graph.broadcast(v, &x_shape)
+            };
+            let g_x = spread(graph, g);
+            let result = match op {
+                ReduceOp::Sum => g_x,
+                ReduceOp::Prod => {
+                    // this / x: the product of the other elements (NaN
+                    // where x is 0, as the quotient form is).
+                    let this = spread(graph, id);
+                    let others = graph.div(this, x);
+                    graph.mul(g_x, others)
+                }
+                ReduceOp::Max | ReduceOp::Min => {
+                    // Ties share the cotangent evenly.
+                    let this = spread(graph, id);
+                    let hit = graph.add_valid(TOp::Compare(super::op::CmpOp::Eq), &[x, this]);
+                    let count = graph.sum_axes(hit, axes, true);
+                    let count = graph.broadcast(count, &x_shape);
+                    let share = graph.div(hit, count);
+                    graph.mul(g_x, share)
+                }
+            };
+            SmallVec::from_slice(&[Some(result)])
+        }
+        TOp::Broadcast(_) => {
+            let target = shape_of(graph, children[0]);
+            SmallVec::from_slice(&[Some(graph.sum_to(g, &target))])
+        }
+        TOp::Tag(_) => SmallVec::from_slice(&[Some(g)]),
+        TOp::Reshape(_) => {
+            let target = shape_of(graph, children[0]);
+            SmallVec::from_slice(&[Some(graph.reshape(g, &target))])
+        }
+        TOp::Transpose(perm) => {
+            let mut inverse: SmallVec<[u8; 4]> = SmallVec::from_elem(0, perm.len());
+            for (i, &p) in perm.iter().enumerate() {
+                inverse[usize::from(p)] = i as u8;
+            }
+            SmallVec::from_slice(&[Some(graph.add_valid(TOp::Transpose(inverse), &[g]))])
+        }
+        TOp::MatMul => {
+            let (a, b) = (children[0], children[1]);
+            let (sa, sb) = (shape_of(graph, a), shape_of(graph, b));
+            let (da, db) = matmul_pullback(graph, a, b, &sa, &sb, g);
+            SmallVec::from_slice(&[Some(da), Some(db)])
+        }
+        TOp::Slice { axis, start, end } => {
+            let length = shape_of(graph, children[0])[usize::from(*axis)];
+            let padded = graph.add_valid(
+                TOp::Pad {
+                    axis: *axis,
+                    before: *start,
+                    after: length - end,
+                },
+                &[g],
+            );
+            SmallVec::from_slice(&[Some(padded)])
+        }
+        TOp::Pad { axis, before, .. } => {
+            let length = shape_of(graph, children[0])[usize::from(*axis)];
+            let sliced = graph.add_valid(
+                TOp::Slice {
+                    axis: *axis,
+                    start: *before,
+                    end: before + length,
+                },
+                &[g],
+            );
+            SmallVec::from_slice(&[Some(sliced)])
+        }
+        TOp::Concat(axis) => {
+            let mut offset = 0;
+            children
+                .iter()
+                .map(|&child| {
+                    let length = graph.shape(child)[usize::from(*axis)];
+                    let part = graph.add_valid(
+                        TOp::Slice {
+                            axis: *axis,
+                            start: offset,
+                            end: offset + length,
+                        },
+                        &[g],
+                    );
+                    offset += length;
+                    Some(part)
+                })
+                .collect()
+        }
+        TOp::Roll { axis, shift } => {
+            let length = out_shape[usize::from(*axis)];
+            let back = (length - shift) % length.max(1);
+            let rolled = graph.add_valid(TOp::Roll { axis: *axis, shift: back }, &[g]);
+            SmallVec::from_slice(&[Some(rolled)])
+        }
+    }
+}
+
+/// Adjoints of `a @ b` (ranks 1 and 2) for the product's cotangent `g`.
+fn matmul_pullback(
+    graph: &mut TensorGraph,
+    a: Id,
+    b: Id,
+    sa: &[usize],
+    sb: &[usize],
+    g: Id,
+) -> (Id, Id) {
+    let t = |graph: &mut TensorGraph, x: Id| {
+        graph.add_valid(TOp::Transpose(SmallVec::from_slice(&[1, 0])), &[x])
+    };
+    let mm = |graph: &mut TensorGraph, x: Id, y: Id| graph.add_valid(TOp::MatMul, &[x, y]);
+    match (sa.len(), sb.len()) {
+        (2, 2) => {
+            let bt = t(graph, b);
+            let at = t(graph, a);
+            (mm(graph, g, bt), mm(graph, at, g))
+        }
+        (2, 1) => {
+            // out[m] = A[m,k] x[k]: dA = g ⊗ x, dx = Aᵀ g = g A.
+            let column = graph.reshape(g, &[sa[0], 1]);
+            let row = graph.reshape(b, &[1, sb[0]]);
+            (mm(graph, column, row), mm(graph, g, a))
+        }
+        (1, 2) => {
+            // out[n] = x[k] B[k,n]: dx = B g, dB = x ⊗ g.
+            let column = graph.reshape(a, &[sa[0], 1]);
+            let row = graph.reshape(g, &[1, sb[1]]);
+            (mm(graph, b, g), mm(graph, column, row))
+        }
+        _ => {
+            // The dot product of two vectors: g is a scalar.
+            (graph.mul(g, b), graph.mul(g, a))
+        }
+    }
+}

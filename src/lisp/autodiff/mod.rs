@@ -1,0 +1,388 @@
+//! Numeric differentiation of Lisp functions: trace the function on its
+//! arguments, append the requested derivatives to the traced program
+//! (reverse sweep, forward sweep, or both), compile it to a tape — or take
+//! the tape from the cache, keyed by the program's structure — and run the
+//! tape on the CPU backend.
+//!
+//! Inside a function that is itself being traced, the same requests append
+//! to the enclosing trace instead, so derivatives nest (`(grad (grad f))`).
+
+pub mod tree;
+
+use super::error::{EvalError, EvalResult};
+use super::interp::Interp;
+use super::trace::{Trace, TraceRef, buf_to_value, node_of, traced, value_to_buf};
+use super::value::Value;
+use crate::backends::cpu::Cpu;
+use crate::backends::Backend;
+use crate::egraph::tensor::shape::show;
+use crate::egraph::tensor::{Shape, TNode, TOp, TensorGraph, jvp, vjp};
+use crate::tape::{Tape, compile};
+use egg::Id;
+use rustc_hash::{FxHashMap, FxHasher};
+use std::cell::RefCell;
+use std::hash::{Hash, Hasher};
+use std::rc::Rc;
+use tree::{Tree, flatten, leaf_indices, rebuild_in_order};
+
+/// Per-interpreter state of numeric differentiation.
+#[derive(Default)]
+pub struct NumericState {
+    /// The trace being recorded, while a traced function runs.
+    pub(crate) trace: Option<TraceRef>,
+    cache: FxHashMap<u64, Vec<CacheEntry>>,
+    /// Calls that found their tape in the cache.
+    pub hits: u64,
+    /// Calls that compiled a tape.
+    pub misses: u64,
+    next_tag: u32,
+}
+
+struct CacheEntry {
+    nodes: Vec<TNode>,
+    roots: Vec<Id>,
+    compiled: Rc<Compiled>,
+}
+
+/// A compiled program and what compiling it found.
+pub struct Compiled {
+    /// The tape.
+    pub tape: Tape,
+    /// Nodes of the traced program with its derivatives.
+    pub program_nodes: usize,
+}
+
+/// What to compute from a traced function.
+#[derive(Clone, Debug)]
+pub enum Request {
+    /// The function's results (`jit`).
+    Value,
+    /// Gradients of a scalar result with respect to argument positions.
+    Grad {
+        /// Argument positions.
+        wrt: Vec<usize>,
+    },
+    /// A vector-Jacobian product with a cotangent of the result's shape
+    /// (given as the seed), for all arguments.
+    Vjp,
+    /// A Jacobian-vector product with tangents for every argument.
+    Jvp,
+    /// A Hessian-vector product for the first argument.
+    Hvp,
+}
+
+/// The outcome of running a request.
+pub struct Outcome {
+    /// The function's result (structure and values).
+    pub value: Value,
+    /// The derivatives, one list entry per derivative root group, shaped
+    /// like what they differentiate.
+    pub derivatives: Vec<Value>,
+    /// Whether the tape came from the cache (top level only).
+    pub cached: Option<bool>,
+    /// The compiled program (top level only).
+    pub compiled: Option<Rc<Compiled>>,
+}
+
+fn fresh_tag(interp: &mut Interp) -> u32 {
+    interp.numeric.next_tag += 1;
+    interp.numeric.next_tag
+}
+
+/// Traces `f` on `args` and computes `request`. `seeds` are the cotangent
+/// (for `Vjp`), the tangents, one per argument (for `Jvp`), or the vector
+/// (for `Hvp`).
+pub fn run(
+    interp: &mut Interp,
+    f: &Value,
+    args: &[Value],
+    request: &Request,
+    seeds: &[Value],
+) -> EvalResult<Outcome> {
+    let mut leaves = Vec::new();
+    let trees: Vec<Tree> = args
+        .iter()
+        .map(|a| flatten(a, &mut leaves, "arguments of a differentiated function"))
+        .collect::<EvalResult<_>>()?;
+    let nested = interp.numeric.trace.clone();
+    let trace: TraceRef = match &nested {
+        Some(active) => Rc::clone(active),
+        None => Rc::new(RefCell::new(Trace::default())),
+    };
+    // Differentiated leaves: every argument's (the request decides which
+    // derivatives to build).
+    let mut leaf_ids: Vec<Id> = Vec::with_capacity(leaves.len());
+    for leaf in &leaves {
+        let id = if nested.is_some() {
+            let inner = node_of(&trace, leaf)?;
+            let tag = fresh_tag(interp);
+            trace
+                .borrow_mut()
+                .graph
+                .add(TOp::Tag(tag), &[inner])
+                .map_err(|e| EvalError::shape(e.0))?
+        } else {
+            let buf = value_to_buf(leaf)?;
+            trace.borrow_mut().add_input(buf)
+        };
+        leaf_ids.push(id);
+    }
+    let traced_leaves: Vec<Value> = leaf_ids.iter().map(|&id| traced(&trace, id)).collect();
+    let traced_args: Vec<Value> = trees
+        .iter()
+        .map(|t| rebuild_in_order(t, &mut leaf_values(t, &traced_leaves).into_iter()))
+        .collect();
+    let saved = interp.numeric.trace.replace(Rc::clone(&trace));
+    let result = interp.apply(f, traced_args);
+    interp.numeric.trace = saved;
+    let result = result?;
+    let mut out_leaves = Vec::new();
+    let out_tree = flatten(&result, &mut out_leaves, "results of a differentiated function")?;
+    let out_ids: Vec<Id> = out_leaves
+        .iter()
+        .map(|v| node_of(&trace, v))
+        .collect::<EvalResult<_>>()?;
+    let arg_leaf_ranges: Vec<Vec<usize>> = trees
+        .iter()
+        .map(|t| {
+            let mut v = Vec::new();
+            leaf_indices(t, &mut v);
+            v
+        })
+        .collect();
+    let (roots, groups) = {
+        let mut borrowed = trace.borrow_mut();
+        derivative_roots(&mut borrowed, request, &out_ids, &leaf_ids, &arg_leaf_ranges, seeds, &trace)?
+    };
+    // Root values: top level runs the tape; nested returns traced nodes.
+    let (values, cached, compiled): (Vec<Value>, Option<bool>, Option<Rc<Compiled>>) =
+        if nested.is_some() {
+            (roots.iter().map(|&id| traced(&trace, id)).collect(), None, None)
+        } else {
+            let (compiled, hit) = compiled_for(interp, &trace, &roots);
+            let inputs = trace.borrow().inputs.clone();
+            let outputs = Cpu
+                .execute(&compiled.tape, &inputs)
+                .map_err(|e| EvalError::type_error(e.0))?;
+            (
+                outputs.into_iter().map(buf_to_value).collect(),
+                Some(hit),
+                Some(compiled),
+            )
+        };
+    let n_out = out_ids.len();
+    let value = rebuild_in_order(&out_tree, &mut values[..n_out].to_vec().into_iter());
+    let mut derivatives = Vec::new();
+    let mut offset = n_out;
+    for group in groups {
+        let count = count_leaves(&group);
+        let slice = values[offset..offset + count].to_vec();
+        offset += count;
+        derivatives.push(rebuild_in_order(&group, &mut slice.into_iter()));
+    }
+    Ok(Outcome {
+        value,
+        derivatives,
+        cached,
+        compiled,
+    })
+}
+
+fn leaf_values(tree: &Tree, all: &[Value]) -> Vec<Value> {
+    let mut indices = Vec::new();
+    leaf_indices(tree, &mut indices);
+    indices.iter().map(|&i| all[i].clone()).collect()
+}
+
+fn count_leaves(tree: &Tree) -> usize {
+    let mut v = Vec::new();
+    leaf_indices(tree, &mut v);
+    v.len()
+}
+
+/// Appends the derivative nodes of `request`; returns all roots (results
+/// first) and the structure of each derivative group.
+fn derivative_roots(
+    t: &mut Trace,
+    request: &Request,
+    outputs: &[Id],
+    leaves: &[Id],
+    arg_leaves: &[Vec<usize>],
+    seeds: &[Value],
+    trace: &TraceRef,
+) -> EvalResult<(Vec<Id>, Vec<Tree>)> {
+    let mut roots: Vec<Id> = outputs.to_vec();
+    let mut groups = Vec::new();
+    let tree_of = |indices: &[usize]| -> Tree {
+        if indices.len() == 1 {
+            Tree::Leaf(0)
+        } else {
+            Tree::List((0..indices.len()).map(Tree::Leaf).collect())
+        }
+    };
+    let single_output = |graph: &TensorGraph| -> EvalResult<Id> {
+        match outputs {
+            [single] if graph.shape(*single).is_empty() => Ok(*single),
+            [single] => Err(EvalError::shape(format!(
+                "grad needs a function returning a number, this one returned shape {} (use jacobian or vjp)",
+                show(graph.shape(*single))
+            ))),
+            _ => Err(EvalError::shape(
+                "grad needs a function returning a number, this one returned a list (use jacobian or vjp)",
+            )),
+        }
+    };
+    match request {
+        Request::Value => {}
+        Request::Grad { wrt } => {
+            let output = single_output(&t.graph)?;
+            let one = t.graph.num(1.0);
+            for &position in wrt {
+                let targets: Vec<Id> = arg_leaves[position].iter().map(|&i| leaves[i]).collect();
+                let adjoints = vjp(&mut t.graph, &[(output, one)], &targets);
+                roots.extend(&adjoints);
+                groups.push(tree_of(&arg_leaves[position]));
+            }
+        }
+        Request::Vjp => {
+            let cotangent = seeds.first().cloned().unwrap_or(Value::Nil);
+            let mut ct_leaves = Vec::new();
+            flatten(&cotangent, &mut ct_leaves, "the cotangent")?;
+            if ct_leaves.len() != outputs.len() {
+                return Err(EvalError::shape(format!(
+                    "the cotangent has {} parts, the function returned {}",
+                    ct_leaves.len(),
+                    outputs.len()
+                )));
+            }
+            let mut pairs = Vec::new();
+            for (&output, ct) in outputs.iter().zip(&ct_leaves) {
+                let id = seed_node(t, trace, ct)?;
+                if t.graph.shape(id) != t.graph.shape(output) {
+                    return Err(EvalError::shape(format!(
+                        "the cotangent has shape {}, the result has shape {}",
+                        show(t.graph.shape(id)),
+                        show(t.graph.shape(output))
+                    )));
+                }
+                pairs.push((output, id));
+            }
+            for indices in arg_leaves {
+                let targets: Vec<Id> = indices.iter().map(|&i| leaves[i]).collect();
+                roots.extend(vjp(&mut t.graph, &pairs, &targets));
+                groups.push(tree_of(indices));
+            }
+        }
+        Request::Jvp => {
+            let mut t_leaves = Vec::new();
+            for seed in seeds {
+                flatten(seed, &mut t_leaves, "tangents")?;
+            }
+            if t_leaves.len() != leaves.len() {
+                return Err(EvalError::shape(format!(
+                    "{} tangents for {} argument parts",
+                    t_leaves.len(),
+                    leaves.len()
+                )));
+            }
+            let mut pairs = Vec::new();
+            for (&leaf, tangent) in leaves.iter().zip(&t_leaves) {
+                let id = seed_node(t, trace, tangent)?;
+                check_same(&t.graph, id, leaf, "a tangent")?;
+                pairs.push((leaf, id));
+            }
+            roots.extend(jvp(&mut t.graph, &pairs, outputs));
+            groups.push(if outputs.len() == 1 {
+                Tree::Leaf(0)
+            } else {
+                Tree::List((0..outputs.len()).map(Tree::Leaf).collect())
+            });
+        }
+        Request::Hvp => {
+            let output = single_output(&t.graph)?;
+            let one = t.graph.num(1.0);
+            let first = arg_leaves.first().cloned().unwrap_or_default();
+            let targets: Vec<Id> = first.iter().map(|&i| leaves[i]).collect();
+            let gradient = vjp(&mut t.graph, &[(output, one)], &targets);
+            let mut v_leaves = Vec::new();
+            flatten(seeds.first().unwrap_or(&Value::Nil), &mut v_leaves, "the vector")?;
+            if v_leaves.len() != targets.len() {
+                return Err(EvalError::shape("the vector must have the structure of the first argument"));
+            }
+            let mut pairs = Vec::new();
+            for (&target, v) in targets.iter().zip(&v_leaves) {
+                let id = seed_node(t, trace, v)?;
+                check_same(&t.graph, id, target, "the vector")?;
+                pairs.push((target, id));
+            }
+            roots.extend(jvp(&mut t.graph, &pairs, &gradient));
+            groups.push(tree_of(&first));
+        }
+    }
+    Ok((roots, groups))
+}
+
+fn check_same(graph: &TensorGraph, id: Id, like: Id, what: &str) -> EvalResult<()> {
+    if graph.shape(id) != graph.shape(like) {
+        return Err(EvalError::shape(format!(
+            "{what} has shape {}, the argument has shape {}",
+            show(graph.shape(id)),
+            show(graph.shape(like))
+        )));
+    }
+    Ok(())
+}
+
+/// A seed value as a node: a run-time input at top level (so the tape can
+/// be rerun with other seeds), the value's own node when nested.
+fn seed_node(t: &mut Trace, trace: &TraceRef, value: &Value) -> EvalResult<Id> {
+    match value {
+        Value::Traced(v) if Rc::ptr_eq(&v.trace, trace) => Ok(v.id),
+        Value::Traced(_) => Err(EvalError::type_error(
+            "a traced value escaped the function being differentiated",
+        )),
+        other => {
+            let buf = value_to_buf(other)?;
+            Ok(t.add_input(buf))
+        }
+    }
+}
+
+/// The tape for `roots` of `trace`, from the cache or compiled now.
+fn compiled_for(interp: &mut Interp, trace: &TraceRef, roots: &[Id]) -> (Rc<Compiled>, bool) {
+    let borrowed = trace.borrow();
+    let graph = &borrowed.graph;
+    let upto = roots.iter().map(|&r| usize::from(r) + 1).max().unwrap_or(0);
+    let nodes = &graph.nodes()[..upto];
+    let mut hasher = FxHasher::default();
+    nodes.hash(&mut hasher);
+    roots.hash(&mut hasher);
+    let key = hasher.finish();
+    if let Some(entries) = interp.numeric.cache.get(&key) {
+        if let Some(entry) = entries
+            .iter()
+            .find(|e| e.roots == roots && e.nodes[..] == *nodes)
+        {
+            interp.numeric.hits += 1;
+            return (Rc::clone(&entry.compiled), true);
+        }
+    }
+    interp.numeric.misses += 1;
+    let input_shapes: Vec<Shape> = borrowed.inputs.iter().map(|b| b.shape().into()).collect();
+    let tape = compile(graph.expr(), graph.shapes(), roots, &input_shapes);
+    let compiled = Rc::new(Compiled {
+        tape,
+        program_nodes: upto,
+    });
+    interp
+        .numeric
+        .cache
+        .entry(key)
+        .or_default()
+        .push(CacheEntry {
+            nodes: nodes.to_vec(),
+            roots: roots.to_vec(),
+            compiled: Rc::clone(&compiled),
+        });
+    (compiled, false)
+}

@@ -1,0 +1,72 @@
+//! Arguments and results as trees: a number, a tensor, or a list of them
+//! (nested), flattened to leaves for tracing and rebuilt afterwards, so a
+//! gradient has the structure of its argument.
+
+use crate::lisp::error::{EvalError, EvalResult};
+use crate::lisp::value::Value;
+
+/// The structure of a value; leaves are numbered in order.
+#[derive(Clone, Debug)]
+pub enum Tree {
+    /// A number or tensor (leaf `index`).
+    Leaf(usize),
+    /// A list of subtrees.
+    List(Vec<Tree>),
+}
+
+/// Flattens `value` into `leaves` and returns its structure.
+pub fn flatten(value: &Value, leaves: &mut Vec<Value>, what: &str) -> EvalResult<Tree> {
+    match value {
+        Value::Int(n) => {
+            leaves.push(Value::Float(*n as f64));
+            Ok(Tree::Leaf(leaves.len() - 1))
+        }
+        Value::Float(_) | Value::Tensor(_) | Value::Traced(_) => {
+            leaves.push(value.clone());
+            Ok(Tree::Leaf(leaves.len() - 1))
+        }
+        Value::Nil | Value::Pair(_) if value.is_list() => {
+            let items = value.list_to_vec()?;
+            Ok(Tree::List(
+                items
+                    .iter()
+                    .map(|item| flatten(item, leaves, what))
+                    .collect::<EvalResult<_>>()?,
+            ))
+        }
+        other => Err(EvalError::type_error(format!(
+            "{what} must be numbers, tensors or lists of them, got {} {}",
+            other.type_name(),
+            other.short()
+        ))),
+    }
+}
+
+/// Rebuilds a value of structure `tree` from `leaves` (indexed by leaf).
+pub fn rebuild(tree: &Tree, leaves: &[Value]) -> Value {
+    match tree {
+        Tree::Leaf(index) => leaves[*index].clone(),
+        Tree::List(items) => Value::list(items.iter().map(|t| rebuild(t, leaves)).collect::<Vec<_>>()),
+    }
+}
+
+/// The leaf indices of `tree`, in order.
+pub fn leaf_indices(tree: &Tree, out: &mut Vec<usize>) {
+    match tree {
+        Tree::Leaf(index) => out.push(*index),
+        Tree::List(items) => items.iter().for_each(|t| leaf_indices(t, out)),
+    }
+}
+
+/// Rebuilds `tree` with leaf `k` (in order) taken from `values[k]`.
+pub fn rebuild_in_order(tree: &Tree, values: &mut impl Iterator<Item = Value>) -> Value {
+    match tree {
+        Tree::Leaf(_) => values.next().unwrap_or(Value::Nil),
+        Tree::List(items) => Value::list(
+            items
+                .iter()
+                .map(|t| rebuild_in_order(t, values))
+                .collect::<Vec<_>>(),
+        ),
+    }
+}

@@ -1,0 +1,388 @@
+//! Numeric differentiation forms on functions (SPEC section 4, "Numeric"):
+//! `grad` (via `symbolic.rs` when given a function), `value-and-grad`,
+//! `vjp`, `jvp`, `jacobian`, `hessian`, `hvp`, `stop-gradient`, `jit`,
+//! `check-grad`, `tape-stats`, `show-tape`.
+
+use super::{builtin, with_options};
+use crate::lisp::autodiff::{self, Outcome, Request};
+use crate::lisp::error::{EvalError, EvalResult};
+use crate::lisp::interp::Interp;
+use crate::lisp::procedure::{Args, Builtin, NativeFn, Procedure};
+use crate::lisp::trace::value_to_buf;
+use crate::lisp::value::Value;
+use crate::backends::cpu::Buf;
+use ndarray::{ArrayD, IxDyn};
+use std::rc::Rc;
+
+fn native(name: String, func: impl Fn(&mut Interp, &[Value]) -> EvalResult<Value> + 'static) -> Value {
+    Value::Procedure(Rc::new(Procedure::Native(NativeFn {
+        name,
+        func: Box::new(func),
+    })))
+}
+
+fn function_name(f: &Value) -> String {
+    match f {
+        Value::Procedure(p) => p.name(),
+        other => other.short(),
+    }
+}
+
+fn expect_function(f: &Value, form: &str) -> EvalResult<()> {
+    match f {
+        Value::Procedure(_) => Ok(()),
+        other => Err(EvalError::type_error(format!(
+            "{form} takes a function, got {} {}",
+            other.type_name(),
+            other.short()
+        ))),
+    }
+}
+
+/// Which argument positions `:wrt` names.
+#[derive(Clone)]
+enum Wrt {
+    One(usize),
+    Many(Vec<usize>),
+    All,
+}
+
+fn parse_wrt(option: Option<&Value>) -> EvalResult<Wrt> {
+    let position = |v: &Value| -> EvalResult<usize> {
+        let k = v.as_i64()?;
+        usize::try_from(k).map_err(|_| EvalError::range(format!("a :wrt position cannot be negative, got {k}")))
+    };
+    match option {
+        None => Ok(Wrt::One(0)),
+        Some(Value::Symbol(s)) if s.name() == "all" => Ok(Wrt::All),
+        Some(Value::Int(_)) => Ok(Wrt::One(position(option.unwrap_or(&Value::Nil))?)),
+        Some(list) if list.is_list() => Ok(Wrt::Many(
+            list.list_to_vec()?.iter().map(position).collect::<EvalResult<_>>()?,
+        )),
+        Some(other) => Err(EvalError::type_error(format!(
+            ":wrt takes a position, a list of positions or 'all, got {}",
+            other.short()
+        ))),
+    }
+}
+
+fn positions(wrt: &Wrt, arity: usize) -> EvalResult<Vec<usize>> {
+    let list = match wrt {
+        Wrt::One(k) => vec![*k],
+        Wrt::Many(ks) => ks.clone(),
+        Wrt::All => (0..arity).collect(),
+    };
+    for &k in &list {
+        if k >= arity {
+            return Err(EvalError::range(format!(
+                "unknown :wrt position {k}: the function was called with {arity} argument{}",
+                if arity == 1 { "" } else { "s" }
+            )));
+        }
+    }
+    Ok(list)
+}
+
+fn gradients(outcome: Outcome, wrt: &Wrt) -> Value {
+    match wrt {
+        Wrt::One(_) => outcome.derivatives.into_iter().next().unwrap_or(Value::Nil),
+        _ => Value::list(outcome.derivatives),
+    }
+}
+
+/// `(grad f :wrt ...)`: called from `grad` when its argument is a function.
+pub(crate) fn grad_of_function(args: &Args, with_value: bool) -> EvalResult<Value> {
+    let f = args[0].clone();
+    if args.len() > 1 {
+        return Err(EvalError::type_error(
+            "(grad f) takes the function only; choose arguments with :wrt",
+        ));
+    }
+    let wrt = parse_wrt(args.option("wrt"))?;
+    let prefix = if with_value { "value-and-grad" } else { "grad" };
+    let name = format!("{prefix} of {}", function_name(&f));
+    Ok(native(name, move |interp, call_args| {
+        let positions = positions(&wrt, call_args.len())?;
+        let outcome = autodiff::run(interp, &f, call_args, &Request::Grad { wrt: positions }, &[])?;
+        let value = outcome.value.clone();
+        let grads = gradients(outcome, &wrt);
+        Ok(if with_value {
+            Value::list([value, grads])
+        } else {
+            grads
+        })
+    }))
+}
+
+fn value_and_grad(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    expect_function(&args[0], "value-and-grad")?;
+    grad_of_function(args, true)
+}
+
+fn list_arg(value: &Value, what: &str) -> EvalResult<Vec<Value>> {
+    if !value.is_list() {
+        return Err(EvalError::type_error(format!(
+            "{what} must be a list of arguments, such as (list x), got {}",
+            value.short()
+        )));
+    }
+    value.list_to_vec()
+}
+
+fn vjp(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    expect_function(&args[0], "vjp")?;
+    let call_args = list_arg(&args[1], "vjp's second argument")?;
+    let outcome = autodiff::run(interp, &args[0], &call_args, &Request::Vjp, &[args[2].clone()])?;
+    Ok(Value::list([outcome.value, Value::list(outcome.derivatives)]))
+}
+
+fn jvp(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    expect_function(&args[0], "jvp")?;
+    let call_args = list_arg(&args[1], "jvp's second argument")?;
+    let tangents = list_arg(&args[2], "jvp's tangents")?;
+    if tangents.len() != call_args.len() {
+        return Err(EvalError::shape(format!(
+            "jvp: {} tangents for {} arguments",
+            tangents.len(),
+            call_args.len()
+        )));
+    }
+    let outcome = autodiff::run(interp, &args[0], &call_args, &Request::Jvp, &tangents)?;
+    let tangent = outcome.derivatives.into_iter().next().unwrap_or(Value::Nil);
+    Ok(Value::list([outcome.value, tangent]))
+}
+
+fn hvp(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    expect_function(&args[0], "hvp")?;
+    let call_args = list_arg(&args[1], "hvp's second argument")?;
+    if call_args.is_empty() {
+        return Err(EvalError::type_error("hvp needs at least one argument"));
+    }
+    let outcome = autodiff::run(interp, &args[0], &call_args, &Request::Hvp, &[args[2].clone()])?;
+    Ok(outcome.derivatives.into_iter().next().unwrap_or(Value::Nil))
+}
+
+fn shape_of(value: &Value) -> Vec<usize> {
+    match value {
+        Value::Tensor(t) => t.shape().to_vec(),
+        Value::Traced(t) => t.shape.to_vec(),
+        _ => Vec::new(),
+    }
+}
+
+/// The unit tensor with a 1 at flat position `k` (a number for `[]`).
+fn basis(shape: &[usize], k: usize) -> Value {
+    if shape.is_empty() {
+        return Value::Float(1.0);
+    }
+    let mut e = ArrayD::zeros(IxDyn(shape));
+    if let Some(slot) = e.as_slice_mut().and_then(|s| s.get_mut(k)) {
+        *slot = 1.0;
+    }
+    Value::tensor(e)
+}
+
+/// Stacks equal-shape results (numbers or tensors) into a tensor of shape
+/// `lead ++ inner`.
+fn assemble(rows: &[Value], lead: &[usize], inner: &[usize]) -> EvalResult<Value> {
+    let mut data = Vec::new();
+    for row in rows {
+        match value_to_buf(row)? {
+            Buf::Scalar(x) => data.push(x),
+            Buf::Array(a) => data.extend(a.iter().copied()),
+        }
+    }
+    let shape: Vec<usize> = lead.iter().chain(inner).copied().collect();
+    if shape.is_empty() {
+        return Ok(Value::Float(data.first().copied().unwrap_or(f64::NAN)));
+    }
+    ArrayD::from_shape_vec(IxDyn(&shape), data)
+        .map(Value::tensor)
+        .map_err(|e| EvalError::shape(e.to_string()))
+}
+
+/// `(jacobian f)`: the dense Jacobian of f's (tensor) result with respect
+/// to its first argument, by one vector-Jacobian product per result
+/// element (the tape is compiled once and rerun).
+pub(crate) fn jacobian_of_function(args: &Args) -> EvalResult<Value> {
+    let f = args[0].clone();
+    let name = format!("jacobian of {}", function_name(&f));
+    Ok(native(name, move |interp, call_args| {
+        if call_args.is_empty() {
+            return Err(EvalError::type_error("a Jacobian needs at least one argument"));
+        }
+        let value = autodiff::run(interp, &f, call_args, &Request::Value, &[])?.value;
+        let out_shape = shape_of(&value);
+        let in_shape = shape_of(&call_args[0]);
+        let count: usize = out_shape.iter().product();
+        let mut rows = Vec::with_capacity(count);
+        for k in 0..count {
+            let outcome = autodiff::run(interp, &f, call_args, &Request::Vjp, &[basis(&out_shape, k)])?;
+            rows.push(outcome.derivatives.into_iter().next().unwrap_or(Value::Nil));
+        }
+        assemble(&rows, &out_shape, &in_shape)
+    }))
+}
+
+/// `(hessian f)`: the dense Hessian with respect to the first argument, one
+/// Hessian-vector product (forward over reverse) per element, symmetrized.
+pub(crate) fn hessian_of_function(args: &Args) -> EvalResult<Value> {
+    let f = args[0].clone();
+    let name = format!("hessian of {}", function_name(&f));
+    Ok(native(name, move |interp, call_args| {
+        if call_args.is_empty() {
+            return Err(EvalError::type_error("a Hessian needs at least one argument"));
+        }
+        let shape = shape_of(&call_args[0]);
+        let n: usize = shape.iter().product();
+        let mut rows = Vec::with_capacity(n);
+        for k in 0..n {
+            let outcome = autodiff::run(interp, &f, call_args, &Request::Hvp, &[basis(&shape, k)])?;
+            rows.push(outcome.derivatives.into_iter().next().unwrap_or(Value::Nil));
+        }
+        let dense = assemble(&rows, &shape, &shape)?;
+        Ok(match dense {
+            Value::Tensor(h) => {
+                let matrix = h
+                    .as_ref()
+                    .clone()
+                    .into_shape_with_order(IxDyn(&[n, n]))
+                    .map_err(|e| EvalError::shape(e.to_string()))?;
+                let symmetric = (&matrix + &matrix.t()) * 0.5;
+                let full: Vec<usize> = shape.iter().chain(&shape).copied().collect();
+                Value::tensor(
+                    symmetric
+                        .as_standard_layout()
+                        .into_owned()
+                        .into_shape_with_order(IxDyn(&full))
+                        .map_err(|e| EvalError::shape(e.to_string()))?,
+                )
+            }
+            other => other,
+        })
+    }))
+}
+
+fn stop_gradient(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    // Traced values are handled by the tracer; anything else is a constant.
+    Ok(args[0].clone())
+}
+
+fn jit(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    expect_function(&args[0], "jit")?;
+    let f = args[0].clone();
+    let name = format!("jit of {}", function_name(&f));
+    Ok(native(name, move |interp, call_args| {
+        Ok(autodiff::run(interp, &f, call_args, &Request::Value, &[])?.value)
+    }))
+}
+
+/// Elements of one argument checked by `check-grad` at most (evenly spread).
+const CHECKED_ELEMENTS: usize = 200;
+
+fn check_grad(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    expect_function(&args[0], "check-grad")?;
+    let f = args[0].clone();
+    let call_args = list_arg(&args[1], "check-grad's second argument")?;
+    let all: Vec<usize> = (0..call_args.len()).collect();
+    let outcome = autodiff::run(interp, &f, &call_args, &Request::Grad { wrt: all }, &[])?;
+    let mut worst: f64 = 0.0;
+    for (position, gradient) in outcome.derivatives.iter().enumerate() {
+        let x = &call_args[position];
+        let (Ok(x_buf), Ok(g_buf)) = (value_to_buf(x), value_to_buf(gradient)) else {
+            return Err(EvalError::type_error(
+                "check-grad takes arguments that are numbers or tensors",
+            ));
+        };
+        let (x_arr, g_arr) = (x_buf_array(&x_buf), x_buf_array(&g_buf));
+        let n = x_arr.len();
+        let stride = n.div_ceil(CHECKED_ELEMENTS).max(1);
+        for k in (0..n).step_by(stride) {
+            let x0 = x_arr.as_slice().map(|s| s[k]).unwrap_or(f64::NAN);
+            let h = 1e-6 * x0.abs().max(1.0);
+            let mut eval_at = |value: f64| -> EvalResult<f64> {
+                let mut moved = x_arr.clone();
+                if let Some(s) = moved.as_slice_mut() {
+                    s[k] = value;
+                }
+                let mut shifted = call_args.clone();
+                shifted[position] = if moved.ndim() == 0 {
+                    Value::Float(value)
+                } else {
+                    Value::tensor(moved)
+                };
+                interp.apply(&f, shifted)?.as_f64()
+            };
+            let fd = (eval_at(x0 + h)? - eval_at(x0 - h)?) / (2.0 * h);
+            let g = g_arr.as_slice().map(|s| s[k]).unwrap_or(f64::NAN);
+            let error = (g - fd).abs() / g.abs().max(fd.abs()).max(1.0);
+            worst = if error.is_nan() { f64::NAN } else { worst.max(error) };
+        }
+    }
+    Ok(Value::Float(worst))
+}
+
+fn x_buf_array(buf: &Buf) -> ArrayD<f64> {
+    match buf {
+        Buf::Scalar(x) => ArrayD::from_elem(IxDyn(&[]), *x),
+        Buf::Array(a) => a.as_standard_layout().into_owned(),
+    }
+}
+
+/// The tape `tape-stats` and `show-tape` look at: the gradient of a scalar
+/// function with respect to its first argument, or the function's own tape.
+fn tape_of(interp: &mut Interp, args: &Args) -> EvalResult<Outcome> {
+    expect_function(&args[0], "a tape inspection")?;
+    let call_args = list_arg(&args[1], "the second argument")?;
+    let value = autodiff::run(interp, &args[0], &call_args, &Request::Value, &[])?;
+    let scalar = matches!(value.value, Value::Float(_) | Value::Int(_));
+    if scalar && !call_args.is_empty() {
+        autodiff::run(interp, &args[0], &call_args, &Request::Grad { wrt: vec![0] }, &[])
+    } else {
+        Ok(value)
+    }
+}
+
+fn tape_stats(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let outcome = tape_of(interp, args)?;
+    let compiled = outcome
+        .compiled
+        .ok_or_else(|| EvalError::type_error("tape-stats inside a traced function has no tape"))?;
+    let stats = &compiled.tape.stats;
+    let entry = |name: &str, value: Value| Value::list([Value::symbol(name), value]);
+    let int = |n: usize| Value::Int(n as i64);
+    Ok(Value::list([
+        entry("instructions", int(stats.instructions)),
+        entry("stored-values", int(stats.values)),
+        entry("recomputed-values", int(0)),
+        entry("peak-bytes", int(stats.peak_bytes)),
+        entry("flops", Value::Int(stats.flops as i64)),
+        entry("fused-groups", int(stats.fused_groups)),
+        entry("program-nodes", int(compiled.program_nodes)),
+        entry("cached", Value::Bool(outcome.cached == Some(true))),
+        entry("cache-hits", Value::Int(interp.numeric.hits as i64)),
+        entry("cache-misses", Value::Int(interp.numeric.misses as i64)),
+    ]))
+}
+
+fn show_tape(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let outcome = tape_of(interp, args)?;
+    let compiled = outcome
+        .compiled
+        .ok_or_else(|| EvalError::type_error("show-tape inside a traced function has no tape"))?;
+    Ok(Value::string(compiled.tape.to_string()))
+}
+
+/// The built-ins of this family, with their docstrings.
+#[rustfmt::skip]
+pub const BUILTINS: &[Builtin] = &[
+    with_options(builtin("value-and-grad", "(value-and-grad f :wrt k)", "A function returning (value gradient) of f at its arguments; :wrt as for grad.", 1, Some(1), value_and_grad), &["wrt"]),
+    builtin("vjp", "(vjp f args cotangent)", "Vector-Jacobian product: (value (cotangent-of-each-argument ...)) of f at the list args.", 3, Some(3), vjp),
+    builtin("jvp", "(jvp f args tangents)", "Jacobian-vector product (forward mode): (value tangent-of-result) of f at the list args, for a list of tangents.", 3, Some(3), jvp),
+    builtin("hvp", "(hvp f args v)", "Hessian-vector product of the scalar function f with respect to its first argument, at the list args.", 3, Some(3), hvp),
+    builtin("stop-gradient", "(stop-gradient x)", "x, treated as a constant by differentiation.", 1, Some(1), stop_gradient),
+    builtin("jit", "(jit f)", "f compiled to a tape: traced and compiled once per argument-shape signature (and branch path), then run on the backend.", 1, Some(1), jit),
+    builtin("check-grad", "(check-grad f args)", "The largest relative error of f's gradient (all arguments) against central finite differences, at the list args.", 2, Some(2), check_grad),
+    builtin("tape-stats", "(tape-stats f args)", "An association list describing the compiled gradient tape of f at args: instructions, stored and recomputed values, peak bytes, flops, cache use.", 2, Some(2), tape_stats),
+    builtin("show-tape", "(show-tape f args)", "The compiled gradient tape of f at args, as text.", 2, Some(2), show_tape),
+];

@@ -1,0 +1,187 @@
+//! Tracing: while a differentiation form (`grad`, `jit`, ...) runs a Lisp
+//! function, its arguments are `Traced` values. Each differentiable
+//! built-in called on one records its operation, with its shape, into the
+//! trace's `TensorGraph` instead of computing it (`ops.rs`).
+//!
+//! Control flow follows concrete values: when a branch, a comparison of
+//! scalars or a printout needs a traced value's number, the trace computes
+//! it (and what it depends on) with the CPU kernels and remembers it. A
+//! function without such inspection is only recorded, never run, during
+//! tracing.
+
+pub(crate) mod ops;
+
+use super::error::{EvalError, EvalResult};
+use super::value::Value;
+use crate::backends::cpu::{Buf, eval_op};
+use crate::egraph::tensor::{Shape, TOp, TensorGraph};
+use egg::Id;
+use ndarray::ArrayD;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// The state of one trace: the recorded program, the concrete inputs, and
+/// the values computed so far.
+#[derive(Default)]
+pub struct Trace {
+    /// The recorded program.
+    pub graph: TensorGraph,
+    /// Concrete values of the program's inputs, by input index.
+    pub inputs: Vec<Buf>,
+    /// Tensors captured as inputs, by address (one input per tensor).
+    captured: Vec<(*const ArrayD<f64>, Id)>,
+    /// Concrete values computed so far, by node.
+    values: Vec<Option<Buf>>,
+}
+
+/// A shared, growing trace.
+pub type TraceRef = Rc<RefCell<Trace>>;
+
+/// A value inside a traced function: a node of the active trace.
+pub struct Traced {
+    /// The trace it belongs to.
+    pub trace: TraceRef,
+    /// Its node.
+    pub id: Id,
+    /// Its shape.
+    pub shape: Shape,
+}
+
+impl Trace {
+    /// A new run-time input holding `value`.
+    pub fn add_input(&mut self, value: Buf) -> Id {
+        let index = self.inputs.len() as u32;
+        let id = self.graph.input(index, value.shape());
+        self.inputs.push(value);
+        id
+    }
+
+    /// The node of a tensor captured from outside the traced function (one
+    /// input per distinct tensor).
+    pub fn capture(&mut self, tensor: &Rc<ArrayD<f64>>) -> Id {
+        let address = Rc::as_ptr(tensor);
+        if let Some(&(_, id)) = self.captured.iter().find(|(a, _)| *a == address) {
+            return id;
+        }
+        let id = self.add_input(Buf::Array(Rc::clone(tensor)));
+        self.captured.push((address, id));
+        id
+    }
+
+    /// The node of a number: a constant, or an input when not finite.
+    pub fn number(&mut self, x: f64) -> Id {
+        match self.graph.scalar(x) {
+            Some(id) => id,
+            None => self.add_input(Buf::Scalar(x)),
+        }
+    }
+
+    /// The concrete value of node `id`, computing what it needs.
+    pub fn concrete(&mut self, id: Id) -> Buf {
+        if self.values.len() < self.graph.len() {
+            self.values.resize(self.graph.len(), None);
+        }
+        let mut stack = vec![id];
+        while let Some(&top) = stack.last() {
+            if self.values[usize::from(top)].is_some() {
+                stack.pop();
+                continue;
+            }
+            let node = self.graph.node(top).clone();
+            let missing: Vec<Id> = node
+                .children
+                .iter()
+                .copied()
+                .filter(|&c| self.values[usize::from(c)].is_none())
+                .collect();
+            if !missing.is_empty() {
+                stack.extend(missing);
+                continue;
+            }
+            let value = match &node.op {
+                TOp::Input { index, .. } => self.inputs[*index as usize].clone(),
+                op => {
+                    let args: Vec<&Buf> = node
+                        .children
+                        .iter()
+                        .map(|&c| self.values[usize::from(c)].as_ref().expect("computed above"))
+                        .collect();
+                    eval_op(op, &args, self.graph.shape(top)).expect("leaves are handled")
+                }
+            };
+            self.values[usize::from(top)] = Some(value);
+            stack.pop();
+        }
+        self.values[usize::from(id)].clone().expect("just computed")
+    }
+}
+
+impl Traced {
+    /// The value as a Lisp value, computing it if needed.
+    pub fn concrete_value(&self) -> Value {
+        buf_to_value(self.trace.borrow_mut().concrete(self.id))
+    }
+
+    /// Whether it is a scalar.
+    pub fn is_scalar(&self) -> bool {
+        self.shape.is_empty()
+    }
+}
+
+/// A CPU buffer as a Lisp value (0-dimensional values are floats).
+pub fn buf_to_value(buf: Buf) -> Value {
+    match buf {
+        Buf::Scalar(x) => Value::Float(x),
+        Buf::Array(a) => Value::Tensor(a),
+    }
+}
+
+/// A Lisp number or tensor as a CPU buffer.
+pub fn value_to_buf(value: &Value) -> EvalResult<Buf> {
+    match value {
+        Value::Int(n) => Ok(Buf::Scalar(*n as f64)),
+        Value::Float(x) => Ok(Buf::Scalar(*x)),
+        Value::Tensor(t) => Ok(Buf::from_array(Rc::clone(t))),
+        Value::Traced(t) => Ok(t.trace.borrow_mut().concrete(t.id)),
+        other => Err(EvalError::type_error(format!(
+            "expected a number or tensor, got {} {}",
+            other.type_name(),
+            other.short()
+        ))),
+    }
+}
+
+/// The value of node `id` of `trace`: a number for a scalar constant, a
+/// `Traced` otherwise.
+pub fn traced(trace: &TraceRef, id: Id) -> Value {
+    let borrowed = trace.borrow();
+    if let Some(x) = borrowed.graph.constant(id) {
+        return Value::Float(x);
+    }
+    let shape = borrowed.graph.shape(id).clone();
+    drop(borrowed);
+    Value::Traced(Rc::new(Traced {
+        trace: Rc::clone(trace),
+        id,
+        shape,
+    }))
+}
+
+/// The node of `value` in `trace`: traced values of this trace as they
+/// are, numbers as constants, tensors as captured inputs.
+pub fn node_of(trace: &TraceRef, value: &Value) -> EvalResult<Id> {
+    match value {
+        Value::Traced(t) if Rc::ptr_eq(&t.trace, trace) => Ok(t.id),
+        Value::Traced(_) => Err(EvalError::type_error(
+            "a traced value escaped the function being differentiated (was it stored in a global?)",
+        )),
+        Value::Int(n) => Ok(trace.borrow_mut().number(*n as f64)),
+        Value::Float(x) => Ok(trace.borrow_mut().number(*x)),
+        Value::Tensor(t) => Ok(trace.borrow_mut().capture(t)),
+        other => Err(EvalError::type_error(format!(
+            "expected a number or tensor, got {} {}",
+            other.type_name(),
+            other.short()
+        ))),
+    }
+}

@@ -1,0 +1,616 @@
+//! Built-ins on traced values: each differentiable built-in of SPEC
+//! section 3 records its operation in the trace. Arguments are parsed as
+//! the eager built-in parses them; shape errors are reported like the
+//! eager ones.
+
+use super::{TraceRef, node_of, traced};
+use crate::egraph::language::Math;
+use crate::egraph::tensor::op::map_op;
+use crate::egraph::tensor::{CmpOp, ReduceOp, RoundOp, Shape, TOp};
+use crate::lisp::builtins::reduce::{keepdims, reduced_axes};
+use crate::lisp::builtins::tensor_make::resolve_shape;
+use crate::lisp::builtins::tensor_ops::bound;
+use crate::lisp::error::{EvalError, EvalResult};
+use crate::lisp::procedure::Args;
+use crate::lisp::tensor::normalize_axis;
+use crate::lisp::value::Value;
+use egg::Id;
+use smallvec::SmallVec;
+
+/// Whether `value` (or, for a list, one of its elements) is traced.
+pub fn involves_traced(value: &Value) -> bool {
+    match value {
+        Value::Traced(_) => true,
+        Value::Pair(_) => value.iter().any(|(item, _)| matches!(item, Value::Traced(_))),
+        _ => false,
+    }
+}
+
+struct Recorder<'a> {
+    trace: &'a TraceRef,
+}
+
+impl Recorder<'_> {
+    fn node(&self, value: &Value) -> EvalResult<Id> {
+        node_of(self.trace, value)
+    }
+
+    fn shape(&self, id: Id) -> Shape {
+        self.trace.borrow().graph.shape(id).clone()
+    }
+
+    fn add(&self, op: TOp, children: &[Id]) -> EvalResult<Id> {
+        self.trace
+            .borrow_mut()
+            .graph
+            .add(op, children)
+            .map_err(|e| EvalError::shape(e.0))
+    }
+
+    fn map(&self, math: Math, children: &[Id]) -> EvalResult<Id> {
+        self.add(map_op(&math), children)
+    }
+
+    fn num(&self, x: f64) -> Id {
+        self.trace.borrow_mut().number(x)
+    }
+
+    fn value(&self, id: Id) -> Value {
+        traced(self.trace, id)
+    }
+
+    fn fold(&self, args: &[Value], math: Math) -> EvalResult<Id> {
+        let mut acc = self.node(&args[0])?;
+        for arg in &args[1..] {
+            let next = self.node(arg)?;
+            acc = self.map(math.clone(), &[acc, next])?;
+        }
+        Ok(acc)
+    }
+
+    fn reduce(&self, op: ReduceOp, x: Id, args: &Args) -> EvalResult<Id> {
+        let rank = self.shape(x).len();
+        let axes: SmallVec<[u8; 4]> = reduced_axes(args, rank)?
+            .into_iter()
+            .map(|a| a as u8)
+            .collect();
+        self.add(
+            TOp::Reduce {
+                op,
+                axes,
+                keepdims: keepdims(args),
+            },
+            &[x],
+        )
+    }
+
+    /// The axis option (default `default`, negative from the end).
+    fn axis(&self, args: &Args, rank: usize, default: i64) -> EvalResult<usize> {
+        let axis = match args.option("axis") {
+            Some(value) => value.as_i64()?,
+            None => default,
+        };
+        normalize_axis(axis, rank)
+    }
+
+    /// `logsumexp` over the axes of `args` with the max shifted out (its
+    /// gradient is the softmax; the shift carries none).
+    fn logsumexp(&self, x: Id, axes: &[u8], keep: bool) -> EvalResult<Id> {
+        let shape = self.shape(x);
+        let top = self.add(
+            TOp::Reduce {
+                op: ReduceOp::Max,
+                axes: SmallVec::from_slice(axes),
+                keepdims: true,
+            },
+            &[x],
+        )?;
+        // An infinite maximum (all -inf) must not turn x - top into NaN.
+        let finite = self.map(Math::Max([Id::from(0); 2]), &[top, self.num(-f64::MAX)])?;
+        let top = self.add(TOp::StopGradient, &[finite])?;
+        let shifted = self.map(Math::Sub([Id::from(0); 2]), &[x, top])?;
+        let exp = self.map(Math::Exp([Id::from(0)]), &[shifted])?;
+        let total = self.add(
+            TOp::Reduce {
+                op: ReduceOp::Sum,
+                axes: SmallVec::from_slice(axes),
+                keepdims: true,
+            },
+            &[exp],
+        )?;
+        let log = self.map(Math::Log([Id::from(0)]), &[total])?;
+        let result = self.map(Math::Add([Id::from(0); 2]), &[log, top])?;
+        if keep {
+            Ok(result)
+        } else {
+            let out: Shape = shape
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !axes.contains(&(*i as u8)))
+                .map(|(_, &d)| d)
+                .collect();
+            self.add(TOp::Reshape(out), &[result])
+        }
+    }
+}
+
+fn unary_math(name: &str) -> Option<Math> {
+    let arity = crate::egraph::language::operator_arity(name)?;
+    (arity == 1).then(|| Math::from_op_name(name, &[Id::from(0)]))?
+}
+
+/// Runs built-in `name` on arguments of which some are traced; `None`
+/// when the built-in has no traced form (it then runs as usual, and fails
+/// on a traced argument if it needs a number).
+pub fn call(trace: &TraceRef, name: &str, args: &Args) -> Option<EvalResult<Value>> {
+    let r = Recorder { trace };
+    let result = (|| -> Option<EvalResult<Value>> {
+        Some(match name {
+            "+" => r.fold(args, Math::Add([Id::from(0); 2])).map(|id| r.value(id)),
+            "*" => r.fold(args, Math::Mul([Id::from(0); 2])).map(|id| r.value(id)),
+            "-" if args.len() == 1 => r
+                .node(&args[0])
+                .and_then(|x| r.map(Math::Neg([Id::from(0)]), &[x]))
+                .map(|id| r.value(id)),
+            "-" => r.fold(args, Math::Sub([Id::from(0); 2])).map(|id| r.value(id)),
+            "/" if args.len() == 1 => (|| {
+                let x = r.node(&args[0])?;
+                r.map(Math::Div([Id::from(0); 2]), &[r.num(1.0), x])
+            })()
+            .map(|id| r.value(id)),
+            "/" => r.fold(args, Math::Div([Id::from(0); 2])).map(|id| r.value(id)),
+            "pow" | "atan2" | "xlogy" => (|| {
+                let math = Math::from_op_name(name, &[Id::from(0); 2]).expect("binary operator");
+                let (a, b) = (r.node(&args[0])?, r.node(&args[1])?);
+                r.map(math, &[a, b])
+            })()
+            .map(|id| r.value(id)),
+            "heaviside" => (|| {
+                let x = r.node(&args[0])?;
+                let at_zero = match args.get(1) {
+                    Some(v) => r.node(v)?,
+                    None => r.num(0.5),
+                };
+                r.map(Math::Heaviside([Id::from(0); 2]), &[x, at_zero])
+            })()
+            .map(|id| r.value(id)),
+            "log2" | "log10" => (|| {
+                let x = r.node(&args[0])?;
+                let log = r.map(Math::Log([Id::from(0)]), &[x])?;
+                let base = if name == "log2" { 2f64.ln() } else { 10f64.ln() };
+                r.map(Math::Div([Id::from(0); 2]), &[log, r.num(base)])
+            })()
+            .map(|id| r.value(id)),
+            "max" | "min" if args.len() == 1 => (|| {
+                let op = if name == "max" { ReduceOp::Max } else { ReduceOp::Min };
+                let x = r.node(&args[0])?;
+                r.reduce(op, x, args)
+            })()
+            .map(|id| r.value(id)),
+            "max" => r.fold(args, Math::Max([Id::from(0); 2])).map(|id| r.value(id)),
+            "min" => r.fold(args, Math::Min([Id::from(0); 2])).map(|id| r.value(id)),
+            "clamp" => (|| {
+                let (x, lo, hi) = (r.node(&args[0])?, r.node(&args[1])?, r.node(&args[2])?);
+                let above = r.map(Math::Max([Id::from(0); 2]), &[x, lo])?;
+                r.map(Math::Min([Id::from(0); 2]), &[above, hi])
+            })()
+            .map(|id| r.value(id)),
+            "floor" | "ceil" | "round" => (|| {
+                let op = match name {
+                    "floor" => RoundOp::Floor,
+                    "ceil" => RoundOp::Ceil,
+                    _ => RoundOp::Round,
+                };
+                let x = r.node(&args[0])?;
+                r.add(TOp::Round(op), &[x])
+            })()
+            .map(|id| r.value(id)),
+            "float" => Ok(args[0].clone()),
+            "=" | "/=" | "<" | ">" | "<=" | ">=" => compare(&r, name, args),
+            "zero?" | "positive?" | "negative?" => {
+                let x = match super::value_to_buf(&args[0]) {
+                    Ok(crate::backends::cpu::Buf::Scalar(x)) => x,
+                    Ok(_) => return None,
+                    Err(e) => return Some(Err(e)),
+                };
+                Ok(Value::Bool(match name {
+                    "zero?" => x == 0.0,
+                    "positive?" => x > 0.0,
+                    _ => x < 0.0,
+                }))
+            }
+            "number?" | "float?" => Ok(Value::Bool(is_scalar(&args[0]))),
+            "tensor?" => Ok(Value::Bool(!is_scalar(&args[0]))),
+            "integer?" => Ok(Value::Bool(false)),
+            "shape" => Ok(Value::list(
+                traced_shape(&args[0]).iter().map(|&d| Value::Int(d as i64)),
+            )),
+            "rank" => Ok(Value::Int(traced_shape(&args[0]).len() as i64)),
+            "size" => Ok(Value::Int(traced_shape(&args[0]).iter().product::<usize>() as i64)),
+            "stop-gradient" => r
+                .node(&args[0])
+                .and_then(|x| r.add(TOp::StopGradient, &[x]))
+                .map(|id| r.value(id)),
+            _ => {
+                if let Some(math) = unary_math(name) {
+                    return Some(
+                        r.node(&args[0])
+                            .and_then(|x| r.map(math, &[x]))
+                            .map(|id| r.value(id)),
+                    );
+                }
+                return tensor_call(&r, name, args);
+            }
+        })
+    })();
+    result
+}
+
+fn is_scalar(value: &Value) -> bool {
+    traced_shape(value).is_empty()
+}
+
+fn traced_shape(value: &Value) -> Shape {
+    match value {
+        Value::Traced(t) => t.shape.clone(),
+        Value::Tensor(t) => SmallVec::from_slice(t.shape()),
+        _ => Shape::new(),
+    }
+}
+
+fn compare(r: &Recorder<'_>, name: &str, args: &Args) -> EvalResult<Value> {
+    let op = match name {
+        "=" => CmpOp::Eq,
+        "/=" => CmpOp::Ne,
+        "<" => CmpOp::Lt,
+        ">" => CmpOp::Gt,
+        "<=" => CmpOp::Le,
+        _ => CmpOp::Ge,
+    };
+    let all_scalar = args.iter().all(is_scalar);
+    if all_scalar {
+        // Control flow: compare the numbers.
+        let mut numbers = Vec::with_capacity(args.len());
+        for arg in args.iter() {
+            match super::value_to_buf(arg)? {
+                crate::backends::cpu::Buf::Scalar(x) => numbers.push(x),
+                crate::backends::cpu::Buf::Array(a) => {
+                    numbers.push(a.iter().next().copied().unwrap_or(f64::NAN))
+                }
+            }
+        }
+        return Ok(Value::Bool(
+            numbers.windows(2).all(|pair| op.apply(pair[0], pair[1]) != 0.0),
+        ));
+    }
+    if args.len() != 2 {
+        return Err(EvalError::type_error(format!(
+            "{name} on tensors takes two arguments"
+        )));
+    }
+    let (a, b) = (r.node(&args[0])?, r.node(&args[1])?);
+    r.add(TOp::Compare(op), &[a, b]).map(|id| r.value(id))
+}
+
+fn tensor_call(r: &Recorder<'_>, name: &str, args: &Args) -> Option<EvalResult<Value>> {
+    let run = || -> EvalResult<Id> {
+        match name {
+            "sum" => r.reduce(ReduceOp::Sum, r.node(&args[0])?, args),
+            "prod" => r.reduce(ReduceOp::Prod, r.node(&args[0])?, args),
+            "mean" => {
+                let x = r.node(&args[0])?;
+                let shape = r.shape(x);
+                let axes = reduced_axes(args, shape.len())?;
+                let count: usize = axes.iter().map(|&a| shape[a]).product();
+                let total = r.reduce(ReduceOp::Sum, x, args)?;
+                r.map(Math::Div([Id::from(0); 2]), &[total, r.num(count as f64)])
+            }
+            "logsumexp" => {
+                let x = r.node(&args[0])?;
+                let axes: Vec<u8> = reduced_axes(args, r.shape(x).len())?
+                    .into_iter()
+                    .map(|a| a as u8)
+                    .collect();
+                r.logsumexp(x, &axes, keepdims(args))
+            }
+            "softmax" | "log-softmax" => {
+                let x = r.node(&args[0])?;
+                let rank = r.shape(x).len();
+                if rank == 0 {
+                    return Ok(r.num(if name == "softmax" { 1.0 } else { 0.0 }));
+                }
+                let axis = r.axis(args, rank, -1)? as u8;
+                let lse = r.logsumexp(x, &[axis], true)?;
+                let log_softmax = r.map(Math::Sub([Id::from(0); 2]), &[x, lse])?;
+                if name == "log-softmax" {
+                    Ok(log_softmax)
+                } else {
+                    r.map(Math::Exp([Id::from(0)]), &[log_softmax])
+                }
+            }
+            "argmax" | "argmin" => {
+                let x = r.node(&args[0])?;
+                let rank = r.shape(x).len();
+                let axis = match args.option("axis") {
+                    Some(a) => Some(normalize_axis(a.as_i64()?, rank)? as u8),
+                    None => None,
+                };
+                let id = r.add(
+                    TOp::ArgExtreme {
+                        max: name == "argmax",
+                        axis,
+                    },
+                    &[x],
+                )?;
+                match (axis, keepdims(args)) {
+                    (Some(axis), true) => {
+                        let mut shape = r.shape(x);
+                        shape[usize::from(axis)] = 1;
+                        r.add(TOp::Reshape(shape), &[id])
+                    }
+                    _ => Ok(id),
+                }
+            }
+            "matmul" | "dot" => {
+                let (a, b) = (r.node(&args[0])?, r.node(&args[1])?);
+                if r.shape(a).is_empty() || r.shape(b).is_empty() {
+                    if name == "dot" {
+                        return r.map(Math::Mul([Id::from(0); 2]), &[a, b]);
+                    }
+                    return Err(EvalError::shape(
+                        "matmul needs tensors of rank 1 or more (use * for scalars)",
+                    ));
+                }
+                r.add(TOp::MatMul, &[a, b])
+            }
+            "outer" => {
+                let (a, b) = (r.node(&args[0])?, r.node(&args[1])?);
+                let (n, m) = (r.shape(a).iter().product(), r.shape(b).iter().product());
+                let column = r.add(TOp::Reshape(SmallVec::from_slice(&[n, 1])), &[a])?;
+                let row = r.add(TOp::Reshape(SmallVec::from_slice(&[1, m])), &[b])?;
+                r.map(Math::Mul([Id::from(0); 2]), &[column, row])
+            }
+            "trace" => {
+                let x = r.node(&args[0])?;
+                let shape = r.shape(x);
+                if shape.len() != 2 {
+                    return Err(EvalError::shape(format!(
+                        "trace needs a matrix, got shape {}",
+                        crate::lisp::tensor::format_shape(&shape)
+                    )));
+                }
+                let eye = ndarray::Array2::<f64>::eye(shape[0].max(shape[1]))
+                    .slice(ndarray::s![..shape[0], ..shape[1]])
+                    .to_owned()
+                    .into_dyn();
+                let eye = r.trace.borrow_mut().capture(&std::rc::Rc::new(eye));
+                let masked = r.map(Math::Mul([Id::from(0); 2]), &[x, eye])?;
+                r.add(
+                    TOp::Reduce {
+                        op: ReduceOp::Sum,
+                        axes: SmallVec::from_slice(&[0, 1]),
+                        keepdims: false,
+                    },
+                    &[masked],
+                )
+            }
+            "transpose" => {
+                let x = r.node(&args[0])?;
+                let rank = r.shape(x).len();
+                let perm: SmallVec<[u8; 4]> = match args.get(1) {
+                    None => (0..rank as u8).rev().collect(),
+                    Some(list) => list
+                        .list_to_vec()?
+                        .iter()
+                        .map(|a| Ok(normalize_axis(a.as_i64()?, rank)? as u8))
+                        .collect::<EvalResult<_>>()?,
+                };
+                r.add(TOp::Transpose(perm), &[x])
+            }
+            "reshape" => {
+                let x = r.node(&args[0])?;
+                let shape = r.shape(x);
+                let target = resolve_shape(&args[1], shape.iter().product(), &shape)?;
+                r.add(TOp::Reshape(SmallVec::from_slice(&target)), &[x])
+            }
+            "flatten" => {
+                let x = r.node(&args[0])?;
+                let n: usize = r.shape(x).iter().product();
+                r.add(TOp::Reshape(SmallVec::from_slice(&[n])), &[x])
+            }
+            "item" => {
+                let x = r.node(&args[0])?;
+                if r.shape(x).iter().product::<usize>() != 1 {
+                    return Err(EvalError::shape("item needs a tensor of one element"));
+                }
+                r.add(TOp::Reshape(Shape::new()), &[x])
+            }
+            "broadcast-to" => {
+                let x = r.node(&args[0])?;
+                let target = crate::lisp::tensor::shape_from_list(&args[1])?;
+                r.add(TOp::Broadcast(SmallVec::from_slice(&target)), &[x])
+            }
+            "where" => {
+                if let Value::Bool(_) | Value::Nil = &args[0] {
+                    return r.node(if args[0].is_truthy() { &args[1] } else { &args[2] });
+                }
+                let (c, a, b) = (r.node(&args[0])?, r.node(&args[1])?, r.node(&args[2])?);
+                r.add(TOp::Where, &[c, a, b])
+            }
+            "concat" | "stack" => {
+                let items = args[0].list_to_vec()?;
+                if items.is_empty() {
+                    return Err(EvalError::type_error("expected a non-empty list of tensors"));
+                }
+                let mut ids: Vec<Id> = items.iter().map(|v| r.node(v)).collect::<EvalResult<_>>()?;
+                let rank = r.shape(ids[0]).len();
+                if name == "stack" {
+                    let axis = r.axis(args, rank + 1, 0)?;
+                    for id in &mut ids {
+                        let mut shape = r.shape(*id);
+                        if shape.len() != rank {
+                            return Err(EvalError::shape("stack needs tensors of one shape"));
+                        }
+                        shape.insert(axis, 1);
+                        *id = r.add(TOp::Reshape(shape), &[*id])?;
+                    }
+                    r.add(TOp::Concat(axis as u8), &ids)
+                } else {
+                    if rank == 0 {
+                        return Err(EvalError::shape("concat needs tensors of rank 1 or more"));
+                    }
+                    let axis = r.axis(args, rank, 0)?;
+                    r.add(TOp::Concat(axis as u8), &ids)
+                }
+            }
+            "tensor" => {
+                let ids: Vec<Id> = args.iter().map(|v| r.node(v)).collect::<EvalResult<_>>()?;
+                let mut shaped = Vec::with_capacity(ids.len());
+                for id in ids {
+                    let mut shape = r.shape(id);
+                    shape.insert(0, 1);
+                    shaped.push(r.add(TOp::Reshape(shape), &[id])?);
+                }
+                r.add(TOp::Concat(0), &shaped)
+            }
+            "slice" => {
+                let x = r.node(&args[0])?;
+                let shape = r.shape(x);
+                if shape.is_empty() {
+                    return Err(EvalError::shape("cannot slice a number"));
+                }
+                let axis = r.axis(args, shape.len(), 0)?;
+                let len = shape[axis];
+                let start = bound(&args[1], len)? as usize;
+                let end = match args.get(2) {
+                    None | Some(Value::Nil) => len,
+                    Some(end) => bound(end, len)? as usize,
+                };
+                if let Some(step) = args.option("step") {
+                    if step.as_i64()? != 1 {
+                        return Err(EvalError::type_error(
+                            "slice with :step is not differentiable yet",
+                        ));
+                    }
+                }
+                r.add(
+                    TOp::Slice {
+                        axis: axis as u8,
+                        start,
+                        end: end.max(start),
+                    },
+                    &[x],
+                )
+            }
+            "index" => {
+                let mut x = r.node(&args[0])?;
+                let indices = &args[1..];
+                let shape = r.shape(x);
+                if indices.len() > shape.len() {
+                    return Err(EvalError::range(format!(
+                        "{} indices for a tensor of rank {}",
+                        indices.len(),
+                        shape.len()
+                    )));
+                }
+                for (axis, value) in indices.iter().enumerate() {
+                    let len = shape[axis];
+                    let k = value.as_i64()?;
+                    let resolved = if k < 0 { k + len as i64 } else { k };
+                    if resolved < 0 || resolved >= len as i64 {
+                        return Err(EvalError::range(format!(
+                            "index {k} is out of range for axis {axis} of length {len}"
+                        )));
+                    }
+                    let resolved = resolved as usize;
+                    x = r.add(
+                        TOp::Slice {
+                            axis: 0,
+                            start: resolved,
+                            end: resolved + 1,
+                        },
+                        &[x],
+                    )?;
+                    let rest: Shape = r.shape(x)[1..].into();
+                    x = r.add(TOp::Reshape(rest), &[x])?;
+                }
+                Ok(x)
+            }
+            "roll" => {
+                let x = r.node(&args[0])?;
+                let shape = r.shape(x);
+                let shift = args[1].as_i64()?;
+                if shape.is_empty() {
+                    return Ok(x);
+                }
+                match args.option("axis") {
+                    Some(axis) => {
+                        let axis = normalize_axis(axis.as_i64()?, shape.len())?;
+                        let len = shape[axis].max(1) as i64;
+                        r.add(
+                            TOp::Roll {
+                                axis: axis as u8,
+                                shift: shift.rem_euclid(len) as usize,
+                            },
+                            &[x],
+                        )
+                    }
+                    None => {
+                        let n: usize = shape.iter().product();
+                        let flat = r.add(TOp::Reshape(SmallVec::from_slice(&[n])), &[x])?;
+                        let rolled = r.add(
+                            TOp::Roll {
+                                axis: 0,
+                                shift: shift.rem_euclid(n.max(1) as i64) as usize,
+                            },
+                            &[flat],
+                        )?;
+                        r.add(TOp::Reshape(shape), &[rolled])
+                    }
+                }
+            }
+            _ => Err(EvalError::type_error("")),
+        }
+    };
+    match name {
+        "sum" | "prod" | "mean" | "logsumexp" | "softmax" | "log-softmax" | "argmax" | "argmin"
+        | "matmul" | "dot" | "outer" | "trace" | "transpose" | "reshape" | "flatten" | "item"
+        | "broadcast-to" | "where" | "concat" | "stack" | "tensor" | "slice" | "index"
+        | "roll" => Some(run().map(|id| r.value(id))),
+        "to-list" => Some(to_list(r, args)),
+        _ => None,
+    }
+}
+
+fn to_list(r: &Recorder<'_>, args: &Args) -> EvalResult<Value> {
+    let x = r.node(&args[0])?;
+    let shape = r.shape(x);
+    if shape.is_empty() {
+        return Ok(r.value(x));
+    }
+    let rest: Shape = shape[1..].into();
+    let mut items = Vec::with_capacity(shape[0]);
+    for i in 0..shape[0] {
+        let row = r.add(
+            TOp::Slice {
+                axis: 0,
+                start: i,
+                end: i + 1,
+            },
+            &[x],
+        )?;
+        let row = r.add(TOp::Reshape(rest.clone()), &[row])?;
+        items.push(if rest.is_empty() {
+            r.value(row)
+        } else {
+            to_list(
+                r,
+                &Args {
+                    values: &[r.value(row)],
+                    options: Vec::new(),
+                },
+            )?
+        });
+    }
+    Ok(Value::list(items))
+}

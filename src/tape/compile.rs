@@ -1,0 +1,225 @@
+//! Compiling a tensor program into a `Tape`: keep what the roots reach,
+//! turn stop-gradients into aliases and transposes feeding matrix products
+//! into flags, fuse elementwise chains, then assign slots by liveness and
+//! measure the peak memory.
+
+use super::{FusedGroup, Instruction, Kernel, Slot, Tape, TapeStats};
+use crate::egraph::tensor::shape::numel;
+use crate::egraph::tensor::{Shape, TNode, TOp};
+use egg::{Id, RecExpr};
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+use std::collections::BTreeMap;
+
+/// Compiles `roots` of `program` (whose nodes' shapes are `shapes`) into a
+/// tape with `inputs` run-time inputs of the given shapes.
+pub fn compile(
+    program: &RecExpr<TNode>,
+    shapes: &[Shape],
+    roots: &[Id],
+    input_shapes: &[Shape],
+) -> Tape {
+    let nodes = program.as_ref();
+    // Aliases: a stop-gradient is its operand.
+    let mut alias: Vec<usize> = (0..nodes.len()).collect();
+    for (index, node) in nodes.iter().enumerate() {
+        if let TOp::StopGradient | TOp::Tag(_) = node.op {
+            alias[index] = alias[usize::from(node.children[0])];
+        }
+    }
+    let resolve = |id: Id| alias[usize::from(id)];
+    // Kernels, with transposed matrix operands folded into flags.
+    let mut kernels: Vec<Option<(Kernel, SmallVec<[usize; 3]>)>> = vec![None; nodes.len()];
+    for (index, node) in nodes.iter().enumerate() {
+        if alias[index] != index {
+            continue;
+        }
+        let mut args: SmallVec<[usize; 3]> = node.children.iter().map(|&c| resolve(c)).collect();
+        let kernel = match node.op {
+            TOp::MatMul => {
+                let mut flags = [false, false];
+                for (k, arg) in args.iter_mut().enumerate() {
+                    if let Some(inner) = plain_transpose(nodes, shapes, *arg) {
+                        flags[k] = true;
+                        *arg = alias[inner];
+                    }
+                }
+                Kernel::Gemm {
+                    ta: flags[0],
+                    tb: flags[1],
+                }
+            }
+            ref op => Kernel::Op(op.clone()),
+        };
+        kernels[index] = Some((kernel, args));
+    }
+    // What the roots reach.
+    let mut needed = vec![false; nodes.len()];
+    for &root in roots {
+        needed[resolve(root)] = true;
+    }
+    for index in (0..nodes.len()).rev() {
+        if needed[index] {
+            if let Some((_, args)) = &kernels[index] {
+                for &arg in args {
+                    needed[arg] = true;
+                }
+            }
+        }
+    }
+    let root_values: Vec<usize> = roots.iter().map(|&r| resolve(r)).collect();
+    let fused = super::fuse::fuse(&mut kernels, &mut needed, shapes, &root_values);
+    schedule(&kernels, &needed, shapes, &root_values, input_shapes, fused)
+}
+
+/// `Some(x)` when node `index` is `x` transposed as a matrix.
+fn plain_transpose(nodes: &[TNode], shapes: &[Shape], index: usize) -> Option<usize> {
+    match &nodes[index].op {
+        TOp::Transpose(perm) if perm[..] == [1, 0] => {
+            let inner = usize::from(nodes[index].children[0]);
+            (shapes[inner].len() == 2).then_some(inner)
+        }
+        _ => None,
+    }
+}
+
+fn bytes(shape: &[usize]) -> usize {
+    numel(shape).max(1) * 8
+}
+
+/// Orders the needed kernels (their index order is topological), assigns
+/// slots reusing dead ones of the same size, and counts memory and flops.
+fn schedule(
+    kernels: &[Option<(Kernel, SmallVec<[usize; 3]>)>],
+    needed: &[bool],
+    shapes: &[Shape],
+    roots: &[usize],
+    input_shapes: &[Shape],
+    fused_groups: usize,
+) -> Tape {
+    let order: Vec<usize> = (0..kernels.len())
+        .filter(|&i| needed[i] && kernels[i].is_some())
+        .collect();
+    let position: FxHashMap<usize, usize> =
+        order.iter().enumerate().map(|(p, &i)| (i, p)).collect();
+    // Last use of each value (roots live to the end).
+    let mut last_use: FxHashMap<usize, usize> = FxHashMap::default();
+    for (p, &index) in order.iter().enumerate() {
+        last_use.insert(index, p);
+        if let Some((_, args)) = &kernels[index] {
+            for &arg in args {
+                last_use.insert(arg, p);
+            }
+        }
+    }
+    for &root in roots {
+        last_use.insert(root, usize::MAX);
+    }
+    let mut dying_at: Vec<SmallVec<[usize; 2]>> = vec![SmallVec::new(); order.len()];
+    for (&value, &p) in &last_use {
+        if p != usize::MAX {
+            dying_at[p].push(value);
+        }
+    }
+    for list in &mut dying_at {
+        list.sort_unstable();
+    }
+    let mut free: BTreeMap<usize, Vec<Slot>> = BTreeMap::new();
+    let mut slot_of: FxHashMap<usize, Slot> = FxHashMap::default();
+    let mut slots: Slot = 0;
+    let mut instructions = Vec::with_capacity(order.len());
+    let (mut live, mut peak, mut total, mut flops) = (0usize, 0usize, 0usize, 0u64);
+    for (p, &index) in order.iter().enumerate() {
+        let (kernel, args) = kernels[index].as_ref().expect("scheduled kernels exist");
+        let shape = &shapes[index];
+        let size = bytes(shape);
+        let out = match free.get_mut(&size).and_then(Vec::pop) {
+            Some(slot) => slot,
+            None => {
+                slots += 1;
+                slots - 1
+            }
+        };
+        slot_of.insert(index, out);
+        live += size;
+        total += size;
+        peak = peak.max(live);
+        flops += kernel_flops(kernel, args, shapes, shape);
+        let mut frees: SmallVec<[Slot; 2]> = SmallVec::new();
+        for &value in &dying_at[p] {
+            let slot = slot_of[&value];
+            frees.push(slot);
+            free.entry(bytes(&shapes[value])).or_default().push(slot);
+            live -= bytes(&shapes[value]);
+        }
+        instructions.push(Instruction {
+            op: kernel.clone(),
+            args: args.iter().map(|a| slot_of[a]).collect(),
+            out,
+            shape: shape.clone(),
+            frees,
+        });
+        debug_assert!(position.contains_key(&index));
+    }
+    let stats = TapeStats {
+        instructions: instructions.len(),
+        values: instructions
+            .iter()
+            .filter(|i| !matches!(i.op, Kernel::Op(TOp::Input { .. })))
+            .count(),
+        peak_bytes: peak,
+        total_bytes: total,
+        flops,
+        fused_groups,
+    };
+    Tape {
+        instructions,
+        slots: slots as usize,
+        input_shapes: input_shapes.to_vec(),
+        outputs: roots.iter().map(|r| slot_of[r]).collect(),
+        output_shapes: roots.iter().map(|&r| shapes[r].clone()).collect(),
+        stats,
+    }
+}
+
+fn kernel_flops(
+    kernel: &Kernel,
+    args: &[usize],
+    shapes: &[Shape],
+    shape: &[usize],
+) -> u64 {
+    let n = numel(shape) as u64;
+    match kernel {
+        Kernel::Gemm { ta, .. } => {
+            let a = &shapes[args[0]];
+            let inner = match a.len() {
+                1 => a[0],
+                _ if *ta => a[0],
+                _ => a[1],
+            };
+            2 * n * inner as u64
+        }
+        Kernel::Fused(group) => n * group.steps.len() as u64,
+        Kernel::Op(TOp::Map(_) | TOp::Compare(_) | TOp::Round(_) | TOp::Where) => n,
+        Kernel::Op(TOp::Reduce { .. } | TOp::ArgExtreme { .. }) => {
+            numel(&shapes[args[0]]) as u64
+        }
+        Kernel::Op(_) => 0,
+    }
+}
+
+/// Registers of a fused group referring to operands or earlier steps.
+pub(super) type Registers = SmallVec<[u16; 3]>;
+
+/// Builds a `FusedGroup` kernel (used by `fuse`).
+pub(super) fn fused_kernel(
+    inputs: usize,
+    steps: Vec<(TOp, Registers)>,
+    result: u16,
+) -> Kernel {
+    Kernel::Fused(std::sync::Arc::new(FusedGroup {
+        inputs,
+        steps,
+        results: SmallVec::from_slice(&[result]),
+    }))
+}

@@ -1,0 +1,101 @@
+//! Tapes: a tensor program compiled for execution — instructions in a
+//! topological order over numbered slots, with slots reused once their
+//! value is dead (liveness), and the memory this needs.
+//!
+//! A tape is backend-neutral: the CPU backend and (later) the CUDA backend
+//! run the same instructions. This folder knows the extracted program
+//! (`egraph::tensor`) but not Lisp values or how kernels run.
+
+mod compile;
+mod fuse;
+mod show;
+
+pub use compile::compile;
+
+use crate::egraph::tensor::{Shape, TOp};
+use smallvec::SmallVec;
+
+/// A storage location of a tape; several values may use one slot in turn.
+pub type Slot = u32;
+
+/// One step of a tape: `out <- op(args...)`.
+#[derive(Clone, Debug)]
+pub struct Instruction {
+    /// The operation. `Input` loads a run-time input; `Scalar` a constant.
+    pub op: Kernel,
+    /// Operand slots.
+    pub args: SmallVec<[Slot; 3]>,
+    /// Result slot.
+    pub out: Slot,
+    /// Result shape.
+    pub shape: Shape,
+    /// Slots whose values die after this instruction (their storage may be
+    /// reused from the next instruction on).
+    pub frees: SmallVec<[Slot; 2]>,
+}
+
+/// What an instruction computes.
+#[derive(Clone, Debug)]
+pub enum Kernel {
+    /// A tensor operation (see `TOp`).
+    Op(TOp),
+    /// A matrix product with operands optionally transposed (a `Transpose`
+    /// feeding `MatMul` becomes a flag, not a copy).
+    Gemm {
+        /// Transpose the first operand.
+        ta: bool,
+        /// Transpose the second operand.
+        tb: bool,
+    },
+    /// A group of elementwise operations on one shape, run together over
+    /// chunks of elements so intermediates never leave the cache.
+    Fused(std::sync::Arc<FusedGroup>),
+}
+
+/// A fused elementwise group: a little register program evaluated per
+/// element chunk. Registers `0..inputs` are the group's operands (scalars
+/// or tensors broadcasting to `shape`), then one register per step.
+#[derive(Clone, Debug)]
+pub struct FusedGroup {
+    /// Number of operand registers.
+    pub inputs: usize,
+    /// The steps: an elementwise operation over earlier registers.
+    pub steps: Vec<(TOp, SmallVec<[u16; 3]>)>,
+    /// Which registers are results, in the order of the instruction's
+    /// output slots (the first is `out`, the rest `extra_outs`).
+    pub results: SmallVec<[u16; 2]>,
+}
+
+/// A compiled program.
+#[derive(Clone, Debug)]
+pub struct Tape {
+    /// Instructions in execution order.
+    pub instructions: Vec<Instruction>,
+    /// Number of slots.
+    pub slots: usize,
+    /// Number of run-time inputs, and each one's expected shape.
+    pub input_shapes: Vec<Shape>,
+    /// The slots holding the results after the last instruction.
+    pub outputs: Vec<Slot>,
+    /// The shapes of the results.
+    pub output_shapes: Vec<Shape>,
+    /// Statistics computed when compiling.
+    pub stats: TapeStats,
+}
+
+/// What compiling found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TapeStats {
+    /// Instructions, inputs and constants included.
+    pub instructions: usize,
+    /// Values computed (one per non-input instruction).
+    pub values: usize,
+    /// The largest total size of values alive at once, in bytes.
+    pub peak_bytes: usize,
+    /// Bytes of all values if none were freed.
+    pub total_bytes: usize,
+    /// Floating-point operations of one run (a multiply-add counts 2).
+    pub flops: u64,
+    /// Elementwise groups fused.
+    pub fused_groups: usize,
+}

@@ -1,0 +1,48 @@
+//! A tape as text (`show-tape`): one instruction per line, slots as `%k`.
+
+use super::{Kernel, Tape};
+use crate::egraph::tensor::shape::show;
+use std::fmt;
+
+impl fmt::Display for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Kernel::Op(op) => write!(f, "{op}"),
+            Kernel::Gemm { ta, tb } => write!(
+                f,
+                "matmul{}{}",
+                if *ta { " aᵀ" } else { "" },
+                if *tb { " bᵀ" } else { "" }
+            ),
+            Kernel::Fused(group) => {
+                write!(f, "fused{{")?;
+                for (k, (op, args)) in group.steps.iter().enumerate() {
+                    let args: Vec<String> = args.iter().map(|r| format!("r{r}")).collect();
+                    if k > 0 {
+                        write!(f, "; ")?;
+                    }
+                    write!(f, "r{} = {op} {}", group.inputs + k, args.join(" "))?;
+                }
+                write!(f, "}}")
+            }
+        }
+    }
+}
+
+impl fmt::Display for Tape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for instruction in &self.instructions {
+            let args: Vec<String> = instruction.args.iter().map(|s| format!("%{s}")).collect();
+            writeln!(
+                f,
+                "%{} = {} {}  ; {}",
+                instruction.out,
+                instruction.op,
+                args.join(" "),
+                show(&instruction.shape)
+            )?;
+        }
+        let outputs: Vec<String> = self.outputs.iter().map(|s| format!("%{s}")).collect();
+        write!(f, "return {}", outputs.join(" "))
+    }
+}
