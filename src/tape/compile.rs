@@ -49,6 +49,15 @@ pub fn compile(
                     tb: flags[1],
                 }
             }
+            ref op @ (TOp::Map(_) | TOp::Compare(_) | TOp::Round(_) | TOp::Where) => {
+                // Elementwise kernels broadcast their operands themselves.
+                for arg in args.iter_mut() {
+                    if let TOp::Broadcast(_) = nodes[*arg].op {
+                        *arg = resolve(nodes[*arg].children[0]);
+                    }
+                }
+                Kernel::Op(op.clone())
+            }
             ref op => Kernel::Op(op.clone()),
         };
         kernels[index] = Some((kernel, args));

@@ -166,6 +166,16 @@ impl TensorGraph {
                 }
             }
             TOp::Broadcast(_) | TOp::Reshape(_) if same(self, children[0]) => Some(children[0]),
+            // Broadcasting a one-element value needs no reshape first.
+            TOp::Broadcast(target) => match (&self.expr[children[0]].op, &self.expr[children[0]].children[..]) {
+                (TOp::Reshape(_) | TOp::Broadcast(_), &[inner])
+                    if numel(&self.shapes[usize::from(inner)]) == 1
+                        && self.shapes[usize::from(inner)].len() <= target.len() =>
+                {
+                    Some(self.add_valid(TOp::Broadcast(target.clone()), &[inner]))
+                }
+                _ => None,
+            },
             TOp::Reshape(target) => match (&self.expr[children[0]].op, &self.expr[children[0]].children[..]) {
                 (TOp::Reshape(_), &[inner]) => Some(self.add_valid(TOp::Reshape(target.clone()), &[inner])),
                 _ => None,

@@ -210,7 +210,7 @@ pub fn infer(op: &TOp, shapes: &[&[usize]]) -> Result<Shape, ShapeError> {
 pub fn matmul_shape(a: &[usize], b: &[usize]) -> Result<Shape, ShapeError> {
     let mismatch = || {
         ShapeError(format!(
-            "matmul: shapes {} and {} do not align",
+            "shapes {} and {} do not align",
             show(a),
             show(b)
         ))
@@ -222,7 +222,7 @@ pub fn matmul_shape(a: &[usize], b: &[usize]) -> Result<Shape, ShapeError> {
         (2, 2) if a[1] == b[0] => Ok(SmallVec::from_slice(&[a[0], b[1]])),
         (1 | 2, 1 | 2) => Err(mismatch()),
         _ => Err(ShapeError(format!(
-            "matmul of shapes {} and {}: differentiable matmul takes ranks 1 and 2",
+            "shapes {} and {}: differentiable matmul takes ranks 1 and 2",
             show(a),
             show(b)
         ))),

@@ -206,6 +206,15 @@ pub fn call(trace: &TraceRef, name: &str, args: &Args) -> Option<EvalResult<Valu
             })()
             .map(|id| r.value(id)),
             "float" => Ok(args[0].clone()),
+            "mod" => (|| {
+                // a - b * floor(a / b): derivative 1 in a, -floor(a/b) in b.
+                let (a, b) = (r.node(&args[0])?, r.node(&args[1])?);
+                let ratio = r.map(Math::Div([Id::from(0); 2]), &[a, b])?;
+                let floor = r.add(TOp::Round(RoundOp::Floor), &[ratio])?;
+                let multiple = r.map(Math::Mul([Id::from(0); 2]), &[b, floor])?;
+                r.map(Math::Sub([Id::from(0); 2]), &[a, multiple])
+            })()
+            .map(|id| r.value(id)),
             "=" | "/=" | "<" | ">" | "<=" | ">=" => compare(&r, name, args),
             "zero?" | "positive?" | "negative?" => {
                 let x = match super::value_to_buf(&args[0]) {
