@@ -4,10 +4,13 @@
 //! Every entry point catches panics from inside the interpreter (bugs) and
 //! reports them as errors, so a host program survives them.
 
+use crate::compiled::CompiledGrad;
 use crate::error::Error;
+use crate::lisp::autodiff;
 use crate::lisp::builtins::system::doc_text;
 use crate::lisp::procedure::{HostFn, Procedure};
 use crate::lisp::{EvalError, EvalErrorKind, EvalResult, Interp, Symbol, Value};
+use ndarray::{ArrayD, IxDyn};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::rc::Rc;
@@ -64,6 +67,48 @@ impl Engine {
                 ))
             }
         }
+    }
+
+    /// Compiles the gradient of the scalar function `source` (a Lisp
+    /// expression evaluating to a function) with respect to all its
+    /// arguments, for arguments of `shapes` (`&[]` for a number). The
+    /// function is traced at zeros; see [`Engine::compile_grad_at`] to
+    /// choose the point that decides its control flow.
+    pub fn compile_grad(
+        &mut self,
+        source: &str,
+        shapes: &[&[usize]],
+    ) -> Result<CompiledGrad, Error> {
+        let examples: Vec<ArrayD<f64>> = shapes
+            .iter()
+            .map(|shape| ArrayD::zeros(IxDyn(shape)))
+            .collect();
+        self.compile_grad_at(source, &examples)
+    }
+
+    /// Like [`Engine::compile_grad`], traced at the values `examples`.
+    pub fn compile_grad_at(
+        &mut self,
+        source: &str,
+        examples: &[ArrayD<f64>],
+    ) -> Result<CompiledGrad, Error> {
+        let f = self.eval_named(source, "<compile_grad>")?;
+        self.guarded(|interp| {
+            let args: Vec<Value> = examples
+                .iter()
+                .map(|a| {
+                    if a.ndim() == 0 {
+                        Value::Float(a.iter().next().copied().unwrap_or(0.0))
+                    } else {
+                        Value::tensor(a.clone())
+                    }
+                })
+                .collect();
+            let all = (0..args.len()).collect();
+            let call =
+                autodiff::compile_call(interp, &f, &args, &autodiff::Request::Grad { wrt: all })?;
+            Ok(CompiledGrad::new(call))
+        })
     }
 
     /// Evaluates every form in `source` and returns the value of the last.

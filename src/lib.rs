@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod backends;
+mod compiled;
 pub mod egraph;
 mod engine;
 mod error;
@@ -27,6 +28,7 @@ pub mod scalar;
 pub mod symbolic;
 pub mod tape;
 
+pub use compiled::CompiledGrad;
 pub use engine::Engine;
 pub use error::{Error, Location};
 pub use lisp::{EvalErrorKind, Value};

@@ -146,7 +146,9 @@ impl Interp {
         let traced = self.numeric.trace.is_some()
             && args.iter().any(crate::lisp::trace::ops::involves_traced);
         let recorded = match &self.numeric.trace {
-            Some(trace) if traced => crate::lisp::trace::ops::call(&trace.clone(), builtin.name, &args),
+            Some(trace) if traced => {
+                crate::lisp::trace::ops::call(&trace.clone(), builtin.name, &args)
+            }
             _ => None,
         };
         let result = match recorded {

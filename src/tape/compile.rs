@@ -29,7 +29,7 @@ pub fn compile(
     }
     let resolve = |id: Id| alias[usize::from(id)];
     // Kernels, with transposed matrix operands folded into flags.
-    let mut kernels: Vec<Option<(Kernel, SmallVec<[usize; 3]>)>> = vec![None; nodes.len()];
+    let mut kernels: Kernels = vec![None; nodes.len()];
     for (index, node) in nodes.iter().enumerate() {
         if alias[index] != index {
             continue;
@@ -99,7 +99,7 @@ fn bytes(shape: &[usize]) -> usize {
 /// Orders the needed kernels (their index order is topological), assigns
 /// slots reusing dead ones of the same size, and counts memory and flops.
 fn schedule(
-    kernels: &[Option<(Kernel, SmallVec<[usize; 3]>)>],
+    kernels: &Kernels,
     needed: &[bool],
     shapes: &[Shape],
     roots: &[usize],
@@ -191,12 +191,7 @@ fn schedule(
     }
 }
 
-fn kernel_flops(
-    kernel: &Kernel,
-    args: &[usize],
-    shapes: &[Shape],
-    shape: &[usize],
-) -> u64 {
+fn kernel_flops(kernel: &Kernel, args: &[usize], shapes: &[Shape], shape: &[usize]) -> u64 {
     let n = numel(shape) as u64;
     match kernel {
         Kernel::Gemm { ta, .. } => {
@@ -210,22 +205,19 @@ fn kernel_flops(
         }
         Kernel::Fused(group) => n * group.steps.len() as u64,
         Kernel::Op(TOp::Map(_) | TOp::Compare(_) | TOp::Round(_) | TOp::Where) => n,
-        Kernel::Op(TOp::Reduce { .. } | TOp::ArgExtreme { .. }) => {
-            numel(&shapes[args[0]]) as u64
-        }
+        Kernel::Op(TOp::Reduce { .. } | TOp::ArgExtreme { .. }) => numel(&shapes[args[0]]) as u64,
         Kernel::Op(_) => 0,
     }
 }
+
+/// Per node: its kernel and operand nodes (`None` for aliases).
+pub(super) type Kernels = Vec<Option<(Kernel, SmallVec<[usize; 3]>)>>;
 
 /// Registers of a fused group referring to operands or earlier steps.
 pub(super) type Registers = SmallVec<[u16; 3]>;
 
 /// Builds a `FusedGroup` kernel (used by `fuse`).
-pub(super) fn fused_kernel(
-    inputs: usize,
-    steps: Vec<(TOp, Registers)>,
-    result: u16,
-) -> Kernel {
+pub(super) fn fused_kernel(inputs: usize, steps: Vec<(TOp, Registers)>, result: u16) -> Kernel {
     Kernel::Fused(std::sync::Arc::new(FusedGroup {
         inputs,
         steps,

@@ -5,7 +5,7 @@
 //! (`exp`, `log`, ...) with several consumers is stored once.
 
 use super::Kernel;
-use super::compile::{Registers, fused_kernel};
+use super::compile::{Kernels, Registers, fused_kernel};
 use crate::egraph::language::Math;
 use crate::egraph::tensor::shape::numel;
 use crate::egraph::tensor::{Shape, TOp};
@@ -14,8 +14,6 @@ use smallvec::SmallVec;
 
 /// The most steps in one fused kernel.
 const MAX_STEPS: usize = 48;
-
-type Kernels = Vec<Option<(Kernel, SmallVec<[usize; 3]>)>>;
 
 fn elementwise(kernel: &Kernel) -> bool {
     matches!(
@@ -84,9 +82,10 @@ pub(super) fn fuse(
         .map(|i| {
             fusable(kernels, i)
                 && (is_root[i]
-                    || users[i].iter().any(|&u| !fusable(kernels, u) || shapes[u] != shapes[i])
-                    || (users[i].len() > 1
-                        && !kernels[i].as_ref().is_some_and(|(k, _)| cheap(k))))
+                    || users[i]
+                        .iter()
+                        .any(|&u| !fusable(kernels, u) || shapes[u] != shapes[i])
+                    || (users[i].len() > 1 && !kernels[i].as_ref().is_some_and(|(k, _)| cheap(k))))
         })
         .collect();
     let inlinable = |kernels: &Kernels, i: usize, shape: &Shape| {
@@ -114,8 +113,8 @@ pub(super) fn fuse(
             if !expanded {
                 stack.push((node, true));
                 for &arg in args.iter().rev() {
-                    let inline = steps.len() + stack.len() < MAX_STEPS
-                        && inlinable(kernels, arg, shape);
+                    let inline =
+                        steps.len() + stack.len() < MAX_STEPS && inlinable(kernels, arg, shape);
                     if inline && !step_register.contains_key(&arg) {
                         stack.push((arg, false));
                     }

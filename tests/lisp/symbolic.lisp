@@ -212,7 +212,7 @@
 (evaluate '(* x x) '((1 2)))
 ;!! a binding's name is a symbol
 (evaluate '(+ x y) '((x [1 2]) (y [1 2 3])))
-;!! cannot be broadcast
+;!! shapes [2] and [3] do not broadcast
 
 ;; ---- lambdify ----
 ((lambdify '(x y) '(* x y)) 2 3)
@@ -277,8 +277,8 @@
 ;!! not tensor
 (diff 1e400 'x)
 ;!! finite numbers
-(grad (lambda (x) x))
-;!! grad of a function (numeric differentiation) is not available yet
+((grad (lambda (x) x)) [1 2])
+;!! grad needs a function returning a number, this one returned shape [2]
 (grad '(* x y) '(x 1))
 ;!! variables are symbols, got 1
 (jacobian 5 '(x y))
@@ -442,4 +442,4 @@ g2
 (simplify '(- (- y 1) 1))
 ;=> (- y 2)
 (hessian (lambda (x) x) '(x))
-;!! hessian of a function (numeric differentiation) is not available yet
+;!! (hessian f) takes the function only

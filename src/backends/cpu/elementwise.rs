@@ -99,7 +99,12 @@ enum Source<'a> {
 
 /// Runs a fused group (or a single elementwise operation, as a group of
 /// one step) over operands broadcasting to `shape`.
-pub fn run_group(group: &FusedGroup, operands: &[&Buf], shape: &[usize], pool: Option<Vec<f64>>) -> Buf {
+pub fn run_group(
+    group: &FusedGroup,
+    operands: &[&Buf],
+    shape: &[usize],
+    pool: Option<Vec<f64>>,
+) -> Buf {
     let n: usize = shape.iter().product();
     if operands.iter().all(|b| matches!(b, Buf::Scalar(_))) && shape.is_empty() {
         return Buf::Scalar(run_scalar(group, operands));

@@ -114,7 +114,11 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
             let args: SmallVec<[&Buf; 3]> = instruction
                 .args
                 .iter()
-                .map(|&s| slots[s as usize].as_ref().expect("operands are computed first"))
+                .map(|&s| {
+                    slots[s as usize]
+                        .as_ref()
+                        .expect("operands are computed first")
+                })
                 .collect();
             match &instruction.op {
                 Kernel::Op(TOp::Input { index, .. }) => inputs[*index as usize].clone(),
@@ -126,13 +130,19 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
                 Kernel::Op(op @ (TOp::Map(_) | TOp::Compare(_) | TOp::Round(_) | TOp::Where)) => {
                     let n: usize = instruction.shape.iter().product();
                     let recycled = pool.get_mut(&n).and_then(Vec::pop);
-                    run_group(&single_step(op, args.len()), &args, &instruction.shape, recycled)
+                    run_group(
+                        &single_step(op, args.len()),
+                        &args,
+                        &instruction.shape,
+                        recycled,
+                    )
                 }
                 Kernel::Gemm { ta, tb } => {
                     from_array(gemm(&args[0].view(), &args[1].view(), *ta, *tb))
                 }
-                Kernel::Op(op) => eval_op(op, &args, &instruction.shape)
-                    .expect("inputs are handled above"),
+                Kernel::Op(op) => {
+                    eval_op(op, &args, &instruction.shape).expect("inputs are handled above")
+                }
             }
         };
         slots[instruction.out as usize] = Some(value);

@@ -86,22 +86,30 @@ fn reduce(
         result = match op {
             ReduceOp::Sum => result.sum_axis(axis),
             ReduceOp::Prod => result.fold_axis(axis, 1.0, |a, b| a * b),
-            ReduceOp::Max => result.fold_axis(axis, f64::NEG_INFINITY, |&a, &b| scalar::nan_max(a, b)),
+            ReduceOp::Max => {
+                result.fold_axis(axis, f64::NEG_INFINITY, |&a, &b| scalar::nan_max(a, b))
+            }
             ReduceOp::Min => result.fold_axis(axis, f64::INFINITY, |&a, &b| scalar::nan_min(a, b)),
         };
         if keepdims {
             result.insert_axis_inplace(axis);
         }
     }
-    result.into_shape_with_order(IxDyn(shape)).expect("reduction shape")
+    result
+        .into_shape_with_order(IxDyn(shape))
+        .expect("reduction shape")
 }
 
 fn reduce_slice(op: ReduceOp, slice: &[f64]) -> f64 {
     let fold = |chunk: &[f64]| match op {
         ReduceOp::Sum => chunk.iter().sum::<f64>(),
         ReduceOp::Prod => chunk.iter().product(),
-        ReduceOp::Max => chunk.iter().fold(f64::NEG_INFINITY, |a, &b| scalar::nan_max(a, b)),
-        ReduceOp::Min => chunk.iter().fold(f64::INFINITY, |a, &b| scalar::nan_min(a, b)),
+        ReduceOp::Max => chunk
+            .iter()
+            .fold(f64::NEG_INFINITY, |a, &b| scalar::nan_max(a, b)),
+        ReduceOp::Min => chunk
+            .iter()
+            .fold(f64::INFINITY, |a, &b| scalar::nan_min(a, b)),
     };
     let combine = |a: f64, b: f64| match op {
         ReduceOp::Sum => a + b,
@@ -111,11 +119,18 @@ fn reduce_slice(op: ReduceOp, slice: &[f64]) -> f64 {
     };
     if slice.len() >= PARALLEL_SUM {
         let parts: Vec<f64> = slice.par_chunks(PARALLEL_SUM / 4).map(fold).collect();
-        parts.into_iter().reduce(combine).unwrap_or_else(|| fold(&[]))
+        parts
+            .into_iter()
+            .reduce(combine)
+            .unwrap_or_else(|| fold(&[]))
     } else {
         // Blocks keep rounding error growing with log of the length, not
         // the length.
-        slice.chunks(1024).map(fold).reduce(combine).unwrap_or_else(|| fold(&[]))
+        slice
+            .chunks(1024)
+            .map(fold)
+            .reduce(combine)
+            .unwrap_or_else(|| fold(&[]))
     }
 }
 
@@ -124,9 +139,9 @@ fn arg_extreme(x: &ArrayViewD<'_, f64>, max: bool, axis: Option<u8>) -> ArrayD<f
         let mut best = 0usize;
         for (i, &v) in lane.iter().enumerate() {
             let current = lane[best];
-            if v.is_nan() && !current.is_nan() {
-                best = i;
-            } else if !current.is_nan() && ((max && v > current) || (!max && v < current)) {
+            let better = (max && v > current) || (!max && v < current);
+            // The first NaN wins, as NumPy's argmax does.
+            if !current.is_nan() && (v.is_nan() || better) {
                 best = i;
             }
         }

@@ -120,13 +120,16 @@ fn push_forward(graph: &mut TensorGraph, id: Id, inputs: &[Option<Id>]) -> Id {
                         .enumerate()
                         .map(|(i, &d)| if axes.contains(&(i as u8)) { 1 } else { d })
                         .collect();
-                    let this = if *keepdims { id } else { graph.reshape(id, &kept) };
+                    let this = if *keepdims {
+                        id
+                    } else {
+                        graph.reshape(id, &kept)
+                    };
                     let this = graph.broadcast(this, &x_shape);
                     let weight = if *op == ReduceOp::Prod {
                         graph.div(this, x)
                     } else {
-                        let hit =
-                            graph.add_valid(TOp::Compare(super::op::CmpOp::Eq), &[x, this]);
+                        let hit = graph.add_valid(TOp::Compare(super::op::CmpOp::Eq), &[x, this]);
                         let count = graph.sum_axes(hit, axes, true);
                         let count = graph.broadcast(count, &x_shape);
                         graph.div(hit, count)

@@ -101,8 +101,10 @@ impl TensorGraph {
     /// Adds `op` over `children`, checking shapes and applying identities.
     pub fn add(&mut self, op: TOp, children: &[Id]) -> Result<Id, ShapeError> {
         let shape = {
-            let shapes: SmallVec<[&[usize]; 3]> =
-                children.iter().map(|&c| &self.shapes[usize::from(c)][..]).collect();
+            let shapes: SmallVec<[&[usize]; 3]> = children
+                .iter()
+                .map(|&c| &self.shapes[usize::from(c)][..])
+                .collect();
             infer(&op, &shapes)?
         };
         let node = TNode::new(op, children);
@@ -167,7 +169,10 @@ impl TensorGraph {
             }
             TOp::Broadcast(_) | TOp::Reshape(_) if same(self, children[0]) => Some(children[0]),
             // Broadcasting a one-element value needs no reshape first.
-            TOp::Broadcast(target) => match (&self.expr[children[0]].op, &self.expr[children[0]].children[..]) {
+            TOp::Broadcast(target) => match (
+                &self.expr[children[0]].op,
+                &self.expr[children[0]].children[..],
+            ) {
                 (TOp::Reshape(_) | TOp::Broadcast(_), &[inner])
                     if numel(&self.shapes[usize::from(inner)]) == 1
                         && self.shapes[usize::from(inner)].len() <= target.len() =>
@@ -176,8 +181,13 @@ impl TensorGraph {
                 }
                 _ => None,
             },
-            TOp::Reshape(target) => match (&self.expr[children[0]].op, &self.expr[children[0]].children[..]) {
-                (TOp::Reshape(_), &[inner]) => Some(self.add_valid(TOp::Reshape(target.clone()), &[inner])),
+            TOp::Reshape(target) => match (
+                &self.expr[children[0]].op,
+                &self.expr[children[0]].children[..],
+            ) {
+                (TOp::Reshape(_), &[inner]) => {
+                    Some(self.add_valid(TOp::Reshape(target.clone()), &[inner]))
+                }
                 _ => None,
             },
             TOp::Transpose(perm) if perm.iter().enumerate().all(|(i, &p)| usize::from(p) == i) => {
@@ -203,7 +213,12 @@ impl TensorGraph {
                 let length = self.shapes[usize::from(children[0])][usize::from(*axis)];
                 (*start == 0 && *end == length).then_some(children[0])
             }
-            TOp::Pad { before: 0, after: 0, .. } | TOp::Roll { shift: 0, .. } => Some(children[0]),
+            TOp::Pad {
+                before: 0,
+                after: 0,
+                ..
+            }
+            | TOp::Roll { shift: 0, .. } => Some(children[0]),
             TOp::Concat(_) if children.len() == 1 => Some(children[0]),
             TOp::StopGradient if !self.expr[children[0]].is_differentiable() => Some(children[0]),
             _ => None,

@@ -7,6 +7,7 @@
 
 pub mod forward;
 pub mod graph;
+pub mod lift;
 pub mod op;
 pub mod reverse;
 pub mod shape;

@@ -290,7 +290,13 @@ impl fmt::Display for TOp {
             TOp::Round(op) => write!(f, "{}", op.name()),
             TOp::Where => write!(f, "where"),
             TOp::Reduce { op, axes, keepdims } => {
-                write!(f, "{}[{}]{}", op.name(), join(axes), if *keepdims { "k" } else { "" })
+                write!(
+                    f,
+                    "{}[{}]{}",
+                    op.name(),
+                    join(axes),
+                    if *keepdims { "k" } else { "" }
+                )
             }
             TOp::ArgExtreme { max, axis } => {
                 let name = if *max { "argmax" } else { "argmin" };

@@ -64,13 +64,15 @@ pub fn vjp(graph: &mut TensorGraph, seeds: &[(Id, Id)], wrt: &[Id]) -> Vec<Id> {
         }
     }
     wrt.iter()
-        .map(|&target| match adjoints.get(usize::from(target)).copied().flatten() {
-            Some(adjoint) => adjoint,
-            None => {
-                let shape = graph.shape(target).clone();
-                graph.full(0.0, &shape)
-            }
-        })
+        .map(
+            |&target| match adjoints.get(usize::from(target)).copied().flatten() {
+                Some(adjoint) => adjoint,
+                None => {
+                    let shape = graph.shape(target).clone();
+                    graph.full(0.0, &shape)
+                }
+            },
+        )
         .collect()
 }
 
@@ -120,7 +122,11 @@ fn pullback(graph: &mut TensorGraph, id: Id, g: Id) -> SmallVec<[Option<Id>; 3]>
                 .map(|(i, &d)| if axes.contains(&(i as u8)) { 1 } else { d })
                 .collect();
             let spread = |graph: &mut TensorGraph, v: Id| {
-                let v = if *keepdims { v } else { graph.reshape(v, &kept) };
+                let v = if *keepdims {
+                    v
+                } else {
+                    graph.reshape(v, &kept)
+                };
                 graph.broadcast(v, &x_shape)
             };
             let g_x = spread(graph, g);
@@ -213,7 +219,13 @@ fn pullback(graph: &mut TensorGraph, id: Id, g: Id) -> SmallVec<[Option<Id>; 3]>
         TOp::Roll { axis, shift } => {
             let length = out_shape[usize::from(*axis)];
             let back = (length - shift) % length.max(1);
-            let rolled = graph.add_valid(TOp::Roll { axis: *axis, shift: back }, &[g]);
+            let rolled = graph.add_valid(
+                TOp::Roll {
+                    axis: *axis,
+                    shift: back,
+                },
+                &[g],
+            );
             SmallVec::from_slice(&[Some(rolled)])
         }
     }

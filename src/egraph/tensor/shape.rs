@@ -34,8 +34,16 @@ pub fn broadcast(a: &[usize], b: &[usize]) -> Result<Shape, ShapeError> {
     let rank = a.len().max(b.len());
     let mut out: Shape = SmallVec::with_capacity(rank);
     for i in 0..rank {
-        let da = if i + a.len() >= rank { a[i + a.len() - rank] } else { 1 };
-        let db = if i + b.len() >= rank { b[i + b.len() - rank] } else { 1 };
+        let da = if i + a.len() >= rank {
+            a[i + a.len() - rank]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= rank {
+            b[i + b.len() - rank]
+        } else {
+            1
+        };
         out.push(match (da, db) {
             (x, y) if x == y => x,
             (1, y) => y,
@@ -208,13 +216,7 @@ pub fn infer(op: &TOp, shapes: &[&[usize]]) -> Result<Shape, ShapeError> {
 
 /// NumPy `matmul` for operands of rank 1 or 2.
 pub fn matmul_shape(a: &[usize], b: &[usize]) -> Result<Shape, ShapeError> {
-    let mismatch = || {
-        ShapeError(format!(
-            "shapes {} and {} do not align",
-            show(a),
-            show(b)
-        ))
-    };
+    let mismatch = || ShapeError(format!("shapes {} and {} do not align", show(a), show(b)));
     match (a.len(), b.len()) {
         (1, 1) if a[0] == b[0] => Ok(Shape::new()),
         (2, 1) if a[1] == b[0] => Ok(SmallVec::from_slice(&[a[0]])),

@@ -13,8 +13,8 @@ use super::error::{EvalError, EvalResult};
 use super::interp::Interp;
 use super::trace::{Trace, TraceRef, buf_to_value, node_of, traced, value_to_buf};
 use super::value::Value;
-use crate::backends::cpu::Cpu;
 use crate::backends::Backend;
+use crate::backends::cpu::Cpu;
 use crate::egraph::tensor::shape::show;
 use crate::egraph::tensor::{Shape, TNode, TOp, TensorGraph, jvp, vjp};
 use crate::tape::{Tape, compile};
@@ -89,6 +89,17 @@ fn fresh_tag(interp: &mut Interp) -> u32 {
     interp.numeric.next_tag
 }
 
+/// A traced request: the program with its derivative roots.
+struct Recorded {
+    trace: TraceRef,
+    roots: Vec<Id>,
+    groups: Vec<Tree>,
+    out_tree: Tree,
+    n_out: usize,
+    nested: bool,
+    n_leaves: usize,
+}
+
 /// Traces `f` on `args` and computes `request`. `seeds` are the cotangent
 /// (for `Vjp`), the tangents, one per argument (for `Jvp`), or the vector
 /// (for `Hvp`).
@@ -99,6 +110,91 @@ pub fn run(
     request: &Request,
     seeds: &[Value],
 ) -> EvalResult<Outcome> {
+    let recorded = record(interp, f, args, request, seeds)?;
+    let trace = &recorded.trace;
+    // Root values: top level runs the tape; nested returns traced nodes.
+    let (values, cached, compiled): (Vec<Value>, Option<bool>, Option<Rc<Compiled>>) =
+        if recorded.nested {
+            (
+                recorded.roots.iter().map(|&id| traced(trace, id)).collect(),
+                None,
+                None,
+            )
+        } else {
+            let (compiled, hit) = compiled_for(interp, trace, &recorded.roots);
+            let inputs = trace.borrow().inputs.clone();
+            let outputs = Cpu
+                .execute(&compiled.tape, &inputs)
+                .map_err(|e| EvalError::type_error(e.0))?;
+            (
+                outputs.into_iter().map(buf_to_value).collect(),
+                Some(hit),
+                Some(compiled),
+            )
+        };
+    let n_out = recorded.n_out;
+    let value = rebuild_in_order(&recorded.out_tree, &mut values[..n_out].iter().cloned());
+    let mut derivatives = Vec::new();
+    let mut offset = n_out;
+    for group in &recorded.groups {
+        let count = count_leaves(group);
+        let slice = values[offset..offset + count].to_vec();
+        offset += count;
+        derivatives.push(rebuild_in_order(group, &mut slice.into_iter()));
+    }
+    Ok(Outcome {
+        value,
+        derivatives,
+        cached,
+        compiled,
+    })
+}
+
+/// A tape compiled for a request, with the inputs it was traced on: the
+/// arguments' leaves first, then tensors the function closed over.
+pub struct CompiledCall {
+    /// The compiled program.
+    pub compiled: Rc<Compiled>,
+    /// The inputs of the traced call.
+    pub inputs: Vec<crate::backends::cpu::Buf>,
+    /// How many inputs are argument leaves (the rest are captured).
+    pub argument_inputs: usize,
+    /// How many outputs are the function's results (the rest are
+    /// derivatives).
+    pub results: usize,
+}
+
+/// Traces and compiles `request` for `f` at `args` without running it
+/// (top level only).
+pub fn compile_call(
+    interp: &mut Interp,
+    f: &Value,
+    args: &[Value],
+    request: &Request,
+) -> EvalResult<CompiledCall> {
+    if interp.numeric.trace.is_some() {
+        return Err(EvalError::type_error(
+            "cannot compile inside a traced function",
+        ));
+    }
+    let recorded = record(interp, f, args, request, &[])?;
+    let (compiled, _) = compiled_for(interp, &recorded.trace, &recorded.roots);
+    let inputs = recorded.trace.borrow().inputs.clone();
+    Ok(CompiledCall {
+        compiled,
+        inputs,
+        argument_inputs: recorded.n_leaves,
+        results: recorded.n_out,
+    })
+}
+
+fn record(
+    interp: &mut Interp,
+    f: &Value,
+    args: &[Value],
+    request: &Request,
+    seeds: &[Value],
+) -> EvalResult<Recorded> {
     let mut leaves = Vec::new();
     let trees: Vec<Tree> = args
         .iter()
@@ -137,7 +233,11 @@ pub fn run(
     interp.numeric.trace = saved;
     let result = result?;
     let mut out_leaves = Vec::new();
-    let out_tree = flatten(&result, &mut out_leaves, "results of a differentiated function")?;
+    let out_tree = flatten(
+        &result,
+        &mut out_leaves,
+        "results of a differentiated function",
+    )?;
     let out_ids: Vec<Id> = out_leaves
         .iter()
         .map(|v| node_of(&trace, v))
@@ -152,39 +252,24 @@ pub fn run(
         .collect();
     let (roots, groups) = {
         let mut borrowed = trace.borrow_mut();
-        derivative_roots(&mut borrowed, request, &out_ids, &leaf_ids, &arg_leaf_ranges, seeds, &trace)?
+        derivative_roots(
+            &mut borrowed,
+            request,
+            &out_ids,
+            &leaf_ids,
+            &arg_leaf_ranges,
+            seeds,
+            &trace,
+        )?
     };
-    // Root values: top level runs the tape; nested returns traced nodes.
-    let (values, cached, compiled): (Vec<Value>, Option<bool>, Option<Rc<Compiled>>) =
-        if nested.is_some() {
-            (roots.iter().map(|&id| traced(&trace, id)).collect(), None, None)
-        } else {
-            let (compiled, hit) = compiled_for(interp, &trace, &roots);
-            let inputs = trace.borrow().inputs.clone();
-            let outputs = Cpu
-                .execute(&compiled.tape, &inputs)
-                .map_err(|e| EvalError::type_error(e.0))?;
-            (
-                outputs.into_iter().map(buf_to_value).collect(),
-                Some(hit),
-                Some(compiled),
-            )
-        };
-    let n_out = out_ids.len();
-    let value = rebuild_in_order(&out_tree, &mut values[..n_out].to_vec().into_iter());
-    let mut derivatives = Vec::new();
-    let mut offset = n_out;
-    for group in groups {
-        let count = count_leaves(&group);
-        let slice = values[offset..offset + count].to_vec();
-        offset += count;
-        derivatives.push(rebuild_in_order(&group, &mut slice.into_iter()));
-    }
-    Ok(Outcome {
-        value,
-        derivatives,
-        cached,
-        compiled,
+    Ok(Recorded {
+        trace,
+        roots,
+        groups,
+        out_tree,
+        n_out: out_ids.len(),
+        nested: nested.is_some(),
+        n_leaves: leaves.len(),
     })
 }
 
@@ -305,9 +390,15 @@ fn derivative_roots(
             let targets: Vec<Id> = first.iter().map(|&i| leaves[i]).collect();
             let gradient = vjp(&mut t.graph, &[(output, one)], &targets);
             let mut v_leaves = Vec::new();
-            flatten(seeds.first().unwrap_or(&Value::Nil), &mut v_leaves, "the vector")?;
+            flatten(
+                seeds.first().unwrap_or(&Value::Nil),
+                &mut v_leaves,
+                "the vector",
+            )?;
             if v_leaves.len() != targets.len() {
-                return Err(EvalError::shape("the vector must have the structure of the first argument"));
+                return Err(EvalError::shape(
+                    "the vector must have the structure of the first argument",
+                ));
             }
             let mut pairs = Vec::new();
             for (&target, v) in targets.iter().zip(&v_leaves) {

@@ -46,7 +46,9 @@ pub fn flatten(value: &Value, leaves: &mut Vec<Value>, what: &str) -> EvalResult
 pub fn rebuild(tree: &Tree, leaves: &[Value]) -> Value {
     match tree {
         Tree::Leaf(index) => leaves[*index].clone(),
-        Tree::List(items) => Value::list(items.iter().map(|t| rebuild(t, leaves)).collect::<Vec<_>>()),
+        Tree::List(items) => {
+            Value::list(items.iter().map(|t| rebuild(t, leaves)).collect::<Vec<_>>())
+        }
     }
 }
 

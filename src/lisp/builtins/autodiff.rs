@@ -4,17 +4,20 @@
 //! `check-grad`, `tape-stats`, `show-tape`.
 
 use super::{builtin, with_options};
+use crate::backends::cpu::Buf;
 use crate::lisp::autodiff::{self, Outcome, Request};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin, NativeFn, Procedure};
 use crate::lisp::trace::value_to_buf;
 use crate::lisp::value::Value;
-use crate::backends::cpu::Buf;
 use ndarray::{ArrayD, IxDyn};
 use std::rc::Rc;
 
-fn native(name: String, func: impl Fn(&mut Interp, &[Value]) -> EvalResult<Value> + 'static) -> Value {
+fn native(
+    name: String,
+    func: impl Fn(&mut Interp, &[Value]) -> EvalResult<Value> + 'static,
+) -> Value {
     Value::Procedure(Rc::new(Procedure::Native(NativeFn {
         name,
         func: Box::new(func),
@@ -50,14 +53,18 @@ enum Wrt {
 fn parse_wrt(option: Option<&Value>) -> EvalResult<Wrt> {
     let position = |v: &Value| -> EvalResult<usize> {
         let k = v.as_i64()?;
-        usize::try_from(k).map_err(|_| EvalError::range(format!("a :wrt position cannot be negative, got {k}")))
+        usize::try_from(k)
+            .map_err(|_| EvalError::range(format!("a :wrt position cannot be negative, got {k}")))
     };
     match option {
         None => Ok(Wrt::One(0)),
         Some(Value::Symbol(s)) if s.name() == "all" => Ok(Wrt::All),
         Some(Value::Int(_)) => Ok(Wrt::One(position(option.unwrap_or(&Value::Nil))?)),
         Some(list) if list.is_list() => Ok(Wrt::Many(
-            list.list_to_vec()?.iter().map(position).collect::<EvalResult<_>>()?,
+            list.list_to_vec()?
+                .iter()
+                .map(position)
+                .collect::<EvalResult<_>>()?,
         )),
         Some(other) => Err(EvalError::type_error(format!(
             ":wrt takes a position, a list of positions or 'all, got {}",
@@ -90,20 +97,36 @@ fn gradients(outcome: Outcome, wrt: &Wrt) -> Value {
     }
 }
 
+fn only_function(args: &Args, form: &str) -> EvalResult<()> {
+    if args.len() > 1 {
+        return Err(EvalError::type_error(format!(
+            "({form} f) takes the function only{}",
+            if form == "grad" {
+                "; choose arguments with :wrt"
+            } else {
+                ""
+            }
+        )));
+    }
+    Ok(())
+}
+
 /// `(grad f :wrt ...)`: called from `grad` when its argument is a function.
 pub(crate) fn grad_of_function(args: &Args, with_value: bool) -> EvalResult<Value> {
     let f = args[0].clone();
-    if args.len() > 1 {
-        return Err(EvalError::type_error(
-            "(grad f) takes the function only; choose arguments with :wrt",
-        ));
-    }
+    only_function(args, "grad")?;
     let wrt = parse_wrt(args.option("wrt"))?;
     let prefix = if with_value { "value-and-grad" } else { "grad" };
     let name = format!("{prefix} of {}", function_name(&f));
     Ok(native(name, move |interp, call_args| {
         let positions = positions(&wrt, call_args.len())?;
-        let outcome = autodiff::run(interp, &f, call_args, &Request::Grad { wrt: positions }, &[])?;
+        let outcome = autodiff::run(
+            interp,
+            &f,
+            call_args,
+            &Request::Grad { wrt: positions },
+            &[],
+        )?;
         let value = outcome.value.clone();
         let grads = gradients(outcome, &wrt);
         Ok(if with_value {
@@ -132,8 +155,17 @@ fn list_arg(value: &Value, what: &str) -> EvalResult<Vec<Value>> {
 fn vjp(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     expect_function(&args[0], "vjp")?;
     let call_args = list_arg(&args[1], "vjp's second argument")?;
-    let outcome = autodiff::run(interp, &args[0], &call_args, &Request::Vjp, &[args[2].clone()])?;
-    Ok(Value::list([outcome.value, Value::list(outcome.derivatives)]))
+    let outcome = autodiff::run(
+        interp,
+        &args[0],
+        &call_args,
+        &Request::Vjp,
+        &[args[2].clone()],
+    )?;
+    Ok(Value::list([
+        outcome.value,
+        Value::list(outcome.derivatives),
+    ]))
 }
 
 fn jvp(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
@@ -158,7 +190,13 @@ fn hvp(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     if call_args.is_empty() {
         return Err(EvalError::type_error("hvp needs at least one argument"));
     }
-    let outcome = autodiff::run(interp, &args[0], &call_args, &Request::Hvp, &[args[2].clone()])?;
+    let outcome = autodiff::run(
+        interp,
+        &args[0],
+        &call_args,
+        &Request::Hvp,
+        &[args[2].clone()],
+    )?;
     Ok(outcome.derivatives.into_iter().next().unwrap_or(Value::Nil))
 }
 
@@ -205,11 +243,14 @@ fn assemble(rows: &[Value], lead: &[usize], inner: &[usize]) -> EvalResult<Value
 /// to its first argument, by one vector-Jacobian product per result
 /// element (the tape is compiled once and rerun).
 pub(crate) fn jacobian_of_function(args: &Args) -> EvalResult<Value> {
+    only_function(args, "jacobian")?;
     let f = args[0].clone();
     let name = format!("jacobian of {}", function_name(&f));
     Ok(native(name, move |interp, call_args| {
         if call_args.is_empty() {
-            return Err(EvalError::type_error("a Jacobian needs at least one argument"));
+            return Err(EvalError::type_error(
+                "a Jacobian needs at least one argument",
+            ));
         }
         let value = autodiff::run(interp, &f, call_args, &Request::Value, &[])?.value;
         let out_shape = shape_of(&value);
@@ -217,7 +258,13 @@ pub(crate) fn jacobian_of_function(args: &Args) -> EvalResult<Value> {
         let count: usize = out_shape.iter().product();
         let mut rows = Vec::with_capacity(count);
         for k in 0..count {
-            let outcome = autodiff::run(interp, &f, call_args, &Request::Vjp, &[basis(&out_shape, k)])?;
+            let outcome = autodiff::run(
+                interp,
+                &f,
+                call_args,
+                &Request::Vjp,
+                &[basis(&out_shape, k)],
+            )?;
             rows.push(outcome.derivatives.into_iter().next().unwrap_or(Value::Nil));
         }
         assemble(&rows, &out_shape, &in_shape)
@@ -227,11 +274,14 @@ pub(crate) fn jacobian_of_function(args: &Args) -> EvalResult<Value> {
 /// `(hessian f)`: the dense Hessian with respect to the first argument, one
 /// Hessian-vector product (forward over reverse) per element, symmetrized.
 pub(crate) fn hessian_of_function(args: &Args) -> EvalResult<Value> {
+    only_function(args, "hessian")?;
     let f = args[0].clone();
     let name = format!("hessian of {}", function_name(&f));
     Ok(native(name, move |interp, call_args| {
         if call_args.is_empty() {
-            return Err(EvalError::type_error("a Hessian needs at least one argument"));
+            return Err(EvalError::type_error(
+                "a Hessian needs at least one argument",
+            ));
         }
         let shape = shape_of(&call_args[0]);
         let n: usize = shape.iter().product();
@@ -316,7 +366,11 @@ fn check_grad(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
             let fd = (eval_at(x0 + h)? - eval_at(x0 - h)?) / (2.0 * h);
             let g = g_arr.as_slice().map(|s| s[k]).unwrap_or(f64::NAN);
             let error = (g - fd).abs() / g.abs().max(fd.abs()).max(1.0);
-            worst = if error.is_nan() { f64::NAN } else { worst.max(error) };
+            worst = if error.is_nan() {
+                f64::NAN
+            } else {
+                worst.max(error)
+            };
         }
     }
     Ok(Value::Float(worst))
@@ -337,7 +391,13 @@ fn tape_of(interp: &mut Interp, args: &Args) -> EvalResult<Outcome> {
     let value = autodiff::run(interp, &args[0], &call_args, &Request::Value, &[])?;
     let scalar = matches!(value.value, Value::Float(_) | Value::Int(_));
     if scalar && !call_args.is_empty() {
-        autodiff::run(interp, &args[0], &call_args, &Request::Grad { wrt: vec![0] }, &[])
+        autodiff::run(
+            interp,
+            &args[0],
+            &call_args,
+            &Request::Grad { wrt: vec![0] },
+            &[],
+        )
     } else {
         Ok(value)
     }

@@ -3,8 +3,12 @@
 //! `expr-size`, user rules, and the simplifier's settings.
 
 use super::{builtin, with_options};
+use crate::backends::Backend;
+use crate::backends::cpu::{Buf, Cpu};
 use crate::egraph::derivatives::{self, Derived, Options};
 use crate::egraph::eval::Program;
+use crate::egraph::tensor::Shape;
+use crate::egraph::tensor::lift::{LiftError, lift};
 use crate::egraph::{ExprBuilder, Level, MathRewrite, Report};
 use crate::lisp::error::{EvalError, EvalErrorKind, EvalResult};
 use crate::lisp::interp::Interp;
@@ -15,9 +19,10 @@ use crate::lisp::symbolic::{
     pattern_from_value,
 };
 use crate::lisp::tensor::{broadcast_shape, check_allocation};
+use crate::lisp::trace::{buf_to_value, value_to_buf};
 use crate::lisp::value::Value;
+use crate::tape::compile as compile_tape;
 use egg::{Id, RecExpr, Rewrite};
-use ndarray::{ArrayD, IxDyn};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -186,7 +191,10 @@ fn simplify(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 
 /// A compiled expression (or nested list of them) with its parameters.
 struct Compiled {
-    program: Program,
+    expr: RecExpr<crate::egraph::Math>,
+    roots: Vec<egg::Id>,
+    params: Vec<egg::Symbol>,
+    tapes: std::cell::RefCell<rustc_hash::FxHashMap<Vec<Shape>, Rc<crate::tape::Tape>>>,
     nesting: Nesting,
     /// `pi` was not a parameter, so it is passed as the constant, last.
     pi_appended: bool,
@@ -205,82 +213,57 @@ fn compile(exprs: &Value, params: &[egg::Symbol]) -> EvalResult<Compiled> {
         .copied()
         .chain(pi_appended.then_some(pi))
         .collect();
-    let program = Program::new(&expr, &roots, &params).map_err(|name| {
+    // Unbound variables are reported now, not at the first call.
+    Program::new(&expr, &roots, &params).map_err(|name| {
         EvalError::new(
             EvalErrorKind::Unbound,
             format!("no value for variable {name}"),
         )
     })?;
     Ok(Compiled {
-        program,
+        expr,
+        roots,
+        params,
+        tapes: Default::default(),
         nesting,
         pi_appended,
     })
 }
 
 /// Runs `compiled` on numbers or tensors (broadcast together; the
-/// expression is applied elementwise).
+/// expression is applied elementwise) through a tape compiled once per
+/// signature of argument shapes.
 fn run_compiled(compiled: &Compiled, args: &[Value]) -> EvalResult<Value> {
-    let program = &compiled.program;
-    let with_pi: Vec<Value>;
-    let args = if compiled.pi_appended {
-        with_pi = args
-            .iter()
-            .cloned()
-            .chain([Value::Float(std::f64::consts::PI)])
-            .collect();
-        &with_pi[..]
-    } else {
-        args
+    let mut inputs: Vec<Buf> = args.iter().map(value_to_buf).collect::<EvalResult<_>>()?;
+    if compiled.pi_appended {
+        inputs.push(Buf::Scalar(std::f64::consts::PI));
+    }
+    let shapes: Vec<Shape> = inputs.iter().map(|b| Shape::from(b.shape())).collect();
+    let cached = compiled.tapes.borrow().get(&shapes).cloned();
+    let tape = match cached {
+        Some(tape) => tape,
+        None => {
+            let (graph, roots) = lift(&compiled.expr, &compiled.roots, &compiled.params, &shapes)
+                .map_err(|error| match error {
+                LiftError::Unbound(name) => EvalError::new(
+                    EvalErrorKind::Unbound,
+                    format!("no value for variable {name}"),
+                ),
+                LiftError::Shape(e) => EvalError::shape(e.0),
+            })?;
+            let out_shape = roots
+                .iter()
+                .try_fold(Vec::new(), |acc, &r| broadcast_shape(&acc, graph.shape(r)))?;
+            check_allocation(&out_shape)?;
+            let tape = Rc::new(compile_tape(graph.expr(), graph.shapes(), &roots, &shapes));
+            compiled.tapes.borrow_mut().insert(shapes, Rc::clone(&tape));
+            tape
+        }
     };
-    let (mut scratch, mut results) = (Vec::new(), Vec::new());
-    if args
-        .iter()
-        .all(|arg| matches!(arg, Value::Int(_) | Value::Float(_)))
-    {
-        let numbers: Vec<f64> = args.iter().map(Value::as_f64).collect::<EvalResult<_>>()?;
-        program.run(&numbers, &mut scratch, &mut results);
-        let values: Vec<Value> = results.iter().map(|&x| Value::Float(x)).collect();
-        return Ok(compiled.nesting.rebuild(&values));
-    }
-    let mut arrays = Vec::with_capacity(args.len());
-    for arg in args {
-        arrays.push(match arg {
-            Value::Tensor(t) => Rc::clone(t),
-            other => Rc::new(ArrayD::from_elem(IxDyn(&[]), other.as_f64()?)),
-        });
-    }
-    let shape = arrays.iter().try_fold(Vec::new(), |shape, array| {
-        broadcast_shape(&shape, array.shape())
-    })?;
-    let size = check_allocation(&shape)?;
-    let views: Vec<_> = arrays
-        .iter()
-        .map(|array| {
-            array
-                .broadcast(IxDyn(&shape))
-                .ok_or_else(|| EvalError::shape("cannot broadcast the arguments together"))
-        })
-        .collect::<EvalResult<_>>()?;
-    let mut iters: Vec<_> = views.iter().map(|view| view.iter()).collect();
-    let mut outputs: Vec<Vec<f64>> = (0..program.n_results())
-        .map(|_| Vec::with_capacity(size))
-        .collect();
-    let mut point = vec![0.0; args.len()];
-    for _ in 0..size {
-        for (slot, iter) in point.iter_mut().zip(iters.iter_mut()) {
-            *slot = iter.next().copied().unwrap_or(f64::NAN);
-        }
-        program.run(&point, &mut scratch, &mut results);
-        for (output, &value) in outputs.iter_mut().zip(&results) {
-            output.push(value);
-        }
-    }
-    let values: Vec<Value> = outputs
-        .into_iter()
-        .map(|data| ArrayD::from_shape_vec(IxDyn(&shape), data).map(Value::tensor))
-        .collect::<Result<_, _>>()
-        .map_err(|err| EvalError::shape(err.to_string()))?;
+    let outputs = Cpu
+        .execute(&tape, &inputs)
+        .map_err(|e| EvalError::shape(e.0))?;
+    let values: Vec<Value> = outputs.into_iter().map(buf_to_value).collect();
     Ok(compiled.nesting.rebuild(&values))
 }
 

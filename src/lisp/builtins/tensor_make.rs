@@ -179,7 +179,11 @@ fn size(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 }
 
 /// Resolves a requested shape with at most one -1 against `len` elements.
-pub(crate) fn resolve_shape(requested: &Value, len: usize, from: &[usize]) -> EvalResult<Vec<usize>> {
+pub(crate) fn resolve_shape(
+    requested: &Value,
+    len: usize,
+    from: &[usize],
+) -> EvalResult<Vec<usize>> {
     let dims: Vec<i64> = match requested {
         Value::Int(n) => vec![*n],
         other => other

@@ -104,7 +104,11 @@ impl Trace {
                     let args: Vec<&Buf> = node
                         .children
                         .iter()
-                        .map(|&c| self.values[usize::from(c)].as_ref().expect("computed above"))
+                        .map(|&c| {
+                            self.values[usize::from(c)]
+                                .as_ref()
+                                .expect("computed above")
+                        })
                         .collect();
                     eval_op(op, &args, self.graph.shape(top)).expect("leaves are handled")
                 }

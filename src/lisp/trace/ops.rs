@@ -21,7 +21,9 @@ use smallvec::SmallVec;
 pub fn involves_traced(value: &Value) -> bool {
     match value {
         Value::Traced(_) => true,
-        Value::Pair(_) => value.iter().any(|(item, _)| matches!(item, Value::Traced(_))),
+        Value::Pair(_) => value
+            .iter()
+            .any(|(item, _)| matches!(item, Value::Traced(_))),
         _ => false,
     }
 }
@@ -144,21 +146,29 @@ fn unary_math(name: &str) -> Option<Math> {
 /// on a traced argument if it needs a number).
 pub fn call(trace: &TraceRef, name: &str, args: &Args) -> Option<EvalResult<Value>> {
     let r = Recorder { trace };
-    let result = (|| -> Option<EvalResult<Value>> {
+    (|| -> Option<EvalResult<Value>> {
         Some(match name {
-            "+" => r.fold(args, Math::Add([Id::from(0); 2])).map(|id| r.value(id)),
-            "*" => r.fold(args, Math::Mul([Id::from(0); 2])).map(|id| r.value(id)),
+            "+" => r
+                .fold(args, Math::Add([Id::from(0); 2]))
+                .map(|id| r.value(id)),
+            "*" => r
+                .fold(args, Math::Mul([Id::from(0); 2]))
+                .map(|id| r.value(id)),
             "-" if args.len() == 1 => r
                 .node(&args[0])
                 .and_then(|x| r.map(Math::Neg([Id::from(0)]), &[x]))
                 .map(|id| r.value(id)),
-            "-" => r.fold(args, Math::Sub([Id::from(0); 2])).map(|id| r.value(id)),
+            "-" => r
+                .fold(args, Math::Sub([Id::from(0); 2]))
+                .map(|id| r.value(id)),
             "/" if args.len() == 1 => (|| {
                 let x = r.node(&args[0])?;
                 r.map(Math::Div([Id::from(0); 2]), &[r.num(1.0), x])
             })()
             .map(|id| r.value(id)),
-            "/" => r.fold(args, Math::Div([Id::from(0); 2])).map(|id| r.value(id)),
+            "/" => r
+                .fold(args, Math::Div([Id::from(0); 2]))
+                .map(|id| r.value(id)),
             "pow" | "atan2" | "xlogy" => (|| {
                 let math = Math::from_op_name(name, &[Id::from(0); 2]).expect("binary operator");
                 let (a, b) = (r.node(&args[0])?, r.node(&args[1])?);
@@ -177,18 +187,30 @@ pub fn call(trace: &TraceRef, name: &str, args: &Args) -> Option<EvalResult<Valu
             "log2" | "log10" => (|| {
                 let x = r.node(&args[0])?;
                 let log = r.map(Math::Log([Id::from(0)]), &[x])?;
-                let base = if name == "log2" { 2f64.ln() } else { 10f64.ln() };
+                let base = if name == "log2" {
+                    2f64.ln()
+                } else {
+                    10f64.ln()
+                };
                 r.map(Math::Div([Id::from(0); 2]), &[log, r.num(base)])
             })()
             .map(|id| r.value(id)),
             "max" | "min" if args.len() == 1 => (|| {
-                let op = if name == "max" { ReduceOp::Max } else { ReduceOp::Min };
+                let op = if name == "max" {
+                    ReduceOp::Max
+                } else {
+                    ReduceOp::Min
+                };
                 let x = r.node(&args[0])?;
                 r.reduce(op, x, args)
             })()
             .map(|id| r.value(id)),
-            "max" => r.fold(args, Math::Max([Id::from(0); 2])).map(|id| r.value(id)),
-            "min" => r.fold(args, Math::Min([Id::from(0); 2])).map(|id| r.value(id)),
+            "max" => r
+                .fold(args, Math::Max([Id::from(0); 2]))
+                .map(|id| r.value(id)),
+            "min" => r
+                .fold(args, Math::Min([Id::from(0); 2]))
+                .map(|id| r.value(id)),
             "clamp" => (|| {
                 let (x, lo, hi) = (r.node(&args[0])?, r.node(&args[1])?, r.node(&args[2])?);
                 let above = r.map(Math::Max([Id::from(0); 2]), &[x, lo])?;
@@ -235,7 +257,9 @@ pub fn call(trace: &TraceRef, name: &str, args: &Args) -> Option<EvalResult<Valu
                 traced_shape(&args[0]).iter().map(|&d| Value::Int(d as i64)),
             )),
             "rank" => Ok(Value::Int(traced_shape(&args[0]).len() as i64)),
-            "size" => Ok(Value::Int(traced_shape(&args[0]).iter().product::<usize>() as i64)),
+            "size" => Ok(Value::Int(
+                traced_shape(&args[0]).iter().product::<usize>() as i64
+            )),
             "stop-gradient" => r
                 .node(&args[0])
                 .and_then(|x| r.add(TOp::StopGradient, &[x]))
@@ -251,8 +275,7 @@ pub fn call(trace: &TraceRef, name: &str, args: &Args) -> Option<EvalResult<Valu
                 return tensor_call(&r, name, args);
             }
         })
-    })();
-    result
+    })()
 }
 
 fn is_scalar(value: &Value) -> bool {
@@ -289,7 +312,9 @@ fn compare(r: &Recorder<'_>, name: &str, args: &Args) -> EvalResult<Value> {
             }
         }
         return Ok(Value::Bool(
-            numbers.windows(2).all(|pair| op.apply(pair[0], pair[1]) != 0.0),
+            numbers
+                .windows(2)
+                .all(|pair| op.apply(pair[0], pair[1]) != 0.0),
         ));
     }
     if args.len() != 2 {
@@ -441,7 +466,11 @@ fn tensor_call(r: &Recorder<'_>, name: &str, args: &Args) -> Option<EvalResult<V
             }
             "where" => {
                 if let Value::Bool(_) | Value::Nil = &args[0] {
-                    return r.node(if args[0].is_truthy() { &args[1] } else { &args[2] });
+                    return r.node(if args[0].is_truthy() {
+                        &args[1]
+                    } else {
+                        &args[2]
+                    });
                 }
                 let (c, a, b) = (r.node(&args[0])?, r.node(&args[1])?, r.node(&args[2])?);
                 r.add(TOp::Where, &[c, a, b])
@@ -449,9 +478,12 @@ fn tensor_call(r: &Recorder<'_>, name: &str, args: &Args) -> Option<EvalResult<V
             "concat" | "stack" => {
                 let items = args[0].list_to_vec()?;
                 if items.is_empty() {
-                    return Err(EvalError::type_error("expected a non-empty list of tensors"));
+                    return Err(EvalError::type_error(
+                        "expected a non-empty list of tensors",
+                    ));
                 }
-                let mut ids: Vec<Id> = items.iter().map(|v| r.node(v)).collect::<EvalResult<_>>()?;
+                let mut ids: Vec<Id> =
+                    items.iter().map(|v| r.node(v)).collect::<EvalResult<_>>()?;
                 let rank = r.shape(ids[0]).len();
                 if name == "stack" {
                     let axis = r.axis(args, rank + 1, 0)?;
@@ -584,8 +616,9 @@ fn tensor_call(r: &Recorder<'_>, name: &str, args: &Args) -> Option<EvalResult<V
     match name {
         "sum" | "prod" | "mean" | "logsumexp" | "softmax" | "log-softmax" | "argmax" | "argmin"
         | "matmul" | "dot" | "outer" | "trace" | "transpose" | "reshape" | "flatten" | "item"
-        | "broadcast-to" | "where" | "concat" | "stack" | "tensor" | "slice" | "index"
-        | "roll" => Some(run().map(|id| r.value(id))),
+        | "broadcast-to" | "where" | "concat" | "stack" | "tensor" | "slice" | "index" | "roll" => {
+            Some(run().map(|id| r.value(id)))
+        }
         "to-list" => Some(to_list(r, args)),
         _ => None,
     }
