@@ -8,7 +8,7 @@
 //! beats `(pow x 2)`, and `(- a b)` beats `(+ a (neg b))`.
 
 use super::language::Math;
-use egg::{CostFunction, Id, Language};
+use egg::{Id, Language};
 
 /// Extra cost of an operator beyond its memory traffic.
 fn arithmetic_cost(node: &Math) -> u64 {
@@ -38,51 +38,4 @@ pub fn node_cost(node: &Math, is_constant: impl Fn(Id) -> bool) -> u64 {
         .filter(|&&child| !is_constant(child))
         .count() as u64;
     2 * (1 + reads) + arithmetic_cost(node)
-}
-
-/// The same per-node cost summed over a tree, for egg's stock `Extractor`:
-/// a shared subterm is paid for at every use. Used as a baseline and as a
-/// fallback candidate by the DAG extractor.
-pub struct TreeCost<'a> {
-    /// Which e-classes are constants.
-    pub is_constant: &'a dyn Fn(Id) -> bool,
-}
-
-impl CostFunction<Math> for TreeCost<'_> {
-    type Cost = u64;
-
-    fn cost<C>(&mut self, node: &Math, mut costs: C) -> u64
-    where
-        C: FnMut(Id) -> u64,
-    {
-        let own = node_cost(node, self.is_constant);
-        node.children()
-            .iter()
-            .fold(own, |total, &child| total.saturating_add(costs(child)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cost_of(text: &str) -> u64 {
-        let expr: egg::RecExpr<Math> = text.parse().expect("test expression parses");
-        let nodes = expr.as_ref();
-        let mut seen = std::collections::HashSet::new();
-        nodes
-            .iter()
-            .filter(|node| seen.insert((*node).clone()))
-            .map(|node| node_cost(node, |id| nodes[usize::from(id)].constant().is_some()))
-            .sum()
-    }
-
-    #[test]
-    fn preferred_forms_cost_less() {
-        assert!(cost_of("(* 2 x)") < cost_of("(+ x x)"));
-        assert!(cost_of("(* x x)") < cost_of("(pow x 2)"));
-        assert!(cost_of("(- a b)") < cost_of("(+ a (neg b))"));
-        assert!(cost_of("(neg x)") < cost_of("(* -1 x)"));
-        assert!(cost_of("(/ 1 x)") < cost_of("(pow x -1)"));
-    }
 }

@@ -12,9 +12,9 @@
 //! is never worse than the stock extractor's.
 
 use super::analysis::MathGraph;
-use super::cost::{TreeCost, node_cost};
+use super::cost::node_cost;
 use super::language::Math;
-use egg::{Extractor, Id, Language, RecExpr};
+use egg::{Analysis, CostFunction, EGraph, Extractor, Id, Language, RecExpr};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -28,11 +28,47 @@ pub enum Extraction {
     Tree,
 }
 
+/// The cost of one node as a step of a program (its children not
+/// included), for any e-graph language.
+pub trait NodeCost<L: Language, N: Analysis<L>> {
+    /// The cost of `node`, which belongs to `egraph`.
+    fn cost(&self, egraph: &EGraph<L, N>, node: &L) -> u64;
+}
+
+/// The cost model of scalar `Math` programs (`cost::node_cost`).
+pub struct MathCost;
+
+impl NodeCost<Math, super::analysis::FactsAnalysis> for MathCost {
+    fn cost(&self, egraph: &MathGraph, node: &Math) -> u64 {
+        node_cost(node, |id| egraph[id].data.constant.is_some())
+    }
+}
+
+/// A `NodeCost` summed over trees, for egg's stock `Extractor`.
+struct TreeSum<'a, L: Language, N: Analysis<L>, C> {
+    egraph: &'a EGraph<L, N>,
+    cost: &'a C,
+}
+
+impl<L: Language, N: Analysis<L>, C: NodeCost<L, N>> CostFunction<L> for TreeSum<'_, L, N, C> {
+    type Cost = u64;
+
+    fn cost<F>(&mut self, node: &L, mut costs: F) -> u64
+    where
+        F: FnMut(Id) -> u64,
+    {
+        let own = self.cost.cost(self.egraph, node);
+        node.children()
+            .iter()
+            .fold(own, |total, &child| total.saturating_add(costs(child)))
+    }
+}
+
 /// A program extracted from an e-graph.
 #[derive(Clone, Debug)]
-pub struct Extracted {
+pub struct Extracted<L = Math> {
     /// The program; `roots` index into it.
-    pub expr: RecExpr<Math>,
+    pub expr: RecExpr<L>,
     /// One id per requested root.
     pub roots: Vec<Id>,
     /// The program's cost with each distinct node counted once.
@@ -43,18 +79,34 @@ pub struct Extracted {
 
 /// Extracts `roots` of `egraph` (which must be rebuilt) as one program.
 pub fn extract(egraph: &MathGraph, roots: &[Id]) -> Extracted {
-    let tree = extract_tree(egraph, roots);
-    let Some(mut choices) = greedy_dag_choices(egraph) else {
+    extract_by(egraph, roots, &MathCost)
+}
+
+/// Extraction with egg's stock tree-cost `Extractor`; the baseline the DAG
+/// extractor is measured against.
+pub fn extract_tree(egraph: &MathGraph, roots: &[Id]) -> Extracted {
+    extract_tree_by(egraph, roots, &MathCost)
+}
+
+/// Extracts `roots` of any `egraph` (rebuilt) under the cost model `cost`.
+pub fn extract_by<L, N, C>(egraph: &EGraph<L, N>, roots: &[Id], cost: &C) -> Extracted<L>
+where
+    L: Language,
+    N: Analysis<L>,
+    C: NodeCost<L, N>,
+{
+    let tree = extract_tree_by(egraph, roots, cost);
+    let Some(mut choices) = greedy_dag_choices(egraph, cost) else {
         return tree;
     };
-    improve(egraph, roots, &mut choices);
+    improve(egraph, roots, &mut choices, cost);
     // Reached sets can go stale as choices improve; a program with a cycle
     // is not a program, so the tree extractor's choice stands in.
     let canonical: Vec<Id> = roots.iter().map(|&root| egraph.find(root)).collect();
-    if dag_cost(egraph, &canonical, &choices).is_none() {
+    if dag_cost(egraph, &canonical, &choices, cost).is_none() {
         return tree;
     }
-    let dag = extract_with(egraph, roots, &choices, Extraction::Dag);
+    let dag = extract_with(egraph, roots, &choices, Extraction::Dag, cost);
     if tree.dag_cost < dag.dag_cost {
         tree
     } else {
@@ -62,28 +114,26 @@ pub fn extract(egraph: &MathGraph, roots: &[Id]) -> Extracted {
     }
 }
 
-/// Extraction with egg's stock tree-cost `Extractor` and the same per-node
-/// costs; the baseline the DAG extractor is measured against.
-pub fn extract_tree(egraph: &MathGraph, roots: &[Id]) -> Extracted {
-    let is_constant = |id: Id| egraph[id].data.constant.is_some();
-    let extractor = Extractor::new(
-        egraph,
-        TreeCost {
-            is_constant: &is_constant,
-        },
-    );
-    let choices: FxHashMap<Id, Math> =
+/// Tree-cost extraction of any e-graph under `cost`.
+pub fn extract_tree_by<L, N, C>(egraph: &EGraph<L, N>, roots: &[Id], cost: &C) -> Extracted<L>
+where
+    L: Language,
+    N: Analysis<L>,
+    C: NodeCost<L, N>,
+{
+    let extractor = Extractor::new(egraph, TreeSum { egraph, cost });
+    let choices: FxHashMap<Id, L> =
         roots_closure(egraph, roots, |id| extractor.find_best_node(id).clone());
-    extract_with(egraph, roots, &choices, Extraction::Tree)
+    extract_with(egraph, roots, &choices, Extraction::Tree, cost)
 }
 
 /// Follows `choose` from `roots`, collecting the chosen node of every
 /// reachable class.
-fn roots_closure(
-    egraph: &MathGraph,
+fn roots_closure<L: Language, N: Analysis<L>>(
+    egraph: &EGraph<L, N>,
     roots: &[Id],
-    choose: impl Fn(Id) -> Math,
-) -> FxHashMap<Id, Math> {
+    choose: impl Fn(Id) -> L,
+) -> FxHashMap<Id, L> {
     let mut choices = FxHashMap::default();
     let mut stack: Vec<Id> = roots.iter().map(|&id| egraph.find(id)).collect();
     while let Some(class) = stack.pop() {
@@ -98,12 +148,13 @@ fn roots_closure(
 }
 
 /// Builds the program made of `choices` (a node per class) for `roots`.
-fn extract_with(
-    egraph: &MathGraph,
+fn extract_with<L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
+    egraph: &EGraph<L, N>,
     roots: &[Id],
-    choices: &FxHashMap<Id, Math>,
+    choices: &FxHashMap<Id, L>,
     by: Extraction,
-) -> Extracted {
+    cost: &C,
+) -> Extracted<L> {
     let mut expr = RecExpr::default();
     let mut built: FxHashMap<Id, Id> = FxHashMap::default();
     let mut dag_cost = 0u64;
@@ -117,8 +168,7 @@ fn extract_with(
             }
             let node = &choices[&class];
             if children_done {
-                let is_constant = |id: Id| egraph[id].data.constant.is_some();
-                dag_cost += node_cost(node, is_constant);
+                dag_cost += cost.cost(egraph, node);
                 let new = node
                     .clone()
                     .map_children(|child| built[&egraph.find(child)]);
@@ -157,9 +207,14 @@ const IMPROVE_BUDGET: usize = 20_000_000;
 /// cheaper — lower DAG cost, or equal cost with fewer nodes. Greedy
 /// extraction cannot see that a subterm it pays for in one root is free in
 /// another; this pass finds such sharing.
-fn improve(egraph: &MathGraph, roots: &[Id], choices: &mut FxHashMap<Id, Math>) {
+fn improve<L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
+    egraph: &EGraph<L, N>,
+    roots: &[Id],
+    choices: &mut FxHashMap<Id, L>,
+    cost: &C,
+) {
     let roots: Vec<Id> = roots.iter().map(|&root| egraph.find(root)).collect();
-    let Some(mut current) = dag_cost(egraph, &roots, choices) else {
+    let Some(mut current) = dag_cost(egraph, &roots, choices, cost) else {
         return;
     };
     let mut work = 0usize;
@@ -182,7 +237,7 @@ fn improve(egraph: &MathGraph, roots: &[Id], choices: &mut FxHashMap<Id, Math>) 
                     return;
                 }
                 let previous = choices.insert(class, node.clone());
-                match dag_cost(egraph, &roots, choices) {
+                match dag_cost(egraph, &roots, choices, cost) {
                     Some(candidate) if candidate < current => current = candidate,
                     _ => {
                         if let Some(previous) = previous {
@@ -200,21 +255,21 @@ fn improve(egraph: &MathGraph, roots: &[Id], choices: &mut FxHashMap<Id, Math>) 
 
 /// The cost of the program `choices` make for `roots`, each class counted
 /// once, and its number of nodes; `None` if the choices form a cycle.
-fn dag_cost(
-    egraph: &MathGraph,
+fn dag_cost<L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
+    egraph: &EGraph<L, N>,
     roots: &[Id],
-    choices: &FxHashMap<Id, Math>,
+    choices: &FxHashMap<Id, L>,
+    cost: &C,
 ) -> Option<(u64, usize)> {
     // 1: on the stack, 2: finished.
     let mut state: FxHashMap<Id, u8> = FxHashMap::default();
-    let is_constant = |id: Id| egraph[id].data.constant.is_some();
     let (mut total, mut n_nodes) = (0u64, 0usize);
     for &root in roots {
         let mut stack = vec![(root, false)];
         while let Some((class, children_done)) = stack.pop() {
             if children_done {
                 state.insert(class, 2);
-                total += node_cost(&choices[&class], is_constant);
+                total += cost.cost(egraph, &choices[&class]);
                 n_nodes += 1;
                 continue;
             }
@@ -240,8 +295,8 @@ fn dag_cost(
 
 /// The best choice found so far for a class: its node, and the cost of
 /// every class that choice reaches (itself included).
-struct Best {
-    node: Math,
+struct Best<L> {
+    node: L,
     reached: Rc<FxHashMap<Id, u64>>,
     total: u64,
 }
@@ -249,9 +304,12 @@ struct Best {
 /// Greedy DAG extraction: a node's cost is the summed cost of the union of
 /// the classes reached by its children's choices, plus its own. `None` when
 /// the work exceeds `GREEDY_BUDGET`.
-fn greedy_dag_choices(egraph: &MathGraph) -> Option<FxHashMap<Id, Math>> {
+fn greedy_dag_choices<L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
+    egraph: &EGraph<L, N>,
+    cost: &C,
+) -> Option<FxHashMap<Id, L>> {
     let mut work = 0usize;
-    let mut best: FxHashMap<Id, Best> = FxHashMap::default();
+    let mut best: FxHashMap<Id, Best<L>> = FxHashMap::default();
     let mut queue: VecDeque<Id> = VecDeque::new();
     let mut queued: FxHashSet<Id> = FxHashSet::default();
     for class in egraph.classes() {
@@ -260,13 +318,11 @@ fn greedy_dag_choices(egraph: &MathGraph) -> Option<FxHashMap<Id, Math>> {
             queued.insert(class.id);
         }
     }
-    let is_constant = |id: Id| egraph[id].data.constant.is_some();
     while let Some(class_id) = queue.pop_front() {
         queued.remove(&class_id);
         let mut improved = false;
         for node in &egraph[class_id].nodes {
-            let Some((reached, total)) = candidate(egraph, &best, class_id, node, &is_constant)
-            else {
+            let Some((reached, total)) = candidate(egraph, &best, class_id, node, cost) else {
                 continue;
             };
             work += reached.len();
@@ -302,15 +358,15 @@ fn greedy_dag_choices(egraph: &MathGraph) -> Option<FxHashMap<Id, Math>> {
 
 /// The reached set and total cost of choosing `node` for `class_id`, if all
 /// its children have choices and none of them reaches `class_id` (a cycle).
-fn candidate(
-    egraph: &MathGraph,
-    best: &FxHashMap<Id, Best>,
+fn candidate<L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
+    egraph: &EGraph<L, N>,
+    best: &FxHashMap<Id, Best<L>>,
     class_id: Id,
-    node: &Math,
-    is_constant: &dyn Fn(Id) -> bool,
+    node: &L,
+    cost: &C,
 ) -> Option<(Rc<FxHashMap<Id, u64>>, u64)> {
-    let own = node_cost(node, is_constant);
-    let mut children: Vec<&Best> = Vec::with_capacity(2);
+    let own = cost.cost(egraph, node);
+    let mut children: Vec<&Best<L>> = Vec::with_capacity(2);
     for &child in node.children() {
         let child = egraph.find(child);
         if child == class_id {

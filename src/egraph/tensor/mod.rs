@@ -5,11 +5,14 @@
 //! Programs come in and leave as node lists over ids; this folder knows
 //! nothing of Lisp values or of how programs are executed.
 
+pub mod egraph;
 pub mod forward;
 pub mod graph;
 pub mod lift;
 pub mod op;
+pub mod optimize;
 pub mod reverse;
+pub mod rules;
 pub mod shape;
 
 pub use forward::jvp;

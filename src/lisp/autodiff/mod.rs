@@ -15,6 +15,7 @@ use super::trace::{Trace, TraceRef, buf_to_value, node_of, traced, value_to_buf}
 use super::value::Value;
 use crate::backends::Backend;
 use crate::backends::cpu::Cpu;
+use crate::egraph::tensor::optimize::{TensorLimits, TensorReport, optimize};
 use crate::egraph::tensor::shape::show;
 use crate::egraph::tensor::{Shape, TNode, TOp, TensorGraph, jvp, vjp};
 use crate::tape::{Tape, compile};
@@ -50,6 +51,8 @@ pub struct Compiled {
     pub tape: Tape,
     /// Nodes of the traced program with its derivatives.
     pub program_nodes: usize,
+    /// What the optimizer did.
+    pub report: TensorReport,
 }
 
 /// What to compute from a traced function.
@@ -460,10 +463,18 @@ fn compiled_for(interp: &mut Interp, trace: &TraceRef, roots: &[Id]) -> (Rc<Comp
     }
     interp.numeric.misses += 1;
     let input_shapes: Vec<Shape> = borrowed.inputs.iter().map(|b| b.shape().into()).collect();
-    let tape = compile(graph.expr(), graph.shapes(), roots, &input_shapes);
+    let limits = TensorLimits::for_level(interp.symbolic.level);
+    let optimized = optimize(nodes, roots, limits);
+    let tape = compile(
+        &optimized.expr,
+        &optimized.shapes,
+        &optimized.roots,
+        &input_shapes,
+    );
     let compiled = Rc::new(Compiled {
         tape,
         program_nodes: upto,
+        report: optimized.report,
     });
     interp
         .numeric

@@ -5,6 +5,7 @@
 
 use super::{builtin, with_options};
 use crate::backends::cpu::Buf;
+use crate::egraph::Stop;
 use crate::lisp::autodiff::{self, Outcome, Request};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
@@ -419,10 +420,28 @@ fn tape_stats(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         entry("flops", Value::Int(stats.flops as i64)),
         entry("fused-groups", int(stats.fused_groups)),
         entry("program-nodes", int(compiled.program_nodes)),
+        entry("optimized-nodes", int(compiled.report.nodes_after)),
+        entry("saturation", Value::symbol(stop_name(compiled.report.stop))),
+        entry(
+            "cost-before",
+            Value::Int(compiled.report.cost_before as i64),
+        ),
+        entry("cost-after", Value::Int(compiled.report.cost_after as i64)),
         entry("cached", Value::Bool(outcome.cached == Some(true))),
         entry("cache-hits", Value::Int(interp.numeric.hits as i64)),
         entry("cache-misses", Value::Int(interp.numeric.misses as i64)),
     ]))
+}
+
+fn stop_name(stop: Stop) -> &'static str {
+    match stop {
+        Stop::NotRun => "not-run",
+        Stop::TooLarge => "skipped-large",
+        Stop::Saturated => "saturated",
+        Stop::IterationLimit => "iteration-limit",
+        Stop::NodeLimit => "node-limit",
+        Stop::TimeLimit => "time-limit",
+    }
 }
 
 fn show_tape(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
