@@ -3,12 +3,12 @@
 //! loop is a tight, vectorizable one), and `run_group` runs a fused group
 //! chunk by chunk, in parallel over large tensors.
 
-use super::execute::Buf;
+use super::execute::Val;
 use crate::egraph::language::Math;
 use crate::egraph::tensor::TOp;
 use crate::scalar;
 use crate::tape::FusedGroup;
-use ndarray::{ArrayD, IxDyn};
+use ndarray::{ArrayD, Axis, IxDyn};
 use rayon::prelude::*;
 
 /// Elements per chunk: registers of a fused group stay in the L1 cache.
@@ -45,7 +45,10 @@ pub fn apply_chunk(op: &TOp, ins: &[&[f64]], out: &mut [f64]) {
             Math::Sub(_) => binary!(|x: f64, y: f64| x - y),
             Math::Mul(_) => binary!(|x: f64, y: f64| x * y),
             Math::Div(_) => binary!(|x: f64, y: f64| x / y),
-            Math::Pow(_) => binary!(scalar::pow),
+            Math::Pow(_) => match integer_exponent(ins[1]) {
+                Some(k) => unary!(|x: f64| if x.is_nan() { x } else { x.powi(k) }),
+                None => binary!(scalar::pow),
+            },
             Math::Atan2(_) => binary!(f64::atan2),
             Math::Heaviside(_) => binary!(scalar::heaviside),
             Math::Xlogy(_) => binary!(scalar::xlogy),
@@ -91,52 +94,124 @@ pub fn apply_chunk(op: &TOp, ins: &[&[f64]], out: &mut [f64]) {
     }
 }
 
+/// `Some(k)` when every exponent in `exponents` is the same small integer
+/// `k` (a constant exponent), for which `powi` equals `pow`.
+fn integer_exponent(exponents: &[f64]) -> Option<i32> {
+    let first = *exponents.first()?;
+    // Up to 4 factors, repeated multiplication rounds as well as `powf`.
+    let small_integer = first.fract() == 0.0 && first.abs() <= 4.0;
+    (small_integer && exponents.iter().all(|&e| e == first)).then_some(first as i32)
+}
+
 /// An operand of a group as the loop reads it.
 enum Source<'a> {
+    /// The same number everywhere.
     Scalar(f64),
+    /// Element `i` is `data[i]`.
     Slice(&'a [f64]),
+    /// Element `i` is `data[i - start]` inside `data`, 0 outside (a
+    /// zero-padded operand read in place).
+    Shifted { data: &'a [f64], start: usize },
+}
+
+impl Source<'_> {
+    fn fill(&self, at: usize, out: &mut [f64]) {
+        match self {
+            Source::Scalar(x) => out.fill(*x),
+            Source::Slice(s) => out.copy_from_slice(&s[at..at + out.len()]),
+            Source::Shifted { data, start } => {
+                let len = out.len();
+                // The part of at..at+len that falls inside the data.
+                let lo = at.max(*start).min(at + len);
+                let hi = (start + data.len()).min(at + len).max(lo);
+                out[..lo - at].fill(0.0);
+                out[lo - at..hi - at].copy_from_slice(&data[lo - start..hi - start]);
+                out[hi - at..].fill(0.0);
+            }
+        }
+    }
+}
+
+/// The elements of a row-major view, when they are contiguous.
+fn contiguous<'a>(view: &ndarray::ArrayViewD<'a, f64>) -> Option<&'a [f64]> {
+    view.to_slice()
 }
 
 /// Runs a fused group (or a single elementwise operation, as a group of
 /// one step) over operands broadcasting to `shape`.
 pub fn run_group(
     group: &FusedGroup,
-    operands: &[&Buf],
+    operands: &[&Val],
     shape: &[usize],
     pool: Option<Vec<f64>>,
-) -> Buf {
+) -> Val {
     let n: usize = shape.iter().product();
-    if operands.iter().all(|b| matches!(b, Buf::Scalar(_))) && shape.is_empty() {
-        return Buf::Scalar(run_scalar(group, operands));
+    if shape.is_empty() && operands.iter().all(|v| matches!(v, Val::Scalar(_))) {
+        return Val::Scalar(run_scalar(group, operands));
     }
-    // Operands that broadcast are expanded first; exact-shape contiguous
-    // tensors are read in place.
-    let expanded: Vec<Option<ArrayD<f64>>> = operands
-        .iter()
-        .map(|b| match b {
-            Buf::Array(a) if a.shape() != shape || a.as_slice().is_none() => Some(
-                a.broadcast(IxDyn(shape))
-                    .expect("tape shapes broadcast")
-                    .as_standard_layout()
-                    .into_owned(),
-            ),
-            _ => None,
-        })
-        .collect();
+    // Operands are read in place when their elements line up with the
+    // result's (same shape, contiguous; a pad along the first axis of a
+    // contiguous array); anything else is expanded first.
+    let mut expanded: Vec<Option<ArrayD<f64>>> = Vec::with_capacity(operands.len());
+    for operand in operands {
+        let in_place = match operand {
+            Val::Scalar(_) => true,
+            Val::Array(a) => a.shape() == shape && a.as_slice().is_some(),
+            Val::Slice {
+                base,
+                axis,
+                start,
+                end,
+            } => {
+                let view = base.slice_axis(Axis(*axis), ndarray::Slice::from(*start..*end));
+                view.shape() == shape && contiguous(&view).is_some()
+            }
+            Val::Padded {
+                base,
+                axis,
+                shape: padded,
+                ..
+            } => *axis == 0 && padded[..] == *shape && base.as_slice().is_some(),
+        };
+        expanded.push((!in_place).then(|| {
+            operand
+                .cow()
+                .broadcast(IxDyn(shape))
+                .expect("tape shapes broadcast")
+                .as_standard_layout()
+                .into_owned()
+        }));
+    }
     let sources: Vec<Source<'_>> = operands
         .iter()
         .zip(&expanded)
-        .map(|(b, e)| match (b, e) {
+        .map(|(operand, e)| match (operand, e) {
             (_, Some(e)) => Source::Slice(e.as_slice().expect("standard layout")),
-            (Buf::Scalar(x), None) => Source::Scalar(*x),
-            (Buf::Array(a), None) => Source::Slice(a.as_slice().expect("checked contiguous")),
+            (Val::Scalar(x), None) => Source::Scalar(*x),
+            (Val::Array(a), None) => Source::Slice(a.as_slice().expect("checked contiguous")),
+            (
+                Val::Slice {
+                    base,
+                    axis,
+                    start,
+                    end,
+                },
+                None,
+            ) => Source::Slice(
+                contiguous(&base.slice_axis(Axis(*axis), ndarray::Slice::from(*start..*end)))
+                    .expect("checked contiguous"),
+            ),
+            (Val::Padded { base, before, .. }, None) => {
+                let inner: usize = base.shape()[1..].iter().product();
+                Source::Shifted {
+                    data: base.as_slice().expect("checked contiguous"),
+                    start: before * inner,
+                }
+            }
         })
         .collect();
     let mut out = match pool {
-        Some(mut v) if v.len() == n => {
-            v.truncate(n);
-            v
-        }
+        Some(v) if v.len() == n => v,
         _ => vec![0.0; n],
     };
     let task = |start: usize, block: &mut [f64]| {
@@ -147,11 +222,7 @@ pub fn run_group(
             let len = CHUNK.min(block.len() - offset);
             let at = start + offset;
             for (k, source) in sources.iter().enumerate() {
-                let r = &mut registers[k * CHUNK..k * CHUNK + len];
-                match source {
-                    Source::Scalar(x) => r.fill(*x),
-                    Source::Slice(s) => r.copy_from_slice(&s[at..at + len]),
-                }
+                source.fill(at, &mut registers[k * CHUNK..k * CHUNK + len]);
             }
             for (s, (op, args)) in group.steps.iter().enumerate() {
                 let target = group.inputs + s;
@@ -175,18 +246,18 @@ pub fn run_group(
     } else {
         task(0, &mut out);
     }
-    Buf::Array(std::rc::Rc::new(
+    Val::Array(std::rc::Rc::new(
         ArrayD::from_shape_vec(IxDyn(shape), out).expect("length matches shape"),
     ))
 }
 
 /// A group over scalars: no allocation.
-fn run_scalar(group: &FusedGroup, operands: &[&Buf]) -> f64 {
+fn run_scalar(group: &FusedGroup, operands: &[&Val]) -> f64 {
     let mut registers: smallvec::SmallVec<[f64; 16]> = operands
         .iter()
-        .map(|b| match b {
-            Buf::Scalar(x) => *x,
-            Buf::Array(a) => a.iter().next().copied().unwrap_or(f64::NAN),
+        .map(|v| match v {
+            Val::Scalar(x) => *x,
+            other => other.cow().iter().next().copied().unwrap_or(f64::NAN),
         })
         .collect();
     for (op, args) in &group.steps {

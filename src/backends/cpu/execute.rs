@@ -1,15 +1,16 @@
-//! Running a tape on the CPU: slots hold scalars in registers or arrays
-//! behind `Rc`; each instruction reads its operand slots and writes its
-//! result slot, and storage of dead values is recycled for later results
-//! of the same size.
+//! Running a tape on the CPU: slots hold scalars in registers, arrays
+//! behind `Rc`, or views (a slice or a zero-padded copy of an array, made
+//! lazily: elementwise kernels read them in place, other kernels copy
+//! them). Storage of dead values is recycled for later results of the same
+//! size.
 
 use super::elementwise::run_group;
 use super::structural::{gemm, structural};
 use crate::backends::BackendError;
-use crate::egraph::tensor::TOp;
 use crate::egraph::tensor::shape::show;
+use crate::egraph::tensor::{Shape, TOp};
 use crate::tape::{FusedGroup, Kernel, Tape};
-use ndarray::{ArrayD, ArrayViewD, IxDyn};
+use ndarray::{ArrayD, ArrayViewD, Axis, CowArray, IxDyn, Slice};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::rc::Rc;
@@ -48,12 +49,78 @@ impl Buf {
             Buf::Array(a) => a.shape(),
         }
     }
+}
 
-    fn view(&self) -> ArrayViewD<'_, f64> {
+/// A value inside the executor.
+#[derive(Clone, Debug)]
+pub(crate) enum Val {
+    /// A 0-dimensional value.
+    Scalar(f64),
+    /// An array.
+    Array(Rc<ArrayD<f64>>),
+    /// Elements `start..end` along `axis` of `base`, not copied.
+    Slice {
+        base: Rc<ArrayD<f64>>,
+        axis: usize,
+        start: usize,
+        end: usize,
+    },
+    /// `base` with zeros added before and after along `axis`, not made.
+    Padded {
+        base: Rc<ArrayD<f64>>,
+        axis: usize,
+        before: usize,
+        shape: Shape,
+    },
+}
+
+impl Val {
+    fn from_buf(buf: &Buf) -> Val {
+        match buf {
+            Buf::Scalar(x) => Val::Scalar(*x),
+            Buf::Array(a) => Val::Array(Rc::clone(a)),
+        }
+    }
+
+    fn from_array(array: ArrayD<f64>) -> Val {
+        if array.ndim() == 0 {
+            Val::Scalar(array.iter().next().copied().unwrap_or(f64::NAN))
+        } else {
+            Val::Array(Rc::new(array))
+        }
+    }
+
+    /// The value as an array, borrowed where it exists.
+    pub(crate) fn cow(&self) -> CowArray<'_, f64, IxDyn> {
         match self {
-            Buf::Scalar(x) => ArrayViewD::from_shape(IxDyn(&[]), std::slice::from_ref(x))
-                .expect("one element for the empty shape"),
-            Buf::Array(a) => a.view(),
+            Val::Scalar(x) => CowArray::from(ArrayD::from_elem(IxDyn(&[]), *x)),
+            Val::Array(a) => CowArray::from(a.view()),
+            Val::Slice {
+                base,
+                axis,
+                start,
+                end,
+            } => CowArray::from(base.slice_axis(Axis(*axis), Slice::from(*start..*end))),
+            Val::Padded {
+                base,
+                axis,
+                before,
+                shape,
+            } => {
+                let mut out = ArrayD::zeros(IxDyn(shape));
+                let len = base.shape()[*axis];
+                out.slice_axis_mut(Axis(*axis), Slice::from(*before..before + len))
+                    .assign(&**base);
+                CowArray::from(out)
+            }
+        }
+    }
+
+    fn into_buf(self) -> Buf {
+        match self {
+            Val::Scalar(x) => Buf::Scalar(x),
+            Val::Array(a) => Buf::Array(a),
+            other => Buf::from_array(Rc::new(other.cow().into_owned())),
         }
     }
 }
@@ -66,27 +133,64 @@ fn single_step(op: &TOp, inputs: usize) -> FusedGroup {
     }
 }
 
-/// Evaluates one operation on concrete operands (used by the tracer to
-/// look at values that control flow depends on). `Input` and `Scalar`
-/// leaves are not operations and give `None`.
-pub fn eval_op(op: &TOp, args: &[&Buf], shape: &[usize]) -> Option<Buf> {
-    Some(match op {
-        TOp::Input { .. } => return None,
-        TOp::Scalar(c) => Buf::Scalar(c.get()),
+/// Runs one operation (not `Input`) on executor values.
+fn step(op: &TOp, args: &[&Val], shape: &[usize], pool: Option<Vec<f64>>) -> Val {
+    match op {
+        TOp::Input { .. } => unreachable!("inputs are loaded by the executor"),
+        TOp::Scalar(c) => Val::Scalar(c.get()),
         TOp::Map(_) | TOp::Compare(_) | TOp::Round(_) | TOp::Where => {
-            run_group(&single_step(op, args.len()), args, shape, None)
+            run_group(&single_step(op, args.len()), args, shape, pool)
         }
-        TOp::MatMul => from_array(gemm(&args[0].view(), &args[1].view(), false, false)),
+        TOp::MatMul => Val::from_array(gemm(
+            &args[0].cow().view(),
+            &args[1].cow().view(),
+            false,
+            false,
+        )),
         TOp::StopGradient | TOp::Tag(_) => args[0].clone(),
-        other => {
-            let views: SmallVec<[ArrayViewD<'_, f64>; 3]> = args.iter().map(|b| b.view()).collect();
-            from_array(structural(other, &views, shape))
+        TOp::Slice { axis, start, end } => match args[0] {
+            Val::Array(base) => Val::Slice {
+                base: Rc::clone(base),
+                axis: usize::from(*axis),
+                start: *start,
+                end: *end,
+            },
+            other => {
+                let owned = Rc::new(other.cow().into_owned());
+                step(op, &[&Val::Array(owned)], shape, None)
+            }
+        },
+        TOp::Pad { axis, before, .. } => {
+            let base = match args[0] {
+                Val::Array(base) => Rc::clone(base),
+                other => Rc::new(other.cow().into_owned()),
+            };
+            Val::Padded {
+                base,
+                axis: usize::from(*axis),
+                before: *before,
+                shape: Shape::from(shape),
+            }
         }
-    })
+        other => {
+            let cows: SmallVec<[CowArray<'_, f64, IxDyn>; 3]> =
+                args.iter().map(|v| v.cow()).collect();
+            let views: SmallVec<[ArrayViewD<'_, f64>; 3]> = cows.iter().map(|c| c.view()).collect();
+            Val::from_array(structural(other, &views, shape))
+        }
+    }
 }
 
-fn from_array(array: ArrayD<f64>) -> Buf {
-    Buf::from_array(Rc::new(array))
+/// Evaluates one operation on concrete operands (used by the tracer to
+/// look at values that control flow depends on). `Input` leaves are not
+/// operations and give `None`.
+pub fn eval_op(op: &TOp, args: &[&Buf], shape: &[usize]) -> Option<Buf> {
+    if let TOp::Input { .. } = op {
+        return None;
+    }
+    let vals: SmallVec<[Val; 3]> = args.iter().map(|b| Val::from_buf(b)).collect();
+    let refs: SmallVec<[&Val; 3]> = vals.iter().collect();
+    Some(step(op, &refs, shape, None).into_buf())
 }
 
 /// Runs `tape` on `inputs`.
@@ -107,11 +211,10 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
             )));
         }
     }
-    let mut slots: Vec<Option<Buf>> = vec![None; tape.slots];
-    let mut pool: FxHashMap<usize, Vec<Vec<f64>>> = FxHashMap::default();
+    let mut slots: Vec<Option<Val>> = vec![None; tape.slots];
     for instruction in &tape.instructions {
         let value = {
-            let args: SmallVec<[&Buf; 3]> = instruction
+            let args: SmallVec<[&Val; 3]> = instruction
                 .args
                 .iter()
                 .map(|&s| {
@@ -120,28 +223,20 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
                         .expect("operands are computed first")
                 })
                 .collect();
+            let n: usize = instruction.shape.iter().product();
             match &instruction.op {
-                Kernel::Op(TOp::Input { index, .. }) => inputs[*index as usize].clone(),
-                Kernel::Fused(group) => {
-                    let n: usize = instruction.shape.iter().product();
-                    let recycled = pool.get_mut(&n).and_then(Vec::pop);
-                    run_group(group, &args, &instruction.shape, recycled)
-                }
-                Kernel::Op(op @ (TOp::Map(_) | TOp::Compare(_) | TOp::Round(_) | TOp::Where)) => {
-                    let n: usize = instruction.shape.iter().product();
-                    let recycled = pool.get_mut(&n).and_then(Vec::pop);
-                    run_group(
-                        &single_step(op, args.len()),
-                        &args,
-                        &instruction.shape,
-                        recycled,
-                    )
-                }
+                Kernel::Op(TOp::Input { index, .. }) => Val::from_buf(&inputs[*index as usize]),
+                Kernel::Fused(group) => run_group(group, &args, &instruction.shape, take(n)),
                 Kernel::Gemm { ta, tb } => {
-                    from_array(gemm(&args[0].view(), &args[1].view(), *ta, *tb))
+                    Val::from_array(gemm(&args[0].cow().view(), &args[1].cow().view(), *ta, *tb))
                 }
                 Kernel::Op(op) => {
-                    eval_op(op, &args, &instruction.shape).expect("inputs are handled above")
+                    let elementwise = matches!(
+                        op,
+                        TOp::Map(_) | TOp::Compare(_) | TOp::Round(_) | TOp::Where
+                    );
+                    let recycled = if elementwise { take(n) } else { None };
+                    step(op, &args, &instruction.shape, recycled)
                 }
             }
         };
@@ -150,21 +245,71 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
             if slot == instruction.out {
                 continue;
             }
-            if let Some(Buf::Array(array)) = slots[slot as usize].take() {
-                if let Ok(array) = Rc::try_unwrap(array) {
-                    if array.is_standard_layout() {
-                        let (data, offset) = array.into_raw_vec_and_offset();
-                        if offset.unwrap_or(0) == 0 {
-                            pool.entry(data.len()).or_default().push(data);
-                        }
-                    }
-                }
+            match slots[slot as usize].take() {
+                Some(Val::Array(array) | Val::Slice { base: array, .. })
+                | Some(Val::Padded { base: array, .. }) => recycle(array),
+                _ => {}
             }
         }
     }
     Ok(tape
         .outputs
         .iter()
-        .map(|&s| slots[s as usize].clone().expect("outputs are computed"))
+        .map(|&s| {
+            slots[s as usize]
+                .clone()
+                .expect("outputs are computed")
+                .into_buf()
+        })
         .collect())
+}
+
+/// Storage kept for reuse across instructions and runs, by length. Fresh
+/// large allocations are mapped from the system and zeroed page by page on
+/// first touch, which costs more than an elementwise pass.
+struct Pool {
+    free: FxHashMap<usize, Vec<Vec<f64>>>,
+    bytes: usize,
+}
+
+/// The most storage the pool keeps (per thread).
+const POOL_BYTES: usize = 512 << 20;
+
+thread_local! {
+    static POOL: std::cell::RefCell<Pool> = std::cell::RefCell::new(Pool {
+        free: FxHashMap::default(),
+        bytes: 0,
+    });
+}
+
+/// Storage of `n` elements from the pool, if it has some (contents
+/// arbitrary).
+pub(crate) fn take(n: usize) -> Option<Vec<f64>> {
+    POOL.with(|pool| {
+        let mut pool = pool.borrow_mut();
+        let found = pool.free.get_mut(&n).and_then(Vec::pop)?;
+        pool.bytes -= n * 8;
+        Some(found)
+    })
+}
+
+/// Keeps the storage of a dead array for a later result of its size.
+fn recycle(array: Rc<ArrayD<f64>>) {
+    let Ok(array) = Rc::try_unwrap(array) else {
+        return;
+    };
+    if !array.is_standard_layout() {
+        return;
+    }
+    let (data, offset) = array.into_raw_vec_and_offset();
+    if offset.unwrap_or(0) != 0 || data.len() < 1024 {
+        return;
+    }
+    POOL.with(|pool| {
+        let mut pool = pool.borrow_mut();
+        if pool.bytes + data.len() * 8 <= POOL_BYTES {
+            pool.bytes += data.len() * 8;
+            pool.free.entry(data.len()).or_default().push(data);
+        }
+    });
 }

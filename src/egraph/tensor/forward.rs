@@ -2,30 +2,42 @@
 //! nodes, appended to the graph. Applied to a gradient program it gives
 //! Hessian-vector products (forward over reverse).
 //!
+//! Tangents may be batched: with `batch = Some(b)` every tangent has a
+//! leading axis of length `b` (b directions at once), so a dense Hessian or
+//! forward Jacobian is one program whose matrix-vector products become
+//! matrix-matrix products.
+//!
 //! Elementwise operators use the same scalar table of local partials as the
 //! reverse sweep; linear operators (reshape, slice, sums, matrix products
 //! in each operand, ...) apply themselves to the tangents.
 
 use super::graph::TensorGraph;
-use super::op::{ReduceOp, TOp};
+use super::op::{CmpOp, ReduceOp, Shape, TOp};
 use crate::egraph::partials::{PartialBuilder, local_partials};
 use egg::Id;
 use smallvec::SmallVec;
 
 /// Appends tangents of `outputs` given tangents of some nodes
-/// (`(node, tangent)`, same shapes). An output that depends on none of the
-/// seeded nodes gets zeros.
-pub fn jvp(graph: &mut TensorGraph, seeds: &[(Id, Id)], outputs: &[Id]) -> Vec<Id> {
+/// (`(node, tangent)`; a tangent has the node's shape, with a leading axis
+/// of length `b` when `batch` is `Some(b)`). An output that depends on none
+/// of the seeded nodes gets zeros.
+pub fn jvp(
+    graph: &mut TensorGraph,
+    seeds: &[(Id, Id)],
+    outputs: &[Id],
+    batch: Option<usize>,
+) -> Vec<Id> {
     let upto = outputs
         .iter()
         .map(|&o| usize::from(o) + 1)
         .max()
         .unwrap_or(0);
+    let mut sweep = Sweep { graph, batch };
     let mut tangents: Vec<Option<Id>> = vec![None; upto];
     for &(node, tangent) in seeds {
         if let Some(slot) = tangents.get_mut(usize::from(node)) {
             *slot = Some(match *slot {
-                Some(existing) => graph.add2(existing, tangent),
+                Some(existing) => sweep.graph.add2(existing, tangent),
                 None => tangent,
             });
         }
@@ -36,11 +48,11 @@ pub fn jvp(graph: &mut TensorGraph, seeds: &[(Id, Id)], outputs: &[Id]) -> Vec<I
         .min()
         .unwrap_or(upto);
     for index in start..upto {
-        let id = Id::from(index);
         if tangents[index].is_some() {
             continue;
         }
-        let node = graph.node(id).clone();
+        let id = Id::from(index);
+        let node = sweep.graph.node(id).clone();
         if !node.is_differentiable() {
             continue;
         }
@@ -52,119 +64,263 @@ pub fn jvp(graph: &mut TensorGraph, seeds: &[(Id, Id)], outputs: &[Id]) -> Vec<I
         if inputs.iter().all(Option::is_none) {
             continue;
         }
-        tangents[index] = Some(push_forward(graph, id, &inputs));
+        tangents[index] = Some(sweep.push_forward(id, &inputs));
     }
     outputs
         .iter()
         .map(|&output| match tangents[usize::from(output)] {
             Some(t) => t,
-            None => {
-                let shape = graph.shape(output).clone();
-                graph.full(0.0, &shape)
-            }
+            None => sweep.zeros(output),
         })
         .collect()
 }
 
-/// The tangent of node `id` from its operands' tangents (`None`: zero).
-fn push_forward(graph: &mut TensorGraph, id: Id, inputs: &[Option<Id>]) -> Id {
-    let node = graph.node(id).clone();
-    let children = node.children.clone();
-    let out_shape = graph.shape(id).clone();
-    // A linear operator applied to the tangents, zeros standing in for
-    // operands without one.
-    let linear = |graph: &mut TensorGraph| {
-        let operands: SmallVec<[Id; 3]> = children
-            .iter()
-            .zip(inputs)
-            .map(|(&child, tangent)| {
-                tangent.unwrap_or_else(|| {
-                    let shape = graph.shape(child).clone();
-                    graph.full(0.0, &shape)
-                })
-            })
-            .collect();
-        graph.add_valid(node.op.clone(), &operands)
-    };
-    match &node.op {
-        TOp::Map(_) => {
-            let math = node.math().expect("a Map node has a scalar operator");
-            let partials = local_partials(&math, id, graph);
-            let mut terms: Vec<Id> = Vec::new();
-            for (tangent, partial) in inputs.iter().zip(partials) {
-                if let (Some(t), Some(p)) = (tangent, partial) {
-                    terms.push(graph.mul(p, *t));
+struct Sweep<'a> {
+    graph: &'a mut TensorGraph,
+    batch: Option<usize>,
+}
+
+impl Sweep<'_> {
+    /// The tangent shape of a value of `shape`.
+    fn tangent_shape(&self, shape: &[usize]) -> Shape {
+        let mut out: Shape = self.batch.into_iter().collect();
+        out.extend_from_slice(shape);
+        out
+    }
+
+    fn lead(&self) -> u8 {
+        u8::from(self.batch.is_some())
+    }
+
+    fn zeros(&mut self, of: Id) -> Id {
+        let shape = self.tangent_shape(&self.graph.shape(of).clone());
+        self.graph.full(0.0, &shape)
+    }
+
+    /// A batched tangent of a value of rank r, reshaped to broadcast
+    /// (right-aligned) against values of rank `rank`: ones go after the
+    /// batch axis.
+    fn align(&mut self, t: Id, rank: usize) -> Id {
+        let Some(b) = self.batch else {
+            return t;
+        };
+        let shape = self.graph.shape(t).clone();
+        let inner = &shape[1..];
+        if inner.len() >= rank {
+            return t;
+        }
+        let mut aligned: Shape = SmallVec::from_slice(&[b]);
+        aligned.extend(std::iter::repeat_n(1, rank - inner.len()));
+        aligned.extend_from_slice(inner);
+        self.graph.reshape(t, &aligned)
+    }
+
+    fn shifted(&self, axis: u8) -> u8 {
+        axis + self.lead()
+    }
+
+    fn push_forward(&mut self, id: Id, inputs: &[Option<Id>]) -> Id {
+        let node = self.graph.node(id).clone();
+        let children = node.children.clone();
+        let out_shape = self.graph.shape(id).clone();
+        let out_tangent = self.tangent_shape(&out_shape);
+        let rank = out_shape.len();
+        let tangent_or_zero = |this: &mut Self, k: usize| match inputs[k] {
+            Some(t) => t,
+            None => this.zeros(children[k]),
+        };
+        match &node.op {
+            TOp::Map(_) => {
+                let math = node.math().expect("a Map node has a scalar operator");
+                let partials = local_partials(&math, id, self.graph);
+                let mut terms: Vec<Id> = Vec::new();
+                for (tangent, partial) in inputs.iter().zip(partials) {
+                    if let (Some(t), Some(p)) = (tangent, partial) {
+                        let t = self.align(*t, rank);
+                        terms.push(self.graph.mul(p, t));
+                    }
+                }
+                match self.graph.sum_terms(&terms) {
+                    Some(sum) => self.graph.expand_to(sum, &out_tangent),
+                    None => self.graph.full(0.0, &out_tangent),
                 }
             }
-            match graph.sum_terms(&terms) {
-                Some(sum) => graph.expand_to(sum, &out_shape),
-                None => graph.full(0.0, &out_shape),
+            TOp::Where => {
+                let zero = self.graph.num(0.0);
+                let a = inputs[1].map_or(zero, |t| self.align(t, rank));
+                let b = inputs[2].map_or(zero, |t| self.align(t, rank));
+                let chosen = self.graph.add_valid(TOp::Where, &[children[0], a, b]);
+                self.graph.expand_to(chosen, &out_tangent)
             }
-        }
-        TOp::Where => {
-            let zero = graph.num(0.0);
-            let a = inputs[1].unwrap_or(zero);
-            let b = inputs[2].unwrap_or(zero);
-            let chosen = graph.add_valid(TOp::Where, &[children[0], a, b]);
-            graph.expand_to(chosen, &out_shape)
-        }
-        TOp::Reduce { op, axes, keepdims } => {
-            let x = children[0];
-            let t = inputs[0].expect("a reduction's operand has the tangent");
-            let x_shape = graph.shape(x).clone();
-            let weighted = match op {
-                ReduceOp::Sum => t,
-                ReduceOp::Prod | ReduceOp::Max | ReduceOp::Min => {
-                    let kept: SmallVec<[usize; 4]> = x_shape
-                        .iter()
-                        .enumerate()
-                        .map(|(i, &d)| if axes.contains(&(i as u8)) { 1 } else { d })
-                        .collect();
-                    let this = if *keepdims {
-                        id
-                    } else {
-                        graph.reshape(id, &kept)
-                    };
-                    let this = graph.broadcast(this, &x_shape);
-                    let weight = if *op == ReduceOp::Prod {
-                        graph.div(this, x)
-                    } else {
-                        let hit = graph.add_valid(TOp::Compare(super::op::CmpOp::Eq), &[x, this]);
-                        let count = graph.sum_axes(hit, axes, true);
-                        let count = graph.broadcast(count, &x_shape);
-                        graph.div(hit, count)
-                    };
-                    graph.mul(weight, t)
+            TOp::Reduce { op, axes, keepdims } => {
+                let x = children[0];
+                let t = inputs[0].expect("a reduction's operand has the tangent");
+                let x_shape = self.graph.shape(x).clone();
+                let weighted = match op {
+                    ReduceOp::Sum => t,
+                    ReduceOp::Prod | ReduceOp::Max | ReduceOp::Min => {
+                        let kept: Shape = x_shape
+                            .iter()
+                            .enumerate()
+                            .map(|(i, &d)| if axes.contains(&(i as u8)) { 1 } else { d })
+                            .collect();
+                        let this = if *keepdims {
+                            id
+                        } else {
+                            self.graph.reshape(id, &kept)
+                        };
+                        let this = self.graph.broadcast(this, &x_shape);
+                        let weight = if *op == ReduceOp::Prod {
+                            self.graph.div(this, x)
+                        } else {
+                            let hit = self.graph.add_valid(TOp::Compare(CmpOp::Eq), &[x, this]);
+                            let count = self.graph.sum_axes(hit, axes, true);
+                            let count = self.graph.broadcast(count, &x_shape);
+                            self.graph.div(hit, count)
+                        };
+                        self.graph.mul(weight, t)
+                    }
+                };
+                let axes: SmallVec<[u8; 4]> = axes.iter().map(|&a| self.shifted(a)).collect();
+                self.graph.sum_axes(weighted, &axes, *keepdims)
+            }
+            TOp::MatMul => {
+                let (a, b) = (children[0], children[1]);
+                let mut terms: Vec<Id> = Vec::new();
+                if let Some(ta) = inputs[0] {
+                    terms.push(self.matmul_left(ta, b));
                 }
-            };
-            graph.sum_axes(weighted, axes, *keepdims)
-        }
-        TOp::MatMul => {
-            let (a, b) = (children[0], children[1]);
-            let mut terms: Vec<Id> = Vec::new();
-            if let Some(ta) = inputs[0] {
-                terms.push(graph.add_valid(TOp::MatMul, &[ta, b]));
+                if let Some(tb) = inputs[1] {
+                    terms.push(self.matmul_right(a, tb));
+                }
+                self.graph
+                    .sum_terms(&terms)
+                    .expect("a matrix product with a tangent has a term")
             }
-            if let Some(tb) = inputs[1] {
-                terms.push(graph.add_valid(TOp::MatMul, &[a, tb]));
+            TOp::Broadcast(target) => {
+                let t = self.align(inputs[0].expect("one operand"), target.len());
+                let shape = self.tangent_shape(target);
+                self.graph.broadcast(t, &shape)
             }
-            graph
-                .sum_terms(&terms)
-                .expect("a matrix product with a tangent has a term")
+            TOp::Reshape(target) => {
+                let shape = self.tangent_shape(target);
+                self.graph.reshape(inputs[0].expect("one operand"), &shape)
+            }
+            TOp::Transpose(perm) => {
+                let lead = self.lead();
+                let perm: SmallVec<[u8; 4]> =
+                    (0..lead).chain(perm.iter().map(|&p| p + lead)).collect();
+                self.graph
+                    .add_valid(TOp::Transpose(perm), &[inputs[0].expect("one operand")])
+            }
+            TOp::Slice { axis, start, end } => self.graph.add_valid(
+                TOp::Slice {
+                    axis: self.shifted(*axis),
+                    start: *start,
+                    end: *end,
+                },
+                &[inputs[0].expect("one operand")],
+            ),
+            TOp::Pad {
+                axis,
+                before,
+                after,
+            } => self.graph.add_valid(
+                TOp::Pad {
+                    axis: self.shifted(*axis),
+                    before: *before,
+                    after: *after,
+                },
+                &[inputs[0].expect("one operand")],
+            ),
+            TOp::Roll { axis, shift } => self.graph.add_valid(
+                TOp::Roll {
+                    axis: self.shifted(*axis),
+                    shift: *shift,
+                },
+                &[inputs[0].expect("one operand")],
+            ),
+            TOp::Concat(axis) => {
+                let operands: Vec<Id> = (0..children.len())
+                    .map(|k| tangent_or_zero(self, k))
+                    .collect();
+                self.graph
+                    .add_valid(TOp::Concat(self.shifted(*axis)), &operands)
+            }
+            TOp::Tag(_) => inputs[0].expect("one operand"),
+            TOp::Input { .. }
+            | TOp::Scalar(_)
+            | TOp::Compare(_)
+            | TOp::Round(_)
+            | TOp::ArgExtreme { .. }
+            | TOp::StopGradient => self.graph.full(0.0, &out_tangent),
         }
-        TOp::Broadcast(_)
-        | TOp::Reshape(_)
-        | TOp::Transpose(_)
-        | TOp::Slice { .. }
-        | TOp::Pad { .. }
-        | TOp::Concat(_)
-        | TOp::Roll { .. }
-        | TOp::Tag(_) => linear(graph),
-        TOp::Input { .. }
-        | TOp::Scalar(_)
-        | TOp::Compare(_)
-        | TOp::Round(_)
-        | TOp::ArgExtreme { .. }
-        | TOp::StopGradient => graph.full(0.0, &out_shape),
+    }
+
+    fn mm(&mut self, x: Id, y: Id) -> Id {
+        self.graph.add_valid(TOp::MatMul, &[x, y])
+    }
+
+    fn t2(&mut self, x: Id) -> Id {
+        self.graph
+            .add_valid(TOp::Transpose(SmallVec::from_slice(&[1, 0])), &[x])
+    }
+
+    /// The tangent of `a @ b` from `a`'s tangent `ta`.
+    fn matmul_left(&mut self, ta: Id, b: Id) -> Id {
+        let Some(batch) = self.batch else {
+            return self.mm(ta, b);
+        };
+        // ta: [B, m, k] or [B, k]; rows of all directions at once.
+        let shape = self.graph.shape(ta).clone();
+        let k = *shape.last().expect("a matrix operand has axes");
+        let rows: usize = shape[..shape.len() - 1].iter().product();
+        let flat = self.graph.reshape(ta, &[rows, k]);
+        let product = self.mm(flat, b);
+        let mut out: Shape = shape[..shape.len() - 1].into();
+        out.extend(self.graph.shape(b).iter().skip(1).copied());
+        debug_assert_eq!(out[0], batch);
+        self.graph.reshape(product, &out)
+    }
+
+    /// The tangent of `a @ b` from `b`'s tangent `tb`.
+    fn matmul_right(&mut self, a: Id, tb: Id) -> Id {
+        let Some(batch) = self.batch else {
+            return self.mm(a, tb);
+        };
+        let a_shape = self.graph.shape(a).clone();
+        let tb_shape = self.graph.shape(tb).clone();
+        match (a_shape.len(), tb_shape.len() - 1) {
+            // a [m,k] @ tb [B,k] (matrix-vector): tb @ aᵀ gives [B, m].
+            (2, 1) => {
+                let at = self.t2(a);
+                self.mm(tb, at)
+            }
+            // a [k] @ tb [B,k] (dot): [B].
+            (1, 1) => self.mm(tb, a),
+            // a [m,k] @ tb [B,k,n]: move k first, one product, move B back.
+            (2, 2) => {
+                let (k, n) = (tb_shape[1], tb_shape[2]);
+                let moved = self
+                    .graph
+                    .add_valid(TOp::Transpose(SmallVec::from_slice(&[1, 0, 2])), &[tb]);
+                let flat = self.graph.reshape(moved, &[k, batch * n]);
+                let product = self.mm(a, flat);
+                let m = a_shape[0];
+                let split = self.graph.reshape(product, &[m, batch, n]);
+                self.graph
+                    .add_valid(TOp::Transpose(SmallVec::from_slice(&[1, 0, 2])), &[split])
+            }
+            // a [k] @ tb [B,k,n]: [B, n].
+            _ => {
+                let (k, n) = (tb_shape[1], tb_shape[2]);
+                let moved = self
+                    .graph
+                    .add_valid(TOp::Transpose(SmallVec::from_slice(&[1, 0, 2])), &[tb]);
+                let flat = self.graph.reshape(moved, &[k, batch * n]);
+                let product = self.mm(a, flat);
+                self.graph.reshape(product, &[batch, n])
+            }
+        }
     }
 }

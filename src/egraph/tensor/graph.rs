@@ -160,6 +160,8 @@ impl TensorGraph {
                     }
                     Math::Div(_) if is(self, b, 1.0) && same(self, a) => Some(a),
                     Math::Pow(_) if is(self, b, 1.0) && same(self, a) => Some(a),
+                    // A square is a product: exact, and far cheaper.
+                    Math::Pow(_) if is(self, b, 2.0) && same(self, a) => Some(self.mul(a, a)),
                     Math::Neg(_) => match (&self.expr[a].op, self.expr[a].children.as_slice()) {
                         (TOp::Map(Math::Neg(_)), &[inner]) => Some(inner),
                         _ => None,

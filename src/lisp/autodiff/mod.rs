@@ -21,6 +21,7 @@ use crate::egraph::tensor::{Shape, TNode, TOp, TensorGraph, jvp, vjp};
 use crate::tape::{Tape, compile};
 use egg::Id;
 use rustc_hash::{FxHashMap, FxHasher};
+use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
@@ -72,6 +73,12 @@ pub enum Request {
     Jvp,
     /// A Hessian-vector product for the first argument.
     Hvp,
+    /// The dense Hessian for the first argument: forward over reverse with
+    /// all unit directions as one batch.
+    Hessian,
+    /// The dense Jacobian for the first argument by forward mode, all unit
+    /// directions as one batch.
+    JacobianForward,
 }
 
 /// The outcome of running a request.
@@ -379,7 +386,7 @@ fn derivative_roots(
                 check_same(&t.graph, id, leaf, "a tangent")?;
                 pairs.push((leaf, id));
             }
-            roots.extend(jvp(&mut t.graph, &pairs, outputs));
+            roots.extend(jvp(&mut t.graph, &pairs, outputs, None));
             groups.push(if outputs.len() == 1 {
                 Tree::Leaf(0)
             } else {
@@ -409,11 +416,71 @@ fn derivative_roots(
                 check_same(&t.graph, id, target, "the vector")?;
                 pairs.push((target, id));
             }
-            roots.extend(jvp(&mut t.graph, &pairs, &gradient));
+            roots.extend(jvp(&mut t.graph, &pairs, &gradient, None));
             groups.push(tree_of(&first));
+        }
+        Request::Hessian => {
+            let output = single_output(&t.graph)?;
+            let x = single_leaf(arg_leaves, leaves, "hessian")?;
+            let one = t.graph.num(1.0);
+            let gradient = vjp(&mut t.graph, &[(output, one)], &[x]);
+            let (n, identity) = identity_seed(t, x);
+            let columns = jvp(&mut t.graph, &[(x, identity)], &gradient, Some(n));
+            // [n] ++ shape(x) is shape(x) ++ shape(x) in row-major order.
+            let shape = t.graph.shape(x).clone();
+            let full: Shape = shape.iter().chain(shape.iter()).copied().collect();
+            roots.push(t.graph.reshape(columns[0], &full));
+            groups.push(Tree::Leaf(0));
+        }
+        Request::JacobianForward => {
+            let x = single_leaf(arg_leaves, leaves, "jacobian")?;
+            let [output] = outputs else {
+                return Err(EvalError::shape(
+                    "jacobian needs a function returning one number or tensor",
+                ));
+            };
+            let (n, identity) = identity_seed(t, x);
+            let columns = jvp(&mut t.graph, &[(x, identity)], &[*output], Some(n))[0];
+            // [n] ++ shape(out) → shape(out) ++ shape(x).
+            let out_shape = t.graph.shape(*output).clone();
+            let rank = out_shape.len() as u8;
+            let perm: SmallVec<[u8; 4]> = (1..=rank).chain([0]).collect();
+            let moved = t.graph.add_valid(TOp::Transpose(perm), &[columns]);
+            let full: Shape = out_shape
+                .iter()
+                .chain(t.graph.shape(x).clone().iter())
+                .copied()
+                .collect();
+            roots.push(t.graph.reshape(moved, &full));
+            groups.push(Tree::Leaf(0));
         }
     }
     Ok((roots, groups))
+}
+
+/// The one leaf of the first argument (dense Hessians and Jacobians are
+/// taken with respect to a single number or tensor).
+fn single_leaf(arg_leaves: &[Vec<usize>], leaves: &[Id], form: &str) -> EvalResult<Id> {
+    match arg_leaves.first().map(Vec::as_slice) {
+        Some([one]) => Ok(leaves[*one]),
+        _ => Err(EvalError::type_error(format!(
+            "{form} is taken with respect to the first argument, which must be a number or a tensor"
+        ))),
+    }
+}
+
+/// The identity as a batch of tangents for `x`: shape [n] ++ shape(x),
+/// direction k the k-th unit vector. Returns n and the seed's node.
+fn identity_seed(t: &mut Trace, x: Id) -> (usize, Id) {
+    let shape = t.graph.shape(x).clone();
+    let n: usize = shape.iter().product();
+    let mut seed_shape: Vec<usize> = vec![n];
+    seed_shape.extend_from_slice(&shape);
+    let eye = ndarray::Array2::<f64>::eye(n)
+        .into_shape_with_order(ndarray::IxDyn(&seed_shape))
+        .expect("n rows of n elements");
+    let id = t.add_input(crate::backends::cpu::Buf::Array(Rc::new(eye)));
+    (n, id)
 }
 
 fn check_same(graph: &TensorGraph, id: Id, like: Id, what: &str) -> EvalResult<()> {

@@ -240,9 +240,11 @@ fn assemble(rows: &[Value], lead: &[usize], inner: &[usize]) -> EvalResult<Value
         .map_err(|e| EvalError::shape(e.to_string()))
 }
 
-/// `(jacobian f)`: the dense Jacobian of f's (tensor) result with respect
-/// to its first argument, by one vector-Jacobian product per result
-/// element (the tape is compiled once and rerun).
+/// `(jacobian f)`: the dense Jacobian of f's result with respect to its
+/// first argument (result axes first). Forward mode with all input
+/// directions in one batch when the input has no more elements than the
+/// result; otherwise one vector-Jacobian product per result element (the
+/// tape is compiled once and rerun).
 pub(crate) fn jacobian_of_function(args: &Args) -> EvalResult<Value> {
     only_function(args, "jacobian")?;
     let f = args[0].clone();
@@ -257,6 +259,10 @@ pub(crate) fn jacobian_of_function(args: &Args) -> EvalResult<Value> {
         let out_shape = shape_of(&value);
         let in_shape = shape_of(&call_args[0]);
         let count: usize = out_shape.iter().product();
+        if in_shape.iter().product::<usize>() <= count {
+            let outcome = autodiff::run(interp, &f, call_args, &Request::JacobianForward, &[])?;
+            return Ok(outcome.derivatives.into_iter().next().unwrap_or(Value::Nil));
+        }
         let mut rows = Vec::with_capacity(count);
         for k in 0..count {
             let outcome = autodiff::run(
@@ -272,8 +278,9 @@ pub(crate) fn jacobian_of_function(args: &Args) -> EvalResult<Value> {
     }))
 }
 
-/// `(hessian f)`: the dense Hessian with respect to the first argument, one
-/// Hessian-vector product (forward over reverse) per element, symmetrized.
+/// `(hessian f)`: the dense Hessian with respect to the first argument:
+/// forward over reverse, all unit directions in one batch (one tape whose
+/// matrix-vector products are matrix-matrix products), symmetrized.
 pub(crate) fn hessian_of_function(args: &Args) -> EvalResult<Value> {
     only_function(args, "hessian")?;
     let f = args[0].clone();
@@ -284,34 +291,33 @@ pub(crate) fn hessian_of_function(args: &Args) -> EvalResult<Value> {
                 "a Hessian needs at least one argument",
             ));
         }
-        let shape = shape_of(&call_args[0]);
-        let n: usize = shape.iter().product();
-        let mut rows = Vec::with_capacity(n);
-        for k in 0..n {
-            let outcome = autodiff::run(interp, &f, call_args, &Request::Hvp, &[basis(&shape, k)])?;
-            rows.push(outcome.derivatives.into_iter().next().unwrap_or(Value::Nil));
-        }
-        let dense = assemble(&rows, &shape, &shape)?;
-        Ok(match dense {
-            Value::Tensor(h) => {
-                let matrix = h
-                    .as_ref()
-                    .clone()
-                    .into_shape_with_order(IxDyn(&[n, n]))
-                    .map_err(|e| EvalError::shape(e.to_string()))?;
-                let symmetric = (&matrix + &matrix.t()) * 0.5;
-                let full: Vec<usize> = shape.iter().chain(&shape).copied().collect();
-                Value::tensor(
-                    symmetric
-                        .as_standard_layout()
-                        .into_owned()
-                        .into_shape_with_order(IxDyn(&full))
-                        .map_err(|e| EvalError::shape(e.to_string()))?,
-                )
-            }
-            other => other,
-        })
+        let outcome = autodiff::run(interp, &f, call_args, &Request::Hessian, &[])?;
+        let dense = outcome.derivatives.into_iter().next().unwrap_or(Value::Nil);
+        symmetrized(dense)
     }))
+}
+
+/// (H + Hᵀ) / 2 for a Hessian of shape S ++ S (rounding may differ between
+/// the two triangles).
+fn symmetrized(dense: Value) -> EvalResult<Value> {
+    let Value::Tensor(h) = dense else {
+        return Ok(dense);
+    };
+    let half = h.ndim() / 2;
+    let n: usize = h.shape()[..half].iter().product();
+    let matrix = h
+        .as_standard_layout()
+        .into_owned()
+        .into_shape_with_order(IxDyn(&[n, n]))
+        .map_err(|e| EvalError::shape(e.to_string()))?;
+    let symmetric = (&matrix + &matrix.t()) * 0.5;
+    Ok(Value::tensor(
+        symmetric
+            .as_standard_layout()
+            .into_owned()
+            .into_shape_with_order(IxDyn(h.shape()))
+            .map_err(|e| EvalError::shape(e.to_string()))?,
+    ))
 }
 
 fn stop_gradient(_: &mut Interp, args: &Args) -> EvalResult<Value> {
