@@ -230,6 +230,23 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
                 Kernel::Gemm { ta, tb } => {
                     Val::from_array(gemm(&args[0].cow().view(), &args[1].cow().view(), *ta, *tb))
                 }
+                Kernel::Op(op @ (TOp::Map(_) | TOp::Compare(_) | TOp::Round(_) | TOp::Where))
+                    if instruction.shape.is_empty()
+                        && args.iter().all(|a| matches!(a, Val::Scalar(_))) =>
+                {
+                    // The scalar fast path: registers only, no allocation.
+                    let mut numbers = [[0.0f64; 1]; 3];
+                    for (slot, arg) in numbers.iter_mut().zip(&args) {
+                        if let Val::Scalar(x) = arg {
+                            slot[0] = *x;
+                        }
+                    }
+                    let ins: SmallVec<[&[f64]; 3]> =
+                        numbers[..args.len()].iter().map(|n| &n[..]).collect();
+                    let mut out = [0.0];
+                    super::elementwise::apply_chunk(op, &ins, &mut out);
+                    Val::Scalar(out[0])
+                }
                 Kernel::Op(op) => {
                     let elementwise = matches!(
                         op,
