@@ -263,6 +263,7 @@ const FILES: &[&str] = &[
     "errors.lisp",
     "data_files.lisp",
     "symbolic.lisp",
+    "numeric.lisp",
 ];
 
 macro_rules! table_tests {
@@ -286,6 +287,7 @@ table_tests! {
     errors => "errors.lisp",
     data_files => "data_files.lisp",
     symbolic => "symbolic.lisp",
+    numeric => "numeric.lisp",
 }
 
 #[test]
