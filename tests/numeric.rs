@@ -15,8 +15,8 @@
 //!
 //! One module per part, in `tests/numeric/` (`ops.rs`, `hessians.rs`,
 //! `linearization.rs`, `composites.rs`, `cache.rs`, `errors.rs`,
-//! `compiled.rs`); `bugs.rs` holds the failing tests of the bugs found,
-//! marked `#[ignore]` (run them with `cargo test --test numeric -- --ignored`).
+//! `compiled.rs`); `regressions.rs` holds one test per bug these tests
+//! found, each now fixed.
 //!
 //! The finite-difference oracle always runs the function eagerly, outside
 //! any trace, so it shares no code with the tape being checked.
@@ -28,8 +28,6 @@ use proptest::test_runner::{TestCaseError, TestRunner};
 use std::cell::RefCell;
 use std::fmt::Write as _;
 
-#[path = "numeric/bugs.rs"]
-mod bugs;
 #[path = "numeric/cache.rs"]
 mod cache;
 #[path = "numeric/compiled.rs"]
@@ -44,6 +42,8 @@ mod hessians;
 mod linearization;
 #[path = "numeric/ops.rs"]
 mod ops;
+#[path = "numeric/regressions.rs"]
+mod regressions;
 
 // ---------------------------------------------------------------- helpers
 

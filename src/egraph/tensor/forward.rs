@@ -171,7 +171,7 @@ impl Sweep<'_> {
                         };
                         let this = self.graph.broadcast(this, &x_shape);
                         let weight = if *op == ReduceOp::Prod {
-                            self.graph.div(this, x)
+                            self.graph.product_of_others(x, axes)
                         } else {
                             let hit = self.graph.add_valid(TOp::Compare(CmpOp::Eq), &[x, this]);
                             let count = self.graph.sum_axes(hit, axes, true);

@@ -256,6 +256,35 @@ impl TensorGraph {
         )
     }
 
+    /// For each element of `x`, the product over `axes` of the other
+    /// elements of its lane (the partial derivative of a product), exact
+    /// where elements are 0: with no zero in the lane it is product / x,
+    /// with one zero it is the product of the rest at the zero and 0
+    /// elsewhere, with more it is 0.
+    pub fn product_of_others(&mut self, x: Id, axes: &[u8]) -> Id {
+        let shape = self.shape(x).clone();
+        let (zero, one) = (self.num(0.0), self.num(1.0));
+        let is_zero = self.add_valid(TOp::Compare(super::op::CmpOp::Eq), &[x, zero]);
+        let zeros = self.sum_axes(is_zero, axes, true);
+        let zeros = self.broadcast(zeros, &shape);
+        let nonzero = self.add_valid(TOp::Where, &[is_zero, one, x]);
+        let product = self.add_valid(
+            TOp::Reduce {
+                op: super::op::ReduceOp::Prod,
+                axes: SmallVec::from_slice(axes),
+                keepdims: true,
+            },
+            &[nonzero],
+        );
+        let product = self.broadcast(product, &shape);
+        let quotient = self.div(product, nonzero);
+        let at_zero = self.mul(is_zero, product);
+        let none = self.add_valid(TOp::Compare(super::op::CmpOp::Eq), &[zeros, zero]);
+        let single = self.add_valid(TOp::Compare(super::op::CmpOp::Eq), &[zeros, one]);
+        let one_zero = self.add_valid(TOp::Where, &[single, at_zero, zero]);
+        self.add_valid(TOp::Where, &[none, quotient, one_zero])
+    }
+
     /// `x` (whose shape broadcasts to `shape`... the other way round: `x`
     /// has a shape that `target` broadcasts to) summed down to `target`:
     /// the adjoint of broadcasting.

@@ -133,10 +133,7 @@ fn pullback(graph: &mut TensorGraph, id: Id, g: Id) -> SmallVec<[Option<Id>; 3]>
             let result = match op {
                 ReduceOp::Sum => g_x,
                 ReduceOp::Prod => {
-                    // this / x: the product of the other elements (NaN
-                    // where x is 0, as the quotient form is).
-                    let this = spread(graph, id);
-                    let others = graph.div(this, x);
+                    let others = graph.product_of_others(x, axes);
                     graph.mul(g_x, others)
                 }
                 ReduceOp::Max | ReduceOp::Min => {

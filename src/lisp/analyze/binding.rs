@@ -266,10 +266,24 @@ impl Analyzer<'_> {
         }
         let bindings = parse_bindings("let", bindings, bindings_span.or(span))?;
         let params = Value::list(bindings.iter().map(|(name, _, _)| Value::Symbol(*name)));
+        // The initial values are computed inside the frame that holds the
+        // loop function (they are the arguments of its first call), but in
+        // the scope outside it: a name no program can write stands for the
+        // slot, so the addresses of outer variables count that frame.
+        self.scopes.push(Scope {
+            names: vec![Symbol::intern(" loop function")],
+        });
         let mut inits = Vec::with_capacity(bindings.len());
         for (_, init, init_span) in &bindings {
-            inits.push(self.analyze(init, *init_span)?);
+            match self.analyze(init, *init_span) {
+                Ok(node) => inits.push(node),
+                Err(error) => {
+                    self.scopes.pop();
+                    return Err(error);
+                }
+            }
         }
+        self.scopes.pop();
         self.scopes.push(Scope {
             names: vec![loop_name],
         });

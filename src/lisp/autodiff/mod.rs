@@ -81,6 +81,18 @@ pub enum Request {
     JacobianForward,
 }
 
+impl Request {
+    /// The argument positions whose leaves are differentiated.
+    fn differentiated(&self, arity: usize) -> Vec<usize> {
+        match self {
+            Request::Value => Vec::new(),
+            Request::Grad { wrt } => wrt.clone(),
+            Request::Vjp | Request::Jvp => (0..arity).collect(),
+            Request::Hvp | Request::Hessian | Request::JacobianForward => vec![0],
+        }
+    }
+}
+
 /// The outcome of running a request.
 pub struct Outcome {
     /// The function's result (structure and values).
@@ -215,10 +227,35 @@ fn record(
         Some(active) => Rc::clone(active),
         None => Rc::new(RefCell::new(Trace::default())),
     };
-    // Differentiated leaves: every argument's (the request decides which
-    // derivatives to build).
+    let arg_leaf_ranges: Vec<Vec<usize>> = trees
+        .iter()
+        .map(|t| {
+            let mut v = Vec::new();
+            leaf_indices(t, &mut v);
+            v
+        })
+        .collect();
+    // Integers in arguments that are not differentiated stay integers (static
+    // arguments, such as a count or an axis); every other leaf is traced.
+    let differentiated = request.differentiated(args.len());
+    let mut is_static = vec![false; leaves.len()];
+    for (position, indices) in arg_leaf_ranges.iter().enumerate() {
+        if !differentiated.contains(&position) {
+            for &i in indices {
+                is_static[i] = matches!(leaves[i], Value::Int(_));
+            }
+        }
+    }
     let mut leaf_ids: Vec<Id> = Vec::with_capacity(leaves.len());
-    for leaf in &leaves {
+    let mut traced_leaves: Vec<Value> = Vec::with_capacity(leaves.len());
+    for (leaf, &fixed) in leaves.iter().zip(&is_static) {
+        if fixed {
+            // Never read: derivatives are only built for differentiated
+            // arguments.
+            leaf_ids.push(Id::from(0));
+            traced_leaves.push(leaf.clone());
+            continue;
+        }
         let id = if nested.is_some() {
             let inner = node_of(&trace, leaf)?;
             let tag = fresh_tag(interp);
@@ -232,8 +269,8 @@ fn record(
             trace.borrow_mut().add_input(buf)
         };
         leaf_ids.push(id);
+        traced_leaves.push(traced(&trace, id));
     }
-    let traced_leaves: Vec<Value> = leaf_ids.iter().map(|&id| traced(&trace, id)).collect();
     let traced_args: Vec<Value> = trees
         .iter()
         .map(|t| rebuild_in_order(t, &mut leaf_values(t, &traced_leaves).into_iter()))
@@ -252,22 +289,17 @@ fn record(
         .iter()
         .map(|v| node_of(&trace, v))
         .collect::<EvalResult<_>>()?;
-    let arg_leaf_ranges: Vec<Vec<usize>> = trees
-        .iter()
-        .map(|t| {
-            let mut v = Vec::new();
-            leaf_indices(t, &mut v);
-            v
-        })
-        .collect();
     let (roots, groups) = {
         let mut borrowed = trace.borrow_mut();
         derivative_roots(
             &mut borrowed,
             request,
             &out_ids,
-            &leaf_ids,
-            &arg_leaf_ranges,
+            Arguments {
+                leaves: &leaf_ids,
+                ranges: &arg_leaf_ranges,
+                trees: &trees,
+            },
             seeds,
             &trace,
         )?
@@ -295,26 +327,31 @@ fn count_leaves(tree: &Tree) -> usize {
     v.len()
 }
 
+/// The traced arguments: each leaf's node, the leaves of each argument,
+/// and each argument's structure.
+struct Arguments<'a> {
+    leaves: &'a [Id],
+    ranges: &'a [Vec<usize>],
+    trees: &'a [Tree],
+}
+
 /// Appends the derivative nodes of `request`; returns all roots (results
 /// first) and the structure of each derivative group.
 fn derivative_roots(
     t: &mut Trace,
     request: &Request,
     outputs: &[Id],
-    leaves: &[Id],
-    arg_leaves: &[Vec<usize>],
+    arguments: Arguments<'_>,
     seeds: &[Value],
     trace: &TraceRef,
 ) -> EvalResult<(Vec<Id>, Vec<Tree>)> {
+    let Arguments {
+        leaves,
+        ranges: arg_leaves,
+        trees,
+    } = arguments;
     let mut roots: Vec<Id> = outputs.to_vec();
     let mut groups = Vec::new();
-    let tree_of = |indices: &[usize]| -> Tree {
-        if indices.len() == 1 {
-            Tree::Leaf(0)
-        } else {
-            Tree::List((0..indices.len()).map(Tree::Leaf).collect())
-        }
-    };
     let single_output = |graph: &TensorGraph| -> EvalResult<Id> {
         match outputs {
             [single] if graph.shape(*single).is_empty() => Ok(*single),
@@ -336,7 +373,7 @@ fn derivative_roots(
                 let targets: Vec<Id> = arg_leaves[position].iter().map(|&i| leaves[i]).collect();
                 let adjoints = vjp(&mut t.graph, &[(output, one)], &targets);
                 roots.extend(&adjoints);
-                groups.push(tree_of(&arg_leaves[position]));
+                groups.push(trees[position].clone());
             }
         }
         Request::Vjp => {
@@ -362,10 +399,10 @@ fn derivative_roots(
                 }
                 pairs.push((output, id));
             }
-            for indices in arg_leaves {
+            for (indices, tree) in arg_leaves.iter().zip(trees) {
                 let targets: Vec<Id> = indices.iter().map(|&i| leaves[i]).collect();
                 roots.extend(vjp(&mut t.graph, &pairs, &targets));
-                groups.push(tree_of(indices));
+                groups.push(tree.clone());
             }
         }
         Request::Jvp => {
@@ -417,7 +454,7 @@ fn derivative_roots(
                 pairs.push((target, id));
             }
             roots.extend(jvp(&mut t.graph, &pairs, &gradient, None));
-            groups.push(tree_of(&first));
+            groups.push(trees.first().cloned().unwrap_or(Tree::List(Vec::new())));
         }
         Request::Hessian => {
             let output = single_output(&t.graph)?;
@@ -515,21 +552,24 @@ fn compiled_for(interp: &mut Interp, trace: &TraceRef, roots: &[Id]) -> (Rc<Comp
     let graph = &borrowed.graph;
     let upto = roots.iter().map(|&r| usize::from(r) + 1).max().unwrap_or(0);
     let nodes = &graph.nodes()[..upto];
+    // Inputs the roots do not reach still belong to the tape's signature.
+    let input_shapes: Vec<Shape> = borrowed.inputs.iter().map(|b| b.shape().into()).collect();
     let mut hasher = FxHasher::default();
     nodes.hash(&mut hasher);
     roots.hash(&mut hasher);
+    input_shapes.hash(&mut hasher);
     let key = hasher.finish();
     if let Some(entries) = interp.numeric.cache.get(&key) {
-        if let Some(entry) = entries
-            .iter()
-            .find(|e| e.roots == roots && e.nodes[..] == *nodes)
-        {
+        if let Some(entry) = entries.iter().find(|e| {
+            e.roots == roots
+                && e.compiled.tape.input_shapes == input_shapes
+                && e.nodes[..] == *nodes
+        }) {
             interp.numeric.hits += 1;
             return (Rc::clone(&entry.compiled), true);
         }
     }
     interp.numeric.misses += 1;
-    let input_shapes: Vec<Shape> = borrowed.inputs.iter().map(|b| b.shape().into()).collect();
     let limits = TensorLimits::for_level(interp.symbolic.level);
     let optimized = optimize(nodes, roots, limits);
     let tape = compile(

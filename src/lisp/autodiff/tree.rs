@@ -17,11 +17,7 @@ pub enum Tree {
 /// Flattens `value` into `leaves` and returns its structure.
 pub fn flatten(value: &Value, leaves: &mut Vec<Value>, what: &str) -> EvalResult<Tree> {
     match value {
-        Value::Int(n) => {
-            leaves.push(Value::Float(*n as f64));
-            Ok(Tree::Leaf(leaves.len() - 1))
-        }
-        Value::Float(_) | Value::Tensor(_) | Value::Traced(_) => {
+        Value::Int(_) | Value::Float(_) | Value::Tensor(_) | Value::Traced(_) => {
             leaves.push(value.clone());
             Ok(Tree::Leaf(leaves.len() - 1))
         }

@@ -259,7 +259,10 @@ pub(crate) fn jacobian_of_function(args: &Args) -> EvalResult<Value> {
         let out_shape = shape_of(&value);
         let in_shape = shape_of(&call_args[0]);
         let count: usize = out_shape.iter().product();
-        if in_shape.iter().product::<usize>() <= count {
+        // Inside a traced function the Jacobian must stay a traced value:
+        // forward mode builds it as one.
+        let nested = interp.numeric.trace.is_some();
+        if nested || in_shape.iter().product::<usize>() <= count {
             let outcome = autodiff::run(interp, &f, call_args, &Request::JacobianForward, &[])?;
             return Ok(outcome.derivatives.into_iter().next().unwrap_or(Value::Nil));
         }

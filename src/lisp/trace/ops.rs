@@ -86,6 +86,46 @@ impl Recorder<'_> {
         )
     }
 
+    /// A tensor from a (nested) list of numbers and tensors, as `tensor`
+    /// makes one.
+    fn stack(&self, list: &Value) -> EvalResult<Id> {
+        let items = list.list_to_vec()?;
+        self.stack_items(&items)
+    }
+
+    /// Equal-shape items stacked along a new first axis; lists inside are
+    /// stacked first.
+    fn stack_items(&self, items: &[Value]) -> EvalResult<Id> {
+        if items.is_empty() {
+            return Err(EvalError::shape(
+                "cannot make a tensor of traced values from an empty list",
+            ));
+        }
+        let mut shaped = Vec::with_capacity(items.len());
+        let mut first: Option<Shape> = None;
+        for item in items {
+            let id = if item.is_list() {
+                self.stack(item)?
+            } else {
+                self.node(item)?
+            };
+            let mut shape = self.shape(id);
+            match &first {
+                Some(expected) if *expected != shape => {
+                    return Err(EvalError::shape(format!(
+                        "tensor elements have shapes {} and {}",
+                        crate::lisp::tensor::format_shape(expected),
+                        crate::lisp::tensor::format_shape(&shape)
+                    )));
+                }
+                _ => first = Some(shape.clone()),
+            }
+            shape.insert(0, 1);
+            shaped.push(self.add(TOp::Reshape(shape), &[id])?);
+        }
+        self.add(TOp::Concat(0), &shaped)
+    }
+
     /// The axis option (default `default`, negative from the end).
     fn axis(&self, args: &Args, rank: usize, default: i64) -> EvalResult<usize> {
         let axis = match args.option("axis") {
@@ -504,16 +544,10 @@ fn tensor_call(r: &Recorder<'_>, name: &str, args: &Args) -> Option<EvalResult<V
                     r.add(TOp::Concat(axis as u8), &ids)
                 }
             }
-            "tensor" => {
-                let ids: Vec<Id> = args.iter().map(|v| r.node(v)).collect::<EvalResult<_>>()?;
-                let mut shaped = Vec::with_capacity(ids.len());
-                for id in ids {
-                    let mut shape = r.shape(id);
-                    shape.insert(0, 1);
-                    shaped.push(r.add(TOp::Reshape(shape), &[id])?);
-                }
-                r.add(TOp::Concat(0), &shaped)
-            }
+            "tensor" => match &args[..] {
+                [single] if single.is_list() => r.stack(single),
+                many => r.stack_items(many),
+            },
             "slice" => {
                 let x = r.node(&args[0])?;
                 let shape = r.shape(x);
