@@ -203,7 +203,10 @@ fn kernel_flops(kernel: &Kernel, args: &[usize], shapes: &[Shape], shape: &[usiz
             };
             2 * n * inner as u64
         }
-        Kernel::Fused(group) => n * group.steps.len() as u64,
+        Kernel::Fused(group) => {
+            let elements = group.sum_over.as_deref().map_or(n, |s| numel(s) as u64);
+            elements * (group.steps.len() as u64 + u64::from(group.sum_over.is_some()))
+        }
         Kernel::Op(TOp::Map(_) | TOp::Compare(_) | TOp::Round(_) | TOp::Where) => n,
         Kernel::Op(TOp::Reduce { .. } | TOp::ArgExtreme { .. }) => numel(&shapes[args[0]]) as u64,
         Kernel::Op(_) => 0,
@@ -217,10 +220,16 @@ pub(super) type Kernels = Vec<Option<(Kernel, SmallVec<[usize; 3]>)>>;
 pub(super) type Registers = SmallVec<[u16; 3]>;
 
 /// Builds a `FusedGroup` kernel (used by `fuse`).
-pub(super) fn fused_kernel(inputs: usize, steps: Vec<(TOp, Registers)>, result: u16) -> Kernel {
+pub(super) fn fused_kernel(
+    inputs: usize,
+    steps: Vec<(TOp, Registers)>,
+    result: u16,
+    sum_over: Option<Shape>,
+) -> Kernel {
     Kernel::Fused(std::sync::Arc::new(FusedGroup {
         inputs,
         steps,
         results: SmallVec::from_slice(&[result]),
+        sum_over,
     }))
 }

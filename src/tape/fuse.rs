@@ -8,7 +8,7 @@ use super::Kernel;
 use super::compile::{Kernels, Registers, fused_kernel};
 use crate::egraph::language::Math;
 use crate::egraph::tensor::shape::numel;
-use crate::egraph::tensor::{Shape, TOp};
+use crate::egraph::tensor::{ReduceOp, Shape, TOp};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
@@ -75,12 +75,39 @@ pub(super) fn fuse(
         }
         flags
     };
+    // A full sum whose operand is a fusable value read by it alone takes
+    // the operand's group into its loop: the summed values are never
+    // stored.
+    let summed: Vec<Option<usize>> = (0..n)
+        .map(|i| {
+            let (
+                Kernel::Op(TOp::Reduce {
+                    op: ReduceOp::Sum,
+                    axes,
+                    ..
+                }),
+                args,
+            ) = kernels[i].as_ref()?
+            else {
+                return None;
+            };
+            let x = args[0];
+            let all_axes = axes.len() == shapes[x].len();
+            (needed[i] && all_axes && fusable(kernels, x) && users[x].len() == 1 && !is_root[x])
+                .then_some(x)
+        })
+        .collect();
+    let mut sum_operand = vec![false; n];
+    for &x in summed.iter().flatten() {
+        sum_operand[x] = true;
+    }
     // A fusable value is stored when something other than a same-shape
     // elementwise operation reads it, or when it is expensive and read
     // more than once.
     let stored: Vec<bool> = (0..n)
         .map(|i| {
             fusable(kernels, i)
+                && !sum_operand[i]
                 && (is_root[i]
                     || users[i]
                         .iter()
@@ -93,10 +120,14 @@ pub(super) fn fuse(
     };
     let mut made = 0;
     let mut replacements: Vec<(usize, Kernel, SmallVec<[usize; 3]>)> = Vec::new();
-    for root in 0..n {
-        if !stored[root] {
-            continue;
-        }
+    for group_root in 0..n {
+        // The group computes `root`; a fused sum takes the place of
+        // `group_root`.
+        let (root, sum_over) = match summed[group_root] {
+            Some(x) => (x, Some(shapes[x].clone())),
+            None if stored[group_root] => (group_root, None),
+            None => continue,
+        };
         let shape = &shapes[root];
         // Registers: operands first (numbered after the walk), then steps.
         let mut operands: Vec<usize> = Vec::new();
@@ -142,7 +173,7 @@ pub(super) fn fuse(
             step_register.insert(node, steps.len() as u16);
             steps.push((op, refs));
         }
-        if steps.len() < 2 {
+        if steps.len() < 2 && sum_over.is_none() {
             continue;
         }
         let inputs = operands.len();
@@ -156,8 +187,8 @@ pub(super) fn fuse(
             .collect();
         let result = (inputs + program.len() - 1) as u16;
         replacements.push((
-            root,
-            fused_kernel(inputs, program, result),
+            group_root,
+            fused_kernel(inputs, program, result, sum_over),
             operands.into_iter().collect(),
         ));
         made += 1;

@@ -61,9 +61,12 @@ pub struct FusedGroup {
     pub inputs: usize,
     /// The steps: an elementwise operation over earlier registers.
     pub steps: Vec<(TOp, SmallVec<[u16; 3]>)>,
-    /// Which registers are results, in the order of the instruction's
-    /// output slots (the first is `out`, the rest `extra_outs`).
+    /// The register holding the result.
     pub results: SmallVec<[u16; 2]>,
+    /// When set, the group runs over elements of this shape and its result
+    /// is the sum of all of them (a full `sum` fused into the loop, so the
+    /// summed values are never stored).
+    pub sum_over: Option<Shape>,
 }
 
 /// A compiled program.

@@ -145,6 +145,10 @@ pub fn run_group(
     shape: &[usize],
     pool: Option<Vec<f64>>,
 ) -> Val {
+    // A group with a fused sum loops over its operand's shape and returns
+    // the sum, in the instruction's shape (a scalar, or ones with keepdims).
+    let result_shape = shape;
+    let shape: &[usize] = group.sum_over.as_deref().unwrap_or(shape);
     let n: usize = shape.iter().product();
     if shape.is_empty() && operands.iter().all(|v| matches!(v, Val::Scalar(_))) {
         return Val::Scalar(run_scalar(group, operands));
@@ -210,32 +214,66 @@ pub fn run_group(
             }
         })
         .collect();
+    // Runs the group over elements `at..at + len` (at most a chunk) and
+    // returns the register holding the result.
+    let chunk = |at: usize, len: usize, registers: &mut [f64]| -> usize {
+        for (k, source) in sources.iter().enumerate() {
+            source.fill(at, &mut registers[k * CHUNK..k * CHUNK + len]);
+        }
+        for (s, (op, args)) in group.steps.iter().enumerate() {
+            let target = group.inputs + s;
+            let (before, after) = registers.split_at_mut(target * CHUNK);
+            let ins: smallvec::SmallVec<[&[f64]; 3]> = args
+                .iter()
+                .map(|&r| &before[usize::from(r) * CHUNK..usize::from(r) * CHUNK + len])
+                .collect();
+            apply_chunk(op, &ins, &mut after[..len]);
+        }
+        usize::from(group.results[0]) * CHUNK
+    };
+    let registers_len = (group.inputs + group.steps.len()) * CHUNK;
+    if group.sum_over.is_some() {
+        let partial = |start: usize, end: usize| -> f64 {
+            let mut registers = vec![0.0; registers_len];
+            let mut total = 0.0;
+            let mut at = start;
+            while at < end {
+                let len = CHUNK.min(end - at);
+                let result = chunk(at, len, &mut registers);
+                total += registers[result..result + len].iter().sum::<f64>();
+                at += len;
+            }
+            total
+        };
+        let total = if n >= PARALLEL_THRESHOLD {
+            let parts: Vec<f64> = (0..n.div_ceil(TASK))
+                .into_par_iter()
+                .map(|t| partial(t * TASK, n.min((t + 1) * TASK)))
+                .collect();
+            parts.iter().sum()
+        } else {
+            partial(0, n)
+        };
+        return if result_shape.is_empty() {
+            Val::Scalar(total)
+        } else {
+            Val::Array(std::rc::Rc::new(ArrayD::from_elem(
+                IxDyn(result_shape),
+                total,
+            )))
+        };
+    }
     let mut out = match pool {
         Some(v) if v.len() == n => v,
         _ => vec![0.0; n],
     };
     let task = |start: usize, block: &mut [f64]| {
-        let steps = group.steps.len();
-        let mut registers = vec![0.0; (group.inputs + steps) * CHUNK];
+        let mut registers = vec![0.0; registers_len];
         let mut offset = 0;
         while offset < block.len() {
             let len = CHUNK.min(block.len() - offset);
-            let at = start + offset;
-            for (k, source) in sources.iter().enumerate() {
-                source.fill(at, &mut registers[k * CHUNK..k * CHUNK + len]);
-            }
-            for (s, (op, args)) in group.steps.iter().enumerate() {
-                let target = group.inputs + s;
-                let (before, after) = registers.split_at_mut(target * CHUNK);
-                let ins: smallvec::SmallVec<[&[f64]; 3]> = args
-                    .iter()
-                    .map(|&r| &before[usize::from(r) * CHUNK..usize::from(r) * CHUNK + len])
-                    .collect();
-                apply_chunk(op, &ins, &mut after[..len]);
-            }
-            let result = usize::from(group.results[0]);
-            block[offset..offset + len]
-                .copy_from_slice(&registers[result * CHUNK..result * CHUNK + len]);
+            let result = chunk(start + offset, len, &mut registers);
+            block[offset..offset + len].copy_from_slice(&registers[result..result + len]);
             offset += len;
         }
     };

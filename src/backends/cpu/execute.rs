@@ -130,6 +130,7 @@ fn single_step(op: &TOp, inputs: usize) -> FusedGroup {
         inputs,
         steps: vec![(op.clone(), (0..inputs as u16).collect())],
         results: SmallVec::from_slice(&[inputs as u16]),
+        sum_over: None,
     }
 }
 

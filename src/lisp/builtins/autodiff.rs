@@ -32,11 +32,11 @@ fn function_name(f: &Value) -> String {
     }
 }
 
-fn expect_function(f: &Value, form: &str) -> EvalResult<()> {
+fn expect_function(f: &Value) -> EvalResult<()> {
     match f {
         Value::Procedure(_) => Ok(()),
         other => Err(EvalError::type_error(format!(
-            "{form} takes a function, got {} {}",
+            "expected a function, got {} {}",
             other.type_name(),
             other.short()
         ))),
@@ -139,7 +139,7 @@ pub(crate) fn grad_of_function(args: &Args, with_value: bool) -> EvalResult<Valu
 }
 
 fn value_and_grad(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    expect_function(&args[0], "value-and-grad")?;
+    expect_function(&args[0])?;
     grad_of_function(args, true)
 }
 
@@ -154,7 +154,7 @@ fn list_arg(value: &Value, what: &str) -> EvalResult<Vec<Value>> {
 }
 
 fn vjp(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
-    expect_function(&args[0], "vjp")?;
+    expect_function(&args[0])?;
     let call_args = list_arg(&args[1], "vjp's second argument")?;
     let outcome = autodiff::run(
         interp,
@@ -170,7 +170,7 @@ fn vjp(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 }
 
 fn jvp(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
-    expect_function(&args[0], "jvp")?;
+    expect_function(&args[0])?;
     let call_args = list_arg(&args[1], "jvp's second argument")?;
     let tangents = list_arg(&args[2], "jvp's tangents")?;
     if tangents.len() != call_args.len() {
@@ -186,7 +186,7 @@ fn jvp(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 }
 
 fn hvp(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
-    expect_function(&args[0], "hvp")?;
+    expect_function(&args[0])?;
     let call_args = list_arg(&args[1], "hvp's second argument")?;
     if call_args.is_empty() {
         return Err(EvalError::type_error("hvp needs at least one argument"));
@@ -256,6 +256,15 @@ pub(crate) fn jacobian_of_function(args: &Args) -> EvalResult<Value> {
             ));
         }
         let value = autodiff::run(interp, &f, call_args, &Request::Value, &[])?.value;
+        if !matches!(
+            value,
+            Value::Float(_) | Value::Int(_) | Value::Tensor(_) | Value::Traced(_)
+        ) {
+            return Err(EvalError::type_error(format!(
+                "jacobian needs a function returning one number or tensor, this one returned {}",
+                value.short()
+            )));
+        }
         let out_shape = shape_of(&value);
         let in_shape = shape_of(&call_args[0]);
         let count: usize = out_shape.iter().product();
@@ -329,7 +338,7 @@ fn stop_gradient(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 }
 
 fn jit(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    expect_function(&args[0], "jit")?;
+    expect_function(&args[0])?;
     let f = args[0].clone();
     let name = format!("jit of {}", function_name(&f));
     Ok(native(name, move |interp, call_args| {
@@ -341,7 +350,7 @@ fn jit(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 const CHECKED_ELEMENTS: usize = 200;
 
 fn check_grad(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
-    expect_function(&args[0], "check-grad")?;
+    expect_function(&args[0])?;
     let f = args[0].clone();
     let call_args = list_arg(&args[1], "check-grad's second argument")?;
     let all: Vec<usize> = (0..call_args.len()).collect();
@@ -396,7 +405,7 @@ fn x_buf_array(buf: &Buf) -> ArrayD<f64> {
 /// The tape `tape-stats` and `show-tape` look at: the gradient of a scalar
 /// function with respect to its first argument, or the function's own tape.
 fn tape_of(interp: &mut Interp, args: &Args) -> EvalResult<Outcome> {
-    expect_function(&args[0], "a tape inspection")?;
+    expect_function(&args[0])?;
     let call_args = list_arg(&args[1], "the second argument")?;
     let value = autodiff::run(interp, &args[0], &call_args, &Request::Value, &[])?;
     let scalar = matches!(value.value, Value::Float(_) | Value::Int(_));
