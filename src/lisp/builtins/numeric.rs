@@ -267,7 +267,7 @@ macro_rules! float_fns {
 
 float_fns! {
     sqrt => f64::sqrt;
-    exp => f64::exp;
+    exp => scalar::exp;
     log => f64::ln;
     log2 => f64::log2;
     log10 => f64::log10;
@@ -281,7 +281,7 @@ float_fns! {
     atan => f64::atan;
     sinh => f64::sinh;
     cosh => f64::cosh;
-    tanh => f64::tanh;
+    tanh => scalar::tanh;
     sigmoid => scalar::sigmoid;
     softplus => scalar::softplus;
 }
