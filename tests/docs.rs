@@ -68,10 +68,11 @@ fn transcripts(page: &str) -> Vec<(String, String)> {
     cases
 }
 
-#[test]
-fn the_symbolic_guide_transcripts_run_as_shown() {
-    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/symbolic.md"))
-        .expect("docs/symbolic.md exists");
+/// Runs every `ε>` line of the page in one engine and compares the first
+/// printed line with the page.
+fn check_transcripts(name: &str) {
+    let path = format!("{}/docs/{name}", env!("CARGO_MANIFEST_DIR"));
+    let page = std::fs::read_to_string(&path).expect("the guide exists");
     let cases = transcripts(&page);
     assert!(cases.len() >= 10, "found {} transcript lines", cases.len());
     let mut engine = epsilon::Engine::new();
@@ -90,4 +91,14 @@ fn the_symbolic_guide_transcripts_run_as_shown() {
             "{input}\n  shows:  {expected}\n  prints: {printed}"
         );
     }
+}
+
+#[test]
+fn the_symbolic_guide_transcripts_run_as_shown() {
+    check_transcripts("symbolic.md");
+}
+
+#[test]
+fn the_numeric_guide_transcripts_run_as_shown() {
+    check_transcripts("numeric.md");
 }
