@@ -57,20 +57,29 @@
 (println (format "at x = 0.7: symbolic {:.8}, finite difference {:.8}"
                  (d-gauss 0.7) (/ (- (gauss-fn (+ 0.7 h)) (gauss-fn (- 0.7 h))) (* 2 h))))
 
+(println "\n== numeric derivatives of Lisp functions ==")
+;; (grad f) traces f, builds its gradient program and compiles it to a tape.
+(define (rosenbrock v)
+  (let ((a (slice v 0 -1)) (b (slice v 1 nil)))
+    (sum (+ (* 100 (pow (- b (* a a)) 2)) (pow (- 1 a) 2)))))
+(println "grad rosenbrock at [-1.2 1] =" ((grad rosenbrock) [-1.2 1.0]))
+(println "hessian at the minimum      =" ((hessian rosenbrock) [1.0 1.0]))
+(println "check-grad (max rel. error) =" (check-grad rosenbrock (list [0.5 -0.3 0.8])))
+(println "branches follow the values  =" (map (grad (lambda (t) (if (> t 0) (* t t) (- t)))) '(3.0 -3.0)))
+
 (println "\n== a small model fitted by gradient descent ==")
-;; Fit y = w x + b to noisy data. The gradient of the mean squared error is
-;; written by hand here; (grad loss) on functions comes with numeric
-;; differentiation.
+;; Fit y = w x + b to noisy data: (grad loss :wrt 'all) traces the loss
+;; once, compiles its gradient to a tape, and reruns the tape every step.
 (seed! 7)
 (define x (linspace 0 1 50))
 (define y (+ (* 3 x) 0.5 (* 0.05 (randn 50))))
+(define (loss w b) (mean (pow (- (+ (* w x) b) y) 2)))
+(define loss-grad (grad loss :wrt 'all))
 (define (fit w b steps rate)
   (if (= steps 0)
       (list w b)
-      (let* ((residual (- (+ (* w x) b) y))
-             (dw (* 2 (mean (* residual x))))
-             (db (* 2 (mean residual))))
-        (fit (- w (* rate dw)) (- b (* rate db)) (- steps 1) rate))))
+      (let ((g (loss-grad w b)))
+        (fit (- w (* rate (first g))) (- b (* rate (second g))) (- steps 1) rate))))
 (define fitted (fit 0.0 0.0 2000 0.5))
 (println (format "w = {:.3}, b = {:.3}  (the data were made with w = 3, b = 0.5)"
                  (first fitted) (second fitted)))

@@ -448,3 +448,31 @@ fn empty_stdin_is_a_successful_empty_script() {
     out.assert_code(0);
     assert_eq!(out.stdout, "", "{}", head(&out.stderr));
 }
+
+#[test]
+fn the_quickstart_runs_and_its_numbers_are_right() {
+    let out = epsilon(&["run", "examples/quickstart.lisp"]);
+    out.assert_code(0);
+    // Rosenbrock at the classic start: d/dx = -2(1-x) - 400x(y-x^2) = -215.6,
+    // d/dy = 200(y-x^2) = -88; its Hessian at (1, 1) is [[802 -400] [-400 200]].
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("grad rosenbrock"))
+        .expect("the gradient line is printed");
+    let numbers: Vec<f64> = line
+        .split(['[', ']', ' '])
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!((numbers[numbers.len() - 2] + 215.6).abs() < 1e-9, "{line}");
+    assert!((numbers[numbers.len() - 1] + 88.0).abs() < 1e-9, "{line}");
+    assert!(
+        out.stdout
+            .contains("hessian at the minimum      = [[802.0 -400.0] [-400.0 200.0]]")
+    );
+    assert!(
+        out.stdout
+            .contains("branches follow the values  = (6.0 -1.0)")
+    );
+    assert!(out.stdout.contains("w = 3.005, b = 0.483"));
+}

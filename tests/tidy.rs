@@ -120,3 +120,56 @@ fn every_source_file_starts_with_module_docs_and_has_no_stubs() {
         }
     }
 }
+
+#[test]
+fn tapes_know_neither_lisp_nor_backends() {
+    assert_no_use(
+        "tape",
+        &[
+            "crate::lisp",
+            "crate::backends",
+            "crate::reader",
+            "Value::",
+            "crate::Value",
+            "EGraph",
+            "Runner",
+        ],
+    );
+}
+
+#[test]
+fn backends_know_neither_lisp_nor_e_graphs() {
+    // They know the operation vocabulary (`TOp`, the scalar `Math`
+    // operators) and tapes; not e-graphs, rules, extraction or Lisp.
+    assert_no_use(
+        "backends",
+        &[
+            "crate::lisp",
+            "crate::reader",
+            "Value::",
+            "crate::Value",
+            "EGraph",
+            "Runner",
+            "egraph::rules",
+            "egraph::extract",
+            "tensor::optimize",
+            "tensor::reverse",
+            "tensor::forward",
+        ],
+    );
+}
+
+#[test]
+fn tensor_programs_know_nothing_of_lisp_or_execution() {
+    assert_no_use(
+        "egraph/tensor",
+        &[
+            "crate::lisp",
+            "crate::reader",
+            "crate::backends",
+            "crate::tape",
+            "Value::",
+            "crate::Value",
+        ],
+    );
+}
