@@ -40,26 +40,29 @@ pub fn vjp(graph: &mut TensorGraph, seeds: &[(Id, Id)], wrt: &[Id]) -> Vec<Id> {
         .max()
         .unwrap_or(0);
     let active = active_nodes(graph, wrt, upto);
-    let mut contributions: Vec<Vec<Id>> = vec![Vec::new(); upto];
-    for &(output, cotangent) in seeds {
-        contributions[usize::from(output)].push(cotangent);
-    }
+    // Each node's adjoint accumulates as its consumers are visited (all
+    // consumers come later in the program, so it is complete when the
+    // sweep reaches the node).
     let mut adjoints: Vec<Option<Id>> = vec![None; upto];
+    let accumulate = |graph: &mut TensorGraph, slot: &mut Option<Id>, term: Id| {
+        *slot = Some(match *slot {
+            Some(sum) => graph.add2(sum, term),
+            None => term,
+        });
+    };
+    for &(output, cotangent) in seeds {
+        accumulate(graph, &mut adjoints[usize::from(output)], cotangent);
+    }
     for index in (0..upto).rev() {
-        if !active[index] || contributions[index].is_empty() {
+        let Some(adjoint) = adjoints[index].filter(|_| active[index]) else {
             continue;
-        }
-        let terms = std::mem::take(&mut contributions[index]);
-        let adjoint = graph
-            .sum_terms(&terms)
-            .expect("an adjoint has at least one contribution");
-        adjoints[index] = Some(adjoint);
+        };
         let id = Id::from(index);
-        let node = graph.node(id).clone();
+        let children = graph.node(id).children.clone();
         let pulled = pullback(graph, id, adjoint);
-        for (&child, contribution) in node.children.iter().zip(pulled) {
+        for (&child, contribution) in children.iter().zip(pulled) {
             if let (true, Some(contribution)) = (active[usize::from(child)], contribution) {
-                contributions[usize::from(child)].push(contribution);
+                accumulate(graph, &mut adjoints[usize::from(child)], contribution);
             }
         }
     }
