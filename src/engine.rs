@@ -106,7 +106,7 @@ impl Engine {
                 .collect();
             let all = (0..args.len()).collect();
             let call =
-                autodiff::compile_call(interp, &f, &args, &autodiff::Request::Grad { wrt: all })?;
+                autodiff::compile_call(interp, &f, &args, &autodiff::Request::Grad { wrt: all, value: true })?;
             Ok(CompiledGrad::new(call))
         })
     }

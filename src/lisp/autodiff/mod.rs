@@ -65,6 +65,9 @@ pub enum Request {
     Grad {
         /// Argument positions.
         wrt: Vec<usize>,
+        /// Whether the result itself is wanted too (`value-and-grad`); a
+        /// tape for the gradient alone need not compute it.
+        value: bool,
     },
     /// A vector-Jacobian product with a cotangent of the result's shape
     /// (given as the seed), for all arguments.
@@ -82,11 +85,17 @@ pub enum Request {
 }
 
 impl Request {
+    /// Whether the function's own result is computed (everything but a
+    /// bare gradient).
+    fn wants_value(&self) -> bool {
+        !matches!(self, Request::Grad { value: false, .. })
+    }
+
     /// The argument positions whose leaves are differentiated.
     fn differentiated(&self, arity: usize) -> Vec<usize> {
         match self {
             Request::Value => Vec::new(),
-            Request::Grad { wrt } => wrt.clone(),
+            Request::Grad { wrt, .. } => wrt.clone(),
             Request::Vjp | Request::Jvp => (0..arity).collect(),
             Request::Hvp | Request::Hessian | Request::JacobianForward => vec![0],
         }
@@ -155,7 +164,11 @@ pub fn run(
             )
         };
     let n_out = recorded.n_out;
-    let value = rebuild_in_order(&recorded.out_tree, &mut values[..n_out].iter().cloned());
+    let value = if n_out == 0 && !request.wants_value() {
+        Value::Nil
+    } else {
+        rebuild_in_order(&recorded.out_tree, &mut values[..n_out].iter().cloned())
+    };
     let mut derivatives = Vec::new();
     let mut offset = n_out;
     for group in &recorded.groups {
@@ -309,7 +322,7 @@ fn record(
         roots,
         groups,
         out_tree,
-        n_out: out_ids.len(),
+        n_out: if request.wants_value() { out_ids.len() } else { 0 },
         nested: nested.is_some(),
         n_leaves: leaves.len(),
     })
@@ -350,7 +363,11 @@ fn derivative_roots(
         ranges: arg_leaves,
         trees,
     } = arguments;
-    let mut roots: Vec<Id> = outputs.to_vec();
+    let mut roots: Vec<Id> = if request.wants_value() {
+        outputs.to_vec()
+    } else {
+        Vec::new()
+    };
     let mut groups = Vec::new();
     let single_output = |graph: &TensorGraph| -> EvalResult<Id> {
         match outputs {
@@ -366,7 +383,7 @@ fn derivative_roots(
     };
     match request {
         Request::Value => {}
-        Request::Grad { wrt } => {
+        Request::Grad { wrt, .. } => {
             let output = single_output(&t.graph)?;
             let one = t.graph.num(1.0);
             for &position in wrt {

@@ -125,7 +125,10 @@ pub(crate) fn grad_of_function(args: &Args, with_value: bool) -> EvalResult<Valu
             interp,
             &f,
             call_args,
-            &Request::Grad { wrt: positions },
+            &Request::Grad {
+                wrt: positions,
+                value: with_value,
+            },
             &[],
         )?;
         let value = outcome.value.clone();
@@ -354,7 +357,7 @@ fn check_grad(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let f = args[0].clone();
     let call_args = list_arg(&args[1], "check-grad's second argument")?;
     let all: Vec<usize> = (0..call_args.len()).collect();
-    let outcome = autodiff::run(interp, &f, &call_args, &Request::Grad { wrt: all }, &[])?;
+    let outcome = autodiff::run(interp, &f, &call_args, &Request::Grad { wrt: all, value: false }, &[])?;
     let mut worst: f64 = 0.0;
     for (position, gradient) in outcome.derivatives.iter().enumerate() {
         let x = &call_args[position];
@@ -414,7 +417,10 @@ fn tape_of(interp: &mut Interp, args: &Args) -> EvalResult<Outcome> {
             interp,
             &args[0],
             &call_args,
-            &Request::Grad { wrt: vec![0] },
+            &Request::Grad {
+                wrt: vec![0],
+                value: true,
+            },
             &[],
         )
     } else {
