@@ -105,8 +105,15 @@ impl Engine {
                 })
                 .collect();
             let all = (0..args.len()).collect();
-            let call =
-                autodiff::compile_call(interp, &f, &args, &autodiff::Request::Grad { wrt: all, value: true })?;
+            let call = autodiff::compile_call(
+                interp,
+                &f,
+                &args,
+                &autodiff::Request::Grad {
+                    wrt: all,
+                    value: true,
+                },
+            )?;
             Ok(CompiledGrad::new(call))
         })
     }

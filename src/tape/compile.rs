@@ -19,6 +19,8 @@ pub fn compile(
     roots: &[Id],
     input_shapes: &[Shape],
 ) -> Tape {
+    let (program, shapes, roots) = super::push_pads::push_pads(program, shapes, roots);
+    let (shapes, roots) = (&shapes[..], &roots[..]);
     let nodes = program.as_ref();
     // Aliases: a stop-gradient is its operand.
     let mut alias: Vec<usize> = (0..nodes.len()).collect();

@@ -24,8 +24,17 @@ fn elementwise(kernel: &Kernel) -> bool {
 
 fn cheap(kernel: &Kernel) -> bool {
     match kernel {
-        Kernel::Op(TOp::Compare(_) | TOp::Where | TOp::Round(_)) => true,
-        Kernel::Op(TOp::Map(math)) => matches!(
+        Kernel::Op(op) => cheap_op(op),
+        _ => false,
+    }
+}
+
+/// Whether an elementwise operation costs about as much as reading its
+/// operands (so recomputing it beats storing it).
+pub(super) fn cheap_op(op: &TOp) -> bool {
+    match op {
+        TOp::Compare(_) | TOp::Where | TOp::Round(_) => true,
+        TOp::Map(math) => matches!(
             math,
             Math::Add(_)
                 | Math::Sub(_)

@@ -8,6 +8,7 @@
 
 mod compile;
 mod fuse;
+mod push_pads;
 mod show;
 
 pub use compile::compile;

@@ -3,7 +3,7 @@
 //! loop is a tight, vectorizable one), and `run_group` runs a fused group
 //! chunk by chunk, in parallel over large tensors.
 
-use super::execute::Val;
+use super::execute::{Flat, Val};
 use crate::egraph::language::Math;
 use crate::egraph::tensor::TOp;
 use crate::scalar;
@@ -12,7 +12,7 @@ use ndarray::{ArrayD, Axis, IxDyn};
 use rayon::prelude::*;
 
 /// Elements per chunk: registers of a fused group stay in the L1 cache.
-pub const CHUNK: usize = 512;
+pub const CHUNK: usize = 256;
 
 /// Elements per parallel task.
 const TASK: usize = 32 * CHUNK;
@@ -112,6 +112,12 @@ enum Source<'a> {
     /// Element `i` is `data[i - start]` inside `data`, 0 outside (a
     /// zero-padded operand read in place).
     Shifted { data: &'a [f64], start: usize },
+    /// Element `i` is `value` for `start <= i < end`, 0 outside.
+    Window {
+        value: f64,
+        start: usize,
+        end: usize,
+    },
 }
 
 impl Source<'_> {
@@ -126,6 +132,14 @@ impl Source<'_> {
                 let hi = (start + data.len()).min(at + len).max(lo);
                 out[..lo - at].fill(0.0);
                 out[lo - at..hi - at].copy_from_slice(&data[lo - start..hi - start]);
+                out[hi - at..].fill(0.0);
+            }
+            Source::Window { value, start, end } => {
+                let len = out.len();
+                let lo = at.max(*start).min(at + len);
+                let hi = (*end).min(at + len).max(lo);
+                out[..lo - at].fill(0.0);
+                out[lo - at..hi - at].fill(*value);
                 out[hi - at..].fill(0.0);
             }
         }
@@ -170,12 +184,8 @@ pub fn run_group(
                 let view = base.slice_axis(Axis(*axis), ndarray::Slice::from(*start..*end));
                 view.shape() == shape && contiguous(&view).is_some()
             }
-            Val::Padded {
-                base,
-                axis,
-                shape: padded,
-                ..
-            } => *axis == 0 && padded[..] == *shape && base.as_slice().is_some(),
+            Val::Full { shape: full, .. } => full[..] == *shape,
+            Val::Padded { shape: padded, .. } => padded[..] == *shape,
         };
         expanded.push((!in_place).then(|| {
             operand
@@ -205,36 +215,64 @@ pub fn run_group(
                 contiguous(&base.slice_axis(Axis(*axis), ndarray::Slice::from(*start..*end)))
                     .expect("checked contiguous"),
             ),
-            (Val::Padded { base, before, .. }, None) => {
-                let inner: usize = base.shape()[1..].iter().product();
-                Source::Shifted {
-                    data: base.as_slice().expect("checked contiguous"),
-                    start: before * inner,
-                }
-            }
+            (Val::Full { value, .. }, None) => Source::Scalar(*value),
+            (Val::Padded { inner, before, .. }, None) => match inner {
+                Flat::Data { base, start, len } => Source::Shifted {
+                    data: &base.as_slice().expect("padded data is contiguous")[*start..start + len],
+                    start: *before,
+                },
+                Flat::Fill { value, len } => Source::Window {
+                    value: *value,
+                    start: *before,
+                    end: before + len,
+                },
+            },
         })
         .collect();
     // Runs the group over elements `at..at + len` (at most a chunk) and
     // returns the register holding the result.
+    // Registers: one chunk per operand (filled for padded operands; a
+    // number is filled once per task; a contiguous operand is read where it
+    // is), then one chunk per step.
+    let inputs = group.inputs;
     let chunk = |at: usize, len: usize, registers: &mut [f64]| -> usize {
+        let (input_registers, step_registers) = registers.split_at_mut(inputs * CHUNK);
         for (k, source) in sources.iter().enumerate() {
-            source.fill(at, &mut registers[k * CHUNK..k * CHUNK + len]);
+            if let Source::Shifted { .. } | Source::Window { .. } = source {
+                source.fill(at, &mut input_registers[k * CHUNK..k * CHUNK + len]);
+            }
         }
+        let input_registers: &[f64] = input_registers;
         for (s, (op, args)) in group.steps.iter().enumerate() {
-            let target = group.inputs + s;
-            let (before, after) = registers.split_at_mut(target * CHUNK);
+            let (before, after) = step_registers.split_at_mut(s * CHUNK);
             let ins: smallvec::SmallVec<[&[f64]; 3]> = args
                 .iter()
-                .map(|&r| &before[usize::from(r) * CHUNK..usize::from(r) * CHUNK + len])
+                .map(|&r| {
+                    let r = usize::from(r);
+                    match sources.get(r) {
+                        Some(Source::Slice(data)) => &data[at..at + len],
+                        Some(_) => &input_registers[r * CHUNK..r * CHUNK + len],
+                        None => &before[(r - inputs) * CHUNK..(r - inputs) * CHUNK + len],
+                    }
+                })
                 .collect();
             apply_chunk(op, &ins, &mut after[..len]);
         }
         usize::from(group.results[0]) * CHUNK
     };
-    let registers_len = (group.inputs + group.steps.len()) * CHUNK;
+    let registers_len = (inputs + group.steps.len()) * CHUNK;
+    let new_registers = || {
+        let mut registers = vec![0.0; registers_len];
+        for (k, source) in sources.iter().enumerate() {
+            if let Source::Scalar(x) = source {
+                registers[k * CHUNK..(k + 1) * CHUNK].fill(*x);
+            }
+        }
+        registers
+    };
     if group.sum_over.is_some() {
         let partial = |start: usize, end: usize| -> f64 {
-            let mut registers = vec![0.0; registers_len];
+            let mut registers = new_registers();
             let mut total = 0.0;
             let mut at = start;
             while at < end {
@@ -268,7 +306,7 @@ pub fn run_group(
         _ => vec![0.0; n],
     };
     let task = |start: usize, block: &mut [f64]| {
-        let mut registers = vec![0.0; registers_len];
+        let mut registers = new_registers();
         let mut offset = 0;
         while offset < block.len() {
             let len = CHUNK.min(block.len() - offset);

@@ -65,13 +65,36 @@ pub(crate) enum Val {
         start: usize,
         end: usize,
     },
-    /// `base` with zeros added before and after along `axis`, not made.
+    /// `value` everywhere (a broadcast number), not made.
+    Full { value: f64, shape: Shape },
+    /// Zeros, then the elements of `inner` (row-major), then zeros: a pad
+    /// along the first axis, not made.
     Padded {
-        base: Rc<ArrayD<f64>>,
-        axis: usize,
+        inner: Flat,
         before: usize,
         shape: Shape,
     },
+}
+
+/// Contiguous elements a padded value holds between its zeros.
+#[derive(Clone, Debug)]
+pub(crate) enum Flat {
+    /// `len` elements of `base`'s row-major data from `start`.
+    Data {
+        base: Rc<ArrayD<f64>>,
+        start: usize,
+        len: usize,
+    },
+    /// `len` copies of a number.
+    Fill { value: f64, len: usize },
+}
+
+impl Flat {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Flat::Data { len, .. } | Flat::Fill { len, .. } => *len,
+        }
+    }
 }
 
 impl Val {
@@ -101,17 +124,22 @@ impl Val {
                 start,
                 end,
             } => CowArray::from(base.slice_axis(Axis(*axis), Slice::from(*start..*end))),
+            Val::Full { value, shape } => CowArray::from(ArrayD::from_elem(IxDyn(shape), *value)),
             Val::Padded {
-                base,
-                axis,
+                inner,
                 before,
                 shape,
             } => {
-                let mut out = ArrayD::zeros(IxDyn(shape));
-                let len = base.shape()[*axis];
-                out.slice_axis_mut(Axis(*axis), Slice::from(*before..before + len))
-                    .assign(&**base);
-                CowArray::from(out)
+                let mut data = vec![0.0; shape.iter().product()];
+                let target = &mut data[*before..before + inner.len()];
+                match inner {
+                    Flat::Data { base, start, len } => {
+                        let source = base.as_slice().expect("padded data is contiguous");
+                        target.copy_from_slice(&source[*start..start + len]);
+                    }
+                    Flat::Fill { value, .. } => target.fill(*value),
+                }
+                CowArray::from(ArrayD::from_shape_vec(IxDyn(shape), data).expect("sizes agree"))
             }
         }
     }
@@ -161,23 +189,68 @@ fn step(op: &TOp, args: &[&Val], shape: &[usize], pool: Option<Vec<f64>>) -> Val
                 step(op, &[&Val::Array(owned)], shape, None)
             }
         },
-        TOp::Pad { axis, before, .. } => {
-            let base = match args[0] {
-                Val::Array(base) => Rc::clone(base),
-                other => Rc::new(other.cow().into_owned()),
-            };
+        TOp::Pad {
+            axis: 0, before, ..
+        } => {
+            let row: usize = shape[1..].iter().product();
+            let inner = flat(args[0]);
             Val::Padded {
-                base,
-                axis: usize::from(*axis),
-                before: *before,
+                inner,
+                before: before * row,
                 shape: Shape::from(shape),
             }
         }
+        TOp::Broadcast(_) if matches!(args[0], Val::Scalar(_)) => match args[0] {
+            Val::Scalar(value) => Val::Full {
+                value: *value,
+                shape: Shape::from(shape),
+            },
+            _ => unreachable!("matched a scalar"),
+        },
         other => {
             let cows: SmallVec<[CowArray<'_, f64, IxDyn>; 3]> =
                 args.iter().map(|v| v.cow()).collect();
             let views: SmallVec<[ArrayViewD<'_, f64>; 3]> = cows.iter().map(|c| c.view()).collect();
             Val::from_array(structural(other, &views, shape))
+        }
+    }
+}
+
+/// A value's elements as one contiguous run (copied only when they are not
+/// one already).
+fn flat(value: &Val) -> Flat {
+    match value {
+        Val::Scalar(x) => Flat::Fill { value: *x, len: 1 },
+        Val::Full { value, shape } => Flat::Fill {
+            value: *value,
+            len: shape.iter().product(),
+        },
+        Val::Array(base) if base.is_standard_layout() => Flat::Data {
+            base: Rc::clone(base),
+            start: 0,
+            len: base.len(),
+        },
+        Val::Slice {
+            base,
+            axis: 0,
+            start,
+            end,
+        } if base.is_standard_layout() => {
+            let row: usize = base.shape()[1..].iter().product();
+            Flat::Data {
+                base: Rc::clone(base),
+                start: start * row,
+                len: (end - start) * row,
+            }
+        }
+        other => {
+            let owned = other.cow().as_standard_layout().into_owned();
+            let len = owned.len();
+            Flat::Data {
+                base: Rc::new(owned),
+                start: 0,
+                len,
+            }
         }
     }
 }
@@ -265,7 +338,10 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
             }
             match slots[slot as usize].take() {
                 Some(Val::Array(array) | Val::Slice { base: array, .. })
-                | Some(Val::Padded { base: array, .. }) => recycle(array),
+                | Some(Val::Padded {
+                    inner: Flat::Data { base: array, .. },
+                    ..
+                }) => recycle(array),
                 _ => {}
             }
         }

@@ -322,7 +322,11 @@ fn record(
         roots,
         groups,
         out_tree,
-        n_out: if request.wants_value() { out_ids.len() } else { 0 },
+        n_out: if request.wants_value() {
+            out_ids.len()
+        } else {
+            0
+        },
         nested: nested.is_some(),
         n_leaves: leaves.len(),
     })

@@ -357,7 +357,16 @@ fn check_grad(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let f = args[0].clone();
     let call_args = list_arg(&args[1], "check-grad's second argument")?;
     let all: Vec<usize> = (0..call_args.len()).collect();
-    let outcome = autodiff::run(interp, &f, &call_args, &Request::Grad { wrt: all, value: false }, &[])?;
+    let outcome = autodiff::run(
+        interp,
+        &f,
+        &call_args,
+        &Request::Grad {
+            wrt: all,
+            value: false,
+        },
+        &[],
+    )?;
     let mut worst: f64 = 0.0;
     for (position, gradient) in outcome.derivatives.iter().enumerate() {
         let x = &call_args[position];
