@@ -89,3 +89,7 @@
 ;!! 1 tangents for 2 arguments
 (hvp (lambda (t) (sum (* t t))) (list [1 2]) [1 2 3])
 ;!! the vector has shape [3], the argument has shape [2]
+
+;; check-grad takes nested lists of parameters, as grad does
+(< (check-grad (lambda (p) (* (sum (car p)) (sin (second p)))) (list (list [1.0 2.0] 0.5))) 1e-6)
+;=> #t

@@ -6,6 +6,7 @@
 use super::{builtin, with_options};
 use crate::backends::cpu::Buf;
 use crate::egraph::Stop;
+use crate::lisp::autodiff::tree::{flatten, rebuild_in_order};
 use crate::lisp::autodiff::{self, Outcome, Request};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
@@ -369,39 +370,44 @@ fn check_grad(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     )?;
     let mut worst: f64 = 0.0;
     for (position, gradient) in outcome.derivatives.iter().enumerate() {
-        let x = &call_args[position];
-        let (Ok(x_buf), Ok(g_buf)) = (value_to_buf(x), value_to_buf(gradient)) else {
-            return Err(EvalError::type_error(
-                "check-grad takes arguments that are numbers or tensors",
-            ));
-        };
-        let (x_arr, g_arr) = (x_buf_array(&x_buf), x_buf_array(&g_buf));
-        let n = x_arr.len();
-        let stride = n.div_ceil(CHECKED_ELEMENTS).max(1);
-        for k in (0..n).step_by(stride) {
-            let x0 = x_arr.as_slice().map(|s| s[k]).unwrap_or(f64::NAN);
-            let h = 1e-6 * x0.abs().max(1.0);
-            let mut eval_at = |value: f64| -> EvalResult<f64> {
-                let mut moved = x_arr.clone();
-                if let Some(s) = moved.as_slice_mut() {
-                    s[k] = value;
-                }
-                let mut shifted = call_args.clone();
-                shifted[position] = if moved.ndim() == 0 {
-                    Value::Float(value)
-                } else {
-                    Value::tensor(moved)
+        // Arguments may be nested lists of numbers and tensors: each leaf
+        // is checked, the others held fixed.
+        let mut leaves = Vec::new();
+        let tree = flatten(&call_args[position], &mut leaves, "check-grad's arguments")?;
+        let mut gradient_leaves = Vec::new();
+        flatten(gradient, &mut gradient_leaves, "gradients")?;
+        for (j, (leaf, g_leaf)) in leaves.iter().zip(&gradient_leaves).enumerate() {
+            let x_arr = x_buf_array(&value_to_buf(leaf)?);
+            let g_arr = x_buf_array(&value_to_buf(g_leaf)?);
+            let n = x_arr.len();
+            let stride = n.div_ceil(CHECKED_ELEMENTS).max(1);
+            for k in (0..n).step_by(stride) {
+                let x0 = x_arr.as_slice().map(|s| s[k]).unwrap_or(f64::NAN);
+                let h = 1e-6 * x0.abs().max(1.0);
+                let mut eval_at = |value: f64| -> EvalResult<f64> {
+                    let mut moved = x_arr.clone();
+                    if let Some(s) = moved.as_slice_mut() {
+                        s[k] = value;
+                    }
+                    let mut moved_leaves = leaves.clone();
+                    moved_leaves[j] = if moved.ndim() == 0 {
+                        Value::Float(value)
+                    } else {
+                        Value::tensor(moved)
+                    };
+                    let mut shifted = call_args.clone();
+                    shifted[position] = rebuild_in_order(&tree, &mut moved_leaves.into_iter());
+                    interp.apply(&f, shifted)?.as_f64()
                 };
-                interp.apply(&f, shifted)?.as_f64()
-            };
-            let fd = (eval_at(x0 + h)? - eval_at(x0 - h)?) / (2.0 * h);
-            let g = g_arr.as_slice().map(|s| s[k]).unwrap_or(f64::NAN);
-            let error = (g - fd).abs() / g.abs().max(fd.abs()).max(1.0);
-            worst = if error.is_nan() {
-                f64::NAN
-            } else {
-                worst.max(error)
-            };
+                let fd = (eval_at(x0 + h)? - eval_at(x0 - h)?) / (2.0 * h);
+                let g = g_arr.as_slice().map(|s| s[k]).unwrap_or(f64::NAN);
+                let error = (g - fd).abs() / g.abs().max(fd.abs()).max(1.0);
+                worst = if error.is_nan() {
+                    f64::NAN
+                } else {
+                    worst.max(error)
+                };
+            }
         }
     }
     Ok(Value::Float(worst))
