@@ -134,7 +134,11 @@ impl TensorGraph {
     fn simplified(&mut self, node: &TNode, shape: &Shape) -> Option<Id> {
         let children = &node.children;
         let same = |this: &Self, id: Id| this.shapes[usize::from(id)] == *shape;
-        let is = |this: &Self, id: Id, value: f64| this.constant(id) == Some(value);
+        // A number, or a number broadcast to a shape (the seed of a sweep).
+        let is = |this: &Self, id: Id, value: f64| match &this.expr[id].op {
+            TOp::Broadcast(_) => this.constant(this.expr[id].children[0]) == Some(value),
+            _ => this.constant(id) == Some(value),
+        };
         match &node.op {
             TOp::Map(math) => {
                 if children.iter().all(|&c| self.constant(c).is_some()) {
