@@ -44,6 +44,8 @@ mod linearization;
 mod ops;
 #[path = "numeric/regressions.rs"]
 mod regressions;
+#[path = "numeric/review.rs"]
+mod review;
 
 // ---------------------------------------------------------------- helpers
 

@@ -131,7 +131,9 @@ impl Source<'_> {
                 let lo = at.max(*start).min(at + len);
                 let hi = (start + data.len()).min(at + len).max(lo);
                 out[..lo - at].fill(0.0);
-                out[lo - at..hi - at].copy_from_slice(&data[lo - start..hi - start]);
+                if hi > lo {
+                    out[lo - at..hi - at].copy_from_slice(&data[lo - start..hi - start]);
+                }
                 out[hi - at..].fill(0.0);
             }
             Source::Window { value, start, end } => {

@@ -72,7 +72,7 @@ impl RoundOp {
         match self {
             RoundOp::Floor => x.floor(),
             RoundOp::Ceil => x.ceil(),
-            RoundOp::Round => x.round(),
+            RoundOp::Round => x.round_ties_even(),
         }
     }
 
