@@ -145,6 +145,21 @@ impl Interp {
         };
         let traced = self.numeric.trace.is_some()
             && args.iter().any(crate::lisp::trace::ops::involves_traced);
+        let concrete;
+        let (args, traced) = if traced && crate::lisp::trace::ops::reads_values(builtin.name, &args)
+        {
+            concrete = crate::lisp::trace::ops::concrete_args(args.values);
+            let options = args.options;
+            (
+                Args {
+                    values: &concrete,
+                    options,
+                },
+                false,
+            )
+        } else {
+            (args, traced)
+        };
         let recorded = match &self.numeric.trace {
             Some(trace) if traced => {
                 crate::lisp::trace::ops::call(&trace.clone(), builtin.name, &args)

@@ -186,8 +186,10 @@ impl Value {
             Value::Keyword(_) => "keyword",
             Value::Pair(_) => "list",
             Value::Tensor(_) => "tensor",
-            Value::Traced(t) if t.is_scalar() => "traced number",
-            Value::Traced(_) => "traced tensor",
+            // Code inside a differentiated function sees the types it
+            // would see outside.
+            Value::Traced(t) if t.is_scalar() => "float",
+            Value::Traced(_) => "tensor",
             Value::Procedure(_) | Value::FrameClosure(_) => "procedure",
             Value::Macro(_) => "macro",
             Value::Undefined => "undefined",

@@ -40,7 +40,10 @@ pub fn compile(
         let kernel = match node.op {
             TOp::MatMul => {
                 let mut flags = [false, false];
-                for (k, arg) in args.iter_mut().enumerate() {
+                // Flags serve plain matrix products; stacks keep their
+                // transposes.
+                let plain = args.iter().all(|&a| shapes[a].len() <= 2);
+                for (k, arg) in args.iter_mut().enumerate().filter(|_| plain) {
                     if let Some(inner) = plain_transpose(nodes, shapes, *arg) {
                         flags[k] = true;
                         *arg = alias[inner];

@@ -156,6 +156,50 @@ fn arg_extreme(x: &ArrayViewD<'_, f64>, max: bool, axis: Option<u8>) -> ArrayD<f
     }
 }
 
+/// Products of stacks of matrices (ranks 2 and more), the leading axes
+/// broadcast.
+fn stacked_gemm(a: &ArrayViewD<'_, f64>, b: &ArrayViewD<'_, f64>) -> ArrayD<f64> {
+    let (ra, rb) = (a.ndim(), b.ndim());
+    let rank = ra.max(rb);
+    let lead = |s: &[usize], r: usize| -> Vec<usize> {
+        let mut v = vec![1; rank - r];
+        v.extend_from_slice(&s[..r - 2]);
+        v
+    };
+    let (la, lb) = (lead(a.shape(), ra), lead(b.shape(), rb));
+    let batch: Vec<usize> = la.iter().zip(&lb).map(|(&x, &y)| x.max(y)).collect();
+    let (m, k, n) = (a.shape()[ra - 2], a.shape()[ra - 1], b.shape()[rb - 1]);
+    let with = |batch: &[usize], x: usize, y: usize| -> Vec<usize> {
+        batch.iter().copied().chain([x, y]).collect()
+    };
+    let a_full = a
+        .broadcast(IxDyn(&with(&batch, m, k)))
+        .expect("batch axes broadcast");
+    let b_full = b
+        .broadcast(IxDyn(&with(&batch, k, n)))
+        .expect("batch axes broadcast");
+    let count: usize = batch.iter().product();
+    let a_flat = a_full
+        .as_standard_layout()
+        .into_owned()
+        .into_shape_with_order((count, m, k))
+        .expect("sizes agree");
+    let b_flat = b_full
+        .as_standard_layout()
+        .into_owned()
+        .into_shape_with_order((count, k, n))
+        .expect("sizes agree");
+    let mut out = ndarray::Array3::<f64>::zeros((count, m, n));
+    for i in 0..count {
+        let product = a_flat
+            .index_axis(Axis(0), i)
+            .dot(&b_flat.index_axis(Axis(0), i));
+        out.index_axis_mut(Axis(0), i).assign(&product);
+    }
+    out.into_shape_with_order(IxDyn(&with(&batch, m, n)))
+        .expect("sizes agree")
+}
+
 /// NumPy `matmul` for ranks 1 and 2, operands optionally transposed.
 pub fn gemm(a: &ArrayViewD<'_, f64>, b: &ArrayViewD<'_, f64>, ta: bool, tb: bool) -> ArrayD<f64> {
     fn matrix<'a>(m: &ArrayViewD<'a, f64>, t: bool) -> ndarray::ArrayView2<'a, f64> {
@@ -166,6 +210,7 @@ pub fn gemm(a: &ArrayViewD<'_, f64>, b: &ArrayViewD<'_, f64>, ta: bool, tb: bool
         v.clone().into_dimensionality::<Ix1>().expect("rank 1")
     }
     match (a.ndim(), b.ndim()) {
+        (ra, rb) if ra > 2 || rb > 2 => stacked_gemm(a, b),
         (2, 2) => matrix(a, ta).dot(&matrix(b, tb)).into_dyn(),
         (2, 1) => matrix(a, ta).dot(&vector(b)).into_dyn(),
         (1, 2) => vector(a).dot(&matrix(b, tb)).into_dyn(),

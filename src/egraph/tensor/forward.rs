@@ -186,12 +186,23 @@ impl Sweep<'_> {
             }
             TOp::MatMul => {
                 let (a, b) = (children[0], children[1]);
+                // Stacks of matrices broadcast their leading axes, so a
+                // batch of tangents is one more leading axis.
+                let stacked = self.graph.shape(a).len() > 2 || self.graph.shape(b).len() > 2;
                 let mut terms: Vec<Id> = Vec::new();
                 if let Some(ta) = inputs[0] {
-                    terms.push(self.matmul_left(ta, b));
+                    terms.push(if stacked {
+                        self.mm(ta, b)
+                    } else {
+                        self.matmul_left(ta, b)
+                    });
                 }
                 if let Some(tb) = inputs[1] {
-                    terms.push(self.matmul_right(a, tb));
+                    terms.push(if stacked {
+                        self.mm(a, tb)
+                    } else {
+                        self.matmul_right(a, tb)
+                    });
                 }
                 self.graph
                     .sum_terms(&terms)

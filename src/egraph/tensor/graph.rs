@@ -281,12 +281,28 @@ impl TensorGraph {
             &[nonzero],
         );
         let product = self.broadcast(product, &shape);
+        // The zero elements summed: 0 in value, but it carries the
+        // derivative with respect to the zeros, so second derivatives are
+        // right with up to two zeros in a lane.
+        let masked = self.mul(x, is_zero);
+        let zero_sum = self.sum_axes(masked, axes, true);
+        let zero_sum = self.broadcast(zero_sum, &shape);
         let quotient = self.div(product, nonzero);
-        let at_zero = self.mul(is_zero, product);
+        // No zero: product / x. One zero: the product of the rest at the
+        // zero, (the zero) * product / x elsewhere. Two zeros: (the other
+        // zero) * product at each zero, 0 elsewhere. More: 0.
+        let other_zero = self.sub(zero_sum, x);
+        let two_at_zero = self.mul(other_zero, product);
+        let one_elsewhere = self.mul(zero_sum, quotient);
+        let at_zero_one = self.add_valid(TOp::Where, &[is_zero, product, one_elsewhere]);
+        let at_zero_two = self.add_valid(TOp::Where, &[is_zero, two_at_zero, zero]);
+        let two = self.num(2.0);
         let none = self.add_valid(TOp::Compare(super::op::CmpOp::Eq), &[zeros, zero]);
         let single = self.add_valid(TOp::Compare(super::op::CmpOp::Eq), &[zeros, one]);
-        let one_zero = self.add_valid(TOp::Where, &[single, at_zero, zero]);
-        self.add_valid(TOp::Where, &[none, quotient, one_zero])
+        let pair = self.add_valid(TOp::Compare(super::op::CmpOp::Eq), &[zeros, two]);
+        let beyond = self.add_valid(TOp::Where, &[pair, at_zero_two, zero]);
+        let with_zero = self.add_valid(TOp::Where, &[single, at_zero_one, beyond]);
+        self.add_valid(TOp::Where, &[none, quotient, with_zero])
     }
 
     /// `x` (whose shape broadcasts to `shape`... the other way round: `x`

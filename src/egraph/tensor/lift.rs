@@ -31,6 +31,19 @@ pub fn lift(
         .enumerate()
         .map(|(k, shape)| graph.input(k as u32, shape))
         .collect();
+    let roots = lift_into(&mut graph, expr, roots, params, &inputs)?;
+    Ok((graph, roots))
+}
+
+/// Appends the formula to `graph` with parameter `k` the node `inputs[k]`
+/// (a formula used inside a traced function); returns the roots' ids.
+pub fn lift_into(
+    graph: &mut TensorGraph,
+    expr: &RecExpr<Math>,
+    roots: &[Id],
+    params: &[Symbol],
+    inputs: &[Id],
+) -> Result<Vec<Id>, LiftError> {
     let mut ids: Vec<Id> = Vec::with_capacity(expr.as_ref().len());
     for node in expr.as_ref() {
         let id = match node {
@@ -50,5 +63,5 @@ pub fn lift(
         };
         ids.push(id);
     }
-    Ok((graph, roots.iter().map(|&r| ids[usize::from(r)]).collect()))
+    Ok(roots.iter().map(|&r| ids[usize::from(r)]).collect())
 }

@@ -245,6 +245,21 @@ fn matmul_pullback(
     };
     let mm = |graph: &mut TensorGraph, x: Id, y: Id| graph.add_valid(TOp::MatMul, &[x, y]);
     match (sa.len(), sb.len()) {
+        (ra, rb) if ra > 2 || rb > 2 => {
+            // Stacks of matrices: transpose the last two axes, and sum
+            // each adjoint over the batch axes its operand was broadcast
+            // along.
+            let swap = |graph: &mut TensorGraph, x: Id| {
+                let rank = graph.shape(x).len() as u8;
+                let perm: SmallVec<[u8; 4]> = (0..rank - 2).chain([rank - 1, rank - 2]).collect();
+                graph.add_valid(TOp::Transpose(perm), &[x])
+            };
+            let bt = swap(graph, b);
+            let at = swap(graph, a);
+            let da = mm(graph, g, bt);
+            let db = mm(graph, at, g);
+            (graph.sum_to(da, sa), graph.sum_to(db, sb))
+        }
         (2, 2) => {
             let bt = t(graph, b);
             let at = t(graph, a);

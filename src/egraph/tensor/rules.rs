@@ -1,8 +1,11 @@
-//! Rewrites of tensor programs. Each one holds for every value (no rule
-//! changes where a program is defined: `x / x` is not 1 at 0), and each is
-//! applied only where its result has the shape of the class it joins
-//! (`ShapeSafe`): `x * 1` is `x` only when the 1 does not broadcast `x` to
-//! a larger shape.
+//! Rewrites of tensor programs. Each one holds for every real value and
+//! keeps where a program is defined (`x / x` is not 1 at 0); none moves a
+//! division or product where it could overflow (`(a / b) / c` is not
+//! rewritten to `a / (b c)`). Reassociating sums and products may change
+//! the last bits of a result, as any compiler's reassociation does. Each
+//! rule is applied only where its result has the shape of the class it
+//! joins (`ShapeSafe`): `x * 1` is `x` only when the 1 does not broadcast
+//! `x` to a larger shape.
 
 use super::egraph::{Shapes, TensorEGraph};
 use super::op::{Shape, TNode};
@@ -95,9 +98,6 @@ pub fn tensor_rules() -> &'static [TensorRewrite] {
             ("factor", "(+ (* ?a ?b) (* ?a ?c))", "(* ?a (+ ?b ?c))"),
             ("factor-sub", "(- (* ?a ?b) (* ?a ?c))", "(* ?a (- ?b ?c))"),
             ("factor-self", "(+ (* ?a ?b) ?a)", "(* ?a (+ ?b 1))"),
-            ("mul-div", "(* ?a (/ ?b ?c))", "(/ (* ?a ?b) ?c)"),
-            ("div-mul", "(/ (* ?a ?b) ?c)", "(* ?a (/ ?b ?c))"),
-            ("div-div", "(/ (/ ?a ?b) ?c)", "(/ ?a (* ?b ?c))"),
             ("transpose-transpose", "(transpose (transpose ?a))", "?a"),
         ]
         .iter()

@@ -223,8 +223,20 @@ pub fn matmul_shape(a: &[usize], b: &[usize]) -> Result<Shape, ShapeError> {
         (1, 2) if a[0] == b[0] => Ok(SmallVec::from_slice(&[b[1]])),
         (2, 2) if a[1] == b[0] => Ok(SmallVec::from_slice(&[a[0], b[1]])),
         (1 | 2, 1 | 2) => Err(mismatch()),
+        (ra, rb) if ra >= 2 && rb >= 2 => {
+            // Stacks of matrices: the leading (batch) axes broadcast.
+            let (m, k) = (a[ra - 2], a[ra - 1]);
+            let (k2, n) = (b[rb - 2], b[rb - 1]);
+            if k != k2 {
+                return Err(mismatch());
+            }
+            let mut out = broadcast(&a[..ra - 2], &b[..rb - 2])?;
+            out.push(m);
+            out.push(n);
+            Ok(out)
+        }
         _ => Err(ShapeError(format!(
-            "shapes {} and {}: differentiable matmul takes ranks 1 and 2",
+            "shapes {} and {}: matmul of a stack of matrices and a vector is not traceable yet",
             show(a),
             show(b)
         ))),

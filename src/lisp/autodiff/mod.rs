@@ -27,12 +27,20 @@ use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 use tree::{Tree, flatten, leaf_indices, rebuild_in_order};
 
+/// Compiled tapes kept at most (the oldest is dropped first): a closure
+/// over a changing number or a changing static argument compiles a new tape
+/// per value.
+pub const MAX_CACHED_TAPES: usize = 256;
+
 /// Per-interpreter state of numeric differentiation.
 #[derive(Default)]
 pub struct NumericState {
     /// The trace being recorded, while a traced function runs.
     pub(crate) trace: Option<TraceRef>,
     cache: FxHashMap<u64, Vec<CacheEntry>>,
+    /// Keys in the order their entries were made (oldest first), for
+    /// eviction past `MAX_CACHED_TAPES`.
+    order: std::collections::VecDeque<u64>,
     /// Calls that found their tape in the cache.
     pub hits: u64,
     /// Calls that compiled a tape.
@@ -482,7 +490,7 @@ fn derivative_roots(
             let x = single_leaf(arg_leaves, leaves, "hessian")?;
             let one = t.graph.num(1.0);
             let gradient = vjp(&mut t.graph, &[(output, one)], &[x]);
-            let (n, identity) = identity_seed(t, x);
+            let (n, identity) = identity_seed(t, x)?;
             let columns = jvp(&mut t.graph, &[(x, identity)], &gradient, Some(n));
             // [n] ++ shape(x) is shape(x) ++ shape(x) in row-major order.
             let shape = t.graph.shape(x).clone();
@@ -497,7 +505,7 @@ fn derivative_roots(
                     "jacobian needs a function returning one number or tensor",
                 ));
             };
-            let (n, identity) = identity_seed(t, x);
+            let (n, identity) = identity_seed(t, x)?;
             let columns = jvp(&mut t.graph, &[(x, identity)], &[*output], Some(n))[0];
             // [n] ++ shape(out) → shape(out) ++ shape(x).
             let out_shape = t.graph.shape(*output).clone();
@@ -529,16 +537,17 @@ fn single_leaf(arg_leaves: &[Vec<usize>], leaves: &[Id], form: &str) -> EvalResu
 
 /// The identity as a batch of tangents for `x`: shape [n] ++ shape(x),
 /// direction k the k-th unit vector. Returns n and the seed's node.
-fn identity_seed(t: &mut Trace, x: Id) -> (usize, Id) {
+fn identity_seed(t: &mut Trace, x: Id) -> EvalResult<(usize, Id)> {
     let shape = t.graph.shape(x).clone();
     let n: usize = shape.iter().product();
     let mut seed_shape: Vec<usize> = vec![n];
     seed_shape.extend_from_slice(&shape);
+    crate::lisp::tensor::check_allocation(&seed_shape)?;
     let eye = ndarray::Array2::<f64>::eye(n)
         .into_shape_with_order(ndarray::IxDyn(&seed_shape))
         .expect("n rows of n elements");
     let id = t.add_input(crate::backends::cpu::Buf::Array(Rc::new(eye)));
-    (n, id)
+    Ok((n, id))
 }
 
 fn check_same(graph: &TensorGraph, id: Id, like: Id, what: &str) -> EvalResult<()> {
@@ -604,15 +613,22 @@ fn compiled_for(interp: &mut Interp, trace: &TraceRef, roots: &[Id]) -> (Rc<Comp
         program_nodes: upto,
         report: optimized.report,
     });
-    interp
-        .numeric
-        .cache
-        .entry(key)
-        .or_default()
-        .push(CacheEntry {
-            nodes: nodes.to_vec(),
-            roots: roots.to_vec(),
-            compiled: Rc::clone(&compiled),
-        });
+    let state = &mut interp.numeric;
+    if state.order.len() >= MAX_CACHED_TAPES {
+        if let Some(oldest) = state.order.pop_front() {
+            if let Some(entries) = state.cache.get_mut(&oldest) {
+                entries.remove(0);
+                if entries.is_empty() {
+                    state.cache.remove(&oldest);
+                }
+            }
+        }
+    }
+    state.order.push_back(key);
+    state.cache.entry(key).or_default().push(CacheEntry {
+        nodes: nodes.to_vec(),
+        roots: roots.to_vec(),
+        compiled: Rc::clone(&compiled),
+    });
     (compiled, false)
 }

@@ -425,21 +425,24 @@ fn x_buf_array(buf: &Buf) -> ArrayD<f64> {
 fn tape_of(interp: &mut Interp, args: &Args) -> EvalResult<Outcome> {
     expect_function(&args[0])?;
     let call_args = list_arg(&args[1], "the second argument")?;
-    let value = autodiff::run(interp, &args[0], &call_args, &Request::Value, &[])?;
-    let scalar = matches!(value.value, Value::Float(_) | Value::Int(_));
-    if scalar && !call_args.is_empty() {
-        autodiff::run(
-            interp,
-            &args[0],
-            &call_args,
-            &Request::Grad {
-                wrt: vec![0],
-                value: true,
-            },
-            &[],
-        )
-    } else {
-        Ok(value)
+    // The tape `(grad f)` runs; a function that does not return a number
+    // (refused before anything is compiled) shows its own tape instead.
+    let gradient = Request::Grad {
+        wrt: vec![0],
+        value: false,
+    };
+    if call_args.is_empty() {
+        return autodiff::run(interp, &args[0], &call_args, &Request::Value, &[]);
+    }
+    match autodiff::run(interp, &args[0], &call_args, &gradient, &[]) {
+        Err(error)
+            if error
+                .message
+                .starts_with("grad needs a function returning a number") =>
+        {
+            autodiff::run(interp, &args[0], &call_args, &Request::Value, &[])
+        }
+        other => other,
     }
 }
 

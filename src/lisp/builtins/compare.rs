@@ -92,9 +92,26 @@ fn not(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     Ok(Value::Bool(!args[0].is_truthy()))
 }
 
+/// Inside a traced function, comparisons look at the values (control flow
+/// follows them): the same node is the same value, others compare as the
+/// numbers they hold.
+fn traced_comparison(a: &Value, b: &Value, compare: fn(&Value, &Value) -> bool) -> Option<bool> {
+    match (a, b) {
+        (Value::Traced(x), Value::Traced(y)) if Rc::ptr_eq(&x.trace, &y.trace) && x.id == y.id => {
+            Some(true)
+        }
+        (Value::Traced(x), other) => Some(compare(&x.concrete_value(), other)),
+        (other, Value::Traced(y)) => Some(compare(other, &y.concrete_value())),
+        _ => None,
+    }
+}
+
 /// Identity: the same number, symbol, boolean or keyword, or the very same
 /// object for strings, lists, tensors and procedures.
 pub fn eq(a: &Value, b: &Value) -> bool {
+    if let Some(same) = traced_comparison(a, b, eq) {
+        return same;
+    }
     match (a, b) {
         (Value::Nil, Value::Nil) | (Value::Void, Value::Void) => true,
         (Value::Bool(x), Value::Bool(y)) => x == y,
@@ -129,6 +146,9 @@ fn same_closure(x: &Procedure, y: &Procedure) -> bool {
 /// Structural equality: same type and same contents (`1` and `1.0` differ;
 /// tensors need equal shapes and elements).
 pub fn equal(a: &Value, b: &Value) -> bool {
+    if let Some(same) = traced_comparison(a, b, equal) {
+        return same;
+    }
     stacker::maybe_grow(64 * 1024, 1024 * 1024, || match (a, b) {
         (Value::Float(x), Value::Float(y)) => x == y || (x.is_nan() && y.is_nan()),
         (Value::Str(x), Value::Str(y)) => x == y,

@@ -8,7 +8,7 @@ use crate::backends::cpu::{Buf, Cpu};
 use crate::egraph::derivatives::{self, Derived, Options};
 use crate::egraph::eval::Program;
 use crate::egraph::tensor::Shape;
-use crate::egraph::tensor::lift::{LiftError, lift};
+use crate::egraph::tensor::lift::{LiftError, lift, lift_into};
 use crate::egraph::{ExprBuilder, Level, MathRewrite, Report};
 use crate::lisp::error::{EvalError, EvalErrorKind, EvalResult};
 use crate::lisp::interp::Interp;
@@ -19,7 +19,7 @@ use crate::lisp::symbolic::{
     pattern_from_value,
 };
 use crate::lisp::tensor::{broadcast_shape, check_allocation};
-use crate::lisp::trace::{buf_to_value, value_to_buf};
+use crate::lisp::trace::{buf_to_value, node_of, traced, value_to_buf};
 use crate::lisp::value::Value;
 use crate::tape::compile as compile_tape;
 use egg::{Id, RecExpr, Rewrite};
@@ -230,10 +230,47 @@ fn compile(exprs: &Value, params: &[egg::Symbol]) -> EvalResult<Compiled> {
     })
 }
 
+fn lift_error(error: LiftError) -> EvalError {
+    match error {
+        LiftError::Unbound(name) => EvalError::new(
+            EvalErrorKind::Unbound,
+            format!("no value for variable {name}"),
+        ),
+        LiftError::Shape(e) => EvalError::shape(e.0),
+    }
+}
+
 /// Runs `compiled` on numbers or tensors (broadcast together; the
 /// expression is applied elementwise) through a tape compiled once per
 /// signature of argument shapes.
 fn run_compiled(compiled: &Compiled, args: &[Value]) -> EvalResult<Value> {
+    // Inside a differentiated function the formula is recorded in the
+    // trace, so derivatives pass through it.
+    if let Some(trace) = args.iter().find_map(|a| match a {
+        Value::Traced(t) => Some(Rc::clone(&t.trace)),
+        _ => None,
+    }) {
+        let mut nodes = args
+            .iter()
+            .map(|a| node_of(&trace, a))
+            .collect::<EvalResult<Vec<_>>>()?;
+        if compiled.pi_appended {
+            nodes.push(trace.borrow_mut().number(std::f64::consts::PI));
+        }
+        let roots = {
+            let mut borrowed = trace.borrow_mut();
+            lift_into(
+                &mut borrowed.graph,
+                &compiled.expr,
+                &compiled.roots,
+                &compiled.params,
+                &nodes,
+            )
+        }
+        .map_err(lift_error)?;
+        let values: Vec<Value> = roots.iter().map(|&id| traced(&trace, id)).collect();
+        return Ok(compiled.nesting.rebuild(&values));
+    }
     let mut inputs: Vec<Buf> = args.iter().map(value_to_buf).collect::<EvalResult<_>>()?;
     if compiled.pi_appended {
         inputs.push(Buf::Scalar(std::f64::consts::PI));
@@ -244,13 +281,7 @@ fn run_compiled(compiled: &Compiled, args: &[Value]) -> EvalResult<Value> {
         Some(tape) => tape,
         None => {
             let (graph, roots) = lift(&compiled.expr, &compiled.roots, &compiled.params, &shapes)
-                .map_err(|error| match error {
-                LiftError::Unbound(name) => EvalError::new(
-                    EvalErrorKind::Unbound,
-                    format!("no value for variable {name}"),
-                ),
-                LiftError::Shape(e) => EvalError::shape(e.0),
-            })?;
+                .map_err(lift_error)?;
             let out_shape = roots
                 .iter()
                 .try_fold(Vec::new(), |acc, &r| broadcast_shape(&acc, graph.shape(r)))?;

@@ -17,6 +17,25 @@ use crate::lisp::value::Value;
 use egg::Id;
 use smallvec::SmallVec;
 
+/// Built-ins whose result is a plain value computed from the numbers of
+/// their arguments, not an operation to record: an index into a tensor
+/// (`argmax` over all elements gives an integer, as outside a trace). They
+/// run on the arguments' values; the numbers they give become constants
+/// of the trace (a new value traces again).
+pub fn reads_values(name: &str, args: &Args) -> bool {
+    matches!(name, "argmax" | "argmin") && args.option("axis").is_none()
+}
+
+/// The arguments with traced values replaced by their numbers.
+pub fn concrete_args(args: &[Value]) -> Vec<Value> {
+    args.iter()
+        .map(|value| match value {
+            Value::Traced(t) => t.concrete_value(),
+            other => other.clone(),
+        })
+        .collect()
+}
+
 /// Whether `value` (or, for a list, one of its elements) is traced.
 pub fn involves_traced(value: &Value) -> bool {
     match value {
@@ -42,11 +61,16 @@ impl Recorder<'_> {
     }
 
     fn add(&self, op: TOp, children: &[Id]) -> EvalResult<Id> {
-        self.trace
+        let id = self
+            .trace
             .borrow_mut()
             .graph
             .add(op, children)
-            .map_err(|e| EvalError::shape(e.0))
+            .map_err(|e| EvalError::shape(e.0))?;
+        // A result the machine cannot hold is an error now, not an abort
+        // when the tape runs.
+        crate::lisp::tensor::check_allocation(&self.shape(id))?;
+        Ok(id)
     }
 
     fn map(&self, math: Math, children: &[Id]) -> EvalResult<Id> {
@@ -71,11 +95,18 @@ impl Recorder<'_> {
     }
 
     fn reduce(&self, op: ReduceOp, x: Id, args: &Args) -> EvalResult<Id> {
-        let rank = self.shape(x).len();
-        let axes: SmallVec<[u8; 4]> = reduced_axes(args, rank)?
+        let shape = self.shape(x);
+        let axes: SmallVec<[u8; 4]> = reduced_axes(args, shape.len())?
             .into_iter()
             .map(|a| a as u8)
             .collect();
+        let empty = axes.iter().any(|&a| shape[usize::from(a)] == 0);
+        if empty && matches!(op, ReduceOp::Max | ReduceOp::Min) {
+            return Err(EvalError::range(format!(
+                "{} of an empty tensor",
+                op.name()
+            )));
+        }
         self.add(
             TOp::Reduce {
                 op,
@@ -367,7 +398,12 @@ fn compare(r: &Recorder<'_>, name: &str, args: &Args) -> EvalResult<Value> {
 }
 
 fn tensor_call(r: &Recorder<'_>, name: &str, args: &Args) -> Option<EvalResult<Value>> {
-    let run = || -> EvalResult<Id> {
+    if name == "to-list" {
+        return Some(to_list(r, args));
+    }
+    // Cleared by the fallback arm: the built-in has no traced form.
+    let mut traceable = true;
+    let mut run = || -> EvalResult<Id> {
         match name {
             "sum" => r.reduce(ReduceOp::Sum, r.node(&args[0])?, args),
             "prod" => r.reduce(ReduceOp::Prod, r.node(&args[0])?, args),
@@ -644,18 +680,14 @@ fn tensor_call(r: &Recorder<'_>, name: &str, args: &Args) -> Option<EvalResult<V
                     }
                 }
             }
-            _ => Err(EvalError::type_error("")),
+            _ => {
+                traceable = false;
+                Err(EvalError::type_error("no traced form"))
+            }
         }
     };
-    match name {
-        "sum" | "prod" | "mean" | "logsumexp" | "softmax" | "log-softmax" | "argmax" | "argmin"
-        | "matmul" | "dot" | "outer" | "trace" | "transpose" | "reshape" | "flatten" | "item"
-        | "broadcast-to" | "where" | "concat" | "stack" | "tensor" | "slice" | "index" | "roll" => {
-            Some(run().map(|id| r.value(id)))
-        }
-        "to-list" => Some(to_list(r, args)),
-        _ => None,
-    }
+    let result = run();
+    traceable.then(|| result.map(|id| r.value(id)))
 }
 
 fn to_list(r: &Recorder<'_>, args: &Args) -> EvalResult<Value> {
