@@ -143,8 +143,16 @@ impl Interp {
             values: positional,
             options,
         };
-        let traced = self.numeric.trace.is_some()
-            && args.iter().any(crate::lisp::trace::ops::involves_traced);
+        let involves_traced = args.iter().any(crate::lisp::trace::ops::involves_traced);
+        if involves_traced && self.numeric.trace.is_none() {
+            self.call_span = saved;
+            return Err(EvalError::type_error(format!(
+                "{}: a traced value escaped the function being differentiated (was it stored in a global?)",
+                builtin.name
+            ))
+            .at(span));
+        }
+        let traced = involves_traced && self.numeric.trace.is_some();
         let concrete;
         let (args, traced) = if traced && crate::lisp::trace::ops::reads_values(builtin.name, &args)
         {
