@@ -135,3 +135,24 @@ fn gradient_of_a_nested_list_is_flattened() {
         "the first part of {g} should be a list, like the argument's"
     );
 }
+
+/// Found by the benchmarks: a gradient taken inside a `jit`ted function
+/// (a training step) tagged its variables with a counter that kept growing
+/// across calls, so every call traced a new program and missed the tape
+/// cache, paying the optimizer each step.
+#[test]
+fn a_gradient_inside_jit_hits_the_cache() {
+    let mut engine = engine();
+    eval(
+        &mut engine,
+        "(define (loss w) (sum (tanh (* w w))))
+         (define vg (value-and-grad loss))
+         (define step (jit (lambda (w) (- w (* 0.1 (second (vg w)))))))
+         (define (misses) (second (assoc 'cache-misses (tape-stats loss (list [1.0 2.0])))))
+         (step [1.0 2.0])",
+    );
+    let before = eval(&mut engine, "(misses)").as_f64().unwrap();
+    eval(&mut engine, "(step [1.0 2.0]) (step [3.0 4.0])");
+    let after = eval(&mut engine, "(misses)").as_f64().unwrap();
+    assert_eq!(before, after, "the step recompiled");
+}

@@ -50,6 +50,13 @@ impl TensorGraph {
         &self.shapes[usize::from(id)]
     }
 
+    /// Makes room for `additional` more nodes (a sweep roughly doubles a
+    /// program), so the tables do not grow step by step.
+    pub fn reserve(&mut self, additional: usize) {
+        self.memo.reserve(additional);
+        self.shapes.reserve(additional);
+    }
+
     /// The shape of every node, by id.
     pub fn shapes(&self) -> &[Shape] {
         &self.shapes

@@ -40,6 +40,7 @@ pub fn vjp(graph: &mut TensorGraph, seeds: &[(Id, Id)], wrt: &[Id]) -> Vec<Id> {
         .max()
         .unwrap_or(0);
     let active = active_nodes(graph, wrt, upto);
+    graph.reserve(2 * upto);
     // Each node's adjoint accumulates as its consumers are visited (all
     // consumers come later in the program, so it is complete when the
     // sweep reaches the node).

@@ -244,6 +244,11 @@ fn record(
         .map(|a| flatten(a, &mut leaves, "arguments of a differentiated function"))
         .collect::<EvalResult<_>>()?;
     let nested = interp.numeric.trace.clone();
+    if nested.is_none() {
+        // Tags need only be distinct within one trace; numbering them from
+        // zero in each makes equal traces equal (and the cache hit).
+        interp.numeric.next_tag = 0;
+    }
     let trace: TraceRef = match &nested {
         Some(active) => Rc::clone(active),
         None => Rc::new(RefCell::new(Trace::default())),
