@@ -284,7 +284,9 @@ impl fmt::Display for TOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TOp::Input { index, shape } => write!(f, "input{index}[{}]", join(shape)),
-            TOp::Scalar(c) => write!(f, "{c}"),
+            // Shortest round-trip form (`-1.7976931348623157e308`, not 309
+            // digits).
+            TOp::Scalar(c) => write!(f, "{:?}", c.get()),
             TOp::Map(math) => write!(f, "{math}"),
             TOp::Compare(op) => write!(f, "{}", op.name()),
             TOp::Round(op) => write!(f, "{}", op.name()),
