@@ -152,6 +152,20 @@ fn w1(c: &mut Criterion) {
             b.iter(|| black_box(eps.call(&f, std::slice::from_ref(&x)).expect("runs")))
         });
     }
+    // The Rust API's compiled gradient: the tape alone, no interpreter and
+    // no tracing in the loop (value and gradient).
+    let compiled = eps
+        .compile_grad("rosenbrock", &[&[1_000_000]])
+        .expect("compiles the gradient");
+    let x_array = ndarray::Array1::linspace(-1.0, 1.0, 1_000_000).into_dyn();
+    let (value, grads) = compiled
+        .run_with_value(std::slice::from_ref(&x_array))
+        .expect("runs");
+    check("W1 compile_grad value", value, JAX_W1_F, 1e-12);
+    check("W1 compile_grad grad_sum", grads[0].sum(), JAX_W1_GRAD_SUM, 1e-9);
+    group.bench_function("compiled_value_and_grad", |b| {
+        b.iter(|| black_box(compiled.run_with_value(std::slice::from_ref(&x_array)).expect("runs")))
+    });
     group.finish();
 }
 
@@ -244,6 +258,16 @@ fn w6(c: &mut Criterion) {
             b.iter(|| black_box(eps.call(&f, &r).expect("runs")))
         });
     }
+    // The compiled gradient (traced once at r = 2.9), no tracing per call.
+    let r_array = ndarray::arr0(2.9).into_dyn();
+    let compiled = eps
+        .compile_grad_at("logistic", std::slice::from_ref(&r_array))
+        .expect("compiles the gradient");
+    let grads = compiled.run(std::slice::from_ref(&r_array)).expect("runs");
+    check("W6 compile_grad dx_K/dr", grads[0].sum(), JAX_W6_DERIVATIVE, 1e-9);
+    group.bench_function("compiled_grad", |b| {
+        b.iter(|| black_box(compiled.run(std::slice::from_ref(&r_array)).expect("runs")))
+    });
     group.finish();
 }
 
