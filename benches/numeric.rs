@@ -44,10 +44,21 @@ fn wanted(group: &str) -> bool {
         if arg.starts_with("--") {
             // Options that take a value: skip the value too.
             if [
-                "--profile-time", "--save-baseline", "--baseline", "--baseline-lenient",
-                "--load-baseline", "--sample-size", "--warm-up-time", "--measurement-time",
-                "--nresamples", "--noise-threshold", "--confidence-level",
-                "--significance-level", "--plotting-backend", "--output-format", "--color",
+                "--profile-time",
+                "--save-baseline",
+                "--baseline",
+                "--baseline-lenient",
+                "--load-baseline",
+                "--sample-size",
+                "--warm-up-time",
+                "--measurement-time",
+                "--nresamples",
+                "--noise-threshold",
+                "--confidence-level",
+                "--significance-level",
+                "--plotting-backend",
+                "--output-format",
+                "--color",
                 "--format",
             ]
             .contains(&arg.as_str())
@@ -70,7 +81,12 @@ fn wanted(group: &str) -> bool {
         })
 }
 
-const GROUPS: &[&str] = &["w1_rosenbrock_1e6", "w2_mlp_step", "w5_hessian_200", "w6_logistic_1e5"];
+const GROUPS: &[&str] = &[
+    "w1_rosenbrock_1e6",
+    "w2_mlp_step",
+    "w5_hessian_200",
+    "w6_logistic_1e5",
+];
 
 fn engine_with(script: &str, name: &str) -> Engine {
     let mut eps = Engine::new();
@@ -92,14 +108,19 @@ fn numbers(eps: &mut Engine, call: &str) -> Vec<f64> {
     let text = epsilon::lisp::printer::write_string(&value);
     text.trim_matches(|c| c == '(' || c == ')')
         .split_whitespace()
-        .map(|s| s.parse::<f64>().unwrap_or_else(|_| panic!("{call}: {text}")))
+        .map(|s| {
+            s.parse::<f64>()
+                .unwrap_or_else(|_| panic!("{call}: {text}"))
+        })
         .collect()
 }
 
 fn check(what: &str, got: f64, want: f64, rtol: f64) {
     let err = (got - want).abs() / want.abs().max(1e-300);
     let verdict = if err <= rtol { "ok" } else { "MISMATCH" };
-    eprintln!("check {what}: {got:?} vs {want:?} (rel. error {err:.2e}, tolerance {rtol:.0e}) {verdict}");
+    eprintln!(
+        "check {what}: {got:?} vs {want:?} (rel. error {err:.2e}, tolerance {rtol:.0e}) {verdict}"
+    );
 }
 
 /// A group for calls of a few milliseconds to a few seconds.
@@ -132,7 +153,12 @@ fn w1(c: &mut Criterion) {
     check("W1 value-and-grad grad_sum", v[3], JAX_W1_GRAD_SUM, 1e-9);
     check("W1 grad grad_sum", v[4], JAX_W1_GRAD_SUM, 1e-9);
     check("W1 f (jit, squares by *)", v[5], JAX_W1_F, 1e-12);
-    check("W1 grad grad_sum (squares by *)", v[6], JAX_W1_GRAD_SUM, 1e-9);
+    check(
+        "W1 grad grad_sum (squares by *)",
+        v[6],
+        JAX_W1_GRAD_SUM,
+        1e-9,
+    );
 
     let x = global(&eps, "x");
     let mut group = slow_group(c, "w1_rosenbrock_1e6", 4);
@@ -162,9 +188,20 @@ fn w1(c: &mut Criterion) {
         .run_with_value(std::slice::from_ref(&x_array))
         .expect("runs");
     check("W1 compile_grad value", value, JAX_W1_F, 1e-12);
-    check("W1 compile_grad grad_sum", grads[0].sum(), JAX_W1_GRAD_SUM, 1e-9);
+    check(
+        "W1 compile_grad grad_sum",
+        grads[0].sum(),
+        JAX_W1_GRAD_SUM,
+        1e-9,
+    );
     group.bench_function("compiled_value_and_grad", |b| {
-        b.iter(|| black_box(compiled.run_with_value(std::slice::from_ref(&x_array)).expect("runs")))
+        b.iter(|| {
+            black_box(
+                compiled
+                    .run_with_value(std::slice::from_ref(&x_array))
+                    .expect("runs"),
+            )
+        })
     });
     group.finish();
 }
@@ -264,7 +301,12 @@ fn w6(c: &mut Criterion) {
         .compile_grad_at("logistic", std::slice::from_ref(&r_array))
         .expect("compiles the gradient");
     let grads = compiled.run(std::slice::from_ref(&r_array)).expect("runs");
-    check("W6 compile_grad dx_K/dr", grads[0].sum(), JAX_W6_DERIVATIVE, 1e-9);
+    check(
+        "W6 compile_grad dx_K/dr",
+        grads[0].sum(),
+        JAX_W6_DERIVATIVE,
+        1e-9,
+    );
     group.bench_function("compiled_grad", |b| {
         b.iter(|| black_box(compiled.run(std::slice::from_ref(&r_array)).expect("runs")))
     });
