@@ -237,37 +237,61 @@ pub fn run_group(
     // number is filled once per task; a contiguous operand is read where it
     // is), then one chunk per step.
     let inputs = group.inputs;
+    // Registers: a chunk of each operand's constant value (numbers, and
+    // the inside of a window), filled once per task; a chunk per operand
+    // for the chunks where a padded operand crosses its edge; a chunk per
+    // step. Contiguous data, and padded data away from its edges, are read
+    // where they are.
     let chunk = |at: usize, len: usize, registers: &mut [f64]| -> usize {
-        let (input_registers, step_registers) = registers.split_at_mut(inputs * CHUNK);
+        let (constants, rest) = registers.split_at_mut(inputs * CHUNK);
+        let (edges, step_registers) = rest.split_at_mut(inputs * CHUNK);
+        let inside = |start: usize, end: usize| at >= start && at + len <= end;
         for (k, source) in sources.iter().enumerate() {
-            if let Source::Shifted { .. } | Source::Window { .. } = source {
-                source.fill(at, &mut input_registers[k * CHUNK..k * CHUNK + len]);
+            let crosses = match source {
+                Source::Shifted { data, start } => !inside(*start, start + data.len()),
+                Source::Window { start, end, .. } => !inside(*start, *end),
+                _ => false,
+            };
+            if crosses {
+                source.fill(at, &mut edges[k * CHUNK..k * CHUNK + len]);
             }
         }
-        let input_registers: &[f64] = input_registers;
+        let (constants, edges): (&[f64], &[f64]) = (constants, edges);
+        let operand = |r: usize| -> &[f64] {
+            let register = r * CHUNK..r * CHUNK + len;
+            match &sources[r] {
+                Source::Slice(data) => &data[at..at + len],
+                Source::Scalar(_) => &constants[register],
+                Source::Shifted { data, start } if inside(*start, start + data.len()) => {
+                    &data[at - start..at - start + len]
+                }
+                Source::Window { start, end, .. } if inside(*start, *end) => &constants[register],
+                _ => &edges[register],
+            }
+        };
         for (s, (op, args)) in group.steps.iter().enumerate() {
             let (before, after) = step_registers.split_at_mut(s * CHUNK);
             let ins: smallvec::SmallVec<[&[f64]; 3]> = args
                 .iter()
                 .map(|&r| {
                     let r = usize::from(r);
-                    match sources.get(r) {
-                        Some(Source::Slice(data)) => &data[at..at + len],
-                        Some(_) => &input_registers[r * CHUNK..r * CHUNK + len],
-                        None => &before[(r - inputs) * CHUNK..(r - inputs) * CHUNK + len],
+                    if r < inputs {
+                        operand(r)
+                    } else {
+                        &before[(r - inputs) * CHUNK..(r - inputs) * CHUNK + len]
                     }
                 })
                 .collect();
             apply_chunk(op, &ins, &mut after[..len]);
         }
-        usize::from(group.results[0]) * CHUNK
+        (inputs + usize::from(group.results[0])) * CHUNK
     };
-    let registers_len = (inputs + group.steps.len()) * CHUNK;
+    let registers_len = (2 * inputs + group.steps.len()) * CHUNK;
     let new_registers = || {
         let mut registers = vec![0.0; registers_len];
         for (k, source) in sources.iter().enumerate() {
-            if let Source::Scalar(x) = source {
-                registers[k * CHUNK..(k + 1) * CHUNK].fill(*x);
+            if let Source::Scalar(value) | Source::Window { value, .. } = source {
+                registers[k * CHUNK..(k + 1) * CHUNK].fill(*value);
             }
         }
         registers
