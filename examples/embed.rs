@@ -1,6 +1,6 @@
 //! Embedding Epsilon in a Rust program: evaluate code, call Lisp functions,
-//! register Rust functions, and exchange numbers, strings, lists and
-//! ndarray tensors. Run with `cargo run --release --example embed`.
+//! register Rust functions, exchange numbers, strings, lists and ndarray
+//! tensors, and compile a gradient to run on ndarray inputs. Run with `cargo run --release --example embed`.
 
 use epsilon::{Engine, Value};
 use ndarray::{ArrayD, arr1};
@@ -34,6 +34,21 @@ fn main() -> anyhow::Result<()> {
     let list: Value = vec![1i64, 2, 3].into();
     let total = eps.call_named("apply", &[eps.get("+").expect("+ is a builtin"), list])?;
     println!("(apply + '(1 2 3)) = {total}");
+
+    // Numeric derivatives: `grad` on a Lisp function gives a function.
+    let grad = eps.call_named("grad", &[f.clone()])?;
+    let d = eps.call(&grad, &[2.0.into(), 0.5.into()])?;
+    println!("d f / d x at (2, 0.5) = {}", d.as_f64()?);
+
+    // A gradient compiled once for fixed shapes, then run on ndarray inputs
+    // with no interpreter in the loop.
+    let tape = eps.compile_grad("(lambda (w) (sum (* w w)))", &[&[3]])?;
+    let grads = tape.run(&[arr1(&[1.0, 2.0, 3.0]).into_dyn()])?;
+    println!(
+        "gradient of sum(w^2) at [1 2 3] = {} ({} tape instructions)",
+        grads[0],
+        tape.stats().instructions
+    );
 
     // Errors are values with a location, never panics.
     match eps.eval("(car 5)") {
