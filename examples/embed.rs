@@ -36,7 +36,7 @@ fn main() -> anyhow::Result<()> {
     println!("(apply + '(1 2 3)) = {total}");
 
     // Numeric derivatives: `grad` on a Lisp function gives a function.
-    let grad = eps.call_named("grad", &[f.clone()])?;
+    let grad = eps.call_named("grad", std::slice::from_ref(&f))?;
     let d = eps.call(&grad, &[2.0.into(), 0.5.into()])?;
     println!("d f / d x at (2, 0.5) = {}", d.as_f64()?);
 
