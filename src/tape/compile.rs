@@ -54,7 +54,7 @@ pub fn compile(
                     tb: flags[1],
                 }
             }
-            ref op @ (TOp::Map(_) | TOp::Compare(_) | TOp::Round(_) | TOp::Where) => {
+            ref op if op.is_elementwise() => {
                 // Elementwise kernels broadcast their operands themselves.
                 for arg in args.iter_mut() {
                     if let TOp::Broadcast(_) = nodes[*arg].op {
@@ -212,7 +212,7 @@ fn kernel_flops(kernel: &Kernel, args: &[usize], shapes: &[Shape], shape: &[usiz
             let elements = group.sum_over.as_deref().map_or(n, |s| numel(s) as u64);
             elements * (group.steps.len() as u64 + u64::from(group.sum_over.is_some()))
         }
-        Kernel::Op(TOp::Map(_) | TOp::Compare(_) | TOp::Round(_) | TOp::Where) => n,
+        Kernel::Op(op) if op.is_elementwise() => n,
         Kernel::Op(TOp::Reduce { .. } | TOp::ArgExtreme { .. }) => numel(&shapes[args[0]]) as u64,
         Kernel::Op(_) => 0,
     }

@@ -16,10 +16,7 @@ use smallvec::SmallVec;
 const MAX_STEPS: usize = 48;
 
 fn elementwise(kernel: &Kernel) -> bool {
-    matches!(
-        kernel,
-        Kernel::Op(TOp::Map(_) | TOp::Compare(_) | TOp::Round(_) | TOp::Where)
-    )
+    matches!(kernel, Kernel::Op(op) if op.is_elementwise())
 }
 
 fn cheap(kernel: &Kernel) -> bool {

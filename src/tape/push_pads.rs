@@ -19,13 +19,6 @@ use smallvec::SmallVec;
 /// their own pad.
 const MAX_DEPTH: usize = 64;
 
-fn elementwise(op: &TOp) -> bool {
-    matches!(
-        op,
-        TOp::Map(_) | TOp::Compare(_) | TOp::Round(_) | TOp::Where
-    )
-}
-
 /// The pad parameters along the first axis.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 struct Pad {
@@ -60,7 +53,7 @@ impl Pusher<'_> {
     fn can_push(&self, index: usize) -> bool {
         let node = &self.nodes[index];
         !self.shapes[index].is_empty()
-            && elementwise(&node.op)
+            && node.op.is_elementwise()
             && node.children.iter().all(|&c| {
                 let shape = &self.shapes[usize::from(c)];
                 shape.is_empty() || *shape == self.shapes[index]
@@ -120,7 +113,7 @@ pub(super) fn push_pads(
         for &c in &node.children {
             let c = usize::from(c);
             users[c] += 1;
-            if !elementwise(&node.op) || shapes[index] != shapes[c] {
+            if !node.op.is_elementwise() || shapes[index] != shapes[c] {
                 elementwise_readers[c] = false;
             }
         }

@@ -167,9 +167,7 @@ fn step(op: &TOp, args: &[&Val], shape: &[usize], pool: Option<Vec<f64>>) -> Val
     match op {
         TOp::Input { .. } => unreachable!("inputs are loaded by the executor"),
         TOp::Scalar(c) => Val::Scalar(c.get()),
-        TOp::Map(_) | TOp::Compare(_) | TOp::Round(_) | TOp::Where => {
-            run_group(&single_step(op, args.len()), args, shape, pool)
-        }
+        op if op.is_elementwise() => run_group(&single_step(op, args.len()), args, shape, pool),
         TOp::MatMul => Val::from_array(gemm(
             &args[0].cow().view(),
             &args[1].cow().view(),
@@ -304,8 +302,9 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
                 Kernel::Gemm { ta, tb } => {
                     Val::from_array(gemm(&args[0].cow().view(), &args[1].cow().view(), *ta, *tb))
                 }
-                Kernel::Op(op @ (TOp::Map(_) | TOp::Compare(_) | TOp::Round(_) | TOp::Where))
-                    if instruction.shape.is_empty()
+                Kernel::Op(op)
+                    if op.is_elementwise()
+                        && instruction.shape.is_empty()
                         && args.iter().all(|a| matches!(a, Val::Scalar(_))) =>
                 {
                     // The scalar fast path: registers only, no allocation.
@@ -322,11 +321,7 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
                     Val::Scalar(out[0])
                 }
                 Kernel::Op(op) => {
-                    let elementwise = matches!(
-                        op,
-                        TOp::Map(_) | TOp::Compare(_) | TOp::Round(_) | TOp::Where
-                    );
-                    let recycled = if elementwise { take(n) } else { None };
+                    let recycled = if op.is_elementwise() { take(n) } else { None };
                     step(op, &args, &instruction.shape, recycled)
                 }
             }

@@ -195,6 +195,17 @@ pub enum TOp {
     Tag(u32),
 }
 
+impl TOp {
+    /// Whether the operation works element by element (with broadcasting):
+    /// the operations a fused loop can run.
+    pub fn is_elementwise(&self) -> bool {
+        matches!(
+            self,
+            TOp::Map(_) | TOp::Compare(_) | TOp::Round(_) | TOp::Where
+        )
+    }
+}
+
 /// A node of the tensor language: an operation over child ids.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TNode {
