@@ -25,18 +25,26 @@ pub struct TensorFacts {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Shapes;
 
+/// The shapes of `node`'s operands in `egraph`.
+pub fn operand_shapes<'a>(egraph: &'a TensorEGraph, node: &TNode) -> SmallVec<[&'a [usize]; 3]> {
+    node.children
+        .iter()
+        .map(|&c| &egraph[c].data.shape[..])
+        .collect()
+}
+
+/// The shape of `node`'s result. Rules are applied only where shapes fit
+/// (`rules::ShapeSafe`), so inference succeeds on every node that reaches
+/// the e-graph.
+pub fn node_shape(egraph: &TensorEGraph, node: &TNode) -> Shape {
+    infer(&node.op, &operand_shapes(egraph, node)).unwrap_or_default()
+}
+
 impl Analysis<TNode> for Shapes {
     type Data = TensorFacts;
 
     fn make(egraph: &mut TensorEGraph, node: &TNode, _id: Id) -> TensorFacts {
-        let shapes: SmallVec<[&[usize]; 3]> = node
-            .children
-            .iter()
-            .map(|&c| &egraph[c].data.shape[..])
-            .collect();
-        // Rules are applied only where shapes fit (`rules::ShapeSafe`), so
-        // inference succeeds on every node that reaches the e-graph.
-        let shape = infer(&node.op, &shapes).unwrap_or_default();
+        let shape = node_shape(egraph, node);
         let constant = match &node.op {
             TOp::Scalar(c) => Some(*c),
             TOp::Map(_)

@@ -309,28 +309,20 @@ impl Sweep<'_> {
             }
             // a [k] @ tb [B,k] (dot): [B].
             (1, 1) => self.mm(tb, a),
-            // a [m,k] @ tb [B,k,n]: move k first, one product, move B back.
-            (2, 2) => {
-                let (k, n) = (tb_shape[1], tb_shape[2]);
-                let moved = self
-                    .graph
-                    .add_valid(TOp::Transpose(SmallVec::from_slice(&[1, 0, 2])), &[tb]);
-                let flat = self.graph.reshape(moved, &[k, batch * n]);
-                let product = self.mm(a, flat);
-                let m = a_shape[0];
-                let split = self.graph.reshape(product, &[m, batch, n]);
-                self.graph
-                    .add_valid(TOp::Transpose(SmallVec::from_slice(&[1, 0, 2])), &[split])
-            }
-            // a [k] @ tb [B,k,n]: [B, n].
+            // a [m,k] or [k] @ tb [B,k,n]: move k first, one product of
+            // all directions, move B back.
             _ => {
                 let (k, n) = (tb_shape[1], tb_shape[2]);
-                let moved = self
-                    .graph
-                    .add_valid(TOp::Transpose(SmallVec::from_slice(&[1, 0, 2])), &[tb]);
+                let swap = || TOp::Transpose(SmallVec::from_slice(&[1, 0, 2]));
+                let moved = self.graph.add_valid(swap(), &[tb]);
                 let flat = self.graph.reshape(moved, &[k, batch * n]);
                 let product = self.mm(a, flat);
-                self.graph.reshape(product, &[batch, n])
+                if a_shape.len() == 2 {
+                    let split = self.graph.reshape(product, &[a_shape[0], batch, n]);
+                    self.graph.add_valid(swap(), &[split])
+                } else {
+                    self.graph.reshape(product, &[batch, n])
+                }
             }
         }
     }

@@ -8,7 +8,7 @@
 //! saturation: the graph builder's sharing and constant folding is all
 //! they get, so a long traced loop compiles in time linear in its length.
 
-use super::egraph::{Shapes, TensorEGraph};
+use super::egraph::{Shapes, TensorEGraph, node_shape, operand_shapes};
 use super::op::{Shape, TNode, TOp};
 use super::rules::tensor_rules;
 use super::shape::{infer, numel};
@@ -117,13 +117,11 @@ pub fn op_cost(op: &TOp, shape: &[usize], operand_shapes: &[&[usize]]) -> u64 {
 
 impl NodeCost<TNode, Shapes> for TapeCost {
     fn cost(&self, egraph: &TensorEGraph, node: &TNode) -> u64 {
-        let shapes: SmallVec<[&[usize]; 3]> = node
-            .children
-            .iter()
-            .map(|&c| &egraph[c].data.shape[..])
-            .collect();
-        let shape = infer(&node.op, &shapes).unwrap_or_default();
-        op_cost(&node.op, &shape, &shapes)
+        op_cost(
+            &node.op,
+            &node_shape(egraph, node),
+            &operand_shapes(egraph, node),
+        )
     }
 }
 
