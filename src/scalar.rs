@@ -61,6 +61,17 @@ pub fn pow(a: f64, b: f64) -> f64 {
     }
 }
 
+/// `x^y` as tapes compute it, element by element: an integer exponent up
+/// to 4 in size is repeated multiplication (`powi`, which rounds as well as
+/// `powf` for so few factors and is faster), any other goes through `pow`.
+pub fn power(x: f64, y: f64) -> f64 {
+    if y.fract() == 0.0 && y.abs() <= 4.0 {
+        if x.is_nan() { x } else { x.powi(y as i32) }
+    } else {
+        pow(x, y)
+    }
+}
+
 /// `x * log(y)`, and 0 when `x` is 0 (unless `y` is NaN), as SciPy's
 /// `xlogy`: the derivative of `y^p` in `p` is `xlogy(y^p, y)`, which is 0,
 /// not NaN, at `y = 0`.

@@ -40,6 +40,8 @@ mod errors;
 mod hessians;
 #[path = "numeric/linearization.rs"]
 mod linearization;
+#[path = "numeric/native.rs"]
+mod native_kernels;
 #[path = "numeric/ops.rs"]
 mod ops;
 #[path = "numeric/regressions.rs"]

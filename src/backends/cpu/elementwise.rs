@@ -3,19 +3,21 @@
 //! loop is a tight, vectorizable one), and `run_group` runs a fused group
 //! chunk by chunk, in parallel over large tensors.
 
-use super::execute::{Flat, Val};
+use super::execute::Val;
+use super::native_task::{Kernels, NativeTask};
+use super::sources::{self, Source};
 use crate::egraph::language::Math;
 use crate::egraph::tensor::TOp;
 use crate::scalar;
 use crate::tape::FusedGroup;
-use ndarray::{ArrayD, Axis, IxDyn};
+use ndarray::{ArrayD, IxDyn};
 use rayon::prelude::*;
 
 /// Elements per chunk: registers of a fused group stay in the L1 cache.
 pub const CHUNK: usize = 256;
 
 /// Elements per parallel task.
-const TASK: usize = 32 * CHUNK;
+pub(super) const TASK: usize = 32 * CHUNK;
 
 /// Elementwise work on fewer elements stays on the calling thread.
 const PARALLEL_THRESHOLD: usize = 1 << 15;
@@ -45,10 +47,7 @@ pub fn apply_chunk(op: &TOp, ins: &[&[f64]], out: &mut [f64]) {
             Math::Sub(_) => binary!(|x: f64, y: f64| x - y),
             Math::Mul(_) => binary!(|x: f64, y: f64| x * y),
             Math::Div(_) => binary!(|x: f64, y: f64| x / y),
-            Math::Pow(_) => match integer_exponent(ins[1]) {
-                Some(k) => unary!(|x: f64| if x.is_nan() { x } else { x.powi(k) }),
-                None => binary!(scalar::pow),
-            },
+            Math::Pow(_) => binary!(scalar::power),
             Math::Atan2(_) => binary!(f64::atan2),
             Math::Heaviside(_) => binary!(scalar::heaviside),
             Math::Xlogy(_) => binary!(scalar::xlogy),
@@ -94,65 +93,6 @@ pub fn apply_chunk(op: &TOp, ins: &[&[f64]], out: &mut [f64]) {
     }
 }
 
-/// `Some(k)` when every exponent in `exponents` is the same small integer
-/// `k` (a constant exponent), for which `powi` equals `pow`.
-fn integer_exponent(exponents: &[f64]) -> Option<i32> {
-    let first = *exponents.first()?;
-    // Up to 4 factors, repeated multiplication rounds as well as `powf`.
-    let small_integer = first.fract() == 0.0 && first.abs() <= 4.0;
-    (small_integer && exponents.iter().all(|&e| e == first)).then_some(first as i32)
-}
-
-/// An operand of a group as the loop reads it.
-enum Source<'a> {
-    /// The same number everywhere.
-    Scalar(f64),
-    /// Element `i` is `data[i]`.
-    Slice(&'a [f64]),
-    /// Element `i` is `data[i - start]` inside `data`, 0 outside (a
-    /// zero-padded operand read in place).
-    Shifted { data: &'a [f64], start: usize },
-    /// Element `i` is `value` for `start <= i < end`, 0 outside.
-    Window {
-        value: f64,
-        start: usize,
-        end: usize,
-    },
-}
-
-impl Source<'_> {
-    fn fill(&self, at: usize, out: &mut [f64]) {
-        match self {
-            Source::Scalar(x) => out.fill(*x),
-            Source::Slice(s) => out.copy_from_slice(&s[at..at + out.len()]),
-            Source::Shifted { data, start } => {
-                let len = out.len();
-                // The part of at..at+len that falls inside the data.
-                let lo = at.max(*start).min(at + len);
-                let hi = (start + data.len()).min(at + len).max(lo);
-                out[..lo - at].fill(0.0);
-                if hi > lo {
-                    out[lo - at..hi - at].copy_from_slice(&data[lo - start..hi - start]);
-                }
-                out[hi - at..].fill(0.0);
-            }
-            Source::Window { value, start, end } => {
-                let len = out.len();
-                let lo = at.max(*start).min(at + len);
-                let hi = (*end).min(at + len).max(lo);
-                out[..lo - at].fill(0.0);
-                out[lo - at..hi - at].fill(*value);
-                out[hi - at..].fill(0.0);
-            }
-        }
-    }
-}
-
-/// The elements of a row-major view, when they are contiguous.
-fn contiguous<'a>(view: &ndarray::ArrayViewD<'a, f64>) -> Option<&'a [f64]> {
-    view.to_slice()
-}
-
 /// Runs a fused group (or a single elementwise operation, as a group of
 /// one step) over operands broadcasting to `shape`.
 pub fn run_group(
@@ -169,80 +109,91 @@ pub fn run_group(
     if shape.is_empty() && operands.iter().all(|v| matches!(v, Val::Scalar(_))) {
         return Val::Scalar(run_scalar(group, operands));
     }
-    // Operands are read in place when their elements line up with the
-    // result's (same shape, contiguous; a pad along the first axis of a
-    // contiguous array); anything else is expanded first.
-    let mut expanded: Vec<Option<ArrayD<f64>>> = Vec::with_capacity(operands.len());
-    for operand in operands {
-        let in_place = match operand {
-            Val::Scalar(_) => true,
-            Val::Array(a) => a.shape() == shape && a.as_slice().is_some(),
-            Val::Slice {
-                base,
-                axis,
-                start,
-                end,
-            } => {
-                let view = base.slice_axis(Axis(*axis), ndarray::Slice::from(*start..*end));
-                view.shape() == shape && contiguous(&view).is_some()
-            }
-            Val::Full { shape: full, .. } => full[..] == *shape,
-            Val::Padded { shape: padded, .. } => padded[..] == *shape,
+    let expanded = sources::expand(operands, shape);
+    let sources = sources::sources(operands, &expanded);
+    // Native code for large groups; the interpreter for the rest.
+    let kernels = Kernels::new(group, &sources, n);
+    let native = kernels.as_ref().map(|k| NativeTask::new(k, &sources, n));
+    let task: &dyn Task = match &native {
+        Some(native) => native,
+        None => &Interpreted {
+            group,
+            sources: &sources,
+        },
+    };
+    if group.sum_over.is_some() {
+        let total = if n >= PARALLEL_THRESHOLD {
+            let parts: Vec<f64> = (0..n.div_ceil(TASK))
+                .into_par_iter()
+                .map(|t| task.sum(t * TASK, n.min((t + 1) * TASK)))
+                .collect();
+            parts.iter().sum()
+        } else {
+            task.sum(0, n)
         };
-        expanded.push((!in_place).then(|| {
-            operand
-                .cow()
-                .broadcast(IxDyn(shape))
-                .expect("tape shapes broadcast")
-                .as_standard_layout()
-                .into_owned()
-        }));
+        return if result_shape.is_empty() {
+            Val::Scalar(total)
+        } else {
+            Val::Array(std::rc::Rc::new(ArrayD::from_elem(
+                IxDyn(result_shape),
+                total,
+            )))
+        };
     }
-    let sources: Vec<Source<'_>> = operands
-        .iter()
-        .zip(&expanded)
-        .map(|(operand, e)| match (operand, e) {
-            (_, Some(e)) => Source::Slice(e.as_slice().expect("standard layout")),
-            (Val::Scalar(x), None) => Source::Scalar(*x),
-            (Val::Array(a), None) => Source::Slice(a.as_slice().expect("checked contiguous")),
-            (
-                Val::Slice {
-                    base,
-                    axis,
-                    start,
-                    end,
-                },
-                None,
-            ) => Source::Slice(
-                contiguous(&base.slice_axis(Axis(*axis), ndarray::Slice::from(*start..*end)))
-                    .expect("checked contiguous"),
-            ),
-            (Val::Full { value, .. }, None) => Source::Scalar(*value),
-            (Val::Padded { inner, before, .. }, None) => match inner {
-                Flat::Data { base, start, len } => Source::Shifted {
-                    data: &base.as_slice().expect("padded data is contiguous")[*start..start + len],
-                    start: *before,
-                },
-                Flat::Fill { value, len } => Source::Window {
-                    value: *value,
-                    start: *before,
-                    end: before + len,
-                },
-            },
-        })
-        .collect();
-    // Runs the group over elements `at..at + len` (at most a chunk) and
-    // returns the register holding the result.
-    // Registers: one chunk per operand (filled for padded operands; a
-    // number is filled once per task; a contiguous operand is read where it
-    // is), then one chunk per step.
-    let inputs = group.inputs;
-    // Registers: a chunk of each operand's constant value (numbers, and
-    // the inside of a window), filled once per task; a chunk per operand
-    // for the chunks where a padded operand crosses its edge; a chunk per
-    // step. Contiguous data, and padded data away from its edges, are read
-    // where they are.
-    let chunk = |at: usize, len: usize, registers: &mut [f64]| -> usize {
+    let mut out = match pool {
+        Some(v) if v.len() == n => v,
+        _ => vec![0.0; n],
+    };
+    if n >= PARALLEL_THRESHOLD {
+        out.par_chunks_mut(TASK)
+            .enumerate()
+            .for_each(|(i, block)| task.store(i * TASK, block));
+    } else {
+        task.store(0, &mut out);
+    }
+    Val::Array(std::rc::Rc::new(
+        ArrayD::from_shape_vec(IxDyn(shape), out).expect("length matches shape"),
+    ))
+}
+
+/// A way to compute a group's elements over a range, on any thread.
+pub(super) trait Task: Sync {
+    /// Computes elements `start..start + out.len()` into `out`.
+    fn store(&self, start: usize, out: &mut [f64]);
+
+    /// The sum of elements `start..end`, added chunk by chunk in order (so
+    /// every way of computing the elements gives the same sum).
+    fn sum(&self, start: usize, end: usize) -> f64;
+}
+
+/// The group interpreted step by step over chunks: one register chunk per
+/// step, in the L1 cache.
+struct Interpreted<'a> {
+    group: &'a FusedGroup,
+    sources: &'a [Source<'a>],
+}
+
+impl Interpreted<'_> {
+    /// Registers: a chunk of each operand's constant value (numbers, and
+    /// the inside of a window), filled once per task; a chunk per operand
+    /// for the chunks where a padded operand crosses its edge; a chunk per
+    /// step. Contiguous data, and padded data away from its edges, are read
+    /// where they are.
+    fn registers(&self) -> Vec<f64> {
+        let mut registers = vec![0.0; (2 * self.group.inputs + self.group.steps.len()) * CHUNK];
+        for (k, source) in self.sources.iter().enumerate() {
+            if let Source::Scalar(value) | Source::Window { value, .. } = source {
+                registers[k * CHUNK..(k + 1) * CHUNK].fill(*value);
+            }
+        }
+        registers
+    }
+
+    /// Runs the group over elements `at..at + out.len()` (at most a chunk)
+    /// into `out`.
+    fn chunk(&self, at: usize, registers: &mut [f64], out: &mut [f64]) {
+        let (group, sources, inputs) = (self.group, self.sources, self.group.inputs);
+        let len = out.len();
         let (constants, rest) = registers.split_at_mut(inputs * CHUNK);
         let (edges, step_registers) = rest.split_at_mut(inputs * CHUNK);
         let inside = |start: usize, end: usize| at >= start && at + len <= end;
@@ -284,73 +235,34 @@ pub fn run_group(
                 .collect();
             apply_chunk(op, &ins, &mut after[..len]);
         }
-        (inputs + usize::from(group.results[0])) * CHUNK
-    };
-    let registers_len = (2 * inputs + group.steps.len()) * CHUNK;
-    let new_registers = || {
-        let mut registers = vec![0.0; registers_len];
-        for (k, source) in sources.iter().enumerate() {
-            if let Source::Scalar(value) | Source::Window { value, .. } = source {
-                registers[k * CHUNK..(k + 1) * CHUNK].fill(*value);
-            }
-        }
-        registers
-    };
-    if group.sum_over.is_some() {
-        let partial = |start: usize, end: usize| -> f64 {
-            let mut registers = new_registers();
-            let mut total = 0.0;
-            let mut at = start;
-            while at < end {
-                let len = CHUNK.min(end - at);
-                let result = chunk(at, len, &mut registers);
-                total += registers[result..result + len].iter().sum::<f64>();
-                at += len;
-            }
-            total
-        };
-        let total = if n >= PARALLEL_THRESHOLD {
-            let parts: Vec<f64> = (0..n.div_ceil(TASK))
-                .into_par_iter()
-                .map(|t| partial(t * TASK, n.min((t + 1) * TASK)))
-                .collect();
-            parts.iter().sum()
+        let result = usize::from(group.results[0]);
+        out.copy_from_slice(if result < inputs {
+            operand(result)
         } else {
-            partial(0, n)
-        };
-        return if result_shape.is_empty() {
-            Val::Scalar(total)
-        } else {
-            Val::Array(std::rc::Rc::new(ArrayD::from_elem(
-                IxDyn(result_shape),
-                total,
-            )))
-        };
+            &step_registers[(result - inputs) * CHUNK..(result - inputs) * CHUNK + len]
+        });
     }
-    let mut out = match pool {
-        Some(v) if v.len() == n => v,
-        _ => vec![0.0; n],
-    };
-    let task = |start: usize, block: &mut [f64]| {
-        let mut registers = new_registers();
-        let mut offset = 0;
-        while offset < block.len() {
-            let len = CHUNK.min(block.len() - offset);
-            let result = chunk(start + offset, len, &mut registers);
-            block[offset..offset + len].copy_from_slice(&registers[result..result + len]);
-            offset += len;
+}
+
+impl Task for Interpreted<'_> {
+    fn store(&self, start: usize, out: &mut [f64]) {
+        let mut registers = self.registers();
+        for (c, block) in out.chunks_mut(CHUNK).enumerate() {
+            self.chunk(start + c * CHUNK, &mut registers, block);
         }
-    };
-    if n >= PARALLEL_THRESHOLD {
-        out.par_chunks_mut(TASK)
-            .enumerate()
-            .for_each(|(i, block)| task(i * TASK, block));
-    } else {
-        task(0, &mut out);
     }
-    Val::Array(std::rc::Rc::new(
-        ArrayD::from_shape_vec(IxDyn(shape), out).expect("length matches shape"),
-    ))
+
+    fn sum(&self, start: usize, end: usize) -> f64 {
+        let mut registers = self.registers();
+        let mut values = [0.0; CHUNK];
+        let mut total = 0.0;
+        for at in (start..end).step_by(CHUNK) {
+            let len = CHUNK.min(end - at);
+            self.chunk(at, &mut registers, &mut values[..len]);
+            total += values[..len].iter().sum::<f64>();
+        }
+        total
+    }
 }
 
 /// A group over scalars: no allocation.

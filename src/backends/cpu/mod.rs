@@ -5,6 +5,9 @@
 
 mod elementwise;
 mod execute;
+pub mod native;
+mod native_task;
+mod sources;
 mod structural;
 
 pub use elementwise::apply_chunk;

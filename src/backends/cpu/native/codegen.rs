@@ -1,0 +1,296 @@
+//! Cranelift IR for a fused group: one function
+//! `kernel(operands: *const *const f64, out: *mut f64, len: usize)` that
+//! computes `out[i]` for `i < len` from `operands[k][i]`, or from
+//! `operands[k][0]` for a uniform operand (read once, before the loop). The main loop
+//! handles two elements per iteration in SIMD registers (`f64x2`, present
+//! on every x86-64 and aarch64); a scalar loop finishes an odd tail. Every
+//! intermediate stays in a register: nothing but the operands is read and
+//! nothing but the result is written.
+
+use super::Operand;
+use super::fold::{Known, fold};
+use super::lowering::{Lowering, lowering};
+use crate::egraph::tensor::CmpOp;
+use crate::tape::FusedGroup;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{
+    AbiParam, BlockArg, Endianness, Function, InstBuilder, MemFlagsData, Signature, Type, Value,
+    types,
+};
+use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+
+/// Bytes per element.
+const ELEMENT: i64 = 8;
+
+/// Fills `func` (whose signature is already set to the kernel's) with the
+/// code of `group`. Fails on an operation that is not elementwise.
+pub fn define(
+    group: &FusedGroup,
+    layout: &[Operand],
+    func: &mut Function,
+    context: &mut FunctionBuilderContext,
+    config: TargetFrontendConfig,
+    call_conv: CallConv,
+) -> Result<(), String> {
+    let pointer = config.pointer_type();
+    let lowerings = group
+        .steps
+        .iter()
+        .map(|(op, _)| lowering(op).ok_or_else(|| format!("{op} is not elementwise")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let known = fold(
+        group,
+        &layout.iter().map(Operand::known).collect::<Vec<_>>(),
+    );
+    let mut b = FunctionBuilder::new(func, context);
+    let entry = b.create_block();
+    let vector_head = b.create_block();
+    let vector_body = b.create_block();
+    let tail_head = b.create_block();
+    let tail_body = b.create_block();
+    let exit = b.create_block();
+    for block in [vector_head, vector_body, tail_head, tail_body] {
+        b.append_block_param(block, pointer);
+    }
+
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let [operands, out, len] = b.block_params(entry) else {
+        unreachable!("the kernel signature has three parameters")
+    };
+    let (operands, out, len) = (*operands, *out, *len);
+    // The operands' base pointers, loaded once.
+    let bases: Vec<Value> = (0..group.inputs)
+        .map(|k| {
+            let offset = i32::try_from(k as i64 * i64::from(pointer.bytes())).unwrap_or(i32::MAX);
+            b.ins()
+                .load(pointer, MemFlagsData::trusted(), operands, offset)
+        })
+        .collect();
+    // Uniform operands' values, as a number and in every lane.
+    let uniforms: Vec<Option<(Value, Value)>> = bases
+        .iter()
+        .zip(layout)
+        .map(|(&base, operand)| {
+            (*operand == Operand::Uniform).then(|| {
+                let value = b.ins().load(types::F64, MemFlagsData::trusted(), base, 0);
+                (value, b.ins().splat(types::F64X2, value))
+            })
+        })
+        .collect();
+    let zero = b.ins().iconst(pointer, 0);
+    b.ins().jump(vector_head, &[BlockArg::Value(zero)]);
+
+    let code = Code {
+        group,
+        lowerings: &lowerings,
+        known: &known,
+        bases: &bases,
+        uniforms: &uniforms,
+        out,
+        call_conv,
+    };
+    // Two elements at a time while two remain.
+    b.switch_to_block(vector_head);
+    let i = b.block_params(vector_head)[0];
+    let next = b.ins().iadd_imm_u(i, 2);
+    let fits = b.ins().icmp(IntCC::UnsignedLessThanOrEqual, next, len);
+    b.ins().brif(
+        fits,
+        vector_body,
+        &[BlockArg::Value(i)],
+        tail_head,
+        &[BlockArg::Value(i)],
+    );
+    b.switch_to_block(vector_body);
+    let i = b.block_params(vector_body)[0];
+    code.element(&mut b, i, types::F64X2);
+    let next = b.ins().iadd_imm_u(i, 2);
+    b.ins().jump(vector_head, &[BlockArg::Value(next)]);
+
+    // One at a time for the rest.
+    b.switch_to_block(tail_head);
+    let i = b.block_params(tail_head)[0];
+    let remains = b.ins().icmp(IntCC::UnsignedLessThan, i, len);
+    b.ins()
+        .brif(remains, tail_body, &[BlockArg::Value(i)], exit, &[]);
+    b.switch_to_block(tail_body);
+    let i = b.block_params(tail_body)[0];
+    code.element(&mut b, i, types::F64);
+    let next = b.ins().iadd_imm_u(i, 1);
+    b.ins().jump(tail_head, &[BlockArg::Value(next)]);
+
+    b.switch_to_block(exit);
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    b.finalize(config);
+    Ok(())
+}
+
+/// What the loop bodies need to emit a group's code.
+struct Code<'a> {
+    group: &'a FusedGroup,
+    lowerings: &'a [Lowering],
+    known: &'a [Known],
+    bases: &'a [Value],
+    uniforms: &'a [Option<(Value, Value)>],
+    out: Value,
+    call_conv: CallConv,
+}
+
+impl Code<'_> {
+    /// Computes elements `i..i + lanes` and stores them (`ty` is `f64` or
+    /// `f64x2`).
+    fn element(&self, b: &mut FunctionBuilder, i: Value, ty: Type) {
+        let offset = b.ins().imul_imm_s(i, ELEMENT);
+        let inputs = self.group.inputs;
+        let mut values: Vec<Option<Value>> = vec![None; inputs + self.group.steps.len()];
+        for (s, ((_, args), lowering)) in self.group.steps.iter().zip(self.lowerings).enumerate() {
+            if self.known[inputs + s] != Known::Varies {
+                continue;
+            }
+            let xs: smallvec::SmallVec<[Value; 3]> = args
+                .iter()
+                .map(|&r| self.value(b, &mut values, usize::from(r), offset, ty))
+                .collect();
+            values[inputs + s] = Some(self.step(b, *lowering, &xs, ty));
+        }
+        let result = self.value(
+            b,
+            &mut values,
+            usize::from(self.group.results[0]),
+            offset,
+            ty,
+        );
+        let address = b.ins().iadd(self.out, offset);
+        b.ins().store(memory(), result, address, 0);
+    }
+
+    /// Register `r`'s value: a constant, a uniform operand, an operand
+    /// loaded at its first use, or a step computed before.
+    fn value(
+        &self,
+        b: &mut FunctionBuilder,
+        values: &mut [Option<Value>],
+        r: usize,
+        offset: Value,
+        ty: Type,
+    ) -> Value {
+        let r = match self.known[r] {
+            Known::Number(c) => return constant(b, c, ty),
+            Known::Same(target) => target,
+            Known::Varies => r,
+        };
+        if let Some(value) = values[r] {
+            return value;
+        }
+        let value = match self.uniforms.get(r).copied().flatten() {
+            Some((scalar, _)) if ty == types::F64 => scalar,
+            Some((_, vector)) => vector,
+            None => {
+                let address = b.ins().iadd(self.bases[r], offset);
+                b.ins().load(ty, memory(), address, 0)
+            }
+        };
+        values[r] = Some(value);
+        value
+    }
+
+    /// One step's value from its arguments' values.
+    fn step(&self, b: &mut FunctionBuilder, lowering: Lowering, x: &[Value], ty: Type) -> Value {
+        match lowering {
+            Lowering::Add => b.ins().fadd(x[0], x[1]),
+            Lowering::Sub => b.ins().fsub(x[0], x[1]),
+            Lowering::Mul => b.ins().fmul(x[0], x[1]),
+            Lowering::Div => b.ins().fdiv(x[0], x[1]),
+            Lowering::Neg => b.ins().fneg(x[0]),
+            Lowering::Abs => b.ins().fabs(x[0]),
+            Lowering::Sqrt => b.ins().sqrt(x[0]),
+            Lowering::Constant(c) => constant(b, c, ty),
+            Lowering::Compare(cmp) => {
+                let holds = b.ins().fcmp(condition(cmp), x[0], x[1]);
+                let (one, zero) = (constant(b, 1.0, ty), constant(b, 0.0, ty));
+                select(b, holds, one, zero, ty)
+            }
+            Lowering::Where => {
+                let zero = constant(b, 0.0, ty);
+                let nonzero = b.ins().fcmp(FloatCC::NotEqual, x[0], zero);
+                select(b, nonzero, x[1], x[2], ty)
+            }
+            Lowering::Unary(f) => self.per_lane(b, f as usize, x, ty),
+            Lowering::Binary(f) => self.per_lane(b, f as usize, x, ty),
+        }
+    }
+
+    /// Calls the function at `address` on each lane of `x`.
+    fn per_lane(&self, b: &mut FunctionBuilder, address: usize, x: &[Value], ty: Type) -> Value {
+        let mut signature = Signature::new(self.call_conv);
+        signature
+            .params
+            .extend(x.iter().map(|_| AbiParam::new(types::F64)));
+        signature.returns.push(AbiParam::new(types::F64));
+        let signature = b.import_signature(signature);
+        let pointer = b.func.dfg.value_type(self.out);
+        let callee = b.ins().iconst(pointer, address as i64);
+        let call = |b: &mut FunctionBuilder, args: &[Value]| {
+            let call = b.ins().call_indirect(signature, callee, args);
+            b.inst_results(call)[0]
+        };
+        if ty == types::F64 {
+            return call(b, x);
+        }
+        let lanes: Vec<Value> = (0..ty.lane_count())
+            .map(|lane| {
+                let args: smallvec::SmallVec<[Value; 2]> = x
+                    .iter()
+                    .map(|&v| b.ins().extractlane(v, lane as u8))
+                    .collect();
+                call(b, &args)
+            })
+            .collect();
+        let mut vector = b.ins().splat(ty, lanes[0]);
+        for (lane, &value) in lanes.iter().enumerate().skip(1) {
+            vector = b.ins().insertlane(vector, value, lane as u8);
+        }
+        vector
+    }
+}
+
+/// Flags for the loop's loads and stores: little-endian, unaligned.
+fn memory() -> MemFlagsData {
+    MemFlagsData::new().with_endianness(Endianness::Little)
+}
+
+/// The number `c` in every lane.
+fn constant(b: &mut FunctionBuilder, c: f64, ty: Type) -> Value {
+    let scalar = b.ins().f64const(c);
+    if ty == types::F64 {
+        scalar
+    } else {
+        b.ins().splat(ty, scalar)
+    }
+}
+
+/// `if condition { a } else { b }`, lane by lane; `condition` is what
+/// `fcmp` gave for `ty`.
+fn select(b: &mut FunctionBuilder, condition: Value, x: Value, y: Value, ty: Type) -> Value {
+    if ty == types::F64 {
+        b.ins().select(condition, x, y)
+    } else {
+        let mask = b.ins().bitcast(ty, memory(), condition);
+        b.ins().bitselect(mask, x, y)
+    }
+}
+
+/// The IEEE comparison Rust's operator makes (ordered, except `!=`).
+fn condition(cmp: CmpOp) -> FloatCC {
+    match cmp {
+        CmpOp::Lt => FloatCC::LessThan,
+        CmpOp::Le => FloatCC::LessThanOrEqual,
+        CmpOp::Gt => FloatCC::GreaterThan,
+        CmpOp::Ge => FloatCC::GreaterThanOrEqual,
+        CmpOp::Eq => FloatCC::Equal,
+        CmpOp::Ne => FloatCC::NotEqual,
+    }
+}

@@ -1,0 +1,310 @@
+//! Native code for fused elementwise groups. A group that runs over many
+//! elements is compiled once, with Cranelift, to a loop that keeps every
+//! intermediate in a register (`codegen`); `lowering` says which
+//! operations become instructions and which call the interpreter's own
+//! functions, so native and interpreted runs agree bit for bit.
+//!
+//! Kernels are cached per thread by the group's structure, so a tape run
+//! again (or another tape with the same group) does not compile again. The
+//! interpreter in `elementwise` remains the fallback: for small tensors,
+//! where the host has no Cranelift backend, and when `EPSILON_NATIVE=0`.
+
+mod codegen;
+mod fold;
+mod lowering;
+
+use crate::egraph::tensor::TOp;
+use crate::tape::FusedGroup;
+use cranelift_codegen::ir::{AbiParam, UserFuncName};
+use cranelift_codegen::isa::OwnedTargetIsa;
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::FunctionBuilderContext;
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{Linkage, Module, default_libcall_names};
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+/// Groups over fewer elements are interpreted: compiling costs about as
+/// much as interpreting this many elements a few hundred times.
+pub const MIN_ELEMENTS: usize = 4096;
+
+/// Kernels kept per thread before the cache is emptied.
+const MAX_CACHED_KERNELS: usize = 512;
+
+/// Kernels compiled per group and operand layout with different known
+/// numbers; past this, numbers are read at run time instead (a number
+/// that changes from run to run must not compile a kernel per run).
+const MAX_KNOWN_VARIANTS: usize = 4;
+
+/// How a kernel reads one of its group's operands.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Operand {
+    /// Element `i` is `operands[k][i]`.
+    Streamed,
+    /// One number for all elements, `operands[k][0]`, read once.
+    Uniform,
+    /// One number known when compiling, which becomes part of the code
+    /// (steps over known numbers are folded away).
+    Known(f64),
+}
+
+impl Operand {
+    fn known(&self) -> Option<f64> {
+        match self {
+            Operand::Known(x) => Some(*x),
+            _ => None,
+        }
+    }
+
+    /// The operand as a key: known numbers by their bits.
+    fn key(&self) -> (u8, u64) {
+        match self {
+            Operand::Streamed => (0, 0),
+            Operand::Uniform => (1, 0),
+            Operand::Known(x) => (2, x.to_bits()),
+        }
+    }
+}
+
+/// The compiled function: `kernel(operands, out, len)`.
+type Entry = unsafe extern "C" fn(*const *const f64, *mut f64, usize);
+
+/// A compiled group. Its code lives as long as the kernel.
+pub struct Kernel {
+    module: Option<JITModule>,
+    entry: Entry,
+    inputs: usize,
+    uniform: u64,
+}
+
+impl Kernel {
+    /// A copy of the entry point that may cross threads (the kernel must
+    /// outlive its uses).
+    pub fn handle(&self) -> Handle {
+        Handle {
+            entry: self.entry,
+            inputs: self.inputs,
+            uniform: self.uniform,
+        }
+    }
+}
+
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        if let Some(module) = self.module.take() {
+            // SAFETY: the only pointer into the module's memory is `entry`,
+            // which dies with this kernel (handles do not outlive it).
+            unsafe { module.free_memory() };
+        }
+    }
+}
+
+/// The entry point of a kernel, shareable with worker threads.
+#[derive(Clone, Copy)]
+pub struct Handle {
+    entry: Entry,
+    inputs: usize,
+    uniform: u64,
+}
+
+impl Handle {
+    /// Computes `out[i]` from `operands[k][i]` (`operands[k][0]` for a
+    /// uniform operand) for every `i < out.len()`.
+    pub fn run(&self, operands: &[&[f64]], out: &mut [f64]) {
+        assert_eq!(operands.len(), self.inputs, "one slice per operand");
+        let covers = |(k, o): (usize, &&[f64])| {
+            o.len()
+                >= if self.uniform >> k & 1 == 1 {
+                    1
+                } else {
+                    out.len()
+                }
+        };
+        assert!(
+            operands.iter().enumerate().all(covers),
+            "every operand covers the output"
+        );
+        let pointers: SmallVec<[*const f64; 16]> = operands.iter().map(|o| o.as_ptr()).collect();
+        // SAFETY: the kernel reads `operands[k][..out.len()]` (or
+        // `operands[k][0]`, for uniform operands) and writes
+        // `out[..out.len()]`, all in bounds by the checks above.
+        unsafe { (self.entry)(pointers.as_ptr(), out.as_mut_ptr(), out.len()) }
+    }
+}
+
+thread_local! {
+    static ENABLED: Cell<bool> = Cell::new(
+        std::env::var("EPSILON_NATIVE").map_or(true, |v| v != "0")
+    );
+    static COMPILER: RefCell<Option<Compiler>> = RefCell::new(Compiler::new().ok());
+    static KERNELS: RefCell<FxHashMap<Key, Option<Rc<Kernel>>>> = RefCell::default();
+    static KNOWN_VARIANTS: RefCell<FxHashMap<Key, usize>> = RefCell::default();
+    static COMPILED: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Turns native kernels on or off for this thread (they are on unless
+/// `EPSILON_NATIVE=0`); tests use it to compare with the interpreter.
+pub fn set_native_kernels(enabled: bool) {
+    ENABLED.with(|e| e.set(enabled));
+}
+
+/// How many kernels this thread has compiled.
+pub fn kernels_compiled() -> usize {
+    COMPILED.with(Cell::get)
+}
+
+/// Whether native kernels are on for this thread.
+pub fn native_kernels() -> bool {
+    ENABLED.with(Cell::get)
+}
+
+/// A group's structure: what its kernel depends on.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Key {
+    inputs: usize,
+    operands: Vec<(u8, u64)>,
+    steps: Vec<(TOp, SmallVec<[u16; 3]>)>,
+    result: u16,
+}
+
+/// The kernel for `group` when it should run natively over `elements`
+/// elements, reading its operands as `operands` says: `None` when native
+/// kernels are off, the group is small, or it cannot be compiled here (it
+/// is then interpreted).
+pub fn kernel_for(group: &FusedGroup, operands: &[Operand], elements: usize) -> Option<Rc<Kernel>> {
+    if elements < MIN_ELEMENTS || !native_kernels() || group.inputs > 64 {
+        return None;
+    }
+    let key = |operands: &[Operand]| Key {
+        inputs: group.inputs,
+        operands: operands.iter().map(Operand::key).collect(),
+        steps: group.steps.clone(),
+        result: group.results[0],
+    };
+    let unknown: SmallVec<[Operand; 16]> = operands
+        .iter()
+        .map(|o| match o {
+            Operand::Known(_) => Operand::Uniform,
+            other => *other,
+        })
+        .collect();
+    let layout = key(&unknown);
+    let variants = KNOWN_VARIANTS.with(|v| v.borrow().get(&layout).copied().unwrap_or(0));
+    let operands = if variants >= MAX_KNOWN_VARIANTS {
+        &unknown[..]
+    } else {
+        operands
+    };
+    let key = key(operands);
+    if let Some(cached) = KERNELS.with(|k| k.borrow().get(&key).cloned()) {
+        return cached;
+    }
+    let kernel = compile(group, operands).ok().map(Rc::new);
+    COMPILED.with(|c| c.set(c.get() + 1));
+    if operands.iter().any(|o| o.known().is_some()) {
+        KNOWN_VARIANTS.with(|v| *v.borrow_mut().entry(layout).or_default() += 1);
+    }
+    KERNELS.with(|k| {
+        let mut kernels = k.borrow_mut();
+        if kernels.len() >= MAX_CACHED_KERNELS {
+            kernels.clear();
+            KNOWN_VARIANTS.with(|v| v.borrow_mut().clear());
+        }
+        kernels.insert(key, kernel.clone());
+    });
+    kernel
+}
+
+/// Compiles `group` now, whatever its size, reading its operands as
+/// `operands` says (tests call this directly).
+pub fn compile(group: &FusedGroup, operands: &[Operand]) -> Result<Kernel, String> {
+    if operands.len() != group.inputs || group.inputs > 64 {
+        return Err(format!(
+            "{} operand layouts for {} operands",
+            operands.len(),
+            group.inputs
+        ));
+    }
+    COMPILER.with(|c| match c.borrow_mut().as_mut() {
+        Some(compiler) => compiler.compile(group, operands),
+        None => Err("no Cranelift backend for this host".to_string()),
+    })
+}
+
+/// The host's instruction set and reusable builder state.
+struct Compiler {
+    isa: OwnedTargetIsa,
+    context: FunctionBuilderContext,
+}
+
+impl Compiler {
+    fn new() -> Result<Compiler, String> {
+        let mut flags = settings::builder();
+        let set = |flags: &mut settings::Builder, name, value| {
+            flags.set(name, value).map_err(|e| format!("{name}: {e}"))
+        };
+        set(&mut flags, "opt_level", "speed")?;
+        set(&mut flags, "use_colocated_libcalls", "false")?;
+        set(&mut flags, "is_pic", "false")?;
+        let isa = cranelift_native::builder()?
+            .finish(settings::Flags::new(flags))
+            .map_err(|e| e.to_string())?;
+        Ok(Compiler {
+            isa,
+            context: FunctionBuilderContext::new(),
+        })
+    }
+
+    fn compile(&mut self, group: &FusedGroup, operands: &[Operand]) -> Result<Kernel, String> {
+        let mut module = JITModule::new(JITBuilder::with_isa(
+            self.isa.clone(),
+            default_libcall_names(),
+        ));
+        let pointer = module.target_config().pointer_type();
+        let mut signature = module.make_signature();
+        signature.params.extend([AbiParam::new(pointer); 3]);
+        let id = module
+            .declare_function("kernel", Linkage::Local, &signature)
+            .map_err(|e| e.to_string())?;
+        let mut context = module.make_context();
+        context.func.signature = signature;
+        context.func.name = UserFuncName::user(0, id.as_u32());
+        let call_conv = self.isa.default_call_conv();
+        codegen::define(
+            group,
+            operands,
+            &mut context.func,
+            &mut self.context,
+            module.target_config(),
+            call_conv,
+        )?;
+        context.set_disasm(std::env::var("EPSILON_NATIVE_DUMP").is_ok());
+        module
+            .define_function(id, &mut context)
+            .map_err(|e| format!("{e:?}"))?;
+        if let Some(vcode) = context.compiled_code().and_then(|c| c.vcode.as_ref()) {
+            eprintln!("{vcode}");
+        }
+        module.finalize_definitions().map_err(|e| e.to_string())?;
+        let code = module.get_finalized_function(id);
+        // SAFETY: `code` is the function just defined, with the `Entry`
+        // signature in the ISA's default calling convention, which is
+        // `extern "C"` on the hosts Cranelift supports.
+        let entry = unsafe { std::mem::transmute::<*const u8, Entry>(code) };
+        Ok(Kernel {
+            module: Some(module),
+            entry,
+            inputs: group.inputs,
+            uniform: operands
+                .iter()
+                .enumerate()
+                .filter(|(_, o)| **o != Operand::Streamed)
+                .fold(0, |mask, (k, _)| mask | 1 << k),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

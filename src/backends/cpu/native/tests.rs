@@ -1,0 +1,212 @@
+//! Native kernels against the interpreter: the same bits for every
+//! operation, on random groups, over lengths with and without an odd tail.
+
+use super::{Operand, compile};
+use crate::backends::cpu::apply_chunk;
+use crate::egraph::language::{Constant, Math};
+use crate::egraph::tensor::{CmpOp, RoundOp, TOp};
+use crate::tape::FusedGroup;
+use egg::Id;
+use proptest::prelude::*;
+use smallvec::{SmallVec, smallvec};
+
+/// Every elementwise operation with its arity.
+fn operations() -> Vec<(TOp, usize)> {
+    let a = Id::from(0usize);
+    let mut ops: Vec<(TOp, usize)> = [
+        Math::Add([a; 2]),
+        Math::Sub([a; 2]),
+        Math::Mul([a; 2]),
+        Math::Div([a; 2]),
+        Math::Pow([a; 2]),
+        Math::Atan2([a; 2]),
+        Math::Heaviside([a; 2]),
+        Math::Xlogy([a; 2]),
+        Math::Min([a; 2]),
+        Math::Max([a; 2]),
+    ]
+    .into_iter()
+    .map(|m| (TOp::Map(m), 2))
+    .collect();
+    ops.extend(
+        [
+            Math::Neg([a]),
+            Math::Exp([a]),
+            Math::Log([a]),
+            Math::Log1p([a]),
+            Math::Expm1([a]),
+            Math::Sqrt([a]),
+            Math::Sin([a]),
+            Math::Cos([a]),
+            Math::Tan([a]),
+            Math::Asin([a]),
+            Math::Acos([a]),
+            Math::Atan([a]),
+            Math::Sinh([a]),
+            Math::Cosh([a]),
+            Math::Tanh([a]),
+            Math::Sigmoid([a]),
+            Math::Relu([a]),
+            Math::Softplus([a]),
+            Math::Abs([a]),
+            Math::Sign([a]),
+        ]
+        .into_iter()
+        .map(|m| (TOp::Map(m), 1)),
+    );
+    for cmp in [
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Gt,
+        CmpOp::Ge,
+        CmpOp::Eq,
+        CmpOp::Ne,
+    ] {
+        ops.push((TOp::Compare(cmp), 2));
+    }
+    for round in [RoundOp::Floor, RoundOp::Ceil, RoundOp::Round] {
+        ops.push((TOp::Round(round), 1));
+    }
+    ops.push((TOp::Where, 3));
+    for c in [2.0, -0.5, 0.0] {
+        let c = Constant::new(c).expect("finite");
+        ops.push((TOp::Map(Math::Num(c)), 0));
+    }
+    ops
+}
+
+/// The interpreter's answer: each step over the whole slices.
+fn interpret(group: &FusedGroup, operands: &[Vec<f64>], len: usize) -> Vec<f64> {
+    let mut registers: Vec<Vec<f64>> = operands.iter().map(|o| o[..len].to_vec()).collect();
+    for (op, args) in &group.steps {
+        let ins: Vec<&[f64]> = args
+            .iter()
+            .map(|&r| &registers[usize::from(r)][..])
+            .collect();
+        let mut out = vec![0.0; len];
+        apply_chunk(op, &ins, &mut out);
+        registers.push(out);
+    }
+    registers[usize::from(group.results[0])].clone()
+}
+
+/// The same bits, or both NaN.
+fn same(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
+fn check(group: &FusedGroup, operands: &[Vec<f64>], len: usize) {
+    let kernel = compile(group, &vec![Operand::Streamed; group.inputs]).expect("compiles");
+    let mut out = vec![f64::NAN; len];
+    let slices: Vec<&[f64]> = operands.iter().map(|o| &o[..]).collect();
+    kernel.handle().run(&slices, &mut out);
+    let expected = interpret(group, operands, len);
+    for (i, (&got, &want)) in out.iter().zip(&expected).enumerate() {
+        assert!(
+            same(got, want),
+            "element {i}: native {got:e}, interpreter {want:e} for {:?} on {:?}",
+            group.steps,
+            operands.iter().map(|o| o[i]).collect::<Vec<_>>()
+        );
+    }
+}
+
+/// Numbers that probe the edges of each operation.
+const SPECIAL: [f64; 16] = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    0.5,
+    -2.5,
+    2.0,
+    3.0,
+    1e300,
+    -1e-300,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+    f64::NAN,
+    710.0,
+    -745.5,
+    0.75,
+];
+
+#[test]
+fn every_operation_matches_the_interpreter_on_special_values() {
+    for (op, arity) in operations() {
+        // All combinations of special values for each argument position.
+        let count = SPECIAL.len().pow(arity as u32);
+        let operands: Vec<Vec<f64>> = (0..arity.max(1))
+            .map(|k| {
+                (0..count)
+                    .map(|i| SPECIAL[(i / SPECIAL.len().pow(k as u32)) % SPECIAL.len()])
+                    .collect()
+            })
+            .collect();
+        let inputs = operands.len();
+        let args: SmallVec<[u16; 3]> = (0..arity as u16).collect();
+        let group = FusedGroup {
+            inputs,
+            steps: vec![(op, args)],
+            results: smallvec![inputs as u16],
+            sum_over: None,
+        };
+        check(&group, &operands, count);
+        // An odd length exercises the scalar tail.
+        check(&group, &operands, count - 1);
+    }
+}
+
+/// A random group: `steps` over `inputs` operands, each step reading
+/// earlier registers.
+fn group_strategy() -> impl Strategy<Value = (FusedGroup, Vec<Vec<f64>>, usize)> {
+    let ops = operations();
+    (1usize..5, 1usize..14, 1usize..40).prop_flat_map(move |(inputs, steps, len)| {
+        let ops = ops.clone();
+        let picks = proptest::collection::vec((0..ops.len(), any::<[u16; 3]>()), steps);
+        let value = prop_oneof![
+            4 => -4.0f64..4.0,
+            1 => proptest::sample::select(SPECIAL.to_vec()),
+        ];
+        let data = proptest::collection::vec(proptest::collection::vec(value, len), inputs);
+        (picks, data).prop_map(move |(picks, data)| {
+            let steps = picks
+                .iter()
+                .enumerate()
+                .map(|(s, (o, raw))| {
+                    let (op, arity) = ops[*o].clone();
+                    let registers = (inputs + s) as u16;
+                    let args = raw[..arity].iter().map(|r| r % registers).collect();
+                    (op, args)
+                })
+                .collect::<Vec<_>>();
+            let group = FusedGroup {
+                inputs,
+                results: smallvec![(inputs + steps.len() - 1) as u16],
+                steps,
+                sum_over: None,
+            };
+            (group, data, len)
+        })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn random_groups_match_the_interpreter((group, data, len) in group_strategy()) {
+        check(&group, &data, len);
+    }
+}
+
+#[test]
+fn a_group_whose_result_is_an_operand_copies_it() {
+    let group = FusedGroup {
+        inputs: 2,
+        steps: vec![(TOp::Map(Math::Exp([Id::from(0usize)])), smallvec![0])],
+        results: smallvec![1],
+        sum_over: None,
+    };
+    check(&group, &[vec![1.0, 2.0, 3.0], vec![4.0, 5.0, 6.0]], 3);
+}

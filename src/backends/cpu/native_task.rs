@@ -1,0 +1,152 @@
+//! A fused group run by native kernels (`native`). Inside the range where
+//! every padded operand reads its inside, one call covers a whole task:
+//! numbers and windows are uniform (read once), data is read in place.
+//! The few chunks where a padded operand crosses its edge are filled into
+//! buffers first and run by a kernel that streams them.
+
+use super::elementwise::{CHUNK, Task};
+use super::native::{self, Handle, Kernel, Operand};
+use super::sources::{self, Source};
+use crate::tape::FusedGroup;
+use std::ops::Range;
+use std::rc::Rc;
+
+/// The kernels a native run needs: for the interior, and for edge chunks
+/// (the same kernel when no operand is a window).
+pub(super) struct Kernels {
+    interior: Rc<Kernel>,
+    edge: Rc<Kernel>,
+}
+
+impl Kernels {
+    /// The kernels for `group` over these sources and `n` elements, when
+    /// it should run natively (see `native::kernel_for`).
+    pub(super) fn new(group: &FusedGroup, sources: &[Source<'_>], n: usize) -> Option<Kernels> {
+        // Inside, numbers and windows are known; near the edges, windows
+        // are streamed from buffers.
+        let layout = |windows_known: bool| -> Vec<Operand> {
+            sources
+                .iter()
+                .map(|s| match s {
+                    Source::Scalar(value) => Operand::Known(*value),
+                    Source::Window { value, .. } if windows_known => Operand::Known(*value),
+                    _ => Operand::Streamed,
+                })
+                .collect()
+        };
+        let (interior, edge) = (layout(true), layout(false));
+        let interior_kernel = native::kernel_for(group, &interior, n)?;
+        let edge_kernel = if edge == interior {
+            interior_kernel.clone()
+        } else {
+            native::kernel_for(group, &edge, n)?
+        };
+        Some(Kernels {
+            interior: interior_kernel,
+            edge: edge_kernel,
+        })
+    }
+}
+
+/// A group's run by its kernels over `sources`.
+pub(super) struct NativeTask<'a> {
+    sources: &'a [Source<'a>],
+    interior: Range<usize>,
+    inside: Handle,
+    edge: Handle,
+    /// Each operand's uniform value (a number, a window's inside), NaN for
+    /// the others.
+    values: Vec<f64>,
+}
+
+impl<'a> NativeTask<'a> {
+    /// The run over `n` elements (the kernels must outlive it).
+    pub(super) fn new(kernels: &Kernels, sources: &'a [Source<'a>], n: usize) -> NativeTask<'a> {
+        let values = sources
+            .iter()
+            .map(|s| match s {
+                Source::Scalar(value) | Source::Window { value, .. } => *value,
+                Source::Slice(_) | Source::Shifted { .. } => f64::NAN,
+            })
+            .collect();
+        NativeTask {
+            sources,
+            interior: sources::interior(sources, n),
+            inside: kernels.interior.handle(),
+            edge: kernels.edge.handle(),
+            values,
+        }
+    }
+
+    /// Elements `start..end`, all inside every padded operand, into `out`.
+    fn inside(&self, start: usize, out: &mut [f64]) {
+        let end = start + out.len();
+        let operands: smallvec::SmallVec<[&[f64]; 16]> = self
+            .sources
+            .iter()
+            .enumerate()
+            .map(|(k, source)| match source {
+                Source::Scalar(_) | Source::Window { .. } => &self.values[k..k + 1],
+                Source::Slice(data) => &data[start..end],
+                Source::Shifted { data, start: at } => &data[start - at..end - at],
+            })
+            .collect();
+        self.inside.run(&operands, out);
+    }
+
+    /// Elements `start..start + out.len()`, near the edge of a padded
+    /// operand, chunk by chunk into `out`.
+    fn near_edges(&self, start: usize, out: &mut [f64]) {
+        if out.is_empty() {
+            return;
+        }
+        let mut buffers = vec![0.0; self.sources.len() * CHUNK];
+        for (c, block) in out.chunks_mut(CHUNK).enumerate() {
+            let at = start + c * CHUNK;
+            let len = block.len();
+            for (source, buffer) in self.sources.iter().zip(buffers.chunks_mut(CHUNK)) {
+                if let Source::Shifted { .. } | Source::Window { .. } = source {
+                    source.fill(at, &mut buffer[..len]);
+                }
+            }
+            let operands: smallvec::SmallVec<[&[f64]; 16]> = self
+                .sources
+                .iter()
+                .zip(buffers.chunks(CHUNK))
+                .enumerate()
+                .map(|(k, (source, buffer))| match source {
+                    Source::Scalar(_) => &self.values[k..k + 1],
+                    Source::Slice(data) => &data[at..at + len],
+                    Source::Shifted { .. } | Source::Window { .. } => &buffer[..len],
+                })
+                .collect();
+            self.edge.run(&operands, block);
+        }
+    }
+}
+
+impl Task for NativeTask<'_> {
+    fn store(&self, start: usize, out: &mut [f64]) {
+        let end = start + out.len();
+        let a = self.interior.start.clamp(start, end);
+        let b = self.interior.end.clamp(a, end);
+        let (before, rest) = out.split_at_mut(a - start);
+        let (inside, after) = rest.split_at_mut(b - a);
+        self.near_edges(start, before);
+        if !inside.is_empty() {
+            self.inside(a, inside);
+        }
+        self.near_edges(b, after);
+    }
+
+    fn sum(&self, start: usize, end: usize) -> f64 {
+        let mut values = [0.0; CHUNK];
+        let mut total = 0.0;
+        for at in (start..end).step_by(CHUNK) {
+            let len = CHUNK.min(end - at);
+            self.store(at, &mut values[..len]);
+            total += values[..len].iter().sum::<f64>();
+        }
+        total
+    }
+}
