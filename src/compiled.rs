@@ -56,9 +56,10 @@ impl CompiledGrad {
         let outputs = Cpu
             .execute(&self.call.compiled.tape, &inputs)
             .map_err(|e| Error::msg(e.0))?;
-        let mut arrays = outputs.iter().map(|b| match b {
-            Buf::Scalar(x) => ArrayD::from_elem(IxDyn(&[]), *x),
-            Buf::Array(a) => (**a).clone(),
+        // The executor's results are usually not shared: moved, not copied.
+        let mut arrays = outputs.into_iter().map(|b| match b {
+            Buf::Scalar(x) => ArrayD::from_elem(IxDyn(&[]), x),
+            Buf::Array(a) => Rc::try_unwrap(a).unwrap_or_else(|shared| (*shared).clone()),
         });
         let value = arrays
             .next()

@@ -61,6 +61,27 @@ pub fn pow(a: f64, b: f64) -> f64 {
     }
 }
 
+/// The sum of `values` as tapes compute it: eight interleaved partial sums
+/// (independent additions, so the loop vectorizes and is not bound by the
+/// latency of one chain), added pairwise, then the last few values. It
+/// rounds no worse than adding from left to right.
+pub fn sum(values: &[f64]) -> f64 {
+    let mut partial = [0.0; 8];
+    let blocks = values.chunks_exact(8);
+    let rest = blocks.remainder();
+    for block in blocks {
+        for (p, &x) in partial.iter_mut().zip(block) {
+            *p += x;
+        }
+    }
+    let [a, b, c, d, e, f, g, h] = partial;
+    let mut total = ((a + e) + (b + f)) + ((c + g) + (d + h));
+    for &x in rest {
+        total += x;
+    }
+    total
+}
+
 /// `x^y` as tapes compute it, element by element: an integer exponent up
 /// to 4 in size is repeated multiplication (`powi`, which rounds as well as
 /// `powf` for so few factors and is faster), any other goes through `pow`.

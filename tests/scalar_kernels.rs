@@ -1,8 +1,8 @@
 //! The shared scalar kernels that replace the C library's (`exp`, `tanh`)
 //! against the C library, over a wide range of arguments and the special
-//! values.
+//! values; and the tapes' summation against an exact sum.
 
-use epsilon::scalar::{exp, tanh};
+use epsilon::scalar::{exp, sum, tanh};
 
 /// Distance in units in the last place.
 fn ulps(a: f64, b: f64) -> u64 {
@@ -62,4 +62,49 @@ fn tanh_is_within_four_ulps_of_the_library() {
     assert_eq!(tanh(f64::NEG_INFINITY), -1.0);
     assert!(tanh(f64::NAN).is_nan());
     assert_eq!(tanh(-0.0).to_bits(), (-0.0f64).to_bits());
+}
+
+/// The exact sum of `values`, rounded once (Neumaier's compensated sum in
+/// pairs of doubles is exact enough for these sizes; checked against
+/// integers below).
+fn compensated(values: &[f64]) -> f64 {
+    let (mut total, mut carry) = (0.0f64, 0.0f64);
+    for &x in values {
+        let t = total + x;
+        carry += if total.abs() >= x.abs() {
+            (total - t) + x
+        } else {
+            (x - t) + total
+        };
+        total = t;
+    }
+    total + carry
+}
+
+#[test]
+fn sum_is_exact_on_integers_and_close_on_random_values() {
+    // Integers below 2^53 add exactly in any order.
+    for n in [0usize, 1, 7, 8, 9, 255, 256, 1001] {
+        let values: Vec<f64> = (0..n).map(|i| (i * i) as f64 - 300.0).collect();
+        let want: f64 = (0..n).map(|i| (i * i) as f64 - 300.0).sum();
+        assert_eq!(sum(&values), want, "n = {n}");
+    }
+    // Random values: within n * eps * sum |x| of the compensated sum.
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    for n in [3usize, 17, 256, 10_000] {
+        let values: Vec<f64> = (0..n)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                ((state >> 11) as f64 / (1u64 << 53) as f64 - 0.3) * 1e3
+            })
+            .collect();
+        let bound = n as f64 * f64::EPSILON * values.iter().map(|x| x.abs()).sum::<f64>();
+        let error = (sum(&values) - compensated(&values)).abs();
+        assert!(error <= bound, "n = {n}: error {error:e} above {bound:e}");
+    }
+    // NaN and infinities propagate.
+    assert!(sum(&[1.0, f64::NAN, 2.0]).is_nan());
+    assert_eq!(sum(&[1.0; 9].map(|x| x * f64::INFINITY)), f64::INFINITY);
 }

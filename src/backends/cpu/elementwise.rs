@@ -259,7 +259,7 @@ impl Task for Interpreted<'_> {
         for at in (start..end).step_by(CHUNK) {
             let len = CHUNK.min(end - at);
             self.chunk(at, &mut registers, &mut values[..len]);
-            total += values[..len].iter().sum::<f64>();
+            total += scalar::sum(&values[..len]);
         }
         total
     }

@@ -7,6 +7,7 @@
 use super::elementwise::{CHUNK, Task};
 use super::native::{self, Handle, Kernel, Operand};
 use super::sources::{self, Source};
+use crate::scalar;
 use crate::tape::FusedGroup;
 use std::ops::Range;
 use std::rc::Rc;
@@ -145,7 +146,7 @@ impl Task for NativeTask<'_> {
         for at in (start..end).step_by(CHUNK) {
             let len = CHUNK.min(end - at);
             self.store(at, &mut values[..len]);
-            total += values[..len].iter().sum::<f64>();
+            total += scalar::sum(&values[..len]);
         }
         total
     }

@@ -102,7 +102,7 @@ fn reduce(
 
 fn reduce_slice(op: ReduceOp, slice: &[f64]) -> f64 {
     let fold = |chunk: &[f64]| match op {
-        ReduceOp::Sum => chunk.iter().sum::<f64>(),
+        ReduceOp::Sum => scalar::sum(chunk),
         ReduceOp::Prod => chunk.iter().product(),
         ReduceOp::Max => chunk
             .iter()
