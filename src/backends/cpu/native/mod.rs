@@ -8,6 +8,8 @@
 //! again (or another tape with the same group) does not compile again. The
 //! interpreter in `elementwise` remains the fallback: for small tensors,
 //! where the host has no Cranelift backend, and when `EPSILON_NATIVE=0`.
+//! `EPSILON_NATIVE_DUMP=1` prints each kernel's machine code on stderr as
+//! it is compiled.
 
 mod codegen;
 mod fold;
