@@ -6,6 +6,7 @@
 //! run the same instructions. This folder knows the extracted program
 //! (`egraph::tensor`) but not Lisp values or how kernels run.
 
+pub mod checkpoint;
 mod compile;
 mod fuse;
 mod push_pads;
