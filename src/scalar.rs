@@ -63,8 +63,9 @@ pub fn pow(a: f64, b: f64) -> f64 {
 
 /// The sum of `values` as tapes compute it: eight interleaved partial sums
 /// (independent additions, so the loop vectorizes and is not bound by the
-/// latency of one chain), added pairwise, then the last few values. It
-/// rounds no worse than adding from left to right.
+/// latency of one chain), added pairwise, then the last few values. Its
+/// error bound is no worse than adding from left to right (a given input
+/// may round either way).
 pub fn sum(values: &[f64]) -> f64 {
     let mut partial = [0.0; 8];
     let blocks = values.chunks_exact(8);
@@ -80,17 +81,6 @@ pub fn sum(values: &[f64]) -> f64 {
         total += x;
     }
     total
-}
-
-/// `x^y` as tapes compute it, element by element: an integer exponent up
-/// to 4 in size is repeated multiplication (`powi`, which rounds as well as
-/// `powf` for so few factors and is faster), any other goes through `pow`.
-pub fn power(x: f64, y: f64) -> f64 {
-    if y.fract() == 0.0 && y.abs() <= 4.0 {
-        if x.is_nan() { x } else { x.powi(y as i32) }
-    } else {
-        pow(x, y)
-    }
 }
 
 /// `x * log(y)`, and 0 when `x` is 0 (unless `y` is NaN), as SciPy's

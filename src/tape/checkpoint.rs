@@ -18,17 +18,7 @@
 //! The schedule's prefix (up to the first `Reverse`) is the forward sweep
 //! that computes the loop's result; `forward_prefix` says where it ends.
 
-/// How a loop's states are kept for its reversal.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Strategy {
-    /// Every state is kept.
-    StoreAll,
-    /// Only the initial state is kept; each state is recomputed from it.
-    Recompute,
-    /// Binomial checkpointing with at most this many snapshots (at least
-    /// one: the initial state).
-    Revolve(usize),
-}
+pub use crate::egraph::tensor::scan::Strategy;
 
 /// One action of a schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -63,6 +63,12 @@ pub fn compile(
                 }
                 Kernel::Op(op.clone())
             }
+            TOp::Scan(ref spec) => Kernel::Loop(std::sync::Arc::new(super::scan::LoopTapes::new(
+                spec, false,
+            ))),
+            TOp::ScanVjp(ref spec) => {
+                Kernel::Loop(std::sync::Arc::new(super::scan::LoopTapes::new(spec, true)))
+            }
             ref op => Kernel::Op(op.clone()),
         };
         kernels[index] = Some((kernel, args));
@@ -215,6 +221,7 @@ fn kernel_flops(kernel: &Kernel, args: &[usize], shapes: &[Shape], shape: &[usiz
         Kernel::Op(op) if op.is_elementwise() => n,
         Kernel::Op(TOp::Reduce { .. } | TOp::ArgExtreme { .. }) => numel(&shapes[args[0]]) as u64,
         Kernel::Op(_) => 0,
+        Kernel::Loop(tapes) => tapes.flops(),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod checkpoint;
 mod compile;
 mod fuse;
 mod push_pads;
+pub mod scan;
 mod show;
 
 pub use compile::compile;
@@ -52,6 +53,8 @@ pub enum Kernel {
     /// A group of elementwise operations on one shape, run together over
     /// chunks of elements so intermediates never leave the cache.
     Fused(std::sync::Arc<FusedGroup>),
+    /// A loop (`scan`) or its reverse, with its compiled bodies.
+    Loop(std::sync::Arc<scan::LoopTapes>),
 }
 
 /// A fused elementwise group: a little register program evaluated per

@@ -14,6 +14,12 @@ impl fmt::Display for Kernel {
                 if *ta { " aᵀ" } else { "" },
                 if *tb { " bᵀ" } else { "" }
             ),
+            Kernel::Loop(tapes) => {
+                let what = if tapes.reverse { "scan-vjp" } else { "scan" };
+                write!(f, "{what}[{} {:?}]{{", tapes.spec.n, tapes.spec.strategy)?;
+                let body = tapes.adjoint.as_ref().unwrap_or(&tapes.body);
+                write!(f, "{} instructions}}", body.instructions.len())
+            }
             Kernel::Fused(group) => {
                 write!(f, "fused{{")?;
                 for (k, (op, args)) in group.steps.iter().enumerate() {

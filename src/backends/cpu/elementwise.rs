@@ -47,7 +47,7 @@ pub fn apply_chunk(op: &TOp, ins: &[&[f64]], out: &mut [f64]) {
             Math::Sub(_) => binary!(|x: f64, y: f64| x - y),
             Math::Mul(_) => binary!(|x: f64, y: f64| x * y),
             Math::Div(_) => binary!(|x: f64, y: f64| x / y),
-            Math::Pow(_) => binary!(scalar::power),
+            Math::Pow(_) => binary!(scalar::pow),
             Math::Atan2(_) => binary!(f64::atan2),
             Math::Heaviside(_) => binary!(scalar::heaviside),
             Math::Xlogy(_) => binary!(scalar::xlogy),

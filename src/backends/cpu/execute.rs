@@ -9,6 +9,7 @@ use super::structural::{gemm, structural};
 use crate::backends::BackendError;
 use crate::egraph::tensor::shape::show;
 use crate::egraph::tensor::{Shape, TOp};
+use crate::tape::scan::LoopTapes;
 use crate::tape::{FusedGroup, Kernel, Tape};
 use ndarray::{ArrayD, ArrayViewD, Axis, CowArray, IxDyn, Slice};
 use rustc_hash::FxHashMap;
@@ -198,6 +199,11 @@ fn step(op: &TOp, args: &[&Val], shape: &[usize], pool: Option<Vec<f64>>) -> Val
                 shape: Shape::from(shape),
             }
         }
+        TOp::Scan(spec) | TOp::ScanVjp(spec) => {
+            // The tracer looking at a loop's value: compile it here.
+            let tapes = LoopTapes::new(spec, matches!(op, TOp::ScanVjp(_)));
+            run_loop(&tapes, args)
+        }
         TOp::Broadcast(_) if matches!(args[0], Val::Scalar(_)) => match args[0] {
             Val::Scalar(value) => Val::Full {
                 value: *value,
@@ -212,6 +218,17 @@ fn step(op: &TOp, args: &[&Val], shape: &[usize], pool: Option<Vec<f64>>) -> Val
             Val::from_array(structural(other, &views, shape))
         }
     }
+}
+
+/// A loop (or its reverse) on executor values.
+fn run_loop(tapes: &LoopTapes, args: &[&Val]) -> Val {
+    let bufs: Vec<Buf> = args.iter().map(|v| (*v).clone().into_buf()).collect();
+    let result = if tapes.reverse {
+        super::scan::reverse(tapes, &bufs)
+    } else {
+        super::scan::forward(tapes, &bufs)
+    };
+    Val::from_buf(&result)
 }
 
 /// A value's elements as one contiguous run (copied only when they are not
@@ -299,6 +316,7 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
             match &instruction.op {
                 Kernel::Op(TOp::Input { index, .. }) => Val::from_buf(&inputs[*index as usize]),
                 Kernel::Fused(group) => run_group(group, &args, &instruction.shape, take(n)),
+                Kernel::Loop(tapes) => run_loop(tapes, &args),
                 Kernel::Gemm { ta, tb } => {
                     Val::from_array(gemm(&args[0].cow().view(), &args[1].cow().view(), *ta, *tb))
                 }

@@ -1,5 +1,6 @@
 //! A fused group run by native kernels (`native`). Inside the range where
-//! every padded operand reads its inside, one call covers a whole task:
+//! every padded operand reads its inside, one call covers a whole task
+//! (a chunk, for a group whose sum is fused: chunks are summed in order):
 //! numbers and windows are uniform (read once), data is read in place.
 //! The few chunks where a padded operand crosses its edge are filled into
 //! buffers first and run by a kernel that streams them.
@@ -53,8 +54,8 @@ impl Kernels {
 pub(super) struct NativeTask<'a> {
     sources: &'a [Source<'a>],
     interior: Range<usize>,
-    inside: Handle,
-    edge: Handle,
+    inside: Handle<'a>,
+    edge: Handle<'a>,
     /// Each operand's uniform value (a number, a window's inside), NaN for
     /// the others.
     values: Vec<f64>,
@@ -62,7 +63,7 @@ pub(super) struct NativeTask<'a> {
 
 impl<'a> NativeTask<'a> {
     /// The run over `n` elements (the kernels must outlive it).
-    pub(super) fn new(kernels: &Kernels, sources: &'a [Source<'a>], n: usize) -> NativeTask<'a> {
+    pub(super) fn new(kernels: &'a Kernels, sources: &'a [Source<'a>], n: usize) -> NativeTask<'a> {
         let values = sources
             .iter()
             .map(|s| match s {

@@ -130,6 +130,9 @@ impl Sweep<'_> {
             None => this.zeros(children[k]),
         };
         match &node.op {
+            // Refused before any sweep reaches it (`reverse::refusal`); NaN
+            // rather than a silent zero if that ever changes.
+            TOp::Scan(_) | TOp::ScanVjp(_) => self.graph.full(f64::NAN, &out_tangent),
             TOp::Map(_) => {
                 let math = node.math().expect("a Map node has a scalar operator");
                 let partials = local_partials(&math, id, self.graph);

@@ -13,6 +13,7 @@ pub mod op;
 pub mod optimize;
 pub mod reverse;
 pub mod rules;
+pub mod scan;
 pub mod shape;
 
 pub use forward::jvp;

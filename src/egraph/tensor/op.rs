@@ -193,6 +193,13 @@ pub enum TOp {
     /// The operand's value under a fresh identity, so a nested derivative
     /// can be taken with respect to this use of a value alone.
     Tag(u32),
+    /// A loop (`scan`): operands are the initial state's leaves, then the
+    /// captured values; the result is the final state (see `scan`).
+    Scan(super::scan::Scan),
+    /// A loop's reverse: operands are the scan's operands, then the
+    /// cotangent of its result; the result is the cotangents of the
+    /// initial state's leaves and of the differentiable captures, flat.
+    ScanVjp(super::scan::Scan),
 }
 
 impl TOp {
@@ -332,6 +339,8 @@ impl fmt::Display for TOp {
             TOp::Roll { axis, shift } => write!(f, "roll[{axis} {shift}]"),
             TOp::StopGradient => write!(f, "stop-gradient"),
             TOp::Tag(tag) => write!(f, "tag{tag}"),
+            TOp::Scan(scan) => write!(f, "scan[{} {:?}]", scan.n, scan.strategy),
+            TOp::ScanVjp(scan) => write!(f, "scan-vjp[{} {:?}]", scan.n, scan.strategy),
         }
     }
 }

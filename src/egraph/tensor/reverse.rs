@@ -80,6 +80,68 @@ pub fn vjp(graph: &mut TensorGraph, seeds: &[(Id, Id)], wrt: &[Id]) -> Vec<Id> {
         .collect()
 }
 
+/// Why derivatives of `seeds`' outputs with respect to `wrt` cannot be
+/// built here, if they cannot: a reverse sweep through a loop's reverse
+/// (`ScanVjp`), or any forward sweep (`forward`) through a loop.
+pub fn refusal(graph: &TensorGraph, outputs: &[Id], wrt: &[Id], forward: bool) -> Option<String> {
+    let upto = outputs
+        .iter()
+        .map(|&o| usize::from(o) + 1)
+        .max()
+        .unwrap_or(0);
+    let active = active_nodes(graph, wrt, upto);
+    let blocked = (0..upto).find(|&i| {
+        active[i]
+            && match graph.node(Id::from(i)).op {
+                TOp::ScanVjp(_) => true,
+                TOp::Scan(_) => forward,
+                _ => false,
+            }
+    })?;
+    Some(match (&graph.node(Id::from(blocked)).op, forward) {
+        (TOp::ScanVjp(_), _) => {
+            "a derivative of a gradient through scan is not supported yet (differentiate the loop once)"
+                .to_string()
+        }
+        _ => "forward mode (jvp, hvp, hessian, forward jacobian) through scan is not supported yet; use grad or vjp".to_string(),
+    })
+}
+
+/// A loop's reverse: one `ScanVjp` node computes all cotangents, flat;
+/// each operand's is a slice of it.
+fn scan_pullback(
+    graph: &mut TensorGraph,
+    scan: &super::scan::Scan,
+    children: &[Id],
+    g: Id,
+) -> SmallVec<[Option<Id>; 3]> {
+    let mut operands: SmallVec<[Id; 8]> = SmallVec::from_slice(children);
+    operands.push(g);
+    let packed = graph.add_valid(TOp::ScanVjp(scan.clone()), &operands);
+    let mut offset = 0;
+    let mut pieces = scan.adjoint_shapes().into_iter().map(|shape| {
+        let len: usize = shape.iter().product();
+        let piece = graph.add_valid(
+            TOp::Slice {
+                axis: 0,
+                start: offset,
+                end: offset + len,
+            },
+            &[packed],
+        );
+        offset += len;
+        graph.reshape(piece, &shape)
+    });
+    let mut pulled: SmallVec<[Option<Id>; 3]> = SmallVec::new();
+    for _ in &scan.leaves {
+        pulled.push(pieces.next());
+    }
+    for &differentiable in &scan.differentiable {
+        pulled.push(if differentiable { pieces.next() } else { None });
+    }
+    pulled
+}
+
 /// The cotangent each operand of node `id` receives from the node's
 /// cotangent `g` (`None`: no dependence).
 fn pullback(graph: &mut TensorGraph, id: Id, g: Id) -> SmallVec<[Option<Id>; 3]> {
@@ -92,6 +154,9 @@ fn pullback(graph: &mut TensorGraph, id: Id, g: Id) -> SmallVec<[Option<Id>; 3]>
         TOp::Compare(_) | TOp::Round(_) | TOp::ArgExtreme { .. } | TOp::StopGradient => {
             children.iter().map(|_| None).collect()
         }
+        TOp::Scan(scan) => scan_pullback(graph, scan, &children, g),
+        // Refused before any sweep reaches it (`refusal`).
+        TOp::ScanVjp(_) => children.iter().map(|_| None).collect(),
         TOp::Map(_) => {
             let math = node.math().expect("a Map node has a scalar operator");
             let partials = local_partials(&math, id, graph);

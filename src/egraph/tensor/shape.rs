@@ -95,6 +95,29 @@ pub fn infer(op: &TOp, shapes: &[&[usize]]) -> Result<Shape, ShapeError> {
             out
         }
         TOp::Round(_) | TOp::StopGradient | TOp::Tag(_) => SmallVec::from_slice(one(0)),
+        TOp::Scan(scan) | TOp::ScanVjp(scan) => {
+            let expected = scan.leaves.iter().chain(&scan.captures);
+            let cotangent = scan.output_shape();
+            let expected: Vec<&[usize]> = match op {
+                TOp::ScanVjp(_) => expected.map(|s| &s[..]).chain([&cotangent[..]]).collect(),
+                _ => expected.map(|s| &s[..]).collect(),
+            };
+            if expected.len() != shapes.len() || expected.iter().zip(shapes).any(|(a, b)| a != b) {
+                return Err(ShapeError(format!(
+                    "scan operands have shapes {}, the loop expects {}",
+                    shapes.iter().map(|s| show(s)).collect::<Vec<_>>().join(" "),
+                    expected
+                        .iter()
+                        .map(|s| show(s))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )));
+            }
+            match op {
+                TOp::ScanVjp(_) => SmallVec::from_slice(&[scan.adjoint_len()]),
+                _ => scan.output_shape(),
+            }
+        }
         TOp::Reduce { axes, keepdims, .. } => {
             let input = one(0);
             for &axis in axes {

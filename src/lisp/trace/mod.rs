@@ -32,6 +32,18 @@ pub struct Trace {
     captured: Vec<(*const ArrayD<f64>, Id)>,
     /// Concrete values computed so far, by node.
     values: Vec<Option<Buf>>,
+    /// For a loop body (`scan`): the trace the loop runs in, whose traced
+    /// values the body captures as inputs.
+    pub parent: Option<TraceRef>,
+    /// For a loop body: the enclosing traced values captured, with their
+    /// input nodes here.
+    pub outer: Vec<(Value, Id)>,
+    /// For a loop body: whether something looked at a value (a branch, a
+    /// comparison of numbers, printing), which a body compiled once for
+    /// every step cannot do.
+    pub inspected: bool,
+    /// Whether this trace records a loop body.
+    pub loop_body: bool,
 }
 
 /// A shared, growing trace.
@@ -78,6 +90,7 @@ impl Trace {
 
     /// The concrete value of node `id`, computing what it needs.
     pub fn concrete(&mut self, id: Id) -> Buf {
+        self.inspected = true;
         if self.values.len() < self.graph.len() {
             self.values.resize(self.graph.len(), None);
         }
@@ -155,6 +168,43 @@ pub fn value_to_buf(value: &Value) -> EvalResult<Buf> {
     }
 }
 
+/// Whether `outer` is a trace that `inner` (a loop body) runs inside.
+fn encloses(outer: &TraceRef, inner: &TraceRef) -> bool {
+    let mut current = inner.borrow().parent.clone();
+    while let Some(trace) = current {
+        if Rc::ptr_eq(&trace, outer) {
+            return true;
+        }
+        current = trace.borrow().parent.clone();
+    }
+    false
+}
+
+/// The input node of a loop body for a traced value of an enclosing trace
+/// (one input per value). Its concrete value is a placeholder of zeros: a
+/// body that looks at values is refused.
+fn capture_outer(trace: &TraceRef, value: &Value, shape: &Shape) -> Id {
+    let Value::Traced(traced) = value else {
+        unreachable!("only traced values are captured from outside")
+    };
+    let mut body = trace.borrow_mut();
+    let found = body.outer.iter().find(|(v, _)| match v {
+        Value::Traced(t) => Rc::ptr_eq(t, traced),
+        _ => false,
+    });
+    if let Some(&(_, id)) = found {
+        return id;
+    }
+    let placeholder = if shape.is_empty() {
+        Buf::Scalar(0.0)
+    } else {
+        Buf::from_array(Rc::new(ArrayD::zeros(ndarray::IxDyn(shape))))
+    };
+    let id = body.add_input(placeholder);
+    body.outer.push((value.clone(), id));
+    id
+}
+
 /// The value of node `id` of `trace`: a number for a scalar constant, a
 /// `Traced` otherwise.
 pub fn traced(trace: &TraceRef, id: Id) -> Value {
@@ -176,6 +226,7 @@ pub fn traced(trace: &TraceRef, id: Id) -> Value {
 pub fn node_of(trace: &TraceRef, value: &Value) -> EvalResult<Id> {
     match value {
         Value::Traced(t) if Rc::ptr_eq(&t.trace, trace) => Ok(t.id),
+        Value::Traced(t) if encloses(&t.trace, trace) => Ok(capture_outer(trace, value, &t.shape)),
         Value::Traced(_) => Err(EvalError::type_error(
             "a traced value escaped the function being differentiated (was it stored in a global?)",
         )),

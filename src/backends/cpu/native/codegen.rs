@@ -3,8 +3,9 @@
 //! computes `out[i]` for `i < len` from `operands[k][i]`, or from
 //! `operands[k][0]` for a uniform operand (read once, before the loop). The main loop
 //! handles two elements per iteration in SIMD registers (`f64x2`, present
-//! on every x86-64 and aarch64); a scalar loop finishes an odd tail. Every
-//! intermediate stays in a register: nothing but the operands is read and
+//! on every x86-64 and aarch64); a scalar loop finishes an odd tail.
+//! Intermediates stay in registers (except around calls to library
+//! functions, which may spill them): nothing but the operands is read and
 //! nothing but the result is written.
 
 use super::Operand;
@@ -14,8 +15,7 @@ use crate::egraph::tensor::CmpOp;
 use crate::tape::FusedGroup;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    AbiParam, BlockArg, Endianness, Function, InstBuilder, MemFlagsData, Signature, Type, Value,
-    types,
+    AbiParam, BlockArg, Function, InstBuilder, MemFlagsData, Signature, Type, Value, types,
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -39,6 +39,7 @@ pub fn define(
         .iter()
         .map(|(op, _)| lowering(op).ok_or_else(|| format!("{op} is not elementwise")))
         .collect::<Result<Vec<_>, _>>()?;
+    check(group, &lowerings)?;
     let known = fold(
         group,
         &layout.iter().map(Operand::known).collect::<Vec<_>>(),
@@ -126,6 +127,29 @@ pub fn define(
     b.seal_all_blocks();
     b.finalize(config);
     Ok(())
+}
+
+/// Refuses a malformed group: a step with the wrong number of arguments,
+/// or reading a register not yet computed; a result out of range.
+fn check(group: &FusedGroup, lowerings: &[Lowering]) -> Result<(), String> {
+    for (s, ((op, args), lowering)) in group.steps.iter().zip(lowerings).enumerate() {
+        let arity = match lowering {
+            Lowering::Constant(_) => 0,
+            Lowering::Neg | Lowering::Abs | Lowering::Sqrt | Lowering::Unary(_) => 1,
+            Lowering::Where => 3,
+            _ => 2,
+        };
+        let available = group.inputs + s;
+        if args.len() != arity || args.iter().any(|&r| usize::from(r) >= available) {
+            return Err(format!(
+                "step {s} ({op}) reads {args:?} of {available} registers"
+            ));
+        }
+    }
+    match group.results.first() {
+        Some(&r) if usize::from(r) < group.inputs + group.steps.len() => Ok(()),
+        _ => Err("the group's result is not a register".to_string()),
+    }
 }
 
 /// What the loop bodies need to emit a group's code.
@@ -257,9 +281,10 @@ impl Code<'_> {
     }
 }
 
-/// Flags for the loop's loads and stores: little-endian, unaligned.
+/// Flags for the loop's loads and stores: the host's byte order,
+/// unaligned.
 fn memory() -> MemFlagsData {
-    MemFlagsData::new().with_endianness(Endianness::Little)
+    MemFlagsData::new()
 }
 
 /// The number `c` in every lane.

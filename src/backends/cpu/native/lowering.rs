@@ -50,7 +50,7 @@ pub fn lowering(op: &TOp) -> Option<Lowering> {
             Math::Sqrt(_) => Lowering::Sqrt,
             Math::Num(c) => Lowering::Constant(c.get()),
             Math::Var(_) => Lowering::Constant(f64::NAN),
-            Math::Pow(_) => Lowering::Binary(power),
+            Math::Pow(_) => Lowering::Binary(pow),
             Math::Atan2(_) => Lowering::Binary(atan2),
             Math::Heaviside(_) => Lowering::Binary(heaviside),
             Math::Xlogy(_) => Lowering::Binary(xlogy),
@@ -93,7 +93,7 @@ macro_rules! callable {
 }
 
 callable! {
-    power(x, y) = scalar::power;
+    pow(x, y) = scalar::pow;
     atan2(y, x) = f64::atan2;
     heaviside(x, at_zero) = scalar::heaviside;
     xlogy(x, y) = scalar::xlogy;

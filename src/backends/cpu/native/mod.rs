@@ -7,7 +7,11 @@
 //! Kernels are cached per thread by the group's structure, so a tape run
 //! again (or another tape with the same group) does not compile again. The
 //! interpreter in `elementwise` remains the fallback: for small tensors,
-//! where the host has no Cranelift backend, and when `EPSILON_NATIVE=0`.
+//! groups of more than 64 operands, where the host has no Cranelift
+//! backend, and when `EPSILON_NATIVE=0`. "The same bits" excepts the sign
+//! and payload of NaNs: which NaN operand an instruction keeps is the
+//! hardware's and the compiler's choice (the interpreter's vectorized
+//! loops do not keep one either).
 //! `EPSILON_NATIVE_DUMP=1` prints each kernel's machine code on stderr as
 //! it is compiled.
 
@@ -73,7 +77,8 @@ impl Operand {
 /// The compiled function: `kernel(operands, out, len)`.
 type Entry = unsafe extern "C" fn(*const *const f64, *mut f64, usize);
 
-/// A compiled group. Its code lives as long as the kernel.
+/// A compiled group. Its code lives as long as the kernel; handles borrow
+/// it.
 pub struct Kernel {
     module: Option<JITModule>,
     entry: Entry,
@@ -82,13 +87,14 @@ pub struct Kernel {
 }
 
 impl Kernel {
-    /// A copy of the entry point that may cross threads (the kernel must
-    /// outlive its uses).
-    pub fn handle(&self) -> Handle {
+    /// The entry point, shareable with worker threads while the kernel
+    /// is borrowed.
+    pub fn handle(&self) -> Handle<'_> {
         Handle {
             entry: self.entry,
             inputs: self.inputs,
             uniform: self.uniform,
+            kernel: std::marker::PhantomData,
         }
     }
 }
@@ -96,22 +102,30 @@ impl Kernel {
 impl Drop for Kernel {
     fn drop(&mut self) {
         if let Some(module) = self.module.take() {
-            // SAFETY: the only pointer into the module's memory is `entry`,
-            // which dies with this kernel (handles do not outlive it).
+            // SAFETY: the only pointers into the module's memory are
+            // `entry` and the handles' copies, which borrow this kernel.
             unsafe { module.free_memory() };
         }
     }
 }
 
-/// The entry point of a kernel, shareable with worker threads.
+/// The entry point of a kernel, shareable with worker threads; it cannot
+/// outlive the kernel.
 #[derive(Clone, Copy)]
-pub struct Handle {
+pub struct Handle<'k> {
     entry: Entry,
     inputs: usize,
     uniform: u64,
+    kernel: std::marker::PhantomData<&'k Kernel>,
 }
 
-impl Handle {
+// SAFETY: the kernel's code is immutable once finalized and reads only
+// what `run` passes it; the borrow keeps the code alive.
+unsafe impl Send for Handle<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for Handle<'_> {}
+
+impl Handle<'_> {
     /// Computes `out[i]` from `operands[k][i]` (`operands[k][0]` for a
     /// uniform operand) for every `i < out.len()`.
     pub fn run(&self, operands: &[&[f64]], out: &mut [f64]) {
@@ -152,7 +166,7 @@ pub fn set_native_kernels(enabled: bool) {
     ENABLED.with(|e| e.set(enabled));
 }
 
-/// How many kernels this thread has compiled.
+/// How many kernels this thread has compiled (successfully).
 pub fn kernels_compiled() -> usize {
     COMPILED.with(Cell::get)
 }
@@ -173,8 +187,8 @@ struct Key {
 
 /// The kernel for `group` when it should run natively over `elements`
 /// elements, reading its operands as `operands` says: `None` when native
-/// kernels are off, the group is small, or it cannot be compiled here (it
-/// is then interpreted).
+/// kernels are off, the group is small, has more than 64 operands, or
+/// cannot be compiled here (it is then interpreted).
 pub fn kernel_for(group: &FusedGroup, operands: &[Operand], elements: usize) -> Option<Rc<Kernel>> {
     if elements < MIN_ELEMENTS || !native_kernels() || group.inputs > 64 {
         return None;
@@ -204,7 +218,9 @@ pub fn kernel_for(group: &FusedGroup, operands: &[Operand], elements: usize) -> 
         return cached;
     }
     let kernel = compile(group, operands).ok().map(Rc::new);
-    COMPILED.with(|c| c.set(c.get() + 1));
+    if kernel.is_some() {
+        COMPILED.with(|c| c.set(c.get() + 1));
+    }
     if operands.iter().any(|o| o.known().is_some()) {
         KNOWN_VARIANTS.with(|v| *v.borrow_mut().entry(layout).or_default() += 1);
     }
@@ -260,6 +276,9 @@ impl Compiler {
     }
 
     fn compile(&mut self, group: &FusedGroup, operands: &[Operand]) -> Result<Kernel, String> {
+        // Fresh builder state for each kernel: nothing half-built by an
+        // earlier failure can leak into this one.
+        self.context = FunctionBuilderContext::new();
         let mut module = JITModule::new(JITBuilder::with_isa(
             self.isa.clone(),
             default_libcall_names(),
@@ -282,7 +301,7 @@ impl Compiler {
             module.target_config(),
             call_conv,
         )?;
-        context.set_disasm(std::env::var("EPSILON_NATIVE_DUMP").is_ok());
+        context.set_disasm(std::env::var("EPSILON_NATIVE_DUMP").is_ok_and(|v| v != "0"));
         module
             .define_function(id, &mut context)
             .map_err(|e| format!("{e:?}"))?;

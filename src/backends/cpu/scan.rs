@@ -1,0 +1,145 @@
+//! Loops (`scan`) on the CPU: the body's tape run `n` times, and the
+//! reverse following the checkpoint schedule (advance, store, restore,
+//! reverse one step with the body's reverse tape).
+
+use super::execute::{Buf, run};
+use crate::tape::checkpoint::Action;
+use crate::tape::scan::LoopTapes;
+use ndarray::{Array1, ArrayD, IxDyn};
+use rustc_hash::FxHashMap;
+use std::rc::Rc;
+
+/// The loop's final state (packed when it has several leaves).
+pub fn forward(tapes: &LoopTapes, args: &[Buf]) -> Buf {
+    let spec = &tapes.spec;
+    let leaves = spec.leaves.len();
+    let mut inputs = body_inputs(&args[..leaves], &args[leaves..]);
+    advance(tapes, &mut inputs, 0, spec.n);
+    pack(&inputs[..leaves])
+}
+
+/// The cotangents of the initial state's leaves and of the differentiable
+/// captures, flat, given the operands and the result's cotangent.
+pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Buf {
+    let spec = &tapes.spec;
+    let adjoint = tapes
+        .adjoint
+        .as_ref()
+        .expect("a reverse loop has its reverse body");
+    let (leaves, captures) = (spec.leaves.len(), spec.captures.len());
+    let mut working = body_inputs(&args[..leaves], &args[leaves..leaves + captures]);
+    let mut cotangents = unpack(&args[leaves + captures], &spec.leaves);
+    let mut captured: Vec<Option<Buf>> =
+        vec![None; spec.differentiable.iter().filter(|d| **d).count()];
+    let mut snapshots: FxHashMap<usize, Vec<Buf>> = FxHashMap::default();
+    for action in &tapes.schedule().actions {
+        match *action {
+            Action::Advance { from, to } => advance(tapes, &mut working, from, to),
+            Action::Store(i) => {
+                snapshots.insert(i, working[..leaves].to_vec());
+            }
+            Action::Restore(i) => {
+                working[..leaves].clone_from_slice(&snapshots[&i]);
+            }
+            Action::Free(i) => {
+                snapshots.remove(&i);
+            }
+            Action::Reverse(i) => {
+                working[leaves] = Buf::Scalar(i as f64);
+                let mut inputs = working.clone();
+                inputs.append(&mut cotangents);
+                let outputs = run(adjoint, &inputs).expect("the reverse body fits its inputs");
+                let mut outputs = outputs.into_iter();
+                cotangents.extend(outputs.by_ref().take(leaves));
+                for (total, term) in captured.iter_mut().zip(outputs) {
+                    *total = Some(match total.take() {
+                        None => term,
+                        Some(sum) => add(&sum, &term),
+                    });
+                }
+            }
+        }
+    }
+    let mut all = cotangents;
+    let shapes = spec.adjoint_shapes();
+    for (total, shape) in captured.into_iter().zip(&shapes[leaves..]) {
+        all.push(total.unwrap_or_else(|| zeros(shape)));
+    }
+    flat(&all)
+}
+
+/// The body's inputs: state leaves, the index (0 for now), captures.
+fn body_inputs(state: &[Buf], captures: &[Buf]) -> Vec<Buf> {
+    let mut inputs = state.to_vec();
+    inputs.push(Buf::Scalar(0.0));
+    inputs.extend_from_slice(captures);
+    inputs
+}
+
+/// Runs steps `from..to` on the state in `inputs`.
+fn advance(tapes: &LoopTapes, inputs: &mut [Buf], from: usize, to: usize) {
+    let leaves = tapes.spec.leaves.len();
+    for i in from..to {
+        inputs[leaves] = Buf::Scalar(i as f64);
+        let next = run(&tapes.body, inputs).expect("the body fits its inputs");
+        for (slot, value) in inputs.iter_mut().zip(next) {
+            *slot = value;
+        }
+    }
+}
+
+/// A state as the scan's result: one leaf as it is, several flattened and
+/// joined.
+fn pack(leaves: &[Buf]) -> Buf {
+    match leaves {
+        [one] => one.clone(),
+        many => flat(many),
+    }
+}
+
+/// Buffers flattened and joined into one vector.
+fn flat(parts: &[Buf]) -> Buf {
+    let mut data = Vec::new();
+    for part in parts {
+        match part {
+            Buf::Scalar(x) => data.push(*x),
+            Buf::Array(a) => data.extend(a.iter()),
+        }
+    }
+    Buf::from_array(Rc::new(Array1::from(data).into_dyn()))
+}
+
+/// A packed value split into parts of these shapes.
+fn unpack(packed: &Buf, shapes: &[crate::egraph::tensor::Shape]) -> Vec<Buf> {
+    if let [shape] = shapes {
+        if packed.shape() == &shape[..] {
+            return vec![packed.clone()];
+        }
+    }
+    let data: Vec<f64> = match packed {
+        Buf::Scalar(x) => vec![*x],
+        Buf::Array(a) => a.iter().copied().collect(),
+    };
+    let mut offset = 0;
+    shapes
+        .iter()
+        .map(|shape| {
+            let len: usize = shape.iter().product();
+            let part = data[offset..offset + len].to_vec();
+            offset += len;
+            let array = ArrayD::from_shape_vec(IxDyn(shape), part).expect("lengths match");
+            Buf::from_array(Rc::new(array))
+        })
+        .collect()
+}
+
+fn add(a: &Buf, b: &Buf) -> Buf {
+    match (a, b) {
+        (Buf::Scalar(x), Buf::Scalar(y)) => Buf::Scalar(x + y),
+        _ => Buf::from_array(Rc::new(a.to_array() + &b.to_array())),
+    }
+}
+
+fn zeros(shape: &[usize]) -> Buf {
+    Buf::from_array(Rc::new(ArrayD::zeros(IxDyn(shape))))
+}

@@ -1,0 +1,254 @@
+//! Loops as single operations (`scan`): a body program, run `n` times on a
+//! state, recorded in the enclosing program as one `TOp::Scan` node, and
+//! its reverse as one `TOp::ScanVjp` node whose body is the body's
+//! vector-Jacobian product. Both bodies are optimized once, when they are
+//! made; the tape compiles them to sub-tapes and a backend runs the loop
+//! and the checkpoint schedule.
+//!
+//! A body's inputs are, in order: the state's leaves (tensors or numbers),
+//! the step index (a number), then the captured values (tensors or numbers
+//! the step reads from outside). Its roots are the next state's leaves. A
+//! state of one leaf is the scan's result as it is; a state of several
+//! leaves is packed into one flat vector, in order.
+
+use super::graph::TensorGraph;
+use super::op::{Shape, TNode, TOp};
+use super::optimize::{TensorLimits, optimize};
+use super::reverse::vjp;
+use super::shape::numel;
+use egg::Id;
+use smallvec::SmallVec;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, OnceLock};
+
+/// How a loop's states are kept for its reversal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Strategy {
+    /// Every state is kept.
+    StoreAll,
+    /// Only the initial state is kept; each state is recomputed from it.
+    Recompute,
+    /// Binomial checkpointing with at most this many snapshots (at least
+    /// one: the initial state).
+    Revolve(usize),
+}
+
+/// A loop body: an optimized program with its roots.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Body {
+    /// The program, in topological order.
+    pub nodes: Vec<TNode>,
+    /// Its shapes, one per node.
+    pub shapes: Vec<Shape>,
+    /// The results.
+    pub roots: Vec<Id>,
+}
+
+impl Body {
+    /// `roots` of `nodes`, optimized.
+    pub fn optimized(nodes: &[TNode], roots: &[Id], limits: Option<TensorLimits>) -> Body {
+        let optimized = optimize(nodes, roots, limits);
+        Body {
+            nodes: optimized.expr.as_ref().to_vec(),
+            shapes: optimized.shapes,
+            roots: optimized.roots,
+        }
+    }
+}
+
+/// A `scan`: its body, length, schedule and the shapes it works on.
+#[derive(Debug)]
+pub struct ScanSpec {
+    /// The step: inputs state leaves, index, captures; roots the next
+    /// state's leaves.
+    pub body: Body,
+    /// The shapes of the state's leaves.
+    pub leaves: Vec<Shape>,
+    /// The shapes of the captured values.
+    pub captures: Vec<Shape>,
+    /// Which captured values receive gradients (values being
+    /// differentiated; plain tensors and numbers do not).
+    pub differentiable: Vec<bool>,
+    /// The number of steps.
+    pub n: usize,
+    /// How states are kept for the reverse pass.
+    pub strategy: Strategy,
+    /// The optimizer's limits for the bodies made from this one.
+    pub limits: Option<TensorLimits>,
+    /// The reverse body, made at the first reverse sweep through the scan.
+    adjoint: OnceLock<Body>,
+    /// A hash of everything above but `adjoint`.
+    fingerprint: u64,
+}
+
+impl ScanSpec {
+    /// A scan of `body`.
+    pub fn new(
+        body: Body,
+        leaves: Vec<Shape>,
+        captures: Vec<Shape>,
+        differentiable: Vec<bool>,
+        n: usize,
+        strategy: Strategy,
+        limits: Option<TensorLimits>,
+    ) -> ScanSpec {
+        let mut hasher = rustc_hash::FxHasher::default();
+        (&body, &leaves, &captures, &differentiable, n, strategy).hash(&mut hasher);
+        ScanSpec {
+            body,
+            leaves,
+            captures,
+            differentiable,
+            n,
+            strategy,
+            limits,
+            adjoint: OnceLock::new(),
+            fingerprint: hasher.finish(),
+        }
+    }
+
+    /// The shape of the scan's result: its one leaf's, or a flat vector
+    /// of all leaves.
+    pub fn output_shape(&self) -> Shape {
+        match &self.leaves[..] {
+            [one] => one.clone(),
+            leaves => SmallVec::from_slice(&[leaves.iter().map(|s| numel(s)).sum()]),
+        }
+    }
+
+    /// The shapes whose cotangents the reverse body returns: the state's
+    /// leaves, then the differentiable captures.
+    pub fn adjoint_shapes(&self) -> Vec<Shape> {
+        let captured = self
+            .captures
+            .iter()
+            .zip(&self.differentiable)
+            .filter(|(_, d)| **d)
+            .map(|(s, _)| s.clone());
+        self.leaves.iter().cloned().chain(captured).collect()
+    }
+
+    /// The length of the `ScanVjp` result: all cotangents, flat.
+    pub fn adjoint_len(&self) -> usize {
+        self.adjoint_shapes().iter().map(|s| numel(s)).sum()
+    }
+
+    /// The reverse body. Inputs: the body's inputs (state leaves, index,
+    /// captures), then one cotangent per state leaf; roots: the cotangents
+    /// of the state leaves, then of the differentiable captures.
+    pub fn adjoint(&self) -> &Body {
+        self.adjoint.get_or_init(|| {
+            let mut graph = TensorGraph::new();
+            let mut map: Vec<Id> = Vec::with_capacity(self.body.nodes.len());
+            let mut inputs: Vec<Option<Id>> = vec![None; self.body_inputs()];
+            for node in &self.body.nodes {
+                let children: SmallVec<[Id; 3]> =
+                    node.children.iter().map(|&c| map[usize::from(c)]).collect();
+                let id = graph.add_valid(node.op.clone(), &children);
+                if let TOp::Input { index, .. } = node.op {
+                    inputs[index as usize] = Some(id);
+                }
+                map.push(id);
+            }
+            // Inputs the body never reads still have nodes.
+            let inputs: Vec<Id> = inputs
+                .iter()
+                .enumerate()
+                .map(|(index, id)| {
+                    id.unwrap_or_else(|| graph.input(index as u32, &self.input_shape(index)))
+                })
+                .collect();
+            let base = self.body_inputs() as u32;
+            let seeds: Vec<(Id, Id)> = self
+                .body
+                .roots
+                .iter()
+                .zip(&self.leaves)
+                .enumerate()
+                .map(|(k, (&root, shape))| {
+                    (map[usize::from(root)], graph.input(base + k as u32, shape))
+                })
+                .collect();
+            let leaves = self.leaves.len();
+            let wrt: Vec<Id> = inputs[..leaves]
+                .iter()
+                .copied()
+                .chain(
+                    inputs[leaves + 1..]
+                        .iter()
+                        .zip(&self.differentiable)
+                        .filter(|(_, d)| **d)
+                        .map(|(&id, _)| id),
+                )
+                .collect();
+            let roots = vjp(&mut graph, &seeds, &wrt);
+            Body::optimized(graph.nodes(), &roots, self.limits)
+        })
+    }
+
+    /// The number of the body's inputs: leaves, the index, captures.
+    pub fn body_inputs(&self) -> usize {
+        self.leaves.len() + 1 + self.captures.len()
+    }
+
+    /// The shape of body input `index`.
+    pub fn input_shape(&self, index: usize) -> Shape {
+        let leaves = self.leaves.len();
+        match index {
+            i if i < leaves => self.leaves[i].clone(),
+            i if i == leaves => Shape::new(),
+            i => self.captures[i - leaves - 1].clone(),
+        }
+    }
+}
+
+impl PartialEq for ScanSpec {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+            || (self.fingerprint == other.fingerprint
+                && self.n == other.n
+                && self.strategy == other.strategy
+                && self.leaves == other.leaves
+                && self.captures == other.captures
+                && self.differentiable == other.differentiable
+                && self.body == other.body)
+    }
+}
+
+impl Eq for ScanSpec {}
+
+impl Hash for ScanSpec {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.fingerprint.hash(state);
+    }
+}
+
+impl PartialOrd for ScanSpec {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ScanSpec {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        if self == other {
+            return std::cmp::Ordering::Equal;
+        }
+        let key = |s: &ScanSpec| {
+            (
+                s.fingerprint,
+                s.n,
+                s.strategy,
+                s.leaves.clone(),
+                s.captures.clone(),
+                s.differentiable.clone(),
+            )
+        };
+        key(self)
+            .cmp(&key(other))
+            .then_with(|| self.body.cmp(&other.body))
+    }
+}
+
+/// A shared scan.
+pub type Scan = Arc<ScanSpec>;

@@ -1,0 +1,71 @@
+//! Loops on a tape: a `scan`'s body (and, for its reverse, the body's
+//! reverse) compiled to sub-tapes, with the checkpoint schedule the
+//! reverse follows.
+
+use super::checkpoint::{Schedule, schedule};
+use super::{Tape, compile};
+use crate::egraph::tensor::scan::{Body, Scan};
+use egg::RecExpr;
+use std::sync::OnceLock;
+
+/// A `scan` (or its reverse) ready to run.
+#[derive(Debug)]
+pub struct LoopTapes {
+    /// What the loop is.
+    pub spec: Scan,
+    /// Whether this runs the loop's reverse (`ScanVjp`).
+    pub reverse: bool,
+    /// The step.
+    pub body: Tape,
+    /// The step's reverse (for `reverse`).
+    pub adjoint: Option<Tape>,
+    schedule: OnceLock<Schedule>,
+}
+
+impl LoopTapes {
+    /// Compiles the loop's body (and, for `reverse`, the body's reverse).
+    pub fn new(spec: &Scan, reverse: bool) -> LoopTapes {
+        let inputs: Vec<_> = (0..spec.body_inputs())
+            .map(|i| spec.input_shape(i))
+            .collect();
+        let body = compile_body(&spec.body, &inputs);
+        let adjoint = reverse.then(|| {
+            let mut inputs = inputs.clone();
+            inputs.extend(spec.leaves.iter().cloned());
+            compile_body(spec.adjoint(), &inputs)
+        });
+        LoopTapes {
+            spec: spec.clone(),
+            reverse,
+            body,
+            adjoint,
+            schedule: OnceLock::new(),
+        }
+    }
+
+    /// The checkpoint schedule of the reverse.
+    pub fn schedule(&self) -> &Schedule {
+        self.schedule
+            .get_or_init(|| schedule(self.spec.n, self.spec.strategy))
+    }
+
+    /// Floating-point operations of one run: the steps run forward, and
+    /// for the reverse the reversed steps too.
+    pub fn flops(&self) -> u64 {
+        let n = self.spec.n as u64;
+        let body = self.body.stats.flops;
+        match &self.adjoint {
+            None => n * body,
+            Some(adjoint) => {
+                let forward =
+                    (self.spec.n.saturating_sub(1) + self.schedule().recomputed_steps) as u64;
+                forward * body + n * adjoint.stats.flops
+            }
+        }
+    }
+}
+
+fn compile_body(body: &Body, inputs: &[crate::egraph::tensor::Shape]) -> Tape {
+    let program = RecExpr::from(body.nodes.clone());
+    compile(&program, &body.shapes, &body.roots, inputs)
+}
