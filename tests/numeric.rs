@@ -48,6 +48,8 @@ mod ops;
 mod regressions;
 #[path = "numeric/review.rs"]
 mod review;
+#[path = "numeric/scan.rs"]
+mod scan;
 
 // ---------------------------------------------------------------- helpers
 

@@ -223,12 +223,7 @@ fn step(op: &TOp, args: &[&Val], shape: &[usize], pool: Option<Vec<f64>>) -> Val
 /// A loop (or its reverse) on executor values.
 fn run_loop(tapes: &LoopTapes, args: &[&Val]) -> Val {
     let bufs: Vec<Buf> = args.iter().map(|v| (*v).clone().into_buf()).collect();
-    let result = if tapes.reverse {
-        super::scan::reverse(tapes, &bufs)
-    } else {
-        super::scan::forward(tapes, &bufs)
-    };
-    Val::from_buf(&result)
+    Val::from_buf(&super::run_loop(tapes, &bufs))
 }
 
 /// A value's elements as one contiguous run (copied only when they are not

@@ -19,6 +19,17 @@ use crate::tape::Tape;
 use ndarray::ArrayD;
 use std::rc::Rc;
 
+/// Runs a loop (`scan`) or its reverse on buffers: the operands are the
+/// initial state's leaves and the captured values (and, for the reverse,
+/// the result's cotangent).
+pub fn run_loop(tapes: &crate::tape::scan::LoopTapes, args: &[Buf]) -> Buf {
+    if tapes.reverse {
+        scan::reverse(tapes, args)
+    } else {
+        scan::forward(tapes, args)
+    }
+}
+
 /// The CPU backend.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Cpu;

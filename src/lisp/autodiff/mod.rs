@@ -7,6 +7,7 @@
 //! Inside a function that is itself being traced, the same requests append
 //! to the enclosing trace instead, so derivatives nest (`(grad (grad f))`).
 
+pub mod scan;
 pub mod tree;
 
 use super::error::{EvalError, EvalResult};
@@ -16,6 +17,7 @@ use super::value::Value;
 use crate::backends::Backend;
 use crate::backends::cpu::Cpu;
 use crate::egraph::tensor::optimize::{TensorLimits, TensorReport, optimize};
+use crate::egraph::tensor::reverse::refusal;
 use crate::egraph::tensor::shape::show;
 use crate::egraph::tensor::{Shape, TNode, TOp, TensorGraph, jvp, vjp};
 use crate::tape::{Tape, compile};
@@ -46,6 +48,8 @@ pub struct NumericState {
     /// Calls that compiled a tape.
     pub misses: u64,
     next_tag: u32,
+    /// Optimized loop bodies and compiled loops (`scan`).
+    pub(crate) loops: scan::LoopCache,
 }
 
 struct CacheEntry {
@@ -398,6 +402,21 @@ fn derivative_roots(
             )),
         }
     };
+    // Loops (`scan`) have a reverse but no forward sweep yet, and their
+    // reverse is not differentiated again: say so rather than build a
+    // wrong derivative.
+    let forward = matches!(
+        request,
+        Request::Jvp | Request::Hvp | Request::Hessian | Request::JacobianForward
+    );
+    let differentiated: Vec<Id> = request
+        .differentiated(arg_leaves.len())
+        .iter()
+        .flat_map(|&position| arg_leaves[position].iter().map(|&i| leaves[i]))
+        .collect();
+    if let Some(message) = refusal(&t.graph, outputs, &differentiated, forward) {
+        return Err(EvalError::type_error(message));
+    }
     match request {
         Request::Value => {}
         Request::Grad { wrt, .. } => {

@@ -6,7 +6,7 @@ use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::value::Value;
 
 /// The structure of a value; leaves are numbered in order.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Tree {
     /// A number or tensor (leaf `index`).
     Leaf(usize),

@@ -6,6 +6,7 @@
 use super::{builtin, with_options};
 use crate::backends::cpu::Buf;
 use crate::egraph::Stop;
+use crate::egraph::tensor::scan::Strategy;
 use crate::lisp::autodiff::tree::{flatten, rebuild_in_order};
 use crate::lisp::autodiff::{self, Outcome, Request};
 use crate::lisp::error::{EvalError, EvalResult};
@@ -494,6 +495,86 @@ fn show_tape(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     Ok(Value::string(compiled.tape.to_string()))
 }
 
+/// `(scan step init n :checkpoint strategy :snapshots k :memory-budget
+/// bytes)`.
+fn scan(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let (step, init) = (&args[0], &args[1]);
+    let n = match &args[2] {
+        Value::Int(n) if *n >= 0 => *n as usize,
+        other => {
+            return Err(EvalError::type_error(format!(
+                "the number of steps must be a non-negative integer, got {}",
+                other.short()
+            )));
+        }
+    };
+    let strategy = scan_strategy(args, init, n)?;
+    autodiff::scan::scan(interp, step, init, n, strategy)
+}
+
+/// The checkpoint strategy `scan`'s options name (default: revolve with
+/// ceil(sqrt n) snapshots).
+fn scan_strategy(args: &Args, init: &Value, n: usize) -> EvalResult<Strategy> {
+    let count = |name: &str| -> EvalResult<Option<usize>> {
+        match args.option(name) {
+            None => Ok(None),
+            Some(Value::Int(k)) if *k >= 1 => Ok(Some(*k as usize)),
+            Some(other) => Err(EvalError::type_error(format!(
+                ":{name} must be a positive integer, got {}",
+                other.short()
+            ))),
+        }
+    };
+    let snapshots = count("snapshots")?;
+    let budget = count("memory-budget")?;
+    let name = match args.option("checkpoint") {
+        None => "revolve".to_string(),
+        Some(value) => value.as_symbol().map(|s| s.to_string()).map_err(|_| {
+            EvalError::type_error(format!(
+                ":checkpoint takes 'store-all, 'recompute, 'revolve or 'auto, got {}",
+                value.short()
+            ))
+        })?,
+    };
+    let default_snapshots = (n as f64).sqrt().ceil().max(1.0) as usize;
+    Ok(match name.as_str() {
+        "store-all" => Strategy::StoreAll,
+        "recompute" => Strategy::Recompute,
+        "revolve" => Strategy::Revolve(snapshots.unwrap_or(default_snapshots)),
+        "auto" => {
+            let budget = budget.ok_or_else(|| {
+                EvalError::type_error(":checkpoint 'auto needs :memory-budget bytes")
+            })?;
+            let state_bytes = state_bytes(init)?.max(1);
+            let k = budget / state_bytes;
+            if k >= n {
+                Strategy::StoreAll
+            } else {
+                Strategy::Revolve(k.max(1))
+            }
+        }
+        other => {
+            return Err(EvalError::type_error(format!(
+                "unknown :checkpoint '{other}: use 'store-all, 'recompute, 'revolve or 'auto"
+            )));
+        }
+    })
+}
+
+/// The bytes of one state (8 per number).
+fn state_bytes(init: &Value) -> EvalResult<usize> {
+    let mut leaves = Vec::new();
+    autodiff::tree::flatten(init, &mut leaves, "the state of scan")?;
+    Ok(leaves
+        .iter()
+        .map(|leaf| match leaf {
+            Value::Tensor(t) => t.len() * 8,
+            Value::Traced(t) => t.shape.iter().product::<usize>() * 8,
+            _ => 8,
+        })
+        .sum())
+}
+
 /// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
@@ -505,5 +586,6 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("jit", "(jit f)", "f compiled to a tape: traced and compiled once per argument-shape signature (and branch path), then run on the backend.", 1, Some(1), jit),
     builtin("check-grad", "(check-grad f args)", "The largest relative error of f's gradient (all arguments) against central finite differences, at the list args.", 2, Some(2), check_grad),
     builtin("tape-stats", "(tape-stats f args)", "An association list describing the compiled gradient tape of f at args: instructions, stored and recomputed values, peak bytes, flops, cache use.", 2, Some(2), tape_stats),
+    with_options(builtin("scan", "(scan step init n :checkpoint strategy :snapshots k :memory-budget bytes)", "Runs state <- (step state i) for i from 0 to n - 1 and returns the final state (a number, tensor or list of them). The step is compiled once. Differentiated, its reverse keeps states by :checkpoint: 'store-all, 'recompute, 'revolve (binomial, with :snapshots k states held, default ceil(sqrt n)), or 'auto (as many snapshots as :memory-budget bytes hold).", 3, Some(3), scan), &["checkpoint", "snapshots", "memory-budget"]),
     builtin("show-tape", "(show-tape f args)", "The compiled gradient tape of f at args, as text.", 2, Some(2), show_tape),
 ];

@@ -60,6 +60,15 @@ pub struct Traced {
 }
 
 impl Trace {
+    /// A trace for a loop body run inside `parent` (if any).
+    pub fn loop_body(parent: Option<TraceRef>) -> Trace {
+        Trace {
+            parent,
+            loop_body: true,
+            ..Trace::default()
+        }
+    }
+
     /// A new run-time input holding `value`.
     pub fn add_input(&mut self, value: Buf) -> Id {
         let index = self.inputs.len() as u32;
