@@ -19,8 +19,14 @@ pub struct LoopTapes {
     pub body: Tape,
     /// The step's reverse (for `reverse`).
     pub adjoint: Option<Tape>,
+    /// A number no other `LoopTapes` of this process has (backends key
+    /// what they prepare for a loop by it).
+    pub id: u64,
     schedule: OnceLock<Schedule>,
 }
+
+/// The next `LoopTapes::id`.
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl LoopTapes {
     /// Compiles the loop's body (and, for `reverse`, the body's reverse).
@@ -39,6 +45,7 @@ impl LoopTapes {
             reverse,
             body,
             adjoint,
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             schedule: OnceLock::new(),
         }
     }

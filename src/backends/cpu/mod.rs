@@ -7,6 +7,7 @@ mod elementwise;
 mod execute;
 pub mod native;
 mod native_task;
+mod scalar_loop;
 mod scan;
 mod sources;
 mod structural;

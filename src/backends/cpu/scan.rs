@@ -3,6 +3,7 @@
 //! reverse one step with the body's reverse tape).
 
 use super::execute::{Buf, run};
+use super::scalar_loop;
 use crate::tape::checkpoint::Action;
 use crate::tape::scan::LoopTapes;
 use ndarray::{Array1, ArrayD, IxDyn};
@@ -13,6 +14,10 @@ use std::rc::Rc;
 pub fn forward(tapes: &LoopTapes, args: &[Buf]) -> Buf {
     let spec = &tapes.spec;
     let leaves = spec.leaves.len();
+    if let (Some(numbers), Some(program)) = (numbers(args), scalar_loop::prepare(tapes)) {
+        let state = program.forward(tapes, &numbers[..leaves], &numbers[leaves..]);
+        return pack(&state.into_iter().map(Buf::Scalar).collect::<Vec<_>>());
+    }
     let mut inputs = body_inputs(&args[..leaves], &args[leaves..]);
     advance(tapes, &mut inputs, 0, spec.n);
     pack(&inputs[..leaves])
@@ -27,6 +32,17 @@ pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Buf {
         .as_ref()
         .expect("a reverse loop has its reverse body");
     let (leaves, captures) = (spec.leaves.len(), spec.captures.len());
+    let operands = &args[..leaves + captures];
+    if let (Some(numbers), Some(program)) = (numbers(operands), scalar_loop::prepare(tapes)) {
+        let cotangent: Vec<f64> = args[leaves + captures].to_array().iter().copied().collect();
+        let all = program.reverse(
+            tapes,
+            &numbers[..leaves],
+            &numbers[leaves..leaves + captures],
+            &cotangent,
+        );
+        return flat(&all.into_iter().map(Buf::Scalar).collect::<Vec<_>>());
+    }
     let mut working = body_inputs(&args[..leaves], &args[leaves..leaves + captures]);
     let mut cotangents = unpack(&args[leaves + captures], &spec.leaves);
     let mut captured: Vec<Option<Buf>> =
@@ -66,6 +82,16 @@ pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Buf {
         all.push(total.unwrap_or_else(|| zeros(shape)));
     }
     flat(&all)
+}
+
+/// The operands as numbers, when all are.
+fn numbers(args: &[Buf]) -> Option<Vec<f64>> {
+    args.iter()
+        .map(|a| match a {
+            Buf::Scalar(x) => Some(*x),
+            Buf::Array(_) => None,
+        })
+        .collect()
 }
 
 /// The body's inputs: state leaves, the index (0 for now), captures.

@@ -1,6 +1,7 @@
 //! Cranelift IR for a fused group: one function
-//! `kernel(operands: *const *const f64, out: *mut f64, len: usize)` that
-//! computes `out[i]` for `i < len` from `operands[k][i]`, or from
+//! `kernel(operands: *const *const f64, outs: *const *mut f64, len: usize)`
+//! that computes `outs[r][i]` (one output per result of the group) for
+//! `i < len` from `operands[k][i]`, or from
 //! `operands[k][0]` for a uniform operand (read once, before the loop). The main loop
 //! handles two elements per iteration in SIMD registers (`f64x2`, present
 //! on every x86-64 and aarch64); a scalar loop finishes an odd tail.
@@ -57,10 +58,17 @@ pub fn define(
 
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
-    let [operands, out, len] = b.block_params(entry) else {
+    let [operands, outs, len] = b.block_params(entry) else {
         unreachable!("the kernel signature has three parameters")
     };
-    let (operands, out, len) = (*operands, *out, *len);
+    let (operands, outs, len) = (*operands, *outs, *len);
+    let pointer_bytes = i64::from(pointer.bytes());
+    let outs: Vec<Value> = (0..group.results.len())
+        .map(|r| {
+            let offset = i32::try_from(r as i64 * pointer_bytes).unwrap_or(i32::MAX);
+            b.ins().load(pointer, MemFlagsData::trusted(), outs, offset)
+        })
+        .collect();
     // The operands' base pointers, loaded once.
     let bases: Vec<Value> = (0..group.inputs)
         .map(|k| {
@@ -89,8 +97,9 @@ pub fn define(
         known: &known,
         bases: &bases,
         uniforms: &uniforms,
-        out,
+        outs: &outs,
         call_conv,
+        pointer,
     };
     // Two elements at a time while two remain.
     b.switch_to_block(vector_head);
@@ -131,7 +140,7 @@ pub fn define(
 
 /// Refuses a malformed group: a step with the wrong number of arguments,
 /// or reading a register not yet computed; a result out of range.
-fn check(group: &FusedGroup, lowerings: &[Lowering]) -> Result<(), String> {
+pub(super) fn check(group: &FusedGroup, lowerings: &[Lowering]) -> Result<(), String> {
     for (s, ((op, args), lowering)) in group.steps.iter().zip(lowerings).enumerate() {
         let arity = match lowering {
             Lowering::Constant(_) => 0,
@@ -146,21 +155,23 @@ fn check(group: &FusedGroup, lowerings: &[Lowering]) -> Result<(), String> {
             ));
         }
     }
-    match group.results.first() {
-        Some(&r) if usize::from(r) < group.inputs + group.steps.len() => Ok(()),
-        _ => Err("the group's result is not a register".to_string()),
+    let registers = group.inputs + group.steps.len();
+    if group.results.is_empty() || group.results.iter().any(|&r| usize::from(r) >= registers) {
+        return Err("the group's results are not registers".to_string());
     }
+    Ok(())
 }
 
 /// What the loop bodies need to emit a group's code.
-struct Code<'a> {
-    group: &'a FusedGroup,
-    lowerings: &'a [Lowering],
-    known: &'a [Known],
-    bases: &'a [Value],
-    uniforms: &'a [Option<(Value, Value)>],
-    out: Value,
-    call_conv: CallConv,
+pub(super) struct Code<'a> {
+    pub(super) group: &'a FusedGroup,
+    pub(super) lowerings: &'a [Lowering],
+    pub(super) known: &'a [Known],
+    pub(super) bases: &'a [Value],
+    pub(super) uniforms: &'a [Option<(Value, Value)>],
+    pub(super) outs: &'a [Value],
+    pub(super) call_conv: CallConv,
+    pub(super) pointer: Type,
 }
 
 impl Code<'_> {
@@ -180,15 +191,39 @@ impl Code<'_> {
                 .collect();
             values[inputs + s] = Some(self.step(b, *lowering, &xs, ty));
         }
-        let result = self.value(
-            b,
-            &mut values,
-            usize::from(self.group.results[0]),
-            offset,
-            ty,
-        );
-        let address = b.ins().iadd(self.out, offset);
-        b.ins().store(memory(), result, address, 0);
+        for (&result, &out) in self.group.results.iter().zip(self.outs) {
+            let value = self.value(b, &mut values, usize::from(result), offset, ty);
+            let address = b.ins().iadd(out, offset);
+            b.ins().store(memory(), value, address, 0);
+        }
+    }
+
+    /// The group's results, as numbers, from its operands' values (no
+    /// memory is touched).
+    pub(super) fn compute(
+        &self,
+        b: &mut FunctionBuilder,
+        operands: &[Value],
+    ) -> smallvec::SmallVec<[Value; 4]> {
+        let inputs = self.group.inputs;
+        let mut values: Vec<Option<Value>> = operands.iter().copied().map(Some).collect();
+        values.resize(inputs + self.group.steps.len(), None);
+        let offset = b.ins().iconst(self.pointer, 0);
+        for (s, ((_, args), lowering)) in self.group.steps.iter().zip(self.lowerings).enumerate() {
+            if self.known[inputs + s] != Known::Varies {
+                continue;
+            }
+            let xs: smallvec::SmallVec<[Value; 3]> = args
+                .iter()
+                .map(|&r| self.value(b, &mut values, usize::from(r), offset, types::F64))
+                .collect();
+            values[inputs + s] = Some(self.step(b, *lowering, &xs, types::F64));
+        }
+        self.group
+            .results
+            .iter()
+            .map(|&r| self.value(b, &mut values, usize::from(r), offset, types::F64))
+            .collect()
     }
 
     /// Register `r`'s value: a constant, a uniform operand, an operand
@@ -255,8 +290,7 @@ impl Code<'_> {
             .extend(x.iter().map(|_| AbiParam::new(types::F64)));
         signature.returns.push(AbiParam::new(types::F64));
         let signature = b.import_signature(signature);
-        let pointer = b.func.dfg.value_type(self.out);
-        let callee = b.ins().iconst(pointer, address as i64);
+        let callee = b.ins().iconst(self.pointer, address as i64);
         let call = |b: &mut FunctionBuilder, args: &[Value]| {
             let call = b.ins().call_indirect(signature, callee, args);
             b.inst_results(call)[0]

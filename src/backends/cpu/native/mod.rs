@@ -18,6 +18,9 @@
 mod codegen;
 mod fold;
 mod lowering;
+mod scalar;
+
+pub use scalar::{FlatKernel, LoopKernel};
 
 use crate::egraph::tensor::TOp;
 use crate::tape::FusedGroup;
@@ -74,8 +77,8 @@ impl Operand {
     }
 }
 
-/// The compiled function: `kernel(operands, out, len)`.
-type Entry = unsafe extern "C" fn(*const *const f64, *mut f64, usize);
+/// The compiled function: `kernel(operands, outs, len)`.
+type Entry = unsafe extern "C" fn(*const *const f64, *const *mut f64, usize);
 
 /// A compiled group. Its code lives as long as the kernel; handles borrow
 /// it.
@@ -83,6 +86,7 @@ pub struct Kernel {
     module: Option<JITModule>,
     entry: Entry,
     inputs: usize,
+    outputs: usize,
     uniform: u64,
 }
 
@@ -93,6 +97,7 @@ impl Kernel {
         Handle {
             entry: self.entry,
             inputs: self.inputs,
+            outputs: self.outputs,
             uniform: self.uniform,
             kernel: std::marker::PhantomData,
         }
@@ -115,6 +120,7 @@ impl Drop for Kernel {
 pub struct Handle<'k> {
     entry: Entry,
     inputs: usize,
+    outputs: usize,
     uniform: u64,
     kernel: std::marker::PhantomData<&'k Kernel>,
 }
@@ -142,11 +148,30 @@ impl Handle<'_> {
             operands.iter().enumerate().all(covers),
             "every operand covers the output"
         );
+        assert_eq!(self.outputs, 1, "one output");
         let pointers: SmallVec<[*const f64; 16]> = operands.iter().map(|o| o.as_ptr()).collect();
+        let outs = [out.as_mut_ptr()];
         // SAFETY: the kernel reads `operands[k][..out.len()]` (or
         // `operands[k][0]`, for uniform operands) and writes
         // `out[..out.len()]`, all in bounds by the checks above.
-        unsafe { (self.entry)(pointers.as_ptr(), out.as_mut_ptr(), out.len()) }
+        unsafe { (self.entry)(pointers.as_ptr(), outs.as_ptr(), out.len()) }
+    }
+
+    /// One element: `outputs[r]` from `inputs[k]` (operand `k`'s only
+    /// element), for a kernel with one output per entry of `outputs`.
+    pub fn run_one(&self, inputs: &[f64], outputs: &mut [f64]) {
+        assert_eq!(inputs.len(), self.inputs, "one number per operand");
+        assert_eq!(outputs.len(), self.outputs, "one number per output");
+        let pointers: SmallVec<[*const f64; 16]> = (0..inputs.len())
+            .map(|k| &inputs[k] as *const f64)
+            .collect();
+        let base = outputs.as_mut_ptr();
+        // SAFETY: `base.add(r)` is in bounds for every `r < outputs.len()`.
+        let outs: SmallVec<[*mut f64; 8]> =
+            (0..outputs.len()).map(|r| unsafe { base.add(r) }).collect();
+        // SAFETY: with length 1 the kernel reads `*pointers[k]` and writes
+        // `*outs[r]`, all in bounds.
+        unsafe { (self.entry)(pointers.as_ptr(), outs.as_ptr(), 1) }
     }
 }
 
@@ -182,7 +207,7 @@ struct Key {
     inputs: usize,
     operands: Vec<(u8, u64)>,
     steps: Vec<(TOp, SmallVec<[u16; 3]>)>,
-    result: u16,
+    results: SmallVec<[u16; 2]>,
 }
 
 /// The kernel for `group` when it should run natively over `elements`
@@ -197,7 +222,7 @@ pub fn kernel_for(group: &FusedGroup, operands: &[Operand], elements: usize) -> 
         inputs: group.inputs,
         operands: operands.iter().map(Operand::key).collect(),
         steps: group.steps.clone(),
-        result: group.results[0],
+        results: group.results.clone(),
     };
     let unknown: SmallVec<[Operand; 16]> = operands
         .iter()
@@ -276,6 +301,38 @@ impl Compiler {
     }
 
     fn compile(&mut self, group: &FusedGroup, operands: &[Operand]) -> Result<Kernel, String> {
+        let (module, code) = self.build(3, |func, context, config, call_conv| {
+            codegen::define(group, operands, func, context, config, call_conv)
+        })?;
+        // SAFETY: `code` is the function just defined, with the `Entry`
+        // signature in the ISA's default calling convention, which is
+        // `extern "C"` on the hosts Cranelift supports.
+        let entry = unsafe { std::mem::transmute::<*const u8, Entry>(code) };
+        Ok(Kernel {
+            module: Some(module),
+            entry,
+            inputs: group.inputs,
+            outputs: group.results.len(),
+            uniform: operands
+                .iter()
+                .enumerate()
+                .filter(|(_, o)| **o != Operand::Streamed)
+                .fold(0, |mask, (k, _)| mask | 1 << k),
+        })
+    }
+
+    /// Builds one function of `params` pointer-sized parameters with
+    /// `define`; returns its module (which owns the code) and its address.
+    fn build(
+        &mut self,
+        params: usize,
+        define: impl FnOnce(
+            &mut cranelift_codegen::ir::Function,
+            &mut FunctionBuilderContext,
+            cranelift_codegen::isa::TargetFrontendConfig,
+            cranelift_codegen::isa::CallConv,
+        ) -> Result<(), String>,
+    ) -> Result<(JITModule, *const u8), String> {
         // Fresh builder state for each kernel: nothing half-built by an
         // earlier failure can leak into this one.
         self.context = FunctionBuilderContext::new();
@@ -285,7 +342,9 @@ impl Compiler {
         ));
         let pointer = module.target_config().pointer_type();
         let mut signature = module.make_signature();
-        signature.params.extend([AbiParam::new(pointer); 3]);
+        signature
+            .params
+            .extend(std::iter::repeat_n(AbiParam::new(pointer), params));
         let id = module
             .declare_function("kernel", Linkage::Local, &signature)
             .map_err(|e| e.to_string())?;
@@ -293,9 +352,7 @@ impl Compiler {
         context.func.signature = signature;
         context.func.name = UserFuncName::user(0, id.as_u32());
         let call_conv = self.isa.default_call_conv();
-        codegen::define(
-            group,
-            operands,
+        define(
             &mut context.func,
             &mut self.context,
             module.target_config(),
@@ -310,21 +367,40 @@ impl Compiler {
         }
         module.finalize_definitions().map_err(|e| e.to_string())?;
         let code = module.get_finalized_function(id);
-        // SAFETY: `code` is the function just defined, with the `Entry`
-        // signature in the ISA's default calling convention, which is
-        // `extern "C"` on the hosts Cranelift supports.
-        let entry = unsafe { std::mem::transmute::<*const u8, Entry>(code) };
-        Ok(Kernel {
-            module: Some(module),
-            entry,
-            inputs: group.inputs,
-            uniform: operands
-                .iter()
-                .enumerate()
-                .filter(|(_, o)| **o != Operand::Streamed)
-                .fold(0, |mask, (k, _)| mask | 1 << k),
-        })
+        Ok((module, code))
     }
+}
+
+/// Compiles `group` (over numbers) as a function of flat arrays:
+/// `f(inputs, outputs)` with operand `k` at `inputs[k]` and result `r`
+/// written to `outputs[r]`.
+pub fn compile_flat(group: &FusedGroup) -> Result<scalar::FlatKernel, String> {
+    with_compiler(|compiler| {
+        let (module, code) = compiler.build(2, |func, context, config, call_conv| {
+            scalar::define_flat(group, func, context, config, call_conv)
+        })?;
+        Ok(scalar::FlatKernel::new(module, code, group))
+    })
+}
+
+/// Compiles `group` (over numbers; its first `leaves` operands are a
+/// loop's state, the next the step index, the rest captured numbers, and
+/// its results the next state) as a whole loop:
+/// `f(state, captures, from, to)` runs steps `from..to` in registers.
+pub fn compile_loop(group: &FusedGroup, leaves: usize) -> Result<scalar::LoopKernel, String> {
+    with_compiler(|compiler| {
+        let (module, code) = compiler.build(4, |func, context, config, call_conv| {
+            scalar::define_loop(group, leaves, func, context, config, call_conv)
+        })?;
+        Ok(scalar::LoopKernel::new(module, code, group, leaves))
+    })
+}
+
+fn with_compiler<T>(f: impl FnOnce(&mut Compiler) -> Result<T, String>) -> Result<T, String> {
+    COMPILER.with(|c| match c.borrow_mut().as_mut() {
+        Some(compiler) => f(compiler),
+        None => Err("no Cranelift backend for this host".to_string()),
+    })
 }
 
 #[cfg(test)]
