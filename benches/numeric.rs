@@ -281,6 +281,14 @@ fn w6(c: &mut Criterion) {
     check("W6 x_K jit vs interpreted", v[1], v[0], 1e-15);
     check("W6 dx_K/dr (grad)", v[2], JAX_W6_DERIVATIVE, 1e-9);
     check("W6 dx_K/dr (jvp)", v[3], JAX_W6_DERIVATIVE, 1e-9);
+    check("W6 x_K scan vs interpreted", v[4], v[0], 1e-15);
+    check(
+        "W6 dx_K/dr (scan, store-all)",
+        v[5],
+        JAX_W6_DERIVATIVE,
+        1e-9,
+    );
+    check("W6 dx_K/dr (scan, revolve)", v[6], JAX_W6_DERIVATIVE, 1e-9);
 
     let r = [Value::from(2.9)];
     let mut group = slow_group(c, "w6_logistic_1e5", 6);
@@ -289,6 +297,9 @@ fn w6(c: &mut Criterion) {
         ("f_jit", "logistic-jit"),
         ("grad_reverse", "logistic-grad"),
         ("jvp_forward", "logistic-jvp"),
+        ("f_scan", "logistic-scan"),
+        ("grad_scan_store_all", "logistic-scan-grad"),
+        ("grad_scan_revolve", "logistic-revolve-grad"),
     ] {
         let f = global(&eps, name);
         group.bench_function(label, |b| {

@@ -1,7 +1,7 @@
 ;; W6: logistic map x <- r x (1 - x), x0 = 0.3, r = 2.9, K = 10^5 steps, as a
-;; plain Lisp loop (traced and unrolled under grad/jvp/jit); d x_K / d r in
-;; reverse and forward mode (DESIGN.md; issue 4). JAX (lax.fori_loop) gives
-;; d x_K / d r = 0.11890606420927814.
+;; plain Lisp loop (traced and unrolled under grad/jvp/jit; issue 4) and as a
+;; `scan` (compiled once; issue 5); d x_K / d r in reverse and forward mode
+;; (DESIGN.md). JAX (lax.fori_loop) gives d x_K / d r = 0.11890606420927814.
 
 (define K 100000)
 (define r0 2.9)
@@ -17,5 +17,13 @@
 (define logistic-grad (grad logistic))
 (define (logistic-jvp r) (jvp logistic (list r) (list 1.0)))
 
+(define (logistic-scan r)
+  (scan (lambda (x i) (* r x (- 1.0 x))) 0.3 K :checkpoint 'store-all))
+(define (logistic-revolve r)
+  (scan (lambda (x i) (* r x (- 1.0 x))) 0.3 K))
+(define logistic-scan-grad (grad logistic-scan))
+(define logistic-revolve-grad (grad logistic-revolve))
+
 (define (w6-check)
-  (list (logistic r0) (logistic-jit r0) (logistic-grad r0) (second (logistic-jvp r0))))
+  (list (logistic r0) (logistic-jit r0) (logistic-grad r0) (second (logistic-jvp r0))
+        (logistic-scan r0) (logistic-scan-grad r0) (logistic-revolve-grad r0)))

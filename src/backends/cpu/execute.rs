@@ -377,6 +377,11 @@ struct Pool {
 /// The most storage the pool keeps (per thread).
 const POOL_BYTES: usize = 512 << 20;
 
+/// The most free buffers of one length the pool keeps: a loop whose
+/// operations free more buffers of a length than they take (structural
+/// operations allocate their own) must not fill the pool with them.
+const POOL_PER_LENGTH: usize = 16;
+
 thread_local! {
     static POOL: std::cell::RefCell<Pool> = std::cell::RefCell::new(Pool {
         free: FxHashMap::default(),
@@ -409,9 +414,11 @@ fn recycle(array: Rc<ArrayD<f64>>) {
     }
     POOL.with(|pool| {
         let mut pool = pool.borrow_mut();
-        if pool.bytes + data.len() * 8 <= POOL_BYTES {
-            pool.bytes += data.len() * 8;
-            pool.free.entry(data.len()).or_default().push(data);
+        let len = data.len();
+        let room = pool.free.get(&len).map_or(0, Vec::len) < POOL_PER_LENGTH;
+        if room && pool.bytes + len * 8 <= POOL_BYTES {
+            pool.bytes += len * 8;
+            pool.free.entry(len).or_default().push(data);
         }
     });
 }

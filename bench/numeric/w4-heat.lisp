@@ -1,0 +1,39 @@
+;; W4: heat equation, N = 10^4 grid points, T = 10^4 explicit steps; the
+;; gradient of sum(u_T^2) with respect to u_0 and alpha (DESIGN.md; issue 5).
+;; Same data as bench/reference/heat_w4.py.
+;;
+;;   epsilon run bench/numeric/w4-heat.lisp STRATEGY [N T]
+;;
+;; STRATEGY is store-all, revolve (100 snapshots), or auto (a 10 MB budget).
+;; Prints the loss, the gradient's checksums and the time of each of three
+;; gradient calls; run it under `/usr/bin/time -v` for the peak RSS.
+
+(define strategy (if (null? *args*) "revolve" (car *args*)))
+(define N (if (> (length *args*) 1) (string->number (second *args*)) 10000))
+(define T (if (> (length *args*) 2) (string->number (nth *args* 2)) 10000))
+(define alpha 0.25)
+(define u0 (sin (* 3.0 (linspace 0.0 1.0 N))))
+
+(define (heat-step a)
+  (lambda (u i) (+ u (* a (- (+ (roll u 1) (roll u -1)) (* 2.0 u))))))
+
+(define (loss u0 a)
+  (let ((u (cond ((equal? strategy "store-all")
+                  (scan (heat-step a) u0 T :checkpoint 'store-all))
+                 ((equal? strategy "auto")
+                  (scan (heat-step a) u0 T :checkpoint 'auto :memory-budget 10000000))
+                 (else (scan (heat-step a) u0 T :checkpoint 'revolve :snapshots 100)))))
+    (sum (* u u))))
+
+(define g (grad loss :wrt '(0 1)))
+(define (report)
+  (let ((grads (g u0 alpha)))
+    (display (list 'strategy strategy 'N N 'T T 'loss (loss u0 alpha)
+                   'grad-u0-sum (sum (car grads)) 'grad-alpha (second grads)))
+    (newline)))
+(report)
+(dotimes (k 3)
+  (let ((start (clock)))
+    (g u0 alpha)
+    (display (list 'seconds (- (clock) start)))
+    (newline)))
