@@ -229,3 +229,77 @@ fn scan_errors_are_clear() {
         3.0
     );
 }
+
+/// `(checkpoint f)` computes what `f` computes, and its gradients equal
+/// `f`'s (the backward pass recomputes `f`'s intermediates instead of
+/// reading stored ones).
+#[test]
+fn checkpointed_functions_have_the_same_values_and_gradients() {
+    let mut engine = scan_engine();
+    eval(
+        &mut engine,
+        r"
+(define (layer W b x) (tanh (+ (matmul W x) b)))
+(define clayer (checkpoint layer))
+(define (net f W b x) (sum (f W b (f W b x))))
+(define b5 (* 0.1 (randn '(5))))
+(define (pair a b) (list (* a (sin b)) (+ a (exp b))))
+(define cpair (checkpoint pair))
+(define (use-pair p a b) (let ((r (p a b))) (+ (sum (car r)) (sum (second r)))))
+",
+    );
+    for (plain, checkpointed, args) in [
+        (
+            "(lambda (W b x) (net layer W b x))",
+            "(lambda (W b x) (net clayer W b x))",
+            "(list W b5 h0)",
+        ),
+        (
+            "(lambda (a b) (use-pair pair a b))",
+            "(lambda (a b) (use-pair cpair a b))",
+            "(list [0.5 -1.0 2.0] [0.1 0.2 0.3])",
+        ),
+    ] {
+        let want = parts(&eval(
+            &mut engine,
+            &format!("(apply (grad {plain} :wrt 'all) {args})"),
+        ))
+        .unwrap();
+        let got = parts(&eval(
+            &mut engine,
+            &format!("(apply (grad {checkpointed} :wrt 'all) {args})"),
+        ))
+        .unwrap();
+        for (g, w) in got.iter().zip(&want) {
+            compare(checkpointed, g, w, 1e-13).unwrap();
+        }
+        let error = number(&mut engine, &format!("(check-grad {checkpointed} {args})"));
+        assert!(error < 1e-6, "{checkpointed}: check-grad {error}");
+        let value = number(&mut engine, &format!("(apply {checkpointed} {args})"));
+        let plain_value = number(&mut engine, &format!("(apply {plain} {args})"));
+        assert!(close(value, plain_value, 1e-14));
+    }
+    // Outside differentiation it is a plain call; results keep their
+    // structure.
+    let result = parts(&eval(&mut engine, "(cpair 2 3)")).unwrap();
+    assert_eq!(result.len(), 2);
+    // The tape holds f's results and the loop, not f's intermediates.
+    let shown = eval(
+        &mut engine,
+        "(show-tape (lambda (W b x) (net clayer W b x)) (list W b5 h0))",
+    );
+    assert!(
+        shown.to_string().contains("scan-vjp[1 Recompute]"),
+        "{shown}"
+    );
+    let error = engine
+        .eval("((grad (checkpoint (lambda (x) (if (> x 0) x (- x))))) 1.5)")
+        .expect_err("branches on its argument");
+    assert!(
+        error
+            .to_string()
+            .contains("recomputed in the backward pass"),
+        "{}",
+        error.render()
+    );
+}

@@ -93,6 +93,108 @@ pub fn scan(
     Ok(rebuild_in_order(&tree, &mut results.into_iter()))
 }
 
+/// Calls `(checkpoint f)` on `args`. Inside a traced function, `f` runs as
+/// a loop of one step whose state is `f`'s arguments and results, reversed
+/// by recomputation: the tape keeps `f`'s results, not its intermediates,
+/// and the reverse recomputes them. Elsewhere it is a plain call.
+pub fn checkpoint_call(interp: &mut Interp, f: &Value, args: &[Value]) -> EvalResult<Value> {
+    let Some(outer) = interp.numeric.trace.clone() else {
+        return interp.apply(f, args.to_vec());
+    };
+    let mut leaves = Vec::new();
+    let arg_tree = flatten(
+        &Value::list(args.to_vec()),
+        &mut leaves,
+        "the arguments of a checkpointed function",
+    )?;
+    let shapes: Vec<Shape> = leaves.iter().map(leaf_shape).collect();
+    let body: TraceRef = Rc::new(RefCell::new(Trace::loop_body(Some(Rc::clone(&outer)))));
+    let arg_ids: Vec<Id> = shapes
+        .iter()
+        .map(|shape| body.borrow_mut().add_input(zeros(shape)))
+        .collect();
+    // The index of the one step (unused by `f`).
+    body.borrow_mut().add_input(Buf::Scalar(0.0));
+    let traced_args = rebuild_in_order(&arg_tree, &mut arg_ids.iter().map(|&id| traced(&body, id)));
+    let saved = interp.numeric.trace.replace(Rc::clone(&body));
+    let result = interp.apply(f, traced_args.list_to_vec()?);
+    interp.numeric.trace = saved;
+    let result = result?;
+    let mut results = Vec::new();
+    let result_tree = flatten(
+        &result,
+        &mut results,
+        "the results of a checkpointed function",
+    )?;
+    let roots: Vec<Id> = results
+        .iter()
+        .map(|v| node_of(&body, v))
+        .collect::<EvalResult<_>>()?;
+    let b = body.borrow();
+    let result_shapes: Vec<Shape> = roots.iter().map(|&r| b.graph.shape(r).clone()).collect();
+    let captures = captured(&b, shapes.len() + 1).map_err(|_| {
+        EvalError::type_error(
+            "a checkpointed function looks at the values of its arguments (if, while, a comparison of numbers, printing): it is recomputed in the backward pass, so it cannot branch on them",
+        )
+    })?;
+    // The loop's state is the arguments, then the results: inputs move up
+    // by one per result, and the results get inputs of their own.
+    let (arguments, results_count) = (shapes.len(), result_shapes.len());
+    let mut nodes: Vec<TNode> = b
+        .graph
+        .nodes()
+        .iter()
+        .map(|node| match &node.op {
+            TOp::Input { index, shape } if *index as usize >= arguments => TNode::new(
+                TOp::Input {
+                    index: index + results_count as u32,
+                    shape: shape.clone(),
+                },
+                &[],
+            ),
+            _ => node.clone(),
+        })
+        .collect();
+    drop(b);
+    for (k, shape) in result_shapes.iter().enumerate() {
+        nodes.push(TNode::new(
+            TOp::Input {
+                index: (arguments + k) as u32,
+                shape: shape.clone(),
+            },
+            &[],
+        ));
+    }
+    let body_roots: Vec<Id> = arg_ids.iter().chain(&roots).copied().collect();
+    let limits = TensorLimits::for_level(interp.symbolic.level);
+    let body = optimized_body(interp, &nodes, &body_roots, limits);
+    let state_shapes: Vec<Shape> = shapes.iter().chain(&result_shapes).cloned().collect();
+    let spec = Arc::new(ScanSpec::new(
+        body,
+        state_shapes.clone(),
+        captures.iter().map(|(_, s)| s.clone()).collect(),
+        captures
+            .iter()
+            .map(|(origin, _)| matches!(origin, Origin::Traced(_)))
+            .collect(),
+        1,
+        Strategy::Recompute,
+        limits,
+    ));
+    let mut state: Vec<Id> = leaves
+        .iter()
+        .map(|leaf| node_of(&outer, leaf))
+        .collect::<EvalResult<_>>()?;
+    for shape in &result_shapes {
+        state.push(outer.borrow_mut().graph.full(0.0, shape));
+    }
+    let outputs = record_nodes(&outer, &spec, state, &captures, &state_shapes)?;
+    Ok(rebuild_in_order(
+        &result_tree,
+        &mut outputs.into_iter().skip(arguments),
+    ))
+}
+
 /// The shape of a state leaf.
 fn leaf_shape(leaf: &Value) -> Shape {
     match leaf {
@@ -146,12 +248,18 @@ fn trace_step(
             )));
         }
     }
+    let captures = captured(&b, shapes.len() + 1)?;
+    Ok(((b.graph.nodes().to_vec(), roots), captures))
+}
+
+/// The captured values of a traced body whose captures start at input
+/// `first_capture`; refuses a body that looked at values.
+fn captured(b: &Trace, first_capture: usize) -> EvalResult<Vec<(Origin, Shape)>> {
     if b.inspected {
         return Err(EvalError::type_error(
             "the step looks at the values of its state (if, while, a comparison of numbers, printing): it is compiled once for every step, so it cannot branch on them; use where, or a Lisp loop",
         ));
     }
-    let first_capture = shapes.len() + 1;
     let input_nodes: FxHashMap<usize, Id> = b
         .graph
         .nodes()
@@ -176,7 +284,7 @@ fn trace_step(
             (origin, Shape::from(b.inputs[j].shape()))
         })
         .collect();
-    Ok(((b.graph.nodes().to_vec(), roots), captures))
+    Ok(captures)
 }
 
 /// The body optimized, from the cache when this program was seen before.
@@ -220,10 +328,21 @@ fn record(
     captures: &[(Origin, Shape)],
     shapes: &[Shape],
 ) -> EvalResult<Vec<Value>> {
-    let mut children: Vec<Id> = leaves
+    let leaves: Vec<Id> = leaves
         .iter()
         .map(|leaf| node_of(outer, leaf))
         .collect::<EvalResult<_>>()?;
+    record_nodes(outer, spec, leaves, captures, shapes)
+}
+
+/// `record` with the initial state's leaves given as nodes.
+fn record_nodes(
+    outer: &TraceRef,
+    spec: &Arc<ScanSpec>,
+    mut children: Vec<Id>,
+    captures: &[(Origin, Shape)],
+    shapes: &[Shape],
+) -> EvalResult<Vec<Value>> {
     for (origin, _) in captures {
         children.push(match origin {
             Origin::Traced(value) => node_of(outer, value)?,

@@ -342,6 +342,15 @@ fn stop_gradient(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     Ok(args[0].clone())
 }
 
+fn checkpoint(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    expect_function(&args[0])?;
+    let f = args[0].clone();
+    let name = format!("checkpoint of {}", function_name(&f));
+    Ok(native(name, move |interp, call_args| {
+        autodiff::scan::checkpoint_call(interp, &f, call_args)
+    }))
+}
+
 fn jit(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     expect_function(&args[0])?;
     let f = args[0].clone();
@@ -583,6 +592,7 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("jvp", "(jvp f args tangents)", "Jacobian-vector product (forward mode): (value tangent-of-result) of f at the list args, for a list of tangents.", 3, Some(3), jvp),
     builtin("hvp", "(hvp f args v)", "Hessian-vector product of the scalar function f with respect to its first argument, at the list args.", 3, Some(3), hvp),
     builtin("stop-gradient", "(stop-gradient x)", "x, treated as a constant by differentiation.", 1, Some(1), stop_gradient),
+    builtin("checkpoint", "(checkpoint f)", "f, whose intermediates a gradient recomputes in the backward pass instead of storing (only f's results are kept).", 1, Some(1), checkpoint),
     builtin("jit", "(jit f)", "f compiled to a tape: traced and compiled once per argument-shape signature (and branch path), then run on the backend.", 1, Some(1), jit),
     builtin("check-grad", "(check-grad f args)", "The largest relative error of f's gradient (all arguments) against central finite differences, at the list args.", 2, Some(2), check_grad),
     builtin("tape-stats", "(tape-stats f args)", "An association list describing the compiled gradient tape of f at args: instructions, stored and recomputed values, peak bytes, flops, cache use.", 2, Some(2), tape_stats),
