@@ -303,3 +303,50 @@ fn checkpointed_functions_have_the_same_values_and_gradients() {
         error.render()
     );
 }
+
+/// `tape-stats` reports what the executor measured: snapshots within the
+/// strategy's count (and the memory budget), values recomputed by the
+/// reverse, and peak bytes.
+#[test]
+fn tape_stats_measure_snapshots_and_recomputation() {
+    let mut engine = scan_engine();
+    eval(
+        &mut engine,
+        r"
+(define field (sin (linspace 0 3 1000)))
+(define (heat-loss strategy k)
+  (lambda (u) (sum (scan (heat-step 0.2) u 200 :checkpoint strategy :snapshots k))))
+(define (stat f key) (second (assoc key (tape-stats f (list field)))))
+",
+    );
+    let state_bytes = 1000.0 * 8.0;
+    let stat = |engine: &mut Engine, f: &str, key: &str| -> f64 {
+        number(engine, &format!("(stat {f} '{key})"))
+    };
+    // Store-all keeps every state and recomputes no step (only each step's
+    // intermediates, inside its reverse step).
+    let f = "(heat-loss 'store-all 1)";
+    assert_eq!(stat(&mut engine, f, "snapshot-bytes"), 200.0 * state_bytes);
+    let per_step = stat(&mut engine, f, "recomputed-values") / 200.0;
+    assert!(per_step >= 1.0, "{per_step}");
+    // Revolve keeps at most k states and recomputes the binomial count.
+    for k in [1usize, 3, 10] {
+        let f = format!("(heat-loss 'revolve {k})");
+        let held = stat(&mut engine, &f, "snapshot-bytes");
+        assert!(held <= k as f64 * state_bytes, "k = {k}: {held} bytes");
+        let steps = epsilon::tape::checkpoint::binomial_recomputations(200, k) as f64;
+        let recomputed = stat(&mut engine, &f, "recomputed-values");
+        assert_eq!(recomputed, (steps + 200.0) * per_step, "k = {k}");
+        assert!(stat(&mut engine, &f, "measured-peak-bytes") >= held);
+    }
+    // 'auto fits its snapshots in the memory budget.
+    for budget in [8_000, 30_000, 100_000] {
+        let f = format!(
+            "(lambda (u) (sum (scan (heat-step 0.2) u 200 :checkpoint 'auto :memory-budget {budget})))"
+        );
+        let held = stat(&mut engine, &f, "snapshot-bytes");
+        assert!(held <= budget as f64, "budget {budget}: {held} bytes");
+        let error = number(&mut engine, &format!("(check-grad {f} (list field))"));
+        assert!(error < 1e-6, "budget {budget}: check-grad {error}");
+    }
+}

@@ -339,12 +339,19 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
                 }
             }
         };
-        slots[instruction.out as usize] = Some(value);
+        super::measure::alive(owned_bytes(&value));
+        if let Some(old) = slots[instruction.out as usize].replace(value) {
+            super::measure::dead(owned_bytes(&old));
+        }
         for &slot in &instruction.frees {
             if slot == instruction.out {
                 continue;
             }
-            match slots[slot as usize].take() {
+            let freed = slots[slot as usize].take();
+            if let Some(freed) = &freed {
+                super::measure::dead(owned_bytes(freed));
+            }
+            match freed {
                 Some(Val::Array(array) | Val::Slice { base: array, .. })
                 | Some(Val::Padded {
                     inner: Flat::Data { base: array, .. },
@@ -354,7 +361,7 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
             }
         }
     }
-    Ok(tape
+    let outputs = tape
         .outputs
         .iter()
         .map(|&s| {
@@ -363,7 +370,20 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
                 .expect("outputs are computed")
                 .into_buf()
         })
-        .collect())
+        .collect();
+    for value in slots.iter().flatten() {
+        super::measure::dead(owned_bytes(value));
+    }
+    Ok(outputs)
+}
+
+/// The bytes a value owns (views of other values own none).
+fn owned_bytes(value: &Val) -> usize {
+    match value {
+        Val::Scalar(_) => 8,
+        Val::Array(a) => a.len() * 8,
+        _ => 0,
+    }
 }
 
 /// Storage kept for reuse across instructions and runs, by length. Fresh

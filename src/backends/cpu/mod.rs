@@ -5,6 +5,7 @@
 
 mod elementwise;
 mod execute;
+pub mod measure;
 pub mod native;
 mod native_task;
 mod scalar_loop;

@@ -6,7 +6,7 @@
 //! live on a stack of numbers (the schedules store and free in LIFO order).
 
 use super::elementwise::apply_chunk;
-use super::native;
+use super::{measure, native};
 use crate::egraph::tensor::TOp;
 use crate::tape::checkpoint::Action;
 use crate::tape::scan::LoopTapes;
@@ -95,9 +95,13 @@ impl ScalarLoop {
         let mut reverse_outputs = vec![0.0; leaves + differentiable];
         let mut captured = vec![0.0; differentiable];
         let schedule = tapes.schedule();
+        let (values, flops) = (tapes.body.stats.values, tapes.body.stats.flops);
         if schedule.max_snapshots >= tapes.spec.n {
             // Every state kept: one pass forward, one back, no schedule.
             let n = tapes.spec.n;
+            measure::stored(n * leaves * 8);
+            // Each reverse step recomputes the step's intermediates.
+            measure::recomputed(n, values, flops);
             let mut trail: Vec<f64> = Vec::with_capacity(n * leaves);
             for i in 0..n {
                 trail.extend(working[..leaves].iter().copied());
@@ -116,16 +120,23 @@ impl ScalarLoop {
                     *total += term;
                 }
             }
+            measure::released(n * leaves * 8);
             let mut all = reverse_inputs[body..].to_vec();
             all.extend(captured);
             return all;
         }
         let mut snapshots: Vec<f64> = Vec::with_capacity(schedule.max_snapshots * leaves);
         let mut stored: Vec<usize> = Vec::with_capacity(schedule.max_snapshots);
-        for action in &schedule.actions {
+        for (at, action) in schedule.actions.iter().enumerate() {
             match *action {
-                Action::Advance { from, to } => self.advance(&mut working, &mut next, from, to),
+                Action::Advance { from, to } => {
+                    if at >= schedule.forward_prefix {
+                        measure::recomputed(to - from, values, flops);
+                    }
+                    self.advance(&mut working, &mut next, from, to)
+                }
                 Action::Store(i) => {
+                    measure::stored(leaves * 8);
                     snapshots.extend(working[..leaves].iter().copied());
                     stored.push(i);
                 }
@@ -135,11 +146,13 @@ impl ScalarLoop {
                     copy(&mut working[..leaves], &snapshots[top..]);
                 }
                 Action::Free(i) => {
+                    measure::released(leaves * 8);
                     debug_assert_eq!(stored.last(), Some(&i), "frees are last in, first out");
                     stored.pop();
                     snapshots.truncate(snapshots.len() - leaves);
                 }
                 Action::Reverse(i) => {
+                    measure::recomputed(1, values, flops);
                     working[leaves] = i as f64;
                     let body = working.len();
                     copy(&mut reverse_inputs[..body], &working);

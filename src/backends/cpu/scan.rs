@@ -3,7 +3,7 @@
 //! reverse one step with the body's reverse tape).
 
 use super::execute::{Buf, run};
-use super::scalar_loop;
+use super::{measure, scalar_loop};
 use crate::tape::checkpoint::Action;
 use crate::tape::scan::LoopTapes;
 use ndarray::{Array1, ArrayD, IxDyn};
@@ -48,19 +48,35 @@ pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Buf {
     let mut captured: Vec<Option<Buf>> =
         vec![None; spec.differentiable.iter().filter(|d| **d).count()];
     let mut snapshots: FxHashMap<usize, Vec<Buf>> = FxHashMap::default();
-    for action in &tapes.schedule().actions {
+    let schedule = tapes.schedule();
+    let state_bytes: usize = spec
+        .leaves
+        .iter()
+        .map(|s| s.iter().product::<usize>() * 8)
+        .sum();
+    let (values, flops) = (tapes.body.stats.values, tapes.body.stats.flops);
+    for (at, action) in schedule.actions.iter().enumerate() {
         match *action {
-            Action::Advance { from, to } => advance(tapes, &mut working, from, to),
+            Action::Advance { from, to } => {
+                if at >= schedule.forward_prefix {
+                    measure::recomputed(to - from, values, flops);
+                }
+                advance(tapes, &mut working, from, to)
+            }
             Action::Store(i) => {
+                measure::stored(state_bytes);
                 snapshots.insert(i, working[..leaves].to_vec());
             }
             Action::Restore(i) => {
                 working[..leaves].clone_from_slice(&snapshots[&i]);
             }
             Action::Free(i) => {
+                measure::released(state_bytes);
                 snapshots.remove(&i);
             }
             Action::Reverse(i) => {
+                // The reverse step recomputes the step's intermediates.
+                measure::recomputed(1, values, flops);
                 working[leaves] = Buf::Scalar(i as f64);
                 let mut inputs = working.clone();
                 inputs.append(&mut cotangents);

@@ -457,7 +457,8 @@ fn tape_of(interp: &mut Interp, args: &Args) -> EvalResult<Outcome> {
 }
 
 fn tape_stats(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
-    let outcome = tape_of(interp, args)?;
+    let (outcome, measured) = crate::backends::cpu::measure::measure(|| tape_of(interp, args));
+    let outcome = outcome?;
     let compiled = outcome
         .compiled
         .ok_or_else(|| EvalError::type_error("tape-stats inside a traced function has no tape"))?;
@@ -467,8 +468,17 @@ fn tape_stats(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     Ok(Value::list([
         entry("instructions", int(stats.instructions)),
         entry("stored-values", int(stats.values)),
-        entry("recomputed-values", int(0)),
+        entry(
+            "recomputed-values",
+            Value::Int(measured.recomputed_values as i64),
+        ),
+        entry(
+            "recomputation-flops",
+            Value::Int(measured.recomputed_flops as i64),
+        ),
         entry("peak-bytes", int(stats.peak_bytes)),
+        entry("measured-peak-bytes", int(measured.peak_bytes)),
+        entry("snapshot-bytes", int(measured.peak_snapshot_bytes)),
         entry("flops", Value::Int(stats.flops as i64)),
         entry("fused-groups", int(stats.fused_groups)),
         entry("program-nodes", int(compiled.program_nodes)),
