@@ -191,6 +191,8 @@ fn schedule(
         total_bytes: total,
         flops,
         fused_groups,
+        memory_budget: None,
+        rematerialized: 0,
     };
     Tape {
         instructions,

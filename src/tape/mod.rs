@@ -10,10 +10,12 @@ pub mod checkpoint;
 mod compile;
 mod fuse;
 mod push_pads;
+mod remat;
 pub mod scan;
 mod show;
 
 pub use compile::compile;
+pub use remat::compile_within;
 
 use crate::egraph::tensor::{Shape, TOp};
 use smallvec::SmallVec;
@@ -106,4 +108,8 @@ pub struct TapeStats {
     pub flops: u64,
     /// Elementwise groups fused.
     pub fused_groups: usize,
+    /// The memory budget the tape was compiled for, if any.
+    pub memory_budget: Option<usize>,
+    /// Values computed again to fit the budget (`remat`).
+    pub rematerialized: usize,
 }

@@ -350,3 +350,56 @@ fn tape_stats_measure_snapshots_and_recomputation() {
         assert!(error < 1e-6, "budget {budget}: check-grad {error}");
     }
 }
+
+/// `(set-memory-budget! bytes)`: tapes compiled afterwards recompute cheap
+/// elementwise values instead of keeping them alive, when that lowers the
+/// peak; the gradient is the same; `tape-stats` says whether the tape fits.
+#[test]
+fn a_memory_budget_rematerializes_cheap_values() {
+    let mut engine = scan_engine();
+    eval(
+        &mut engine,
+        r"
+(define x (linspace -1 1 100000))
+(define (f x)
+  (let* ((a (exp (sin x)))
+         (c (matmul (reshape (* a a) '(1 100000)) (reshape x '(100000 1)))))
+    (+ (sum (* (tanh c) 2)) (sum (* a (cos x))))))
+(define (stat key) (second (assoc key (tape-stats f (list x)))))
+(define plain ((grad f) x))
+",
+    );
+    let unlimited = number(&mut engine, "(stat 'peak-bytes)");
+    for (budget, fits) in [(4_000_100usize, true), (1_000, false)] {
+        eval(&mut engine, &format!("(set-memory-budget! {budget})"));
+        let peak = number(&mut engine, "(stat 'peak-bytes)");
+        let measured = number(&mut engine, "(stat 'measured-peak-bytes)");
+        assert!(
+            peak < unlimited,
+            "budget {budget}: {peak} not under {unlimited}"
+        );
+        assert_eq!(
+            measured, peak,
+            "the executor measures what the compiler planned"
+        );
+        assert!(number(&mut engine, "(stat 'rematerialized-values)") >= 1.0);
+        let within = eval(&mut engine, "(stat 'within-budget)");
+        assert_eq!(
+            within.to_string(),
+            if fits { "#t" } else { "#f" },
+            "budget {budget}"
+        );
+        let difference = number(&mut engine, "(max (abs (- plain ((grad f) x))))");
+        assert_eq!(difference, 0.0, "the same gradient under budget {budget}");
+    }
+    eval(&mut engine, "(set-memory-budget! #f)");
+    assert_eq!(number(&mut engine, "(stat 'peak-bytes)"), unlimited);
+    for bad in ["(set-memory-budget! -5)", "(set-memory-budget! \"big\")"] {
+        let error = engine.eval(bad).expect_err(bad);
+        assert!(
+            error.to_string().contains("positive number of bytes"),
+            "{}",
+            error.render()
+        );
+    }
+}

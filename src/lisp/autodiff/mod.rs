@@ -20,7 +20,7 @@ use crate::egraph::tensor::optimize::{TensorLimits, TensorReport, optimize};
 use crate::egraph::tensor::reverse::refusal;
 use crate::egraph::tensor::shape::show;
 use crate::egraph::tensor::{Shape, TNode, TOp, TensorGraph, jvp, vjp};
-use crate::tape::{Tape, compile};
+use crate::tape::{Tape, compile, compile_within};
 use egg::Id;
 use rustc_hash::{FxHashMap, FxHasher};
 use smallvec::SmallVec;
@@ -50,6 +50,8 @@ pub struct NumericState {
     next_tag: u32,
     /// Optimized loop bodies and compiled loops (`scan`).
     pub(crate) loops: scan::LoopCache,
+    /// The memory budget of compiled tapes (`set-memory-budget!`).
+    pub memory_budget: Option<usize>,
 }
 
 struct CacheEntry {
@@ -608,14 +610,17 @@ fn compiled_for(interp: &mut Interp, trace: &TraceRef, roots: &[Id]) -> (Rc<Comp
     let nodes = &graph.nodes()[..upto];
     // Inputs the roots do not reach still belong to the tape's signature.
     let input_shapes: Vec<Shape> = borrowed.inputs.iter().map(|b| b.shape().into()).collect();
+    let budget = interp.numeric.memory_budget;
     let mut hasher = FxHasher::default();
     nodes.hash(&mut hasher);
     roots.hash(&mut hasher);
     input_shapes.hash(&mut hasher);
+    budget.hash(&mut hasher);
     let key = hasher.finish();
     if let Some(entries) = interp.numeric.cache.get(&key) {
         if let Some(entry) = entries.iter().find(|e| {
             e.roots == roots
+                && e.compiled.tape.stats.memory_budget == budget
                 && e.compiled.tape.input_shapes == input_shapes
                 && e.nodes[..] == *nodes
         }) {
@@ -626,12 +631,21 @@ fn compiled_for(interp: &mut Interp, trace: &TraceRef, roots: &[Id]) -> (Rc<Comp
     interp.numeric.misses += 1;
     let limits = TensorLimits::for_level(interp.symbolic.level);
     let optimized = optimize(nodes, roots, limits);
-    let tape = compile(
-        &optimized.expr,
-        &optimized.shapes,
-        &optimized.roots,
-        &input_shapes,
-    );
+    let tape = match budget {
+        None => compile(
+            &optimized.expr,
+            &optimized.shapes,
+            &optimized.roots,
+            &input_shapes,
+        ),
+        Some(budget) => compile_within(
+            &optimized.expr,
+            &optimized.shapes,
+            &optimized.roots,
+            &input_shapes,
+            budget,
+        ),
+    };
     let compiled = Rc::new(Compiled {
         tape,
         program_nodes: upto,

@@ -478,6 +478,15 @@ fn tape_stats(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         ),
         entry("peak-bytes", int(stats.peak_bytes)),
         entry("measured-peak-bytes", int(measured.peak_bytes)),
+        entry(
+            "memory-budget",
+            stats.memory_budget.map_or(Value::Bool(false), int),
+        ),
+        entry(
+            "within-budget",
+            Value::Bool(stats.memory_budget.is_none_or(|b| stats.peak_bytes <= b)),
+        ),
+        entry("rematerialized-values", int(stats.rematerialized)),
         entry("snapshot-bytes", int(measured.peak_snapshot_bytes)),
         entry("flops", Value::Int(stats.flops as i64)),
         entry("fused-groups", int(stats.fused_groups)),
@@ -512,6 +521,21 @@ fn show_tape(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         .compiled
         .ok_or_else(|| EvalError::type_error("show-tape inside a traced function has no tape"))?;
     Ok(Value::string(compiled.tape.to_string()))
+}
+
+/// `(set-memory-budget! bytes)`, or `#f` for none.
+fn set_memory_budget(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    interp.numeric.memory_budget = match &args[0] {
+        Value::Bool(false) => None,
+        Value::Int(n) if *n > 0 => Some(*n as usize),
+        other => {
+            return Err(EvalError::type_error(format!(
+                "the budget is a positive number of bytes, or #f for none; got {}",
+                other.short()
+            )));
+        }
+    };
+    Ok(Value::Void)
 }
 
 /// `(scan step init n :checkpoint strategy :snapshots k :memory-budget
@@ -602,6 +626,7 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("jvp", "(jvp f args tangents)", "Jacobian-vector product (forward mode): (value tangent-of-result) of f at the list args, for a list of tangents.", 3, Some(3), jvp),
     builtin("hvp", "(hvp f args v)", "Hessian-vector product of the scalar function f with respect to its first argument, at the list args.", 3, Some(3), hvp),
     builtin("stop-gradient", "(stop-gradient x)", "x, treated as a constant by differentiation.", 1, Some(1), stop_gradient),
+    builtin("set-memory-budget!", "(set-memory-budget! bytes)", "Compile later tapes to keep their peak memory under bytes where recomputing cheap elementwise values can (#f: no budget); tape-stats says whether a tape fits.", 1, Some(1), set_memory_budget),
     builtin("checkpoint", "(checkpoint f)", "f, whose intermediates a gradient recomputes in the backward pass instead of storing (only f's results are kept).", 1, Some(1), checkpoint),
     builtin("jit", "(jit f)", "f compiled to a tape: traced and compiled once per argument-shape signature (and branch path), then run on the backend.", 1, Some(1), jit),
     builtin("check-grad", "(check-grad f args)", "The largest relative error of f's gradient (all arguments) against central finite differences, at the list args.", 2, Some(2), check_grad),
