@@ -78,10 +78,16 @@ struct Candidate {
     chain: Vec<TNode>,
 }
 
-/// The chain of elementwise nodes (and broadcast constants) computing
-/// `index` from inputs and constants, in program order; `None` when it
-/// reads anything else or is long.
-fn cheap_chain(nodes: &[TNode], index: usize) -> Option<Vec<usize>> {
+/// The chain of elementwise nodes (and broadcasts) computing `index` from
+/// inputs, constants and values alive at `split` anyway (`last_use` at or
+/// after it), in program order; `None` when it reads anything else or is
+/// long.
+fn cheap_chain(
+    nodes: &[TNode],
+    index: usize,
+    split: usize,
+    last_use: &[usize],
+) -> Option<Vec<usize>> {
     let mut chain = Vec::new();
     let mut stack = vec![index];
     let mut seen = std::collections::BTreeSet::new();
@@ -91,6 +97,7 @@ fn cheap_chain(nodes: &[TNode], index: usize) -> Option<Vec<usize>> {
         }
         match &nodes[i].op {
             TOp::Input { .. } | TOp::Scalar(_) => continue,
+            _ if i != index && last_use[i] >= split => continue,
             op if op.is_elementwise() || matches!(op, TOp::Broadcast(_)) => {
                 chain.push(i);
                 if chain.len() > MAX_CHAIN {
@@ -120,6 +127,15 @@ fn rematerialize_one(
             uses[usize::from(c)].push(i);
         }
     }
+    // Roots are used at the end.
+    for &r in roots {
+        uses[usize::from(r)].push(n);
+    }
+    let last_use: Vec<usize> = uses
+        .iter()
+        .enumerate()
+        .map(|(i, u)| u.iter().copied().max().unwrap_or(i))
+        .collect();
     let mut best: Option<(usize, usize, usize, Vec<usize>)> = None; // score, value, split
     for v in 0..n {
         if !nodes[v].op.is_elementwise() || shapes[v].is_empty() {
@@ -140,7 +156,11 @@ fn rematerialize_one(
         if gap < 2 {
             continue;
         }
-        let Some(chain) = cheap_chain(nodes, v) else {
+        if split >= n {
+            // The late use is a root: nothing to recompute before.
+            continue;
+        }
+        let Some(chain) = cheap_chain(nodes, v, split, &last_use) else {
             continue;
         };
         let copied: Vec<TNode> = chain.iter().map(|&i| nodes[i].clone()).collect();
