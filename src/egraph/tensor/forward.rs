@@ -13,6 +13,7 @@
 
 use super::graph::TensorGraph;
 use super::op::{CmpOp, ReduceOp, Shape, TOp};
+use super::scan::Scan;
 use crate::egraph::partials::{PartialBuilder, local_partials};
 use egg::Id;
 use smallvec::SmallVec;
@@ -81,6 +82,39 @@ struct Sweep<'a> {
 }
 
 impl Sweep<'_> {
+    /// The tangent of a loop's result: a loop over the state and its
+    /// tangent (`ScanSpec::tangent`), whose second half is the tangent.
+    fn scan_tangent(&mut self, scan: &Scan, children: &[Id], inputs: &[Option<Id>]) -> Id {
+        let leaves = scan.leaves.len();
+        let mut operands: Vec<Id> = children[..leaves].to_vec();
+        for k in 0..leaves {
+            let tangent = match inputs[k] {
+                Some(t) => t,
+                None => self.zeros(children[k]),
+            };
+            operands.push(tangent);
+        }
+        operands.extend(&children[leaves..]);
+        let with_tangent: Vec<bool> = inputs[leaves..].iter().map(Option::is_some).collect();
+        operands.extend(inputs[leaves..].iter().flatten());
+        let tangent_scan = Scan::new(scan.tangent(&with_tangent));
+        let both = self.graph.add_valid(TOp::Scan(tangent_scan), &operands);
+        let len: usize = scan
+            .leaves
+            .iter()
+            .map(|s| s.iter().product::<usize>())
+            .sum();
+        let half = self.graph.add_valid(
+            TOp::Slice {
+                axis: 0,
+                start: len,
+                end: 2 * len,
+            },
+            &[both],
+        );
+        self.graph.reshape(half, &scan.output_shape())
+    }
+
     /// The tangent shape of a value of `shape`.
     fn tangent_shape(&self, shape: &[usize]) -> Shape {
         let mut out: Shape = self.batch.into_iter().collect();
@@ -130,8 +164,12 @@ impl Sweep<'_> {
             None => this.zeros(children[k]),
         };
         match &node.op {
-            // Refused before any sweep reaches it (`reverse::refusal`); NaN
-            // rather than a silent zero if that ever changes.
+            TOp::Scan(scan) if self.batch.is_none() => {
+                let (scan, children) = (scan.clone(), children.clone());
+                self.scan_tangent(&scan, &children, inputs)
+            }
+            // Refused before any sweep reaches them (`reverse::refusal`);
+            // NaN rather than a silent zero if that ever changes.
             TOp::Scan(_) | TOp::ScanVjp(_) => self.graph.full(f64::NAN, &out_tangent),
             TOp::Map(_) => {
                 let math = node.math().expect("a Map node has a scalar operator");

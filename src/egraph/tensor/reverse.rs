@@ -80,10 +80,22 @@ pub fn vjp(graph: &mut TensorGraph, seeds: &[(Id, Id)], wrt: &[Id]) -> Vec<Id> {
         .collect()
 }
 
-/// Why derivatives of `seeds`' outputs with respect to `wrt` cannot be
-/// built here, if they cannot: a reverse sweep through a loop's reverse
-/// (`ScanVjp`), or any forward sweep (`forward`) through a loop.
-pub fn refusal(graph: &TensorGraph, outputs: &[Id], wrt: &[Id], forward: bool) -> Option<String> {
+/// How derivatives are about to be built, for `refusal`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sweep {
+    /// A reverse sweep (`grad`, `vjp`, reverse `jacobian`).
+    Reverse,
+    /// One forward sweep with one direction (`jvp`).
+    Forward,
+    /// A batched forward sweep, or forward over reverse (`hessian`, `hvp`,
+    /// forward `jacobian`).
+    Batched,
+}
+
+/// Why derivatives of `outputs` with respect to `wrt` cannot be built
+/// with `sweep`, if they cannot: any sweep through a loop's reverse
+/// (`ScanVjp`), or a batched or second-order sweep through a loop.
+pub fn refusal(graph: &TensorGraph, outputs: &[Id], wrt: &[Id], sweep: Sweep) -> Option<String> {
     let upto = outputs
         .iter()
         .map(|&o| usize::from(o) + 1)
@@ -94,16 +106,16 @@ pub fn refusal(graph: &TensorGraph, outputs: &[Id], wrt: &[Id], forward: bool) -
         active[i]
             && match graph.node(Id::from(i)).op {
                 TOp::ScanVjp(_) => true,
-                TOp::Scan(_) => forward,
+                TOp::Scan(_) => sweep == Sweep::Batched,
                 _ => false,
             }
     })?;
-    Some(match (&graph.node(Id::from(blocked)).op, forward) {
-        (TOp::ScanVjp(_), _) => {
+    Some(match &graph.node(Id::from(blocked)).op {
+        TOp::ScanVjp(_) => {
             "a derivative of a gradient through scan is not supported yet (differentiate the loop once)"
                 .to_string()
         }
-        _ => "forward mode (jvp, hvp, hessian, forward jacobian) through scan is not supported yet; use grad or vjp".to_string(),
+        _ => "hessian, hvp and a forward jacobian through scan are not supported yet; use grad, vjp, jvp or a reverse jacobian".to_string(),
     })
 }
 

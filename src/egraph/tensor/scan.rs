@@ -186,6 +186,88 @@ impl ScanSpec {
         })
     }
 
+    /// The loop over the state and its tangent (forward mode through the
+    /// loop): state leaves then their tangents; captures then the tangents
+    /// of those marked in `with_tangent`. Its body is this body with its
+    /// forward sweep.
+    pub fn tangent(&self, with_tangent: &[bool]) -> ScanSpec {
+        let (leaves, captures) = (self.leaves.len(), self.captures.len());
+        let mut graph = TensorGraph::new();
+        let mut map: Vec<Id> = Vec::with_capacity(self.body.nodes.len());
+        let mut inputs: Vec<Option<Id>> = vec![None; self.body_inputs()];
+        for node in &self.body.nodes {
+            let id = match &node.op {
+                TOp::Input { index, shape } => {
+                    let index = *index as usize;
+                    let moved = if index < leaves {
+                        index
+                    } else {
+                        index + leaves
+                    };
+                    let id = graph.input(moved as u32, shape);
+                    inputs[index] = Some(id);
+                    id
+                }
+                op => {
+                    let children: SmallVec<[Id; 3]> =
+                        node.children.iter().map(|&c| map[usize::from(c)]).collect();
+                    graph.add_valid(op.clone(), &children)
+                }
+            };
+            map.push(id);
+        }
+        let mut seeds: Vec<(Id, Id)> = Vec::new();
+        for (k, shape) in self.leaves.iter().enumerate() {
+            let tangent = graph.input((leaves + k) as u32, shape);
+            if let Some(input) = inputs[k] {
+                seeds.push((input, tangent));
+            }
+        }
+        let mut extra = 0;
+        for (j, shape) in self.captures.iter().enumerate() {
+            if with_tangent.get(j).copied().unwrap_or(false) {
+                let index = 2 * leaves + 1 + captures + extra;
+                extra += 1;
+                let tangent = graph.input(index as u32, shape);
+                if let Some(input) = inputs[leaves + 1 + j] {
+                    seeds.push((input, tangent));
+                }
+            }
+        }
+        let roots: Vec<Id> = self
+            .body
+            .roots
+            .iter()
+            .map(|&r| map[usize::from(r)])
+            .collect();
+        let tangents = super::forward::jvp(&mut graph, &seeds, &roots, None);
+        let all: Vec<Id> = roots.iter().chain(&tangents).copied().collect();
+        let body = Body::optimized(graph.nodes(), &all, self.limits);
+        let tangent_captures = self
+            .captures
+            .iter()
+            .zip(with_tangent)
+            .filter(|(_, t)| **t)
+            .map(|(s, _)| s.clone());
+        ScanSpec::new(
+            body,
+            self.leaves.iter().chain(&self.leaves).cloned().collect(),
+            self.captures
+                .iter()
+                .cloned()
+                .chain(tangent_captures)
+                .collect(),
+            self.differentiable
+                .iter()
+                .copied()
+                .chain(with_tangent.iter().filter(|t| **t).map(|_| true))
+                .collect(),
+            self.n,
+            self.strategy,
+            self.limits,
+        )
+    }
+
     /// The number of the body's inputs: leaves, the index, captures.
     pub fn body_inputs(&self) -> usize {
         self.leaves.len() + 1 + self.captures.len()

@@ -17,7 +17,7 @@ use super::value::Value;
 use crate::backends::Backend;
 use crate::backends::cpu::Cpu;
 use crate::egraph::tensor::optimize::{TensorLimits, TensorReport, optimize};
-use crate::egraph::tensor::reverse::refusal;
+use crate::egraph::tensor::reverse::{Sweep, refusal};
 use crate::egraph::tensor::shape::show;
 use crate::egraph::tensor::{Shape, TNode, TOp, TensorGraph, jvp, vjp};
 use crate::tape::{Tape, compile, compile_within};
@@ -407,16 +407,17 @@ fn derivative_roots(
     // Loops (`scan`) have a reverse but no forward sweep yet, and their
     // reverse is not differentiated again: say so rather than build a
     // wrong derivative.
-    let forward = matches!(
-        request,
-        Request::Jvp | Request::Hvp | Request::Hessian | Request::JacobianForward
-    );
+    let sweep = match request {
+        Request::Jvp => Sweep::Forward,
+        Request::Hvp | Request::Hessian | Request::JacobianForward => Sweep::Batched,
+        _ => Sweep::Reverse,
+    };
     let differentiated: Vec<Id> = request
         .differentiated(arg_leaves.len())
         .iter()
         .flat_map(|&position| arg_leaves[position].iter().map(|&i| leaves[i]))
         .collect();
-    if let Some(message) = refusal(&t.graph, outputs, &differentiated, forward) {
+    if let Some(message) = refusal(&t.graph, outputs, &differentiated, sweep) {
         return Err(EvalError::type_error(message));
     }
     match request {

@@ -277,8 +277,15 @@ pub(crate) fn jacobian_of_function(args: &Args) -> EvalResult<Value> {
         // forward mode builds it as one.
         let nested = interp.numeric.trace.is_some();
         if nested || in_shape.iter().product::<usize>() <= count {
-            let outcome = autodiff::run(interp, &f, call_args, &Request::JacobianForward, &[])?;
-            return Ok(outcome.derivatives.into_iter().next().unwrap_or(Value::Nil));
+            match autodiff::run(interp, &f, call_args, &Request::JacobianForward, &[]) {
+                Ok(outcome) => {
+                    return Ok(outcome.derivatives.into_iter().next().unwrap_or(Value::Nil));
+                }
+                // A loop has no batched forward sweep: go row by row in
+                // reverse mode (at top level).
+                Err(error) if !nested && error.message.contains("through scan") => {}
+                Err(error) => return Err(error),
+            }
         }
         let mut rows = Vec::with_capacity(count);
         for k in 0..count {
