@@ -289,6 +289,7 @@ fn w6(c: &mut Criterion) {
         1e-9,
     );
     check("W6 dx_K/dr (scan, revolve)", v[6], JAX_W6_DERIVATIVE, 1e-9);
+    check("W6 dx_K/dr (scan, jvp)", v[7], JAX_W6_DERIVATIVE, 1e-9);
 
     let r = [Value::from(2.9)];
     let mut group = slow_group(c, "w6_logistic_1e5", 6);
@@ -300,6 +301,7 @@ fn w6(c: &mut Criterion) {
         ("f_scan", "logistic-scan"),
         ("grad_scan_store_all", "logistic-scan-grad"),
         ("grad_scan_revolve", "logistic-revolve-grad"),
+        ("jvp_scan", "logistic-scan-jvp"),
     ] {
         let f = global(&eps, name);
         group.bench_function(label, |b| {

@@ -23,7 +23,9 @@
   (scan (lambda (x i) (* r x (- 1.0 x))) 0.3 K))
 (define logistic-scan-grad (grad logistic-scan))
 (define logistic-revolve-grad (grad logistic-revolve))
+(define (logistic-scan-jvp r) (jvp logistic-revolve (list r) (list 1.0)))
 
 (define (w6-check)
   (list (logistic r0) (logistic-jit r0) (logistic-grad r0) (second (logistic-jvp r0))
-        (logistic-scan r0) (logistic-scan-grad r0) (logistic-revolve-grad r0)))
+        (logistic-scan r0) (logistic-scan-grad r0) (logistic-revolve-grad r0)
+        (second (logistic-scan-jvp r0))))
