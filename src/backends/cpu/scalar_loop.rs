@@ -29,6 +29,8 @@ pub struct ScalarLoop {
     body: Program,
     advance: Option<native::LoopKernel>,
     adjoint: Option<Program>,
+    /// The whole reverse over a trail of every state (for store-all).
+    trail: Option<native::TrailKernel>,
 }
 
 /// The loop prepared for running over numbers, if it is one.
@@ -42,13 +44,20 @@ pub fn prepare(tapes: &LoopTapes) -> Option<Rc<ScalarLoop>> {
             Some(tape) => Some(Program::from_tape(tape)?),
             None => None,
         };
-        let advance = native::native_kernels()
-            .then(|| native::compile_loop(&body.group, tapes.spec.leaves.len()).ok())
+        let leaves = tapes.spec.leaves.len();
+        let native = native::native_kernels();
+        let advance = native
+            .then(|| native::compile_loop(&body.group, leaves).ok())
             .flatten();
+        let trail = match &adjoint {
+            Some(adjoint) if native => native::compile_trail(&adjoint.group, leaves).ok(),
+            _ => None,
+        };
         Some(Rc::new(ScalarLoop {
             body,
             advance,
             adjoint,
+            trail,
         }))
     })();
     PREPARED.with(|p| {
@@ -110,6 +119,18 @@ impl ScalarLoop {
                 }
             }
             let body = working.len();
+            if let Some(kernel) = &self.trail {
+                let mut cotangent = reverse_inputs[body..].to_vec();
+                kernel.reverse(
+                    &trail,
+                    &working[leaves + 1..],
+                    &mut cotangent,
+                    &mut captured,
+                );
+                measure::released(n * leaves * 8);
+                cotangent.extend(captured);
+                return cotangent;
+            }
             for i in (0..n).rev() {
                 copy(&mut working[..leaves], &trail[i * leaves..(i + 1) * leaves]);
                 working[leaves] = i as f64;

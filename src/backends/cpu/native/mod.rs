@@ -20,7 +20,7 @@ mod fold;
 mod lowering;
 mod scalar;
 
-pub use scalar::{FlatKernel, LoopKernel};
+pub use scalar::{FlatKernel, LoopKernel, TrailKernel};
 
 use crate::egraph::tensor::TOp;
 use crate::tape::FusedGroup;
@@ -393,6 +393,19 @@ pub fn compile_loop(group: &FusedGroup, leaves: usize) -> Result<scalar::LoopKer
             scalar::define_loop(group, leaves, func, context, config, call_conv)
         })?;
         Ok(scalar::LoopKernel::new(module, code, group, leaves))
+    })
+}
+
+/// Compiles a loop's reverse body `group` (inputs: `leaves` state
+/// numbers, the index, captures, `leaves` cotangents; results: the state's
+/// cotangent, then captured cotangents) as the whole reverse of a loop
+/// whose states are all kept: `f(trail, captures, cotangent, totals, n)`.
+pub fn compile_trail(group: &FusedGroup, leaves: usize) -> Result<scalar::TrailKernel, String> {
+    with_compiler(|compiler| {
+        let (module, code) = compiler.build(5, |func, context, config, call_conv| {
+            scalar::define_trail(group, leaves, func, context, config, call_conv)
+        })?;
+        Ok(scalar::TrailKernel::new(module, code, group, leaves))
     })
 }
 

@@ -30,6 +30,7 @@ impl Drop for OwnedCode {
 }
 
 type FlatEntry = unsafe extern "C" fn(*const f64, *mut f64);
+type TrailEntry = unsafe extern "C" fn(*const f64, *const f64, *mut f64, *mut f64, usize);
 type LoopEntry = unsafe extern "C" fn(*mut f64, *const f64, usize, usize);
 
 /// `f(inputs, outputs)` over numbers.
@@ -96,6 +97,69 @@ impl LoopKernel {
         // SAFETY: the kernel reads and writes `state[..leaves]` and reads
         // `captures[..self.captures]`, in bounds by the check above.
         unsafe { (self.entry)(state.as_mut_ptr(), captures.as_ptr(), from, to) }
+    }
+}
+
+/// `f(trail, captures, cotangent, totals, n)`: a loop's reverse over a
+/// trail of all its states, from step `n - 1` down to 0.
+pub struct TrailKernel {
+    _code: OwnedCode,
+    entry: TrailEntry,
+    leaves: usize,
+    captures: usize,
+    totals: usize,
+}
+
+impl TrailKernel {
+    pub(super) fn new(
+        module: JITModule,
+        code: *const u8,
+        group: &FusedGroup,
+        leaves: usize,
+    ) -> TrailKernel {
+        TrailKernel {
+            _code: OwnedCode {
+                module: Some(module),
+            },
+            // SAFETY: `code` was defined with this signature (five
+            // pointer-sized parameters) in the default calling convention.
+            entry: unsafe { std::mem::transmute::<*const u8, TrailEntry>(code) },
+            leaves,
+            captures: group.inputs - 2 * leaves - 1,
+            totals: group.results.len() - leaves,
+        }
+    }
+
+    /// Reverses steps `n - 1` down to 0: `trail` holds the `n` states,
+    /// `cotangent` the result's cotangent on entry and the initial state's
+    /// on return; each step's captured cotangents are added to `totals`.
+    pub fn reverse(
+        &self,
+        trail: &[f64],
+        captures: &[f64],
+        cotangent: &mut [f64],
+        totals: &mut [f64],
+    ) {
+        let n = trail.len() / self.leaves.max(1);
+        assert!(
+            trail.len() == n * self.leaves
+                && captures.len() >= self.captures
+                && cotangent.len() >= self.leaves
+                && totals.len() >= self.totals
+        );
+        // SAFETY: the kernel reads `trail[..n * leaves]` and
+        // `captures[..self.captures]`, and reads and writes
+        // `cotangent[..leaves]` and `totals[..self.totals]`, all in bounds
+        // by the check above.
+        unsafe {
+            (self.entry)(
+                trail.as_ptr(),
+                captures.as_ptr(),
+                cotangent.as_mut_ptr(),
+                totals.as_mut_ptr(),
+                n,
+            )
+        }
     }
 }
 
@@ -238,6 +302,100 @@ pub fn define_loop(
     b.switch_to_block(exit);
     let last = b.block_params(exit).to_vec();
     store_all(&mut b, state, &last);
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    b.finalize(config);
+    Ok(())
+}
+
+/// Defines `f(trail, captures, cotangent, totals, n)` for a reverse body
+/// `group` (inputs: state, index, captures, cotangent; results: the
+/// state's cotangent, then captured cotangents): the cotangent and the
+/// totals live in block parameters from step `n - 1` down to 0.
+pub fn define_trail(
+    group: &FusedGroup,
+    leaves: usize,
+    func: &mut Function,
+    context: &mut FunctionBuilderContext,
+    config: TargetFrontendConfig,
+    call_conv: CallConv,
+) -> Result<(), String> {
+    if group.inputs < 2 * leaves + 1 || group.results.len() < leaves {
+        return Err("a reverse body reads state, index, captures and cotangent".to_string());
+    }
+    let (lowerings, known) = prepare(group)?;
+    let captures_count = group.inputs - 2 * leaves - 1;
+    let totals_count = group.results.len() - leaves;
+    let pointer = config.pointer_type();
+    let mut b = FunctionBuilder::new(func, context);
+    let entry = b.create_block();
+    let head = b.create_block();
+    let body = b.create_block();
+    let exit = b.create_block();
+    // Parameters: the steps left (the next step is one less), then the
+    // cotangent and the totals.
+    for block in [head, body] {
+        b.append_block_param(block, pointer);
+    }
+    for block in [head, body, exit] {
+        for _ in 0..leaves + totals_count {
+            b.append_block_param(block, types::F64);
+        }
+    }
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let params = b.block_params(entry).to_vec();
+    let (trail, captured, cotangent, totals, n) =
+        (params[0], params[1], params[2], params[3], params[4]);
+    let mut carried = load_all(&mut b, cotangent, leaves);
+    carried.extend(load_all(&mut b, totals, totals_count));
+    let captures = load_all(&mut b, captured, captures_count);
+    let args = |left: Value, values: &[Value]| -> Vec<BlockArg> {
+        std::iter::once(left)
+            .chain(values.iter().copied())
+            .map(BlockArg::Value)
+            .collect()
+    };
+    b.ins().jump(head, &args(n, &carried));
+
+    b.switch_to_block(head);
+    let params = b.block_params(head).to_vec();
+    let zero = b.ins().iconst(pointer, 0);
+    let more = b.ins().icmp(IntCC::UnsignedGreaterThan, params[0], zero);
+    let values: Vec<BlockArg> = params[1..].iter().copied().map(BlockArg::Value).collect();
+    b.ins()
+        .brif(more, body, &args(params[0], &params[1..]), exit, &values);
+
+    b.switch_to_block(body);
+    let params = b.block_params(body).to_vec();
+    let i = b.ins().iadd_imm_s(params[0], -1);
+    let row = b.ins().imul_imm_s(i, (leaves * 8) as i64);
+    let address = b.ins().iadd(trail, row);
+    let mut operands = load_all(&mut b, address, leaves);
+    operands.push(b.ins().fcvt_from_uint(types::F64, i));
+    operands.extend(&captures);
+    operands.extend(&params[1..1 + leaves]);
+    let code = Code {
+        group,
+        lowerings: &lowerings,
+        known: &known,
+        bases: &[],
+        uniforms: &[],
+        outs: &[],
+        call_conv,
+        pointer,
+    };
+    let results = code.compute(&mut b, &operands);
+    let mut next: Vec<Value> = results[..leaves].to_vec();
+    for (k, &term) in results[leaves..].iter().enumerate() {
+        next.push(b.ins().fadd(params[1 + leaves + k], term));
+    }
+    b.ins().jump(head, &args(i, &next));
+
+    b.switch_to_block(exit);
+    let last = b.block_params(exit).to_vec();
+    store_all(&mut b, cotangent, &last[..leaves]);
+    store_all(&mut b, totals, &last[leaves..]);
     b.ins().return_(&[]);
     b.seal_all_blocks();
     b.finalize(config);
