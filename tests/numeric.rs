@@ -50,6 +50,8 @@ mod regressions;
 mod review;
 #[path = "numeric/scan.rs"]
 mod scan;
+#[path = "numeric/scan_review.rs"]
+mod scan_review;
 
 // ---------------------------------------------------------------- helpers
 

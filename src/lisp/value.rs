@@ -245,6 +245,9 @@ impl Value {
             Value::Float(x) if x.fract() == 0.0 && x.abs() < 9.007_199_254_740_992e15 => {
                 Ok(*x as i64)
             }
+            Value::Traced(_) => Err(EvalError::type_error(
+                "expected an integer, got a traced number (a value being differentiated, or the index of a scan step, cannot be used as an integer)",
+            )),
             other => Err(EvalError::type_error(format!(
                 "expected an integer, got {} {}",
                 other.type_name(),

@@ -8,7 +8,7 @@
 use super::elementwise::apply_chunk;
 use super::{measure, native};
 use crate::egraph::tensor::TOp;
-use crate::tape::checkpoint::Action;
+use crate::tape::checkpoint::{Action, Strategy};
 use crate::tape::scan::LoopTapes;
 use crate::tape::{FusedGroup, Kernel as TapeKernel, Tape};
 use rustc_hash::FxHashMap;
@@ -103,9 +103,13 @@ impl ScalarLoop {
         reverse_inputs[working.len()..].copy_from_slice(cotangent);
         let mut reverse_outputs = vec![0.0; leaves + differentiable];
         let mut captured = vec![0.0; differentiable];
-        let schedule = tapes.schedule();
         let (values, flops) = (tapes.body.stats.values, tapes.body.stats.flops);
-        if schedule.max_snapshots >= tapes.spec.n {
+        let keeps_all = match tapes.spec.strategy {
+            Strategy::StoreAll => true,
+            Strategy::Revolve(k) => k >= tapes.spec.n,
+            Strategy::Recompute => tapes.spec.n <= 1,
+        };
+        if keeps_all {
             // Every state kept: one pass forward, one back, no schedule.
             let n = tapes.spec.n;
             measure::stored(n * leaves * 8);
@@ -146,6 +150,7 @@ impl ScalarLoop {
             all.extend(captured);
             return all;
         }
+        let schedule = tapes.schedule();
         let mut snapshots: Vec<f64> = Vec::with_capacity(schedule.max_snapshots * leaves);
         let mut stored: Vec<usize> = Vec::with_capacity(schedule.max_snapshots);
         for (at, action) in schedule.actions.iter().enumerate() {
@@ -236,6 +241,19 @@ impl Program {
             return None;
         }
         let inputs = tape.input_shapes.len();
+        // Registers are numbered with `u16`.
+        let registers: usize = inputs
+            + tape
+                .instructions
+                .iter()
+                .map(|i| match &i.op {
+                    TapeKernel::Fused(group) => group.steps.len(),
+                    _ => 1,
+                })
+                .sum::<usize>();
+        if registers > usize::from(u16::MAX) {
+            return None;
+        }
         let mut steps: Vec<(TOp, SmallVec<[u16; 3]>)> = Vec::new();
         let mut register_of: FxHashMap<u32, u16> = FxHashMap::default();
         let register = |steps: &Vec<(TOp, SmallVec<[u16; 3]>)>| (inputs + steps.len()) as u16;

@@ -104,18 +104,22 @@ pub fn refusal(graph: &TensorGraph, outputs: &[Id], wrt: &[Id], sweep: Sweep) ->
     let active = active_nodes(graph, wrt, upto);
     let blocked = (0..upto).find(|&i| {
         active[i]
-            && match graph.node(Id::from(i)).op {
+            && match &graph.node(Id::from(i)).op {
                 TOp::ScanVjp(_) => true,
-                TOp::Scan(_) => sweep == Sweep::Batched,
+                TOp::Scan(scan) => sweep == Sweep::Batched || scan.holds_reverse(),
                 _ => false,
             }
     })?;
     Some(match &graph.node(Id::from(blocked)).op {
-        TOp::ScanVjp(_) => {
-            "a derivative of a gradient through scan is not supported yet (differentiate the loop once)"
+        TOp::Scan(scan) if sweep != Sweep::Batched || scan.holds_reverse() => {
+            "a derivative of a gradient through scan or checkpoint is not supported yet (differentiate the loop once)"
                 .to_string()
         }
-        _ => "hessian, hvp and a forward jacobian through scan are not supported yet; use grad, vjp, jvp or a reverse jacobian".to_string(),
+        TOp::ScanVjp(_) => {
+            "a derivative of a gradient through scan or checkpoint is not supported yet (differentiate the loop once)"
+                .to_string()
+        }
+        _ => "hessian, hvp and a forward jacobian through scan or checkpoint are not supported yet; use grad, vjp, jvp or a reverse jacobian".to_string(),
     })
 }
 
@@ -129,6 +133,20 @@ fn scan_pullback(
 ) -> SmallVec<[Option<Id>; 3]> {
     let mut operands: SmallVec<[Id; 8]> = SmallVec::from_slice(children);
     operands.push(g);
+    // Leaves whose cotangent is known to be zero and that feed no other
+    // leaf are left out of the reverse (an unused part of the state must
+    // not turn `0 * inf` into NaN).
+    let scan = if scan.leaves.len() > 1 {
+        let nonzero = nonzero_leaves(graph, g, scan);
+        let live = scan.live_leaves(&nonzero);
+        if live.iter().all(|l| *l) {
+            scan.clone()
+        } else {
+            std::sync::Arc::new(scan.with_dead(live.iter().map(|l| !l).collect()))
+        }
+    } else {
+        scan.clone()
+    };
     let packed = graph.add_valid(TOp::ScanVjp(scan.clone()), &operands);
     let mut offset = 0;
     let mut pieces = scan.adjoint_shapes().into_iter().map(|shape| {
@@ -152,6 +170,46 @@ fn scan_pullback(
         pulled.push(if differentiable { pieces.next() } else { None });
     }
     pulled
+}
+
+/// Which leaves of a packed loop state the cotangent `g` may be nonzero
+/// on: it is read through pads (the adjoints of the slices that unpack the
+/// state) and sums of them; anything else may be nonzero anywhere.
+fn nonzero_leaves(graph: &TensorGraph, g: Id, scan: &super::scan::ScanSpec) -> Vec<bool> {
+    let total: usize = scan
+        .leaves
+        .iter()
+        .map(|s| s.iter().product::<usize>())
+        .sum();
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    let mut stack = vec![g];
+    while let Some(id) = stack.pop() {
+        let node = graph.node(id);
+        match &node.op {
+            TOp::Pad {
+                axis: 0,
+                before,
+                after,
+            } if graph.shape(id).len() == 1 => {
+                ranges.push((*before, total - after));
+            }
+            TOp::Map(crate::egraph::language::Math::Add(_)) => {
+                stack.extend(node.children.iter().copied());
+            }
+            _ if graph.constant(id) == Some(0.0) => {}
+            TOp::Broadcast(_) if graph.constant(node.children[0]) == Some(0.0) => {}
+            _ => ranges.push((0, total)),
+        }
+    }
+    let mut offset = 0;
+    scan.leaves
+        .iter()
+        .map(|shape| {
+            let (start, end) = (offset, offset + shape.iter().product::<usize>());
+            offset = end;
+            ranges.iter().any(|&(a, b)| a < end && start < b)
+        })
+        .collect()
 }
 
 /// The cotangent each operand of node `id` receives from the node's

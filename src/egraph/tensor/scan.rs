@@ -75,6 +75,9 @@ pub struct ScanSpec {
     pub strategy: Strategy,
     /// The optimizer's limits for the bodies made from this one.
     pub limits: Option<TensorLimits>,
+    /// State leaves the reverse leaves out: their cotangent is zero and
+    /// they feed no other leaf, so they get zero (not `0 * inf`).
+    pub dead: Vec<bool>,
     /// The reverse body, made at the first reverse sweep through the scan.
     adjoint: OnceLock<Body>,
     /// A hash of everything above but `adjoint`.
@@ -94,6 +97,7 @@ impl ScanSpec {
     ) -> ScanSpec {
         let mut hasher = rustc_hash::FxHasher::default();
         (&body, &leaves, &captures, &differentiable, n, strategy).hash(&mut hasher);
+        let leaf_count = leaves.len();
         ScanSpec {
             body,
             leaves,
@@ -102,6 +106,7 @@ impl ScanSpec {
             n,
             strategy,
             limits,
+            dead: vec![false; leaf_count],
             adjoint: OnceLock::new(),
             fingerprint: hasher.finish(),
         }
@@ -168,6 +173,9 @@ impl ScanSpec {
                 .map(|(k, (&root, shape))| {
                     (map[usize::from(root)], graph.input(base + k as u32, shape))
                 })
+                .enumerate()
+                .filter(|(k, _)| !self.dead[*k])
+                .map(|(_, seed)| seed)
                 .collect();
             let leaves = self.leaves.len();
             let wrt: Vec<Id> = inputs[..leaves]
@@ -268,6 +276,78 @@ impl ScanSpec {
         )
     }
 
+    /// This loop with the leaves marked in `dead` left out of its reverse.
+    pub fn with_dead(&self, dead: Vec<bool>) -> ScanSpec {
+        let mut spec = ScanSpec::new(
+            self.body.clone(),
+            self.leaves.clone(),
+            self.captures.clone(),
+            self.differentiable.clone(),
+            self.n,
+            self.strategy,
+            self.limits,
+        );
+        let mut hasher = rustc_hash::FxHasher::default();
+        (spec.fingerprint, &dead).hash(&mut hasher);
+        spec.fingerprint = hasher.finish();
+        spec.dead = dead;
+        spec
+    }
+
+    /// The state leaves the reverse needs, given which leaves have a
+    /// cotangent that may be nonzero: those, and every leaf that feeds one
+    /// of them through the step (at any number of steps).
+    pub fn live_leaves(&self, nonzero: &[bool]) -> Vec<bool> {
+        let leaves = self.leaves.len();
+        // reads[k][j]: root k reads state input j.
+        let nodes = &self.body.nodes;
+        let mut inputs_of: Vec<Vec<bool>> = Vec::with_capacity(nodes.len());
+        for node in nodes {
+            let mut reads = vec![false; leaves];
+            if let TOp::Input { index, .. } = node.op {
+                if (index as usize) < leaves {
+                    reads[index as usize] = true;
+                }
+            }
+            for &c in &node.children {
+                for (r, &child) in reads.iter_mut().zip(&inputs_of[usize::from(c)]) {
+                    *r |= child;
+                }
+            }
+            inputs_of.push(reads);
+        }
+        let mut live = nonzero.to_vec();
+        loop {
+            let mut changed = false;
+            for k in 0..leaves {
+                if !live[k] {
+                    continue;
+                }
+                let root = usize::from(self.body.roots[k]);
+                for j in 0..leaves {
+                    if inputs_of[root][j] && !live[j] {
+                        live[j] = true;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                return live;
+            }
+        }
+    }
+
+    /// Whether the body holds a loop's reverse (a gradient taken inside
+    /// the step), at any depth: derivatives through such a loop are
+    /// second derivatives through a loop, which are not built.
+    pub fn holds_reverse(&self) -> bool {
+        self.body.nodes.iter().any(|node| match &node.op {
+            TOp::ScanVjp(_) => true,
+            TOp::Scan(inner) => inner.holds_reverse(),
+            _ => false,
+        })
+    }
+
     /// The number of the body's inputs: leaves, the index, captures.
     pub fn body_inputs(&self) -> usize {
         self.leaves.len() + 1 + self.captures.len()
@@ -324,6 +404,7 @@ impl Ord for ScanSpec {
                 s.leaves.clone(),
                 s.captures.clone(),
                 s.differentiable.clone(),
+                s.dead.clone(),
             )
         };
         key(self)

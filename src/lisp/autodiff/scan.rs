@@ -107,6 +107,20 @@ pub fn checkpoint_call(interp: &mut Interp, f: &Value, args: &[Value]) -> EvalRe
         &mut leaves,
         "the arguments of a checkpointed function",
     )?;
+    // Integer arguments stay integers (a count, an index, a flag), as
+    // `grad` and `jit` keep them: only the other leaves are traced.
+    let (fixed, leaves): (Vec<(usize, Value)>, Vec<Value>) = {
+        let mut fixed = Vec::new();
+        let mut traced_leaves = Vec::new();
+        for (k, leaf) in leaves.into_iter().enumerate() {
+            if matches!(leaf, Value::Int(_)) {
+                fixed.push((k, leaf));
+            } else {
+                traced_leaves.push(leaf);
+            }
+        }
+        (fixed, traced_leaves)
+    };
     let shapes: Vec<Shape> = leaves.iter().map(leaf_shape).collect();
     let body: TraceRef = Rc::new(RefCell::new(Trace::loop_body(Some(Rc::clone(&outer)))));
     let arg_ids: Vec<Id> = shapes
@@ -115,7 +129,18 @@ pub fn checkpoint_call(interp: &mut Interp, f: &Value, args: &[Value]) -> EvalRe
         .collect();
     // The index of the one step (unused by `f`).
     body.borrow_mut().add_input(Buf::Scalar(0.0));
-    let traced_args = rebuild_in_order(&arg_tree, &mut arg_ids.iter().map(|&id| traced(&body, id)));
+    let mut traced_ids = arg_ids.iter().map(|&id| traced(&body, id));
+    let mut fixed_values = fixed.iter().peekable();
+    let all_leaves: Vec<Value> = (0..fixed.len() + arg_ids.len())
+        .map(|k| match fixed_values.peek() {
+            Some((at, value)) if *at == k => {
+                fixed_values.next();
+                value.clone()
+            }
+            _ => traced_ids.next().unwrap_or(Value::Nil),
+        })
+        .collect();
+    let traced_args = rebuild_in_order(&arg_tree, &mut all_leaves.into_iter());
     let saved = interp.numeric.trace.replace(Rc::clone(&body));
     let result = interp.apply(f, traced_args.list_to_vec()?);
     interp.numeric.trace = saved;
@@ -257,7 +282,7 @@ fn trace_step(
 fn captured(b: &Trace, first_capture: usize) -> EvalResult<Vec<(Origin, Shape)>> {
     if b.inspected {
         return Err(EvalError::type_error(
-            "the step looks at the values of its state (if, while, a comparison of numbers, printing): it is compiled once for every step, so it cannot branch on them; use where, or a Lisp loop",
+            "the step looks at the values of its state (if, while, a comparison of numbers, printing): it is compiled once for every step, so it cannot branch on them; use where on tensors (a number state can be a one-element tensor), or a Lisp loop",
         ));
     }
     let input_nodes: FxHashMap<usize, Id> = b

@@ -135,6 +135,16 @@ fn random_tensor(
     args: &Args,
     draw: fn(&mut Xoshiro256PlusPlus) -> f64,
 ) -> EvalResult<Value> {
+    if interp
+        .numeric
+        .trace
+        .as_ref()
+        .is_some_and(|t| t.borrow().loop_body)
+    {
+        return Err(EvalError::type_error(
+            "random numbers inside a scan step or a checkpointed function would be drawn once, when it is traced, not at each step: draw them outside and pass them in",
+        ));
+    }
     if args.is_empty() {
         return Ok(Value::Float(draw(&mut interp.rng)));
     }
