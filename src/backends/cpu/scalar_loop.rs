@@ -153,16 +153,14 @@ impl ScalarLoop {
         let schedule = tapes.schedule();
         let mut snapshots: Vec<f64> = Vec::with_capacity(schedule.max_snapshots * leaves);
         let mut stored: Vec<usize> = Vec::with_capacity(schedule.max_snapshots);
-        for (at, action) in schedule.actions.iter().enumerate() {
+        // The schedule holds at most `max_snapshots` states at once; each
+        // reverse step recomputes a step's intermediates.
+        measure::stored(schedule.max_snapshots * leaves * 8);
+        measure::recomputed(schedule.recomputed_steps + tapes.spec.n, values, flops);
+        for action in &schedule.actions {
             match *action {
-                Action::Advance { from, to } => {
-                    if at >= schedule.forward_prefix {
-                        measure::recomputed(to - from, values, flops);
-                    }
-                    self.advance(&mut working, &mut next, from, to)
-                }
+                Action::Advance { from, to } => self.advance(&mut working, &mut next, from, to),
                 Action::Store(i) => {
-                    measure::stored(leaves * 8);
                     snapshots.extend(working[..leaves].iter().copied());
                     stored.push(i);
                 }
@@ -172,13 +170,11 @@ impl ScalarLoop {
                     copy(&mut working[..leaves], &snapshots[top..]);
                 }
                 Action::Free(i) => {
-                    measure::released(leaves * 8);
                     debug_assert_eq!(stored.last(), Some(&i), "frees are last in, first out");
                     stored.pop();
                     snapshots.truncate(snapshots.len() - leaves);
                 }
                 Action::Reverse(i) => {
-                    measure::recomputed(1, values, flops);
                     working[leaves] = i as f64;
                     let body = working.len();
                     copy(&mut reverse_inputs[..body], &working);
@@ -190,6 +186,7 @@ impl ScalarLoop {
                 }
             }
         }
+        measure::released(schedule.max_snapshots * leaves * 8);
         let mut all = reverse_inputs[working.len()..].to_vec();
         all.extend(captured);
         all
