@@ -171,6 +171,34 @@ fn the_interrupt_flag_stops_a_running_loop() {
     );
 }
 
+/// The same flag stops a long `scan` (compiled loops check it every few
+/// thousand steps): over numbers (a native loop), over a tensor, and in a
+/// gradient's reverse. Without the check these would run for minutes.
+#[test]
+fn the_interrupt_flag_stops_a_running_scan() {
+    let mut eps = Engine::new();
+    for form in [
+        "(scan (lambda (x i) (* 3.9 x (- 1.0 x))) 0.3 100000000000)",
+        "(scan (lambda (u i) (* 0.5 u)) [1.0 2.0] 100000000000)",
+        "((grad (lambda (a) (sum (scan (lambda (u i) (* a u)) [1.0 2.0] 1000000 :checkpoint 'revolve :snapshots 2)))) 0.5)",
+    ] {
+        let flag = eps.interrupt_handle();
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            flag.store(true, Ordering::Relaxed);
+        });
+        let err = eps.eval(form).unwrap_err();
+        setter.join().unwrap();
+        assert_eq!(err.kind(), EvalErrorKind::Interrupted, "{form}");
+    }
+    let after = eps.eval("(scan (lambda (x i) (+ x 1)) 0 10)");
+    assert_eq!(
+        after.unwrap().as_f64().unwrap(),
+        10.0,
+        "the engine carries on"
+    );
+}
+
 #[test]
 fn script_arguments_and_documentation() {
     let mut eps = Engine::new();

@@ -3,6 +3,7 @@
 //! Scalars live in registers (`Buf::Scalar`), so scalar-heavy tapes run
 //! without an allocation per instruction.
 
+pub mod cancel;
 mod elementwise;
 mod execute;
 pub mod measure;

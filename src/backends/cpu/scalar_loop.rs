@@ -6,7 +6,7 @@
 //! live on a stack of numbers (the schedules store and free in LIFO order).
 
 use super::elementwise::apply_chunk;
-use super::{measure, native};
+use super::{cancel, measure, native};
 use crate::egraph::tensor::TOp;
 use crate::tape::checkpoint::{Action, Strategy};
 use crate::tape::scan::LoopTapes;
@@ -157,7 +157,10 @@ impl ScalarLoop {
         // reverse step recomputes a step's intermediates.
         measure::stored(schedule.max_snapshots * leaves * 8);
         measure::recomputed(schedule.recomputed_steps + tapes.spec.n, values, flops);
-        for action in &schedule.actions {
+        for (at, action) in schedule.actions.iter().enumerate() {
+            if at % 4096 == 0 && cancel::requested() {
+                break;
+            }
             match *action {
                 Action::Advance { from, to } => self.advance(&mut working, &mut next, from, to),
                 Action::Store(i) => {
@@ -197,10 +200,19 @@ impl ScalarLoop {
         let leaves = next.len();
         if let Some(kernel) = &self.advance {
             let (state, rest) = inputs.split_at_mut(leaves);
-            kernel.advance(state, &rest[1..], from, to);
+            // In blocks, so an interrupt stops a long loop.
+            let mut at = from;
+            while at < to && !cancel::requested() {
+                let end = to.min(at + (1 << 16));
+                kernel.advance(state, &rest[1..], at, end);
+                at = end;
+            }
             return;
         }
         for i in from..to {
+            if i % 1024 == 0 && cancel::requested() {
+                return;
+            }
             inputs[leaves] = i as f64;
             self.body.run(inputs, next);
             copy(&mut inputs[..leaves], next);

@@ -3,7 +3,7 @@
 //! reverse one step with the body's reverse tape).
 
 use super::execute::{Buf, run};
-use super::{measure, scalar_loop};
+use super::{cancel, measure, scalar_loop};
 use crate::tape::checkpoint::Action;
 use crate::tape::scan::LoopTapes;
 use ndarray::{Array1, ArrayD, IxDyn};
@@ -56,6 +56,9 @@ pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Buf {
         .sum();
     let (values, flops) = (tapes.body.stats.values, tapes.body.stats.flops);
     for (at, action) in schedule.actions.iter().enumerate() {
+        if at % 64 == 0 && cancel::requested() {
+            break;
+        }
         match *action {
             Action::Advance { from, to } => {
                 if at >= schedule.forward_prefix {
@@ -122,6 +125,9 @@ fn body_inputs(state: &[Buf], captures: &[Buf]) -> Vec<Buf> {
 fn advance(tapes: &LoopTapes, inputs: &mut [Buf], from: usize, to: usize) {
     let leaves = tapes.spec.leaves.len();
     for i in from..to {
+        if i % 64 == 0 && cancel::requested() {
+            return;
+        }
         inputs[leaves] = Buf::Scalar(i as f64);
         let next = run(&tapes.body, inputs).expect("the body fits its inputs");
         for (slot, value) in inputs.iter_mut().zip(next) {

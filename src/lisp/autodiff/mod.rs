@@ -16,6 +16,7 @@ use super::trace::{Trace, TraceRef, buf_to_value, node_of, traced, value_to_buf}
 use super::value::Value;
 use crate::backends::Backend;
 use crate::backends::cpu::Cpu;
+use crate::backends::cpu::cancel::with_cancel;
 use crate::egraph::tensor::optimize::{TensorLimits, TensorReport, optimize};
 use crate::egraph::tensor::reverse::{Sweep, refusal};
 use crate::egraph::tensor::shape::show;
@@ -168,9 +169,13 @@ pub fn run(
         } else {
             let (compiled, hit) = compiled_for(interp, trace, &recorded.roots);
             let inputs = trace.borrow().inputs.clone();
-            let outputs = Cpu
-                .execute(&compiled.tape, &inputs)
-                .map_err(|e| EvalError::type_error(e.0))?;
+            // A long loop stops when interrupted; its results are then
+            // dropped for the interruption.
+            let outputs = with_cancel(interp.interrupt_flag(), || {
+                Cpu.execute(&compiled.tape, &inputs)
+            });
+            interp.check_interrupt()?;
+            let outputs = outputs.map_err(|e| EvalError::type_error(e.0))?;
             (
                 outputs.into_iter().map(buf_to_value).collect(),
                 Some(hit),

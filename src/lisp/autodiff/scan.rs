@@ -9,6 +9,7 @@
 //! traced ones receive gradients summed over the steps.
 
 use super::tree::{Tree, flatten, rebuild_in_order};
+use crate::backends::cpu::cancel::with_cancel;
 use crate::backends::cpu::{Buf, run_loop};
 use crate::egraph::tensor::optimize::TensorLimits;
 use crate::egraph::tensor::scan::{Body, ScanSpec, Strategy};
@@ -419,7 +420,8 @@ fn run_now(
         }
     }
     let tapes = compiled_loop(interp, spec);
-    let result = run_loop(&tapes, &args);
+    let result = with_cancel(interp.interrupt_flag(), || run_loop(&tapes, &args));
+    interp.check_interrupt()?;
     Ok(unpack(result, shapes))
 }
 
