@@ -184,13 +184,7 @@ impl Planner {
 fn split(steps: usize, snapshots: usize) -> usize {
     let s = snapshots as u128;
     let l = steps as u128;
-    // reps = t with C(s + t - 1, t - 1) < l <= C(s + t, t); range = C(s + t, t).
-    let mut reps: u128 = 0;
-    let mut range: u128 = 1;
-    while range < l {
-        reps += 1;
-        range = range * (reps + s) / reps;
-    }
+    let (reps, range) = repetitions(l, s);
     let bino1 = range * reps / (s + reps);
     let bino2 = if s > 1 { bino1 * s / (s + reps - 1) } else { 1 };
     let bino3 = if s == 1 {
@@ -227,15 +221,22 @@ pub fn binomial_recomputations(n: usize, snapshots: usize) -> usize {
     }
     let s = snapshots.clamp(1, n) as u128;
     let l = n as u128;
+    let (t, range) = repetitions(l, s);
+    // C(s + t, t - 1) = C(s + t, t) * t / (s + 1).
+    let total = t * l - range * t / (s + 1);
+    (total - (l - 1)) as usize
+}
+
+/// The smallest `t` with `C(s + t, t) >= l` (how many times, at most, a
+/// step runs with `s` snapshots), with `C(s + t, t)`.
+fn repetitions(l: u128, s: u128) -> (u128, u128) {
     let mut t: u128 = 0;
     let mut range: u128 = 1;
     while range < l {
         t += 1;
         range = range * (t + s) / t;
     }
-    // C(s + t, t - 1) = C(s + t, t) * t / (s + 1).
-    let total = t * l - range * t / (s + 1);
-    (total - (l - 1)) as usize
+    (t, range)
 }
 
 #[cfg(test)]

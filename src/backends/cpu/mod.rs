@@ -11,6 +11,8 @@ pub mod native;
 mod native_task;
 mod scalar_loop;
 mod scan;
+
+pub use scan::unpack;
 mod sources;
 mod structural;
 

@@ -450,20 +450,9 @@ fn compiled_loop(interp: &mut Interp, spec: &Arc<ScanSpec>) -> Rc<LoopTapes> {
 
 /// A loop's result split into the state's leaves.
 fn unpack(result: Buf, shapes: &[Shape]) -> Vec<Value> {
-    if shapes.len() == 1 {
-        return vec![buf_to_value(result)];
-    }
-    let data: Vec<f64> = result.to_array().iter().copied().collect();
-    let mut offset = 0;
-    shapes
-        .iter()
-        .map(|shape| {
-            let len: usize = shape.iter().product();
-            let part = data[offset..offset + len].to_vec();
-            offset += len;
-            let array = ArrayD::from_shape_vec(IxDyn(shape), part).expect("lengths match");
-            buf_to_value(Buf::from_array(Rc::new(array)))
-        })
+    crate::backends::cpu::unpack(&result, shapes)
+        .into_iter()
+        .map(buf_to_value)
         .collect()
 }
 

@@ -35,16 +35,8 @@ pub fn define(
     call_conv: CallConv,
 ) -> Result<(), String> {
     let pointer = config.pointer_type();
-    let lowerings = group
-        .steps
-        .iter()
-        .map(|(op, _)| lowering(op).ok_or_else(|| format!("{op} is not elementwise")))
-        .collect::<Result<Vec<_>, _>>()?;
-    check(group, &lowerings)?;
-    let known = fold(
-        group,
-        &layout.iter().map(Operand::known).collect::<Vec<_>>(),
-    );
+    let known: Vec<Option<f64>> = layout.iter().map(Operand::known).collect();
+    let (lowerings, known) = prepare(group, &known)?;
     let mut b = FunctionBuilder::new(func, context);
     let entry = b.create_block();
     let vector_head = b.create_block();
@@ -136,6 +128,21 @@ pub fn define(
     b.seal_all_blocks();
     b.finalize(config);
     Ok(())
+}
+
+/// A group's lowerings and what is known of its registers (`operands`:
+/// the numbers known when compiling), after checking it.
+pub(super) fn prepare(
+    group: &FusedGroup,
+    operands: &[Option<f64>],
+) -> Result<(Vec<Lowering>, Vec<Known>), String> {
+    let lowerings = group
+        .steps
+        .iter()
+        .map(|(op, _)| lowering(op).ok_or_else(|| format!("{op} is not elementwise")))
+        .collect::<Result<Vec<_>, _>>()?;
+    check(group, &lowerings)?;
+    Ok((lowerings, fold(group, operands)))
 }
 
 /// Refuses a malformed group: a step with the wrong number of arguments,

@@ -4,9 +4,7 @@
 //! runs steps `from..to` with the state in registers, as a compiled
 //! `fori_loop` would.
 
-use super::codegen::{Code, check};
-use super::fold::fold;
-use super::lowering::lowering;
+use super::codegen::{Code, prepare};
 use crate::tape::FusedGroup;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{BlockArg, Function, InstBuilder, MemFlagsData, Value, types};
@@ -182,20 +180,6 @@ fn store_all(b: &mut FunctionBuilder, base: Value, values: &[Value]) {
     }
 }
 
-/// What both kernels need before emitting code.
-fn prepare(
-    group: &FusedGroup,
-) -> Result<(Vec<super::lowering::Lowering>, Vec<super::fold::Known>), String> {
-    let lowerings = group
-        .steps
-        .iter()
-        .map(|(op, _)| lowering(op).ok_or_else(|| format!("{op} is not elementwise")))
-        .collect::<Result<Vec<_>, _>>()?;
-    check(group, &lowerings)?;
-    let known = fold(group, &vec![None; group.inputs]);
-    Ok((lowerings, known))
-}
-
 /// Defines `f(inputs, outputs)`.
 pub fn define_flat(
     group: &FusedGroup,
@@ -204,7 +188,7 @@ pub fn define_flat(
     config: TargetFrontendConfig,
     call_conv: CallConv,
 ) -> Result<(), String> {
-    let (lowerings, known) = prepare(group)?;
+    let (lowerings, known) = prepare(group, &vec![None; group.inputs])?;
     let mut b = FunctionBuilder::new(func, context);
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
@@ -242,7 +226,7 @@ pub fn define_loop(
     if group.results.len() != leaves || group.inputs <= leaves {
         return Err("a loop body returns one number per state number".to_string());
     }
-    let (lowerings, known) = prepare(group)?;
+    let (lowerings, known) = prepare(group, &vec![None; group.inputs])?;
     let pointer = config.pointer_type();
     let mut b = FunctionBuilder::new(func, context);
     let entry = b.create_block();
@@ -323,7 +307,7 @@ pub fn define_trail(
     if group.inputs < 2 * leaves + 1 || group.results.len() < leaves {
         return Err("a reverse body reads state, index, captures and cotangent".to_string());
     }
-    let (lowerings, known) = prepare(group)?;
+    let (lowerings, known) = prepare(group, &vec![None; group.inputs])?;
     let captures_count = group.inputs - 2 * leaves - 1;
     let totals_count = group.results.len() - leaves;
     let pointer = config.pointer_type();
