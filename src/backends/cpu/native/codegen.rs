@@ -181,7 +181,7 @@ pub(super) struct Code<'a> {
     pub(super) pointer: Type,
 }
 
-impl Code<'_> {
+impl<'a> Code<'a> {
     /// Computes elements `i..i + lanes` and stores them (`ty` is `f64` or
     /// `f64x2`).
     fn element(&self, b: &mut FunctionBuilder, i: Value, ty: Type) {
@@ -202,6 +202,27 @@ impl Code<'_> {
             let value = self.value(b, &mut values, usize::from(result), offset, ty);
             let address = b.ins().iadd(out, offset);
             b.ins().store(memory(), value, address, 0);
+        }
+    }
+
+    /// Code for a group whose operands the caller passes as values (no
+    /// operand is read from memory, no result is stored).
+    pub(super) fn over_values(
+        group: &'a FusedGroup,
+        lowerings: &'a [Lowering],
+        known: &'a [Known],
+        call_conv: CallConv,
+        pointer: Type,
+    ) -> Code<'a> {
+        Code {
+            group,
+            lowerings,
+            known,
+            bases: &[],
+            uniforms: &[],
+            outs: &[],
+            call_conv,
+            pointer,
         }
     }
 

@@ -195,16 +195,7 @@ pub fn define_flat(
     b.switch_to_block(entry);
     let (inputs, outputs) = (b.block_params(entry)[0], b.block_params(entry)[1]);
     let operands = load_all(&mut b, inputs, group.inputs);
-    let code = Code {
-        group,
-        lowerings: &lowerings,
-        known: &known,
-        bases: &[],
-        uniforms: &[],
-        outs: &[],
-        call_conv,
-        pointer: config.pointer_type(),
-    };
+    let code = Code::over_values(group, &lowerings, &known, call_conv, config.pointer_type());
     let results = code.compute(&mut b, &operands);
     store_all(&mut b, outputs, &results);
     b.ins().return_(&[]);
@@ -269,16 +260,7 @@ pub fn define_loop(
     let mut operands: Vec<Value> = params[1..].to_vec();
     operands.push(index);
     operands.extend(&captures);
-    let code = Code {
-        group,
-        lowerings: &lowerings,
-        known: &known,
-        bases: &[],
-        uniforms: &[],
-        outs: &[],
-        call_conv,
-        pointer,
-    };
+    let code = Code::over_values(group, &lowerings, &known, call_conv, pointer);
     let next_state = code.compute(&mut b, &operands);
     let next = b.ins().iadd_imm_u(params[0], 1);
     b.ins().jump(head, &args(next, &next_state));
@@ -359,16 +341,7 @@ pub fn define_trail(
     operands.push(b.ins().fcvt_from_uint(types::F64, i));
     operands.extend(&captures);
     operands.extend(&params[1..1 + leaves]);
-    let code = Code {
-        group,
-        lowerings: &lowerings,
-        known: &known,
-        bases: &[],
-        uniforms: &[],
-        outs: &[],
-        call_conv,
-        pointer,
-    };
+    let code = Code::over_values(group, &lowerings, &known, call_conv, pointer);
     let results = code.compute(&mut b, &operands);
     let mut next: Vec<Value> = results[..leaves].to_vec();
     for (k, &term) in results[leaves..].iter().enumerate() {
