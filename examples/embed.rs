@@ -50,6 +50,22 @@ fn main() -> anyhow::Result<()> {
         tape.stats().instructions
     );
 
+    // Symbolic derivatives: an `Expr` that prints as an s-expression.
+    let derivative = epsilon::symbolic::diff("(* x (sin x))", "x")?;
+    println!("d/dx x sin x = {derivative}");
+
+    // The standard library comes with the engine: fit y = a exp(b t) to
+    // three points of 2 exp(t) with L-BFGS.
+    eps.eval(
+        "(define (misfit p)
+           (let ((model (* (index p 0) (exp (* (index p 1) [0 1 2])))))
+             (sum (pow (- model [2.0 5.43656365691809 14.7781121978613]) 2))))",
+    )?;
+    let fitted: ArrayD<f64> = eps
+        .eval("(lookup (minimize misfit [1.0 0.5]) 'x)")?
+        .try_into()?;
+    println!("fitted a = {:.6}, b = {:.6}", fitted[0], fitted[1]);
+
     // Errors are values with a location, never panics.
     match eps.eval("(car 5)") {
         Ok(v) => println!("unexpected: {v}"),

@@ -2,8 +2,9 @@
 ;;; Run it with:  cargo run --release -- run examples/quickstart.lisp
 ;;;
 ;;; Epsilon is a small Lisp built for differentiation. This tour shows the
-;;; language and its tensors; the differentiation forms (diff, grad, ...)
-;;; join it as they land.
+;;; language and its tensors, symbolic derivatives of formulas, numeric
+;;; derivatives of functions, and a model fitted with them. The other
+;;; examples go further: rosenbrock, mlp, heat, hyperelastic, attention.
 
 (println "== numbers ==")
 (println "(+ 1 2)       =>" (+ 1 2))
@@ -75,14 +76,20 @@
 (define y (+ (* 3 x) 0.5 (* 0.05 (randn 50))))
 (define (loss w b) (mean (pow (- (+ (* w x) b) y) 2)))
 (define loss-grad (grad loss :wrt 'all))
-(define (fit w b steps rate)
+(define (descend w b steps rate)
   (if (= steps 0)
       (list w b)
       (let ((g (loss-grad w b)))
-        (fit (- w (* rate (first g))) (- b (* rate (second g))) (- steps 1) rate))))
-(define fitted (fit 0.0 0.0 2000 0.5))
+        (descend (- w (* rate (first g))) (- b (* rate (second g))) (- steps 1) rate))))
+(define fitted (descend 0.0 0.0 2000 0.5))
 (println (format "w = {:.3}, b = {:.3}  (the data were made with w = 3, b = 0.5)"
                  (first fitted) (second fitted)))
+;; The standard library does the loop for you: minimize runs L-BFGS (or an
+;; optimizer such as (adam :lr 0.01)) on a function of one argument, here a
+;; list of parameters. See examples/rosenbrock.lisp and examples/mlp.lisp.
+(define best (minimize (lambda (p) (loss (first p) (second p))) (list 0.0 0.0)))
+(println (format "minimize (L-BFGS): w = {:.3}, b = {:.3} in {} iterations"
+                 (first (lookup best 'x)) (second (lookup best 'x)) (lookup best 'iterations)))
 
 (println "\n== errors point at their source ==")
 (println (try (car 42) (catch (e) (str "caught: " e))))

@@ -48,3 +48,80 @@
 (defmacro defrule (name lhs rhs)
   "(defrule name lhs rhs): adds the rewrite lhs => rhs to the simplifier, in egg pattern syntax with ?a for pattern variables, e.g. (defrule log-exp '(log (exp ?a)) '?a). A rule of the same name is replaced."
   `(add-rule! ',name ,lhs ,rhs))
+
+;;; Keyword options for functions written in Epsilon.
+
+(define (lookup alist key)
+  "(lookup alist key): the value stored under key in an association list of (key value) entries, such as the results of minimize or options; an error when key is missing."
+  (let ((entry (assoc key alist)))
+    (if entry
+        (second entry)
+        (error (format "lookup: no entry {} among" key) (map car alist)))))
+
+(define (options who args defaults)
+  "(options 'who args '((:key default) ...)): reads the keyword arguments a function received as its rest argument, such as (:lr 0.1 :epochs 5). Gives an association list of every key in defaults with its given or default value, read with lookup. An unknown key, or a key without a value, is an error naming who and the keys it takes."
+  (let loop ((rest args) (given '()))
+    (cond ((null? rest)
+           (map (lambda (d) (or (assoc (car d) given) d)) defaults))
+          ((not (assoc (car rest) defaults))
+           (error (format "{}: unknown option {}; it takes {}" who (car rest)
+                          (string-join (map (lambda (d) (str (car d))) defaults) " "))))
+          ((null? (cdr rest))
+           (error (format "{}: option {} needs a value" who (car rest))))
+          (else (loop (cdr (cdr rest)) (cons (list (car rest) (second rest)) given))))))
+
+;;; Trees: parameters as nested lists whose leaves are numbers and tensors.
+
+(define (leaf? x)
+  "(leaf? x): true for the leaves of a tree (numbers and tensors, traced or not)."
+  (or (number? x) (tensor? x)))
+
+(define (tree-map f tree . more)
+  "(tree-map f tree more...): the tree of (f leaf more-leaves...) over trees of one structure (nested lists whose leaves are numbers and tensors)."
+  (cond ((leaf? tree) (apply f tree more))
+        ((null? tree) '())
+        ((pair? tree)
+         (cons (apply tree-map f (car tree) (map car more))
+               (apply tree-map f (cdr tree) (map cdr more))))
+        (else (error "tree-map: leaves must be numbers or tensors, got" tree))))
+
+(define (tree-leaves tree)
+  "(tree-leaves tree): the leaves of a tree, depth first, as a flat list."
+  (cond ((leaf? tree) (list tree))
+        ((null? tree) '())
+        ((pair? tree) (append (tree-leaves (car tree)) (tree-leaves (cdr tree))))
+        (else (error "tree-leaves: leaves must be numbers or tensors, got" tree))))
+
+(define (tree-flatten tree)
+  "(tree-flatten tree): every leaf of a tree, flattened and joined into one vector (see tree-unflatten)."
+  (concat (map flatten (tree-leaves tree))))
+
+(define (tree-unflatten like vec)
+  "(tree-unflatten like vec): the tree with the structure and leaf shapes of like, filled from the vector vec in tree-flatten's order."
+  (let ((offset 0))
+    (tree-map (lambda (leaf)
+                (let* ((n (if (number? leaf) 1 (size leaf)))
+                       (piece (slice vec offset (+ offset n))))
+                  (set! offset (+ offset n))
+                  (if (number? leaf) (item piece) (reshape piece (shape leaf)))))
+              like)))
+
+(define (tree-dot a b)
+  "(tree-dot a b): the sum of elementwise products over two trees of one structure."
+  (foldl + 0.0 (map (lambda (x y) (sum (* x y))) (tree-leaves a) (tree-leaves b))))
+
+(define (tree-norm tree)
+  "(tree-norm tree): the Euclidean norm of all the leaves of a tree together."
+  (sqrt (tree-dot tree tree)))
+
+;;; Script arguments.
+
+(define (script-option name default)
+  "(script-option \"--epochs\" 30): the argument after name among the script's arguments (*args*), read as a number when default is a number; default when name is not given. For `epsilon run file.lisp --epochs 5`."
+  (let ((tail (member name *args*)))
+    (cond ((not tail) default)
+          ((null? (cdr tail)) (error (format "{} needs a value" name)))
+          ((number? default)
+           (let ((n (string->number (second tail))))
+             (if n n (error (format "{} needs a number, got" name) (second tail)))))
+          (else (second tail)))))

@@ -475,4 +475,8 @@ fn the_quickstart_runs_and_its_numbers_are_right() {
             .contains("branches follow the values  = (6.0 -1.0)")
     );
     assert!(out.stdout.contains("w = 3.005, b = 0.483"));
+    assert!(
+        out.stdout
+            .contains("minimize (L-BFGS): w = 3.005, b = 0.483")
+    );
 }

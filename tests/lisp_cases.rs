@@ -253,6 +253,7 @@ fn run_file(file_name: &str) {
 /// The table files, each with its test below.
 const FILES: &[&str] = &[
     "special_forms.lisp",
+    "stdlib.lisp",
     "closures_and_tail_calls.lisp",
     "macros_quasiquote.lisp",
     "numbers.lisp",
@@ -277,6 +278,7 @@ macro_rules! table_tests {
 
 table_tests! {
     special_forms => "special_forms.lisp",
+    stdlib => "stdlib.lisp",
     closures_and_tail_calls => "closures_and_tail_calls.lisp",
     macros_quasiquote => "macros_quasiquote.lisp",
     numbers => "numbers.lisp",

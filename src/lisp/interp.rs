@@ -20,8 +20,23 @@ use std::time::Instant;
 /// The default limit on nested (non-tail) evaluation depth.
 pub const DEFAULT_MAX_DEPTH: usize = 100_000;
 
-/// The standard prelude, written in Epsilon.
-const PRELUDE: &str = include_str!("../../stdlib/prelude.lisp");
+/// The standard library, written in Epsilon and loaded in this order: the
+/// prelude (macros, options, trees), then numerics (linear algebra helpers,
+/// neural-network layers, losses, optimizers, data helpers, the training loop).
+pub const STDLIB: &[(&str, &str)] = &[
+    (
+        "stdlib/prelude.lisp",
+        include_str!("../../stdlib/prelude.lisp"),
+    ),
+    ("stdlib/nn.lisp", include_str!("../../stdlib/nn.lisp")),
+    (
+        "stdlib/losses.lisp",
+        include_str!("../../stdlib/losses.lisp"),
+    ),
+    ("stdlib/optim.lisp", include_str!("../../stdlib/optim.lisp")),
+    ("stdlib/data.lisp", include_str!("../../stdlib/data.lisp")),
+    ("stdlib/train.lisp", include_str!("../../stdlib/train.lisp")),
+];
 
 /// An Epsilon interpreter: one global environment and its state.
 pub struct Interp {
@@ -67,7 +82,9 @@ impl Interp {
         };
         builtins::install(&mut interp);
         interp.set_global(sym::ARGS, Value::Nil);
-        interp.eval_source(PRELUDE, "<prelude>", None)?;
+        for (name, source) in STDLIB {
+            interp.eval_source(source, &format!("<{name}>"), None)?;
+        }
         Ok(interp)
     }
 

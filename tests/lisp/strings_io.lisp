@@ -37,6 +37,20 @@
 ;=> "3.14"
 (format "{} {}" 1)
 ;!! holes
+(format "{:.3e}" 12345.678)
+;=> "1.235e4"
+(format "[{:8.2}]" pi)
+;=> "[    3.14]"
+(format "[{:<6}|{:>6}|{:^6}]" 'ab 42 "mid")
+;=> "[ab    |    42| mid  ]"
+(format "[{:6}]" "left")
+;=> "[left  ]"
+(format "[{:10.2e}]" -0.000123)
+;=> "[  -1.23e-4]"
+(format "{:2}" 12345)
+;=> "12345"
+(format "{:x}" 1)
+;!! unknown hole
 
 ;; ---- println, print, display, newline ----
 (println "hello" 42 "world")

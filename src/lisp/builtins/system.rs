@@ -31,6 +31,16 @@ fn exit(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     ))
 }
 
+fn source_directory(interp: &mut Interp, _: &Args) -> EvalResult<Value> {
+    let dir = interp
+        .sources
+        .directory_of(interp.call_span)
+        .map(|dir| dir.display().to_string())
+        .filter(|dir| !dir.is_empty())
+        .unwrap_or_else(|| ".".to_string());
+    Ok(Value::string(dir))
+}
+
 fn clock(interp: &mut Interp, _: &Args) -> EvalResult<Value> {
     Ok(Value::Float(interp.started.elapsed().as_secs_f64()))
 }
@@ -143,6 +153,7 @@ fn set_recursion_limit(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 pub const BUILTINS: &[Builtin] = &[
     builtin("load", "(load path)", "Evaluates the file at path; a relative path is taken from the directory of the file calling load.", 1, Some(1), load),
     builtin("exit", "(exit [code])", "Ends the program with status code (0 by default).", 0, Some(1), exit),
+    builtin("source-directory", "(source-directory)", "The directory of the file this call is written in (\".\" at the REPL and in eval), so a script finds files beside it: (str (source-directory) \"/data/digits.csv\").", 0, Some(0), source_directory),
     builtin("clock", "(clock)", "Monotonic time in seconds, as a float.", 0, Some(0), clock),
     builtin("sync", "(sync)", "Waits for queued device work to finish (nothing to wait for on the CPU).", 0, Some(0), sync),
     builtin("read", "(read string)", "The first datum written in string, unevaluated: (read \"(+ 1 2)\") is the list (+ 1 2).", 1, Some(1), read),

@@ -165,6 +165,27 @@ fn randn(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     random_tensor(interp, args, |rng| StandardNormal.sample(rng))
 }
 
+fn permutation(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let n = args[0].as_i64()?;
+    if n < 0 {
+        return Err(EvalError::range(format!(
+            "permutation needs a count of 0 or more, got {n}"
+        )));
+    }
+    let shape = vec![n as usize];
+    check_allocation(&shape)?;
+    let mut order: Vec<f64> = (0..n).map(|k| k as f64).collect();
+    // Fisher and Yates: each position takes a uniformly drawn remaining element.
+    for i in (1..order.len()).rev() {
+        let j = interp.rng.random_range(0..=i);
+        order.swap(i, j);
+    }
+    Ok(Value::tensor(
+        ArrayD::from_shape_vec(IxDyn(&shape), order)
+            .map_err(|e| EvalError::shape(e.to_string()))?,
+    ))
+}
+
 fn seed(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     interp.rng = Xoshiro256PlusPlus::seed_from_u64(args[0].as_i64()? as u64);
     Ok(Value::Void)
@@ -358,6 +379,7 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("arange", "(arange [start] end [step])", "Values from start (default 0) below end, by step (default 1), as a tensor.", 1, Some(3), arange),
     builtin("rand", "(rand [shape])", "Uniform random values in [0, 1): a float with no argument, else a tensor; reproducible after seed!.", 0, None, rand_fn),
     builtin("randn", "(randn [shape])", "Standard normal random values: a float with no argument, else a tensor; reproducible after seed!.", 0, None, randn),
+    builtin("permutation", "(permutation n)", "The integers 0 to n-1 in random order, as a vector (reproducible after seed!); with gather, it shuffles rows.", 1, Some(1), permutation),
     builtin("seed!", "(seed! n)", "Seeds the random generator behind rand and randn.", 1, Some(1), seed),
     builtin("shape", "(shape t)", "The shape of a tensor as a list of sizes (() for a number).", 1, Some(1), shape),
     builtin("rank", "(rank t)", "The number of axes of a tensor (0 for a number).", 1, Some(1), rank),

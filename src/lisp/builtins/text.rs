@@ -73,25 +73,88 @@ pub fn format_template(template: &str, args: &[Value]) -> EvalResult<String> {
     Ok(out)
 }
 
+/// A parsed hole `{:[<>^][width][.digits][e]}`.
+struct Hole {
+    align: Option<char>,
+    width: usize,
+    digits: Option<usize>,
+    exponent: bool,
+}
+
+impl Hole {
+    fn parse(spec: &str) -> Option<Hole> {
+        let mut rest = spec.strip_prefix(':')?;
+        let align = rest.chars().next().filter(|c| matches!(c, '<' | '>' | '^'));
+        if align.is_some() {
+            rest = &rest[1..];
+        }
+        let exponent = rest.ends_with('e');
+        if exponent {
+            rest = &rest[..rest.len() - 1];
+        }
+        let (width, digits) = match rest.split_once('.') {
+            Some((width, digits)) => (width, Some(digits.parse::<usize>().ok()?)),
+            None => (rest, None),
+        };
+        let width = if width.is_empty() {
+            0
+        } else {
+            width.parse::<usize>().ok()?
+        };
+        (width <= 200 && digits.is_none_or(|d| d <= 30)).then_some(Hole {
+            align,
+            width,
+            digits,
+            exponent,
+        })
+    }
+
+    fn number(&self, x: f64) -> String {
+        match (self.exponent, self.digits) {
+            (true, Some(d)) => format!("{x:.d$e}"),
+            (true, None) => format!("{x:e}"),
+            (false, Some(d)) => format!("{x:.d$}"),
+            (false, None) => display_string(&Value::Float(x)),
+        }
+    }
+
+    fn pad(&self, text: String, numeric: bool) -> String {
+        let len = text.chars().count();
+        if len >= self.width {
+            return text;
+        }
+        let fill = self.width - len;
+        match self.align.unwrap_or(if numeric { '>' } else { '<' }) {
+            '>' => format!("{}{text}", " ".repeat(fill)),
+            '^' => format!(
+                "{}{text}{}",
+                " ".repeat(fill / 2),
+                " ".repeat(fill - fill / 2)
+            ),
+            _ => format!("{text}{}", " ".repeat(fill)),
+        }
+    }
+}
+
 fn fill_hole(spec: &str, value: &Value) -> EvalResult<String> {
     if spec.is_empty() {
         return Ok(display_string(value));
     }
-    let digits = spec
-        .strip_prefix(":.")
-        .and_then(|d| d.parse::<usize>().ok())
-        .filter(|d| *d <= 30)
-        .ok_or_else(|| {
-            EvalError::syntax(format!("unknown hole {{{spec}}} (use {{}} or {{:.N}})"))
-        })?;
-    match value {
-        Value::Int(_) | Value::Float(_) => Ok(format!("{:.*}", digits, value.as_f64()?)),
+    let hole = Hole::parse(spec).ok_or_else(|| {
+        EvalError::syntax(format!(
+            "unknown hole {{{spec}}} (use {{}}, {{:.N}} for N decimals, {{:.Ne}} for scientific notation, {{:W}} or {{:>W.N}} for a width)"
+        ))
+    })?;
+    let (text, numeric) = match value {
+        Value::Int(n) if hole.digits.is_none() && !hole.exponent => (n.to_string(), true),
+        Value::Int(_) | Value::Float(_) => (hole.number(value.as_f64()?), true),
         Value::Tensor(t) => {
-            let parts: Vec<String> = t.iter().map(|x| format!("{x:.digits$}")).collect();
-            Ok(format!("[{}]", parts.join(" ")))
+            let parts: Vec<String> = t.iter().map(|x| hole.number(*x)).collect();
+            (format!("[{}]", parts.join(" ")), false)
         }
-        other => Ok(display_string(other)),
-    }
+        other => (display_string(other), false),
+    };
+    Ok(hole.pad(text, numeric))
 }
 
 fn format(_: &mut Interp, args: &Args) -> EvalResult<Value> {
@@ -228,7 +291,7 @@ fn gensym(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
     builtin("str", "(str x...)", "The display forms of the arguments concatenated into one string.", 0, None, str_fn),
-    builtin("format", "(format template x...)", "The template with each {} replaced by the next argument ({:.3} for three decimals; {{ and }} for braces).", 1, None, format),
+    builtin("format", "(format template x...)", "The template with each {} replaced by the next argument: {:.3} gives three decimals, {:.3e} scientific notation, {:8} or {:>8.3} a width of 8 (numbers align right, other values left; < > ^ choose), {{ and }} braces.", 1, None, format),
     builtin("display", "(display x)", "Writes x to standard output, strings raw, without a newline.", 1, Some(1), display),
     builtin("write", "(write x)", "Writes the readable form of x (strings quoted), without a newline.", 1, Some(1), write),
     builtin("print", "(print x...)", "Writes the arguments separated by spaces, strings raw, without a newline.", 0, None, print),

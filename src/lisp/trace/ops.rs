@@ -321,6 +321,14 @@ pub fn call(trace: &TraceRef, name: &str, args: &Args) -> Option<EvalResult<Valu
                     _ => x < 0.0,
                 }))
             }
+            // Predicates and shape queries look at a traced value itself; on
+            // anything else (a list holding traced values, say) the plain
+            // built-in answers.
+            "number?" | "float?" | "tensor?" | "integer?" | "shape" | "rank" | "size"
+                if !matches!(args[0], Value::Traced(_)) =>
+            {
+                return None;
+            }
             "number?" | "float?" => Ok(Value::Bool(is_scalar(&args[0]))),
             "tensor?" => Ok(Value::Bool(!is_scalar(&args[0]))),
             "integer?" => Ok(Value::Bool(false)),
