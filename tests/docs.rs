@@ -102,3 +102,8 @@ fn the_symbolic_guide_transcripts_run_as_shown() {
 fn the_numeric_guide_transcripts_run_as_shown() {
     check_transcripts("numeric.md");
 }
+
+#[test]
+fn the_differentiation_guide_transcripts_run_as_shown() {
+    check_transcripts("differentiation.md");
+}
