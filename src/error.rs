@@ -39,7 +39,15 @@ struct ErrorInner {
     message: String,
     location: Option<Location>,
     excerpt: Option<(String, String)>,
+    /// Places inside the standard library the error passed through before
+    /// reaching the user's code (innermost first).
+    library: Vec<Location>,
     trace: Vec<Location>,
+}
+
+/// Whether a source name is one of the embedded standard-library files.
+fn in_library(name: &str) -> bool {
+    name.starts_with("<stdlib/")
 }
 
 impl Error {
@@ -50,6 +58,7 @@ impl Error {
             message: message.into(),
             location: None,
             excerpt: None,
+            library: Vec::new(),
             trace: Vec::new(),
         })
     }
@@ -69,17 +78,29 @@ impl Error {
                 col: span.col,
             })
         };
+        // An error raised inside the standard library points at the user's
+        // call that led there; the library's own places follow it.
+        let mut spans: Vec<Span> = std::iter::once(error.span)
+            .chain(error.trace.iter().copied())
+            .filter(|span| span.is_known())
+            .collect();
+        let user = spans
+            .iter()
+            .position(|span| !sources.name(*span).is_some_and(in_library))
+            .unwrap_or(0);
+        let outer = spans.split_off(user);
+        let primary = outer.first().copied().unwrap_or(error.span);
         Self::from_inner(ErrorInner {
             kind: error.kind,
-            location: locate(error.span),
-            excerpt: error
-                .span
+            location: locate(primary),
+            excerpt: primary
                 .is_known()
-                .then(|| sources.excerpt(error.span))
+                .then(|| sources.excerpt(primary))
                 .flatten(),
-            trace: error
-                .trace
+            library: spans.iter().filter_map(|span| locate(*span)).collect(),
+            trace: outer
                 .iter()
+                .skip(1)
                 .filter_map(|span| locate(*span))
                 .collect(),
             message: error.message,
@@ -125,6 +146,9 @@ impl Error {
                 "\n{:gutter$} |\n{} | {line}\n{:gutter$} | {caret}",
                 "", location.line, ""
             ));
+        }
+        for place in &self.inner.library {
+            out.push_str(&format!("\n  raised inside {place}"));
         }
         for site in &self.inner.trace {
             out.push_str(&format!("\n  called from {site}"));

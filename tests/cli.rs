@@ -254,6 +254,31 @@ fn unbound_symbol_is_reported_where_it_is_used() {
 }
 
 #[test]
+fn an_error_inside_the_standard_library_points_at_the_user_call() {
+    let (message, stderr) = expect_error_at("(define opt\n  (adam :learning-rate 0.1))\n", 2, 3);
+    assert!(
+        message.contains("adam: unknown option :learning-rate"),
+        "{message}"
+    );
+    assert!(
+        message.contains(":lr"),
+        "the message lists the options: {message}"
+    );
+    assert!(
+        stderr.contains("raised inside <stdlib/prelude.lisp>:"),
+        "{stderr}"
+    );
+    // A stdlib function called from a user function: the innermost user
+    // call is the place, the outer one a "called from" line.
+    let (_, stderr) = expect_error_at(
+        "(define (train)\n  (lbfgs (lambda (x) x) 0.0 :iterations 3))\n(train)\n",
+        2,
+        3,
+    );
+    assert!(stderr.contains("called from"), "{stderr}");
+}
+
+#[test]
 fn wrong_arity_is_reported_at_the_call() {
     let (message, _) = expect_error_at("(define (f a b) a)\n\n  (f 1)\n", 3, 3);
     assert!(

@@ -4,6 +4,50 @@
 
 use epsilon::lisp::analyze::SPECIAL_FORMS;
 use epsilon::lisp::builtins::TABLES;
+use epsilon::lisp::interp::STDLIB;
+use epsilon::reader::{FileId, Sexp, SexpKind, read_all};
+
+/// The name and docstring of a top-level `(define (name ...) "doc" ...)` or
+/// `(defmacro name (...) "doc" ...)`, if the form is one.
+fn documented_definition(form: &Sexp) -> Option<(String, Option<String>)> {
+    let SexpKind::List(items, _) = &form.kind else {
+        return None;
+    };
+    let head = match items.first().map(|s| &s.kind) {
+        Some(SexpKind::Symbol(head)) => head.as_str(),
+        _ => return None,
+    };
+    let name = match (head, items.get(1).map(|s| &s.kind)) {
+        ("define", Some(SexpKind::List(signature, _))) => {
+            match signature.first().map(|s| &s.kind) {
+                Some(SexpKind::Symbol(name)) => name.clone(),
+                _ => return None,
+            }
+        }
+        ("defmacro", Some(SexpKind::Symbol(name))) => name.clone(),
+        _ => return None,
+    };
+    let body_start = if head == "define" { 2 } else { 3 };
+    let doc = match items.get(body_start).map(|s| &s.kind) {
+        Some(SexpKind::Str(doc)) if items.len() > body_start + 1 => Some(doc.clone()),
+        _ => None,
+    };
+    Some((name, doc))
+}
+
+/// Every function and macro the stdlib files define, file by file.
+fn stdlib_definitions() -> Vec<(&'static str, Vec<(String, Option<String>)>)> {
+    STDLIB
+        .iter()
+        .map(|(file, source)| {
+            let forms = read_all(source, FileId(0)).expect("the stdlib reads");
+            (
+                *file,
+                forms.iter().filter_map(documented_definition).collect(),
+            )
+        })
+        .collect()
+}
 
 fn reference() -> String {
     let mut out = String::from(
@@ -24,9 +68,35 @@ fn reference() -> String {
     }
     out.push_str(
         "\n## Constants and variables\n\n- `pi`: 3.141592653589793\n- `*args*`: the script arguments, a list of strings\n\n\
-         ## Prelude (stdlib/prelude.lisp)\n\n`dotimes`, `dolist`, `->`, `->>`, `assert`, `defrule` (macros), `identity`, `compose`.\n",
+         ## Standard library\n\nWritten in Epsilon (`stdlib/`), loaded at start. Functions that take options read them as keyword arguments; each docstring starts with the call and its defaults.\n",
     );
+    for (file, definitions) in stdlib_definitions() {
+        out.push_str(&format!("\n### {file}\n\n"));
+        for (name, doc) in definitions {
+            let doc = doc.unwrap_or_default();
+            out.push_str(&format!("- **{name}**: {doc}\n"));
+        }
+    }
     out
+}
+
+#[test]
+fn every_stdlib_function_has_a_docstring() {
+    let mut engine = epsilon::Engine::new();
+    for (file, definitions) in stdlib_definitions() {
+        assert!(!definitions.is_empty(), "{file} defines nothing");
+        for (name, doc) in definitions {
+            let doc = doc.unwrap_or_else(|| panic!("{file}: {name} has no docstring"));
+            assert!(
+                doc.starts_with(&format!("({name}")) || doc.len() > 20,
+                "{file}: {name}'s docstring is too short: {doc:?}"
+            );
+            // The engine sees the same definition under that name.
+            engine
+                .eval(&format!("(doc '{name})"))
+                .unwrap_or_else(|e| panic!("{file}: (doc '{name}) fails: {e}"));
+        }
+    }
 }
 
 #[test]
@@ -106,4 +176,9 @@ fn the_numeric_guide_transcripts_run_as_shown() {
 #[test]
 fn the_differentiation_guide_transcripts_run_as_shown() {
     check_transcripts("differentiation.md");
+}
+
+#[test]
+fn the_stdlib_guide_transcripts_run_as_shown() {
+    check_transcripts("stdlib.md");
 }

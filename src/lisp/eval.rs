@@ -177,9 +177,12 @@ impl Interp {
         let result = match recorded {
             Some(result) => result,
             None => (builtin.func)(self, &args).map_err(|mut error| {
-                if traced && error.kind == EvalErrorKind::Type {
+                // Loops and checkpoints take traced values themselves; their
+                // refusals explain themselves.
+                let trace_aware = matches!(builtin.name, "scan" | "checkpoint");
+                if traced && error.kind == EvalErrorKind::Type && !trace_aware {
                     error.message.push_str(&format!(
-                        " ({} cannot be differentiated: it takes no traced values)",
+                        " ({} has no derivative: inside a differentiated or compiled function it receives traced values, so call it outside)",
                         builtin.name
                     ));
                 }

@@ -93,3 +93,16 @@
 ;; check-grad takes nested lists of parameters, as grad does
 (< (check-grad (lambda (p) (* (sum (car p)) (sin (second p)))) (list (list [1.0 2.0] 0.5))) 1e-6)
 ;=> #t
+
+;; ---- regressions found while writing the standard library and its guide ----
+;; Predicates look at a traced value itself, not at a list holding one.
+((grad (lambda (x) (if (number? (list x)) 0.0 (* x x)))) 3.0)
+;=> 6.0
+((grad (lambda (x) (if (tensor? (list x)) 0.0 (* x x)))) 3.0)
+;=> 6.0
+;; (tensor x) of a traced number is 0-dimensional, as it is untraced.
+((grad (lambda (x) (if (equal? (shape (tensor x)) '()) (* x x) 0.0))) 3.0)
+;=> 6.0
+;; A built-in without a derivative says so.
+((grad (lambda (x) (sum (sort x)))) [3.0 1.0 2.0])
+;!! sort has no derivative

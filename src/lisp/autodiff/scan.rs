@@ -283,7 +283,7 @@ fn trace_step(
 fn captured(b: &Trace, first_capture: usize) -> EvalResult<Vec<(Origin, Shape)>> {
     if b.inspected {
         return Err(EvalError::type_error(
-            "the step looks at the values of its state (if, while, a comparison of numbers, printing): it is compiled once for every step, so it cannot branch on them; use where on tensors (a number state can be a one-element tensor), or a Lisp loop",
+            "the step looks at the values of its state or of its step index (if, while, a comparison of numbers, printing): it is compiled once for every step, so it cannot branch on them; use where on tensors (a number state can be a one-element tensor), or a Lisp loop",
         ));
     }
     let input_nodes: FxHashMap<usize, Id> = b

@@ -590,6 +590,9 @@ fn tensor_call(r: &Recorder<'_>, name: &str, args: &Args) -> Option<EvalResult<V
             }
             "tensor" => match &args[..] {
                 [single] if single.is_list() => r.stack(single),
+                // One number or tensor is itself, as when not traced: a
+                // number becomes a 0-dimensional tensor, not a vector.
+                [single] => r.node(single),
                 many => r.stack_items(many),
             },
             "slice" => {
