@@ -208,12 +208,13 @@ impl Interp {
     pub fn warn(&mut self, message: &str) {
         self.flush_output();
         let span = self.call_span;
-        match self.sources.name(span) {
+        let line = match self.sources.name(span) {
             Some(file) if span.is_known() => {
-                eprintln!("{file}:{}:{}: warning: {message}", span.line, span.col)
+                format!("{file}:{}:{}: warning: {message}", span.line, span.col)
             }
-            _ => eprintln!("warning: {message}"),
-        }
+            _ => format!("warning: {message}"),
+        };
+        self.progress.suspend(|| eprintln!("{line}"));
     }
 
     /// Flushes program output.

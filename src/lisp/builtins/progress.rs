@@ -14,13 +14,14 @@ use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::value::Value;
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressState, ProgressStyle};
 use rustc_hash::FxHashMap;
 
-/// The layout of a bar: label, bar, position/length, rate, ETA, message.
-const TEMPLATE: &str = "{prefix} [{bar:30}] {pos}/{len} {per_sec} ETA {eta} {msg}";
+/// The layout of a bar: label, bar, position/length, rate, ETA, message
+/// (cut to the terminal's width).
+const TEMPLATE: &str = "{prefix} [{bar:30}] {pos}/{len} {rate} ETA {eta} {wide_msg}";
 /// The same without a label.
-const TEMPLATE_UNLABELLED: &str = "[{bar:30}] {pos}/{len} {per_sec} ETA {eta} {msg}";
+const TEMPLATE_UNLABELLED: &str = "[{bar:30}] {pos}/{len} {rate} ETA {eta} {wide_msg}";
 
 /// The live progress bars of an interpreter, by handle.
 #[derive(Default)]
@@ -71,6 +72,25 @@ fn style(labelled: bool) -> ProgressStyle {
     ProgressStyle::with_template(template)
         .expect("the progress templates are valid (a unit test parses them)")
         .progress_chars("=> ")
+        .with_key(
+            "rate",
+            |state: &ProgressState, out: &mut dyn std::fmt::Write| {
+                let _ = out.write_str(&rate(state.per_sec()));
+            },
+        )
+}
+
+/// Steps per second, or seconds per step when steps are slow (as tqdm).
+fn rate(per_sec: f64) -> String {
+    if !per_sec.is_finite() || per_sec <= 0.0 {
+        "?/s".to_string()
+    } else if per_sec >= 100.0 {
+        format!("{per_sec:.0}/s")
+    } else if per_sec >= 1.0 {
+        format!("{per_sec:.1}/s")
+    } else {
+        format!("{:.1}s/step", 1.0 / per_sec)
+    }
 }
 
 /// The string value of option `name`, if given.
@@ -144,7 +164,7 @@ fn progress_finish(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 /// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
-    with_options(builtin("progress", "(progress total :label s)", "Starts a progress bar counting to total and returns its handle (an integer). The bar shows the label, the bar, position/total, the rate per second, the time left and a message; it is drawn on standard error only when that is a terminal.", 1, Some(1), progress), &["label"]),
+    with_options(builtin("progress", "(progress total :label s)", "Starts a progress bar counting to total and returns its handle (an integer). The bar shows the label, the bar, position/total, the rate (steps per second, or seconds per step when slower), the time left and a message; it is drawn on standard error only when that is a terminal.", 1, Some(1), progress), &["label"]),
     with_options(builtin("progress-inc!", "(progress-inc! bar [n] :message s)", "Advances the progress bar by n (default 1, may be 0), sets its message if given, and returns the new position.", 1, Some(2), progress_inc), &["message"]),
     with_options(builtin("progress-finish!", "(progress-finish! bar :message s :clear #t)", "Finishes the progress bar, leaving it drawn with the final message (or erasing it with :clear #t), and releases the handle.", 1, Some(1), progress_finish), &["message", "clear"]),
 ];
@@ -158,5 +178,14 @@ mod tests {
         for template in [TEMPLATE, TEMPLATE_UNLABELLED] {
             ProgressStyle::with_template(template).expect("a valid template");
         }
+    }
+
+    #[test]
+    fn rates_read_well_fast_and_slow() {
+        assert_eq!(rate(0.0), "?/s");
+        assert_eq!(rate(f64::NAN), "?/s");
+        assert_eq!(rate(5831.44), "5831/s");
+        assert_eq!(rate(12.345), "12.3/s");
+        assert_eq!(rate(0.25), "4.0s/step");
     }
 }
