@@ -216,6 +216,20 @@ fn log_y_draws_decades_and_skips_non_positive_values() {
     for tick in ["1", "0.001", "0.0001", "1e-5", "1e-6"] {
         assert!(has_text(&svg, tick), "tick {tick} in {:?}", svg_texts(&svg));
     }
+    // A narrow log axis gets ticks between decades, labelled apart.
+    f.run(
+        "(plot (list 1 2 3) (list 1 1.0005 1.001) {narrow.svg} :log-y #t)",
+        &["narrow.svg"],
+    );
+    let svg = std::fs::read_to_string(f.path("narrow.svg")).unwrap();
+    let mut ticks: Vec<String> = svg_texts(&svg)
+        .into_iter()
+        .filter(|t| t.starts_with("1.00"))
+        .collect();
+    let count = ticks.len();
+    ticks.sort();
+    ticks.dedup();
+    assert!(count >= 5 && ticks.len() == count, "{ticks:?}");
     // Tiny and huge values, far past what f64 ratios hold, still plot.
     f.run(
         "(plot (list 1 2 3) (list 1e-300 1 1e300) {wide.png} :log-y #t)",

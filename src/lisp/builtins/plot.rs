@@ -124,8 +124,9 @@ impl Chart {
         }
         let y = 10f64.powf(t);
         if y > 0.0 && y.is_finite() {
-            // Each decade tick is labelled to its own magnitude.
-            tick_label(y, y)
+            // Labelled to its own magnitude; on an axis narrower than about
+            // half a decade, to the spacing of y between ticks.
+            tick_label(y, y * (span * std::f64::consts::LN_10).min(1.0))
         } else {
             format!("1e{}", trim_zeros(&format!("{t:.2}")))
         }
