@@ -427,12 +427,14 @@ impl Interp {
                 let started = Instant::now();
                 let value = self.eval(expr, env)?;
                 let elapsed = started.elapsed();
-                eprintln!(
-                    "time: {} ({}:{})",
-                    format_duration(elapsed.as_secs_f64()),
-                    span.line,
-                    span.col
-                );
+                self.progress.suspend(|| {
+                    eprintln!(
+                        "time: {} ({}:{})",
+                        format_duration(elapsed.as_secs_f64()),
+                        span.line,
+                        span.col
+                    )
+                });
                 Ok(value)
             }
             Node::DefMacro { name, def } => {

@@ -62,6 +62,8 @@ pub struct Interp {
     pub symbolic: SymbolicState,
     /// The active trace and the cache of compiled tapes.
     pub numeric: crate::lisp::autodiff::NumericState,
+    /// Live progress bars (`progress`), by handle.
+    pub(crate) progress: builtins::progress::ProgressBars,
 }
 
 impl Interp {
@@ -79,6 +81,7 @@ impl Interp {
             output: Box::new(std::io::stdout()),
             symbolic: SymbolicState::default(),
             numeric: Default::default(),
+            progress: Default::default(),
         };
         builtins::install(&mut interp);
         interp.set_global(sym::ARGS, Value::Nil);
@@ -201,14 +204,18 @@ impl Interp {
     }
 
     /// Writes program output; text without a final newline is flushed at
-    /// once so prompts appear.
+    /// once so prompts appear. Progress bars on the terminal are lifted out
+    /// of the way while it writes.
     pub fn write_output(&mut self, text: &str) -> EvalResult<()> {
-        let written = self.output.write_all(text.as_bytes()).and_then(|()| {
-            if text.ends_with('\n') {
-                Ok(())
-            } else {
-                self.output.flush()
-            }
+        let output = &mut self.output;
+        let written = self.progress.suspend(|| {
+            output.write_all(text.as_bytes()).and_then(|()| {
+                if text.ends_with('\n') {
+                    Ok(())
+                } else {
+                    output.flush()
+                }
+            })
         });
         written.map_err(|err| EvalError::io(format!("cannot write output: {err}")))
     }
@@ -218,12 +225,13 @@ impl Interp {
     pub fn warn(&mut self, message: &str) {
         self.flush_output();
         let span = self.call_span;
-        match self.sources.name(span) {
+        let line = match self.sources.name(span) {
             Some(file) if span.is_known() => {
-                eprintln!("{file}:{}:{}: warning: {message}", span.line, span.col)
+                format!("{file}:{}:{}: warning: {message}", span.line, span.col)
             }
-            _ => eprintln!("warning: {message}"),
-        }
+            _ => format!("warning: {message}"),
+        };
+        self.progress.suspend(|| eprintln!("{line}"));
     }
 
     /// Flushes program output.

@@ -8,6 +8,8 @@ pub mod compare;
 mod data;
 mod lists;
 mod numeric;
+mod plot;
+pub(crate) mod progress;
 pub(crate) mod reduce;
 mod sort;
 mod symbolic;
@@ -34,6 +36,8 @@ pub const TABLES: &[&[Builtin]] = &[
     reduce::BUILTINS,
     sort::BUILTINS,
     data::BUILTINS,
+    plot::BUILTINS,
+    progress::BUILTINS,
     symbolic::BUILTINS,
     autodiff::BUILTINS,
 ];

@@ -185,8 +185,9 @@ fn println(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     emit(interp, &line)
 }
 
-fn eprintln(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    eprintln!("{}", joined(args, " "));
+fn eprintln(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let line = joined(args, " ");
+    interp.progress.suspend(|| eprintln!("{line}"));
     Ok(Value::Void)
 }
 

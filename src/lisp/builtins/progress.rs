@@ -1,0 +1,191 @@
+//! Progress bars for long loops, drawn by `indicatif` on standard error:
+//! `progress` makes one and returns its handle (an integer),
+//! `progress-inc!` advances it, `progress-finish!` ends it and releases the
+//! handle. The bars of an interpreter share one `MultiProgress`, so nested
+//! bars (epochs and batches) stack, and program output is written with the
+//! bars lifted out of the way (`Interp::write_output`).
+//!
+//! Nothing is drawn unless standard error is a terminal (and `TERM` is not
+//! `dumb`): indicatif's stderr target hides itself otherwise, so a script
+//! whose output goes to files stays silent.
+
+use super::{builtin, with_options};
+use crate::lisp::error::{EvalError, EvalResult};
+use crate::lisp::interp::Interp;
+use crate::lisp::procedure::{Args, Builtin};
+use crate::lisp::value::Value;
+use indicatif::{MultiProgress, ProgressBar, ProgressState, ProgressStyle};
+use rustc_hash::FxHashMap;
+
+/// The layout of a bar: label, bar, position/length, rate, ETA, message
+/// (cut to the terminal's width).
+const TEMPLATE: &str = "{prefix} [{bar:30}] {pos}/{len} {rate} ETA {eta} {wide_msg}";
+/// The same without a label.
+const TEMPLATE_UNLABELLED: &str = "[{bar:30}] {pos}/{len} {rate} ETA {eta} {wide_msg}";
+
+/// The live progress bars of an interpreter, by handle.
+#[derive(Default)]
+pub struct ProgressBars {
+    /// Where the bars draw; made with the first bar.
+    multi: Option<MultiProgress>,
+    /// Unfinished bars.
+    bars: FxHashMap<i64, ProgressBar>,
+    /// The last handle given out (handles are never reused).
+    last: i64,
+}
+
+impl ProgressBars {
+    /// Runs `f` (which writes to the terminal) with the bars cleared, and
+    /// redraws them afterwards.
+    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        match &self.multi {
+            Some(multi) if !self.bars.is_empty() => multi.suspend(f),
+            _ => f(),
+        }
+    }
+
+    fn get(&self, handle: &Value) -> EvalResult<(i64, &ProgressBar)> {
+        let id = match handle {
+            Value::Int(id) => *id,
+            other => {
+                return Err(EvalError::type_error(format!(
+                    "expected a progress bar (the integer progress returned), got {} {}",
+                    other.type_name(),
+                    other.short()
+                )));
+            }
+        };
+        self.bars.get(&id).map(|bar| (id, bar)).ok_or_else(|| {
+            EvalError::range(format!(
+                "no active progress bar {id} (it was finished, or never made by progress)"
+            ))
+        })
+    }
+}
+
+fn style(labelled: bool) -> ProgressStyle {
+    let template = if labelled {
+        TEMPLATE
+    } else {
+        TEMPLATE_UNLABELLED
+    };
+    ProgressStyle::with_template(template)
+        .expect("the progress templates are valid (a unit test parses them)")
+        .progress_chars("=> ")
+        .with_key(
+            "rate",
+            |state: &ProgressState, out: &mut dyn std::fmt::Write| {
+                let _ = out.write_str(&rate(state.per_sec()));
+            },
+        )
+}
+
+/// Steps per second, or seconds per step when steps are slow (as tqdm).
+fn rate(per_sec: f64) -> String {
+    if !per_sec.is_finite() || per_sec <= 0.0 {
+        "?/s".to_string()
+    } else if per_sec >= 100.0 {
+        format!("{per_sec:.0}/s")
+    } else if per_sec >= 1.0 {
+        format!("{per_sec:.1}/s")
+    } else {
+        format!("{:.1}s/step", 1.0 / per_sec)
+    }
+}
+
+/// The string value of option `name`, if given.
+fn message_option(args: &Args, name: &str) -> EvalResult<Option<String>> {
+    match args.option(name) {
+        None => Ok(None),
+        Some(Value::Str(text)) => Ok(Some(text.to_string())),
+        Some(other) => Err(EvalError::type_error(format!(
+            ":{name} must be a string, got {} {}",
+            other.type_name(),
+            other.short()
+        ))),
+    }
+}
+
+fn non_negative(value: &Value, what: &str) -> EvalResult<u64> {
+    let n = value.as_i64().map_err(|_| {
+        EvalError::type_error(format!(
+            "{what} must be a non-negative integer, got {} {}",
+            value.type_name(),
+            value.short()
+        ))
+    })?;
+    u64::try_from(n)
+        .map_err(|_| EvalError::range(format!("{what} must be a non-negative integer, got {n}")))
+}
+
+fn progress(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let total = non_negative(&args[0], "the total")?;
+    let label = message_option(args, "label")?;
+    let state = &mut interp.progress;
+    let multi = state.multi.get_or_insert_with(MultiProgress::new);
+    let bar = multi.add(ProgressBar::new(total).with_style(style(label.is_some())));
+    if let Some(label) = label {
+        bar.set_prefix(label);
+    }
+    state.last += 1;
+    state.bars.insert(state.last, bar);
+    Ok(Value::Int(state.last))
+}
+
+fn progress_inc(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let (_, bar) = interp.progress.get(&args[0])?;
+    let step = match args.get(1) {
+        Some(n) => non_negative(n, "the step")?,
+        None => 1,
+    };
+    if let Some(message) = message_option(args, "message")? {
+        bar.set_message(message);
+    }
+    bar.inc(step);
+    Ok(Value::Int(
+        i64::try_from(bar.position()).unwrap_or(i64::MAX),
+    ))
+}
+
+fn progress_finish(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let (id, bar) = interp.progress.get(&args[0])?;
+    let message = message_option(args, "message")?;
+    if args.option("clear").is_some_and(Value::is_truthy) {
+        bar.finish_and_clear();
+    } else if let Some(message) = message {
+        bar.finish_with_message(message);
+    } else {
+        bar.finish();
+    }
+    interp.progress.bars.remove(&id);
+    Ok(Value::Void)
+}
+
+/// The built-ins of this family, with their docstrings.
+#[rustfmt::skip]
+pub const BUILTINS: &[Builtin] = &[
+    with_options(builtin("progress", "(progress total :label s)", "Starts a progress bar counting to total and returns its handle (an integer). The bar shows the label, the bar, position/total, the rate (steps per second, or seconds per step when slower), the time left and a message; it is drawn on standard error only when that is a terminal.", 1, Some(1), progress), &["label"]),
+    with_options(builtin("progress-inc!", "(progress-inc! bar [n] :message s)", "Advances the progress bar by n (default 1, may be 0), sets its message if given, and returns the new position.", 1, Some(2), progress_inc), &["message"]),
+    with_options(builtin("progress-finish!", "(progress-finish! bar :message s :clear #t)", "Finishes the progress bar, leaving it drawn with the final message (or erasing it with :clear #t), and releases the handle.", 1, Some(1), progress_finish), &["message", "clear"]),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_templates_parse() {
+        for template in [TEMPLATE, TEMPLATE_UNLABELLED] {
+            ProgressStyle::with_template(template).expect("a valid template");
+        }
+    }
+
+    #[test]
+    fn rates_read_well_fast_and_slow() {
+        assert_eq!(rate(0.0), "?/s");
+        assert_eq!(rate(f64::NAN), "?/s");
+        assert_eq!(rate(5831.44), "5831/s");
+        assert_eq!(rate(12.345), "12.3/s");
+        assert_eq!(rate(0.25), "4.0s/step");
+    }
+}
