@@ -271,9 +271,9 @@ fn an_error_inside_the_standard_library_points_at_the_user_call() {
     // A stdlib function called from a user function: the innermost user
     // call is the place, the outer one a "called from" line.
     let (_, stderr) = expect_error_at(
-        "(define (train)\n  (lbfgs (lambda (x) x) 0.0 :iterations 3))\n(train)\n",
+        "(define (train)\n  (list (lbfgs (lambda (x) x) 0.0 :iterations 3)))\n(train)\n",
         2,
-        3,
+        9,
     );
     assert!(stderr.contains("called from"), "{stderr}");
 }

@@ -1,0 +1,221 @@
+//! Every example in examples/ runs (at a reduced size where it has one) and
+//! prints what it promises: the Rosenbrock minimum, the digits accuracy, the
+//! recovered diffusion coefficient, the hyperelastic checks, a falling
+//! attention loss; the picture and graph files are written and readable.
+
+mod common;
+
+use common::{Outcome, epsilon};
+use std::path::Path;
+
+/// Runs `epsilon run examples/NAME ARGS...` and checks it succeeded.
+fn run_example(name: &str, args: &[&str]) -> Outcome {
+    let script = format!("examples/{name}");
+    let mut argv = vec!["run", script.as_str()];
+    argv.extend_from_slice(args);
+    let out = epsilon(&argv);
+    out.assert_code(0).assert_no_panic();
+    out
+}
+
+/// The number that follows `label` on the first line containing it.
+fn number_after(text: &str, label: &str) -> f64 {
+    let line = text
+        .lines()
+        .find(|line| line.contains(label))
+        .unwrap_or_else(|| panic!("no line with {label:?} in:\n{text}"));
+    let rest = &line[line.find(label).expect("found above") + label.len()..];
+    let token: String = rest
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e'))
+        .collect();
+    token
+        .parse()
+        .unwrap_or_else(|_| panic!("no number after {label:?} in {line:?}"))
+}
+
+#[test]
+fn rosenbrock_reaches_the_minimum() {
+    let out = run_example("rosenbrock.lisp", &["--adam-steps", "3000"]);
+    let text = &out.stdout;
+    assert!(
+        (number_after(text, "L-BFGS minimum: x =") - 1.0).abs() < 1e-6,
+        "{text}"
+    );
+    let lbfgs_line = text
+        .lines()
+        .find(|l| l.starts_with("L-BFGS minimum"))
+        .expect("printed");
+    assert!(
+        (number_after(lbfgs_line, " y =") - 1.0).abs() < 1e-6,
+        "{text}"
+    );
+    assert!(
+        number_after(lbfgs_line, "distance to (1, 1) =") < 1e-6,
+        "{text}"
+    );
+    assert!(text.contains("gradient norm below gtol"), "{text}");
+    // Every L-BFGS iteration is printed: the table holds the count reported.
+    let iterations = number_after(text, "gradient norm below gtol after") as usize;
+    assert!((10..200).contains(&iterations), "{text}");
+    // Adam, cut to 3,000 steps, is on its way: within 0.1 of (1, 1).
+    let adam_line = text
+        .lines()
+        .find(|l| l.starts_with("Adam minimum"))
+        .expect("printed");
+    assert!(
+        number_after(adam_line, "distance to (1, 1) =") < 0.1,
+        "{text}"
+    );
+}
+
+#[test]
+fn mlp_classifies_digits_and_writes_its_pictures() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let png = dir.path().join("loss.png");
+    let dot = dir.path().join("mlp.dot");
+    let out = run_example(
+        "mlp.lisp",
+        &[
+            "--epochs",
+            "12",
+            "--plot",
+            png.to_str().expect("UTF-8"),
+            "--graph",
+            dot.to_str().expect("UTF-8"),
+        ],
+    );
+    // The first epoch already reports its held-out accuracy.
+    assert!(
+        number_after(&out.stdout, "held-out accuracy") > 0.5,
+        "{}",
+        out.stdout
+    );
+    let summary = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("train accuracy"))
+        .expect("the accuracies are printed");
+    let held_out = number_after(summary, "held-out accuracy");
+    assert!(
+        held_out > 0.9,
+        "held-out accuracy {held_out}\n{}",
+        out.stdout
+    );
+    check_png(&png);
+    let graph = std::fs::read_to_string(&dot).expect("the DOT file is written");
+    assert!(
+        graph.starts_with("digraph") && graph.contains("->"),
+        "{graph}"
+    );
+}
+
+/// The PNG decodes to a picture of the default size that is not blank.
+fn check_png(path: &Path) {
+    let bytes = std::fs::read(path).expect("the PNG is written");
+    assert!(!bytes.is_empty());
+    let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    let mut reader = decoder.read_info().expect("a valid PNG header");
+    let mut pixels = vec![0; reader.output_buffer_size().expect("a known size")];
+    let info = reader.next_frame(&mut pixels).expect("the PNG decodes");
+    assert!(info.width >= 200 && info.height >= 150, "{info:?}");
+    let first = &pixels[..3];
+    assert!(
+        pixels.chunks(3).any(|pixel| pixel != first),
+        "the picture is one colour"
+    );
+}
+
+#[test]
+fn heat_recovers_the_diffusion_coefficient() {
+    let out = run_example("heat.lisp", &["--points", "48"]);
+    let kappa = number_after(&out.stdout, "recovered kappa =");
+    assert!((kappa - 0.7).abs() / 0.7 < 0.01, "{}", out.stdout);
+    let revolve = number_after(&out.stdout, "revolve");
+    let store_all = number_after(&out.stdout, "store-all");
+    assert!(
+        revolve > 0.0 && revolve * 10.0 < store_all,
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn hyperelastic_stress_and_tangent_match_finite_differences() {
+    let out = run_example("hyperelastic.lisp", &[]);
+    let text = &out.stdout;
+    assert_eq!(
+        text.matches("stress vs finite differences").count(),
+        3,
+        "{text}"
+    );
+    assert!(
+        number_after(text, "largest relative error:") < 1e-6,
+        "{text}"
+    );
+    for line in text
+        .lines()
+        .filter(|l| l.contains("stress vs finite differences"))
+    {
+        assert!(
+            number_after(line, "stress vs finite differences") < 1e-6,
+            "{line}"
+        );
+        assert!(number_after(line, "vs reverse mode") < 1e-12, "{line}");
+        assert!(
+            number_after(line, "tangent vs finite differences") < 1e-6,
+            "{line}"
+        );
+    }
+    assert!(number_after(text, "largest |P| =") < 1e-12, "{text}");
+    assert!(
+        number_after(text, "tangent minus linear elasticity:") < 1e-12,
+        "{text}"
+    );
+}
+
+#[test]
+fn attention_loss_falls() {
+    let out = run_example("attention.lisp", &["--steps", "150"]);
+    let text = &out.stdout;
+    let first = number_after(text, "train loss fell from");
+    let last = number_after(text, " to ");
+    assert!(last < 0.2 * first, "{text}");
+    assert!(number_after(text, "held-out loss") < 0.5, "{text}");
+    assert!(number_after(text, "attention check-grad:") < 1e-6, "{text}");
+}
+
+#[test]
+fn the_embedding_example_builds_and_runs() {
+    // `cargo test` builds the examples beside the test binaries.
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let examples = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps")
+        .join("examples")
+        .join(format!("embed{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        examples.exists(),
+        "{} is built by cargo test",
+        examples.display()
+    );
+    let out = common::run_command(std::process::Command::new(&examples), None);
+    out.assert_code(0).assert_no_panic();
+    let text = &out.stdout;
+    assert!(text.contains("(+ 1 2) = 3"), "{text}");
+    assert!(text.contains("(square 1.5) = 2.25"), "{text}");
+    let slope = number_after(text, "d f / d x at (2, 0.5) =");
+    assert!((slope - 0.5f64.sin()).abs() < 1e-15, "{text}");
+    assert!(
+        text.contains("gradient of sum(w^2) at [1 2 3] = [2, 4, 6]"),
+        "{text}"
+    );
+    assert!(
+        (number_after(text, "fitted a =") - 2.0).abs() < 1e-6,
+        "{text}"
+    );
+    assert!((number_after(text, "b =") - 1.0).abs() < 1e-6, "{text}");
+    assert!(text.contains("error as expected"), "{text}");
+}
