@@ -1,7 +1,7 @@
 ;;; heat.lisp - an inverse problem: recover the diffusion coefficient of a
 ;;; 1-D heat equation from its final temperature profile.
 ;;;
-;;;   epsilon run examples/heat.lisp [--points 64] [--snapshots 10]
+;;;   epsilon run examples/heat.lisp [--points 64] [--snapshots 10] [--plot heat.png]
 ;;;
 ;;; u_t = kappa u_xx on [0, 1], u = 0 at both ends, stepped explicitly
 ;;; (forward Euler in time, central differences in space) with `scan`.
@@ -58,3 +58,10 @@
           'snapshot-bytes))
 (println (format "loop states kept for the gradient: revolve {} bytes, store-all {} bytes"
                  (snapshot-bytes 'revolve) (snapshot-bytes 'store-all)))
+
+;; The initial profile, the data, and the final profile of the fitted model.
+(define plot-path (script-option "--plot" "heat.png"))
+(plot-lines xs (list u0 observed (final-profile kappa 'revolve)) plot-path
+            :labels (list "initial u(x, 0)" "observed u(x, T)" (format "fitted, kappa = {:.4}" kappa))
+            :title "1-D heat equation: recovering kappa" :xlabel "x" :ylabel "temperature")
+(println "wrote" plot-path)
