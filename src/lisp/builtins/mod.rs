@@ -5,6 +5,7 @@
 
 mod autodiff;
 pub mod compare;
+mod custom;
 mod data;
 mod lists;
 mod numeric;
@@ -36,6 +37,7 @@ pub const TABLES: &[&[Builtin]] = &[
     data::BUILTINS,
     symbolic::BUILTINS,
     autodiff::BUILTINS,
+    custom::BUILTINS,
 ];
 
 /// Binds every built-in and constant in `interp`'s global environment.
