@@ -50,9 +50,9 @@ pub static NO_FUNCTIONS: Functions = Functions {
 
 /// How many calls deep a formula's partial derivatives are written out in
 /// a program (a partial may call its own function, as `exp`'s does); past
-/// this depth a call is its body. Derivatives up to this order plus one
-/// use the declared rules.
-pub const MAX_RULE_DEPTH: usize = 3;
+/// this depth a call is its body. Derivatives up to this order use the
+/// declared rules; higher ones differentiate the body.
+pub const MAX_RULE_DEPTH: usize = 4;
 
 /// How many calls deep bodies expand (a body calling a function whose body
 /// calls the first again never ends).

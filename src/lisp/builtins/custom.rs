@@ -39,8 +39,8 @@ struct Custom {
     /// How many evaluations of this function's partials are under way: a
     /// partial may call the function itself (as `exp`'s would), and each
     /// such call evaluates the partials again. Past `MAX_RULE_DEPTH` a call
-    /// is its body, so derivatives up to that order plus one follow the
-    /// declared rule.
+    /// is its body, so derivatives up to that order follow the declared
+    /// rule.
     depth: Cell<usize>,
 }
 
