@@ -49,9 +49,9 @@ fn error_of(engine: &mut Engine, source: &str) -> String {
     }
 }
 
-fn call(engine: &mut Engine, f: &Value, args: &[Value]) -> Value {
+fn call(engine: &mut Engine, f: &Value, args: Vec<Value>) -> Value {
     engine
-        .call(f, args)
+        .call(f, &args)
         .unwrap_or_else(|error| panic!("call of {f}: {}", error.render()))
 }
 
@@ -95,8 +95,8 @@ fn fd_gradient(engine: &mut Engine, f: &Value, x: &[f64]) -> Vec<f64> {
             let (mut plus, mut minus) = (x.to_vec(), x.to_vec());
             plus[i] += H;
             minus[i] -= H;
-            let up = numbers(&call(engine, f, &[tensor(&plus)]))[0];
-            let down = numbers(&call(engine, f, &[tensor(&minus)]))[0];
+            let up = numbers(&call(engine, f, vec![tensor(&plus)]))[0];
+            let down = numbers(&call(engine, f, vec![tensor(&minus)]))[0];
             (up - down) / (2.0 * H)
         })
         .collect()
@@ -104,8 +104,8 @@ fn fd_gradient(engine: &mut Engine, f: &Value, x: &[f64]) -> Vec<f64> {
 
 /// Central finite differences of a scalar function of a scalar.
 fn fd_scalar(engine: &mut Engine, f: &Value, x: f64) -> f64 {
-    let up = numbers(&call(engine, f, &[Value::Float(x + H)]))[0];
-    let down = numbers(&call(engine, f, &[Value::Float(x - H)]))[0];
+    let up = numbers(&call(engine, f, vec![Value::Float(x + H)]))[0];
+    let down = numbers(&call(engine, f, vec![Value::Float(x - H)]))[0];
     (up - down) / (2.0 * H)
 }
 
@@ -126,7 +126,7 @@ fn reverse_and_forward_mode_agree_with_finite_differences() {
         let grad = eval(&mut engine, "(grad (lambda (x) (sum (softclip x))))");
         assert_close(
             "grad",
-            &numbers(&call(&mut engine, &grad, &[x.clone()])),
+            &numbers(&call(&mut engine, &grad, vec![x.clone()])),
             &want,
             FD_TOL,
         );
@@ -134,17 +134,17 @@ fn reverse_and_forward_mode_agree_with_finite_differences() {
             &mut engine,
             "(value-and-grad (lambda (x) (sum (softclip x))))",
         );
-        let both = numbers(&call(&mut engine, &vg, &[x.clone()]));
-        let value = numbers(&call(&mut engine, &loss, &[x.clone()]));
+        let both = numbers(&call(&mut engine, &vg, vec![x.clone()]));
+        let value = numbers(&call(&mut engine, &loss, vec![x.clone()]));
         assert_close("value-and-grad value", &both[..1], &value, EXACT_TOL);
         assert_close("value-and-grad gradient", &both[1..], &want, FD_TOL);
         // A weighted sum through a slice: the cotangent is not all ones.
         let want_f = fd_gradient(&mut engine, &f, point);
         let grad_f = eval(&mut engine, "grad");
-        let grad_f = call(&mut engine, &grad_f, &[f.clone()]);
+        let grad_f = call(&mut engine, &grad_f, vec![f.clone()]);
         assert_close(
             "weighted grad",
-            &numbers(&call(&mut engine, &grad_f, &[x.clone()])),
+            &numbers(&call(&mut engine, &grad_f, vec![x.clone()])),
             &want_f,
             FD_TOL,
         );
@@ -158,8 +158,8 @@ fn reverse_and_forward_mode_agree_with_finite_differences() {
             let (mut plus, mut minus) = (point.to_vec(), point.to_vec());
             plus[i] += H;
             minus[i] -= H;
-            let up = numbers(&call(&mut engine, &elementwise, &[tensor(&plus)]));
-            let down = numbers(&call(&mut engine, &elementwise, &[tensor(&minus)]));
+            let up = numbers(&call(&mut engine, &elementwise, vec![tensor(&plus)]));
+            let down = numbers(&call(&mut engine, &elementwise, vec![tensor(&minus)]));
             let column: Vec<f64> = up
                 .iter()
                 .zip(&down)
@@ -169,7 +169,7 @@ fn reverse_and_forward_mode_agree_with_finite_differences() {
             let out = call(
                 &mut engine,
                 &jvp,
-                &[
+                vec![
                     elementwise.clone(),
                     args.clone(),
                     Value::list(vec![tensor(&unit)]),
@@ -179,14 +179,14 @@ fn reverse_and_forward_mode_agree_with_finite_differences() {
             assert_close(
                 "jvp value",
                 &numbers(&parts[0]),
-                &numbers(&call(&mut engine, &elementwise, &[x.clone()])),
+                &numbers(&call(&mut engine, &elementwise, vec![x.clone()])),
                 EXACT_TOL,
             );
             assert_close("jvp tangent", &numbers(&parts[1]), &column, FD_TOL);
             let out = call(
                 &mut engine,
                 &vjp,
-                &[elementwise.clone(), args, tensor(&unit)],
+                vec![elementwise.clone(), args, tensor(&unit)],
             );
             let parts = out.list_to_vec().unwrap();
             // The Jacobian is diagonal: row i is the same as column i.
@@ -196,8 +196,8 @@ fn reverse_and_forward_mode_agree_with_finite_differences() {
         let jit = eval(&mut engine, "(jit (lambda (x) (softclip (* 2 x))))");
         assert_close(
             "jit",
-            &numbers(&call(&mut engine, &jit, &[x.clone()])),
-            &numbers(&call(&mut engine, &elementwise, &[x])),
+            &numbers(&call(&mut engine, &jit, vec![x.clone()])),
+            &numbers(&call(&mut engine, &elementwise, vec![x])),
             EXACT_TOL,
         );
     }
@@ -246,15 +246,15 @@ fn second_order_differentiates_the_declared_partial() {
     for point in POINTS {
         let x = tensor(point);
         let hessian = eval(&mut engine, "(hessian (lambda (x) (sum (softclip x))))");
-        let h = numbers(&call(&mut engine, &hessian, &[x.clone()]));
+        let h = numbers(&call(&mut engine, &hessian, vec![x.clone()]));
         let n = point.len();
         // Row i: finite differences of the gradient's i-th entry.
         for i in 0..n {
             let (mut plus, mut minus) = (point.to_vec(), point.to_vec());
             plus[i] += H;
             minus[i] -= H;
-            let up = numbers(&call(&mut engine, &grad, &[tensor(&plus)]));
-            let down = numbers(&call(&mut engine, &grad, &[tensor(&minus)]));
+            let up = numbers(&call(&mut engine, &grad, vec![tensor(&plus)]));
+            let down = numbers(&call(&mut engine, &grad, vec![tensor(&minus)]));
             let column: Vec<f64> = up
                 .iter()
                 .zip(&down)
@@ -267,7 +267,11 @@ fn second_order_differentiates_the_declared_partial() {
         unit[0] = 1.0;
         let hvp = eval(&mut engine, "hvp");
         let f = eval(&mut engine, "(lambda (x) (sum (softclip x)))");
-        let out = call(&mut engine, &hvp, &[f, Value::list(vec![x]), tensor(&unit)]);
+        let out = call(
+            &mut engine,
+            &hvp,
+            vec![f, Value::list(vec![x]), tensor(&unit)],
+        );
         let column: Vec<f64> = (0..n).map(|j| h[j * n]).collect();
         assert_close("hvp", &numbers(&out), &column, 1e-12);
     }
@@ -373,12 +377,12 @@ fn scan_steps_agree_with_finite_differences() {
         "(lambda (x) (sum (scan (lambda (s i) (softclip (* 1.5 s))) x 5)))",
     );
     let grad = eval(&mut engine, "grad");
-    let g = call(&mut engine, &grad, &[f.clone()]);
+    let g = call(&mut engine, &grad, vec![f.clone()]);
     for point in POINTS {
         let want = fd_gradient(&mut engine, &f, point);
         assert_close(
             "grad through scan",
-            &numbers(&call(&mut engine, &g, &[tensor(point)])),
+            &numbers(&call(&mut engine, &g, vec![tensor(point)])),
             &want,
             FD_TOL,
         );
@@ -623,8 +627,8 @@ proptest! {
             let engine = &mut *engine;
             let f = eval(engine, &format!("(lambda (x) (sum (smooth-mul x (* {w} x))))"));
             let grad = eval(engine, "grad");
-            let g = call(engine, &grad, &[f.clone()]);
-            let got = numbers(&call(engine, &g, &[tensor(&xs)]));
+            let g = call(engine, &grad, vec![f.clone()]);
+            let got = numbers(&call(engine, &g, vec![tensor(&xs)]));
             let want: Vec<f64> = xs
                 .iter()
                 .map(|&x| {
