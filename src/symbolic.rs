@@ -48,8 +48,13 @@ impl Expr {
         };
         let value = crate::lisp::convert::sexp_to_value(datum);
         let mut builder = ExprBuilder::new();
-        let root = expr_from_value(&value, datum.span, &mut builder)
-            .map_err(|err| Error::from_eval(err, &sources))?;
+        let root = expr_from_value(
+            &value,
+            datum.span,
+            &mut builder,
+            &crate::egraph::functions::NO_FUNCTIONS,
+        )
+        .map_err(|err| Error::from_eval(err, &sources))?;
         Ok(compact(builder.expr(), root))
     }
 
@@ -71,7 +76,7 @@ impl Expr {
     /// The node count of the expression as a DAG, as `expr-size` counts it.
     pub fn size(&self) -> usize {
         // An `Expr` is always a valid expression, so counting cannot fail.
-        expr_size(&self.to_value()).unwrap_or(0)
+        expr_size(&self.to_value(), &crate::egraph::functions::NO_FUNCTIONS).unwrap_or(0)
     }
 
     /// The variables the expression uses, in first-use order.

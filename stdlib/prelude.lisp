@@ -125,3 +125,19 @@
            (let ((n (string->number (second tail))))
              (if n n (error (format "{} needs a number, got" name) (second tail)))))
           (else (second tail)))))
+
+(defmacro defderiv (name params . rest)
+  "(defderiv name (x y) [docstring] body (d-dx d-dy)): defines the function name of x, y computing body, with its partial derivatives declared as expressions in the arguments, e.g. (defderiv softclip (x) (tanh x) ((- 1 (pow (tanh x) 2)))). The one rule serves symbolic diff, grad and hessian (name becomes an operator of quoted expressions), reverse and forward mode, and derivatives of any order: derivatives come from the partials, never from differentiating body. The function applies elementwise: on tensors the partials broadcast like those of built-in elementwise functions. Redefining name replaces it; special forms, built-ins and macros cannot be redefined."
+  (let* ((doc (if (and (= (length rest) 3) (string? (car rest))) (car rest) '()))
+         (rest (if (null? doc) rest (cdr rest))))
+    (unless (= (length rest) 2)
+      (error "defderiv takes a name, a parameter list, an optional docstring, a body and a list of partial derivatives, got"
+             (cons 'defderiv (cons name (cons params rest)))))
+    (let ((body (car rest))
+          (partials (second rest)))
+      `(define-with-derivatives! ',name ',params ',body ',partials
+         (lambda ,params ,body)
+         ,(if (list? partials)
+              `(list ,@(map (lambda (p) `(lambda ,params ,p)) partials))
+              ''())
+         ',doc))))

@@ -6,6 +6,7 @@ use egg::{Id, RecExpr, Symbol};
 use epsilon::Value;
 use epsilon::egraph::eval::evaluate;
 use epsilon::egraph::extract::{extract, extract_tree};
+use epsilon::egraph::functions::NO_FUNCTIONS;
 use epsilon::egraph::simplify::simplify;
 use epsilon::egraph::{
     ExprBuilder, Level, Limits, Math, MathGraph, Stop, all_rules, reverse::gradient,
@@ -20,7 +21,7 @@ fn saturated_gradient(text: &str, vars: &[&str]) -> (MathGraph, Vec<Id>) {
     let mut builder = ExprBuilder::new();
     let root = builder.add_expr(&expr, &[Id::from(expr.as_ref().len() - 1)])[0];
     let wrt: Vec<Symbol> = vars.iter().map(|&v| Symbol::from(v)).collect();
-    let partials = gradient(&mut builder, root, &wrt);
+    let partials = gradient(&mut builder, root, &wrt, &NO_FUNCTIONS);
     let mut egraph = MathGraph::default();
     let mut map = Vec::new();
     for node in builder.expr().as_ref() {
@@ -299,7 +300,7 @@ fn the_reverse_sweep_is_linear_in_the_expression_not_in_the_variables() {
         let root = builder.add_expr(&expr, &[Id::from(expr.as_ref().len() - 1)])[0];
         let before = builder.len();
         let wrt: Vec<Symbol> = (0..=n).map(|i| Symbol::from(format!("x{i}"))).collect();
-        let partials = gradient(&mut builder, root, &wrt);
+        let partials = gradient(&mut builder, root, &wrt, &NO_FUNCTIONS);
         assert_eq!(partials.len(), n + 1);
         (before, builder.len() - before)
     };

@@ -218,7 +218,8 @@ fn signs_of(egraph: &MathGraph, node: &Math) -> Signs {
         | Math::Cos(_)
         | Math::Tan(_)
         | Math::Atan2(_)
-        | Math::Xlogy(_) => Signs::ANY,
+        | Math::Xlogy(_)
+        | Math::Call(..) => Signs::ANY,
     }
 }
 
@@ -257,7 +258,7 @@ fn total_of(egraph: &MathGraph, node: &Math) -> bool {
         Math::Div([_, b]) => facts(b).signs.is_non_zero(),
         Math::Log([a]) | Math::Xlogy([_, a]) => facts(a).signs.is_pos(),
         Math::Log1p([a]) | Math::Sqrt([a]) => facts(a).signs.is_non_neg(),
-        Math::Tan(_) | Math::Asin(_) | Math::Acos(_) => false,
+        Math::Tan(_) | Math::Asin(_) | Math::Acos(_) | Math::Call(..) => false,
         Math::Pow([a, b]) => match facts(b).constant.map(Constant::get) {
             Some(n) if n.fract() == 0.0 && n >= 0.0 => true,
             Some(n) if n.fract() == 0.0 => facts(a).signs.is_non_zero(),

@@ -146,6 +146,8 @@ impl ExprBuilder {
         let total = match &node {
             Math::Div(_) | Math::Log(_) | Math::Sqrt(_) | Math::Pow(_) | Math::Tan(_) => false,
             Math::Asin(_) | Math::Acos(_) | Math::Log1p(_) | Math::Xlogy(_) => false,
+            // A user function's domain is not known.
+            Math::Call(..) => false,
             other => other
                 .children()
                 .iter()

@@ -3,6 +3,7 @@
 //! derivatives, Hessians, and plain simplification.
 
 use super::builder::ExprBuilder;
+use super::functions::{Functions, NO_FUNCTIONS};
 use super::language::Math;
 use super::reverse::gradient;
 use super::rules::MathRewrite;
@@ -19,6 +20,8 @@ pub struct Options<'a> {
     pub limits: Limits,
     /// User rules (`defrule`), run with the built-in ones.
     pub rules: &'a [MathRewrite],
+    /// User functions (`defderiv`) the expressions may call.
+    pub functions: &'a Functions,
     /// When the whole operation must end; `None` sets it to the time limit
     /// from the start of the call, so the limit covers every saturation run
     /// of an operation (all orders of `diff`, both passes of `hessian`).
@@ -55,6 +58,7 @@ impl Default for Options<'_> {
             level: Level::Bounded,
             limits: Level::Bounded.default_limits(),
             rules: &[],
+            functions: &NO_FUNCTIONS,
             deadline: None,
         }
     }
@@ -113,7 +117,7 @@ pub fn jacobian(
     let outputs = builder.add_expr(expr, outputs);
     let mut roots = Vec::with_capacity(outputs.len() * wrt.len());
     for &output in &outputs {
-        roots.extend(gradient(&mut builder, output, wrt));
+        roots.extend(gradient(&mut builder, output, wrt, options.functions));
     }
     run(builder, &roots, options, Vec::new())
 }
@@ -182,7 +186,12 @@ pub fn hessian(expr: &RecExpr<Math>, root: Id, wrt: &[Symbol], options: &Options
     let n = wrt.len();
     let mut upper = Vec::with_capacity(n * (n + 1) / 2);
     for (i, &partial) in partials.iter().enumerate() {
-        upper.extend(gradient(&mut builder, partial, &wrt[i..]));
+        upper.extend(gradient(
+            &mut builder,
+            partial,
+            &wrt[i..],
+            options.functions,
+        ));
     }
     let simplified = run(builder, &upper, options, first.reports);
     let mut roots = vec![Id::from(0usize); n * n];

@@ -7,7 +7,7 @@ use crate::scalar;
 use egg::{Id, RecExpr, Symbol};
 
 /// The value of an operator node given the values of its children; `None`
-/// for a variable.
+/// for a variable or a user function's call.
 pub fn apply_op(node: &Math, value_of: impl Fn(Id) -> f64) -> Option<f64> {
     let unary = |ids: &[Id; 1], f: fn(f64) -> f64| f(value_of(ids[0]));
     let binary = |ids: &[Id; 2], f: fn(f64, f64) -> f64| f(value_of(ids[0]), value_of(ids[1]));
@@ -43,7 +43,9 @@ pub fn apply_op(node: &Math, value_of: impl Fn(Id) -> f64) -> Option<f64> {
         Math::Min(ids) => binary(ids, scalar::nan_min),
         Math::Max(ids) => binary(ids, scalar::nan_max),
         Math::Num(value) => value.get(),
-        Math::Var(_) => return None,
+        // A user function is evaluated through its body (`lift`), never
+        // folded here.
+        Math::Var(_) | Math::Call(..) => return None,
     })
 }
 

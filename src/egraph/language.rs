@@ -13,7 +13,9 @@ use std::str::FromStr;
 define_language! {
     /// A scalar expression node. Operators take their Lisp names; `+`, `-`
     /// and `*` are binary here (n-ary input folds to the left). Each variant
-    /// is the operator of the same Lisp name (see `OPERATORS`).
+    /// is the operator of the same Lisp name (see `OPERATORS`), but `Call`,
+    /// a user function (`defderiv`) by name, whose value and partial
+    /// derivatives come from a `Functions` table.
     #[allow(missing_docs)]
     pub enum Math {
         "+" = Add([Id; 2]),
@@ -48,6 +50,9 @@ define_language! {
         "max" = Max([Id; 2]),
         Num(Constant),
         Var(Symbol),
+        // A call of a user function (`defderiv`) by name: its value and
+        // partial derivatives come from a `Functions` table.
+        Call(Symbol, Box<[Id]>),
     }
 }
 
@@ -102,6 +107,14 @@ impl Math {
             return None;
         }
         egg::FromOp::from_op(name, children.to_vec()).ok()
+    }
+
+    /// The name of a user function's call.
+    pub fn call_name(&self) -> Option<Symbol> {
+        match self {
+            Math::Call(name, _) => Some(*name),
+            _ => None,
+        }
     }
 
     /// The constant of a `Num` node.

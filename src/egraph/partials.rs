@@ -3,13 +3,16 @@
 //! the node itself (`exp`'s partial is the node, so the primal is shared).
 //!
 //! This is the one place where differentiation rules live; the reverse
-//! sweep (symbolic `grad`, `hessian`, n-th `diff`) applies them.
+//! sweep (symbolic `grad`, `hessian`, n-th `diff`) applies them. Calls of
+//! user functions (`defderiv`) take the partials their definition declares
+//! (`functions.rs`).
 //!
 //! Conventions at kinks: `relu'(0) = 0`, `abs'(0) = sign(0) = 0`, and the
 //! derivatives of `min`/`max` split ties evenly (1/2 each), so the partials
 //! of `(max x x)` still add up to 1.
 
 use super::builder::ExprBuilder;
+use super::functions::Functions;
 use super::language::Math;
 use egg::Id;
 use smallvec::{SmallVec, smallvec};
@@ -77,15 +80,24 @@ impl PartialBuilder for ExprBuilder {
 /// The partial derivatives of `node` (stored at `this`) with respect to each
 /// child, in child order; `None` where the partial is zero everywhere it is
 /// defined (a step function, a constant argument such as heaviside's value
-/// at zero).
+/// at zero). A user function's call takes its partials from `functions`
+/// (none there: no dependence, which `Functions::check_differentiable`
+/// rules out beforehand).
 pub fn local_partials<B: PartialBuilder>(
     node: &Math,
     this: Id,
     b: &mut B,
+    functions: &Functions,
 ) -> SmallVec<[Option<Id>; 2]> {
+    if let Math::Call(_, args) = node {
+        return match functions.call_partials(node, b) {
+            Some(partials) => partials.into_iter().collect(),
+            None => args.iter().map(|_| None).collect(),
+        };
+    }
     let one = b.num(1.0);
     match *node {
-        Math::Num(_) | Math::Var(_) => smallvec![],
+        Math::Num(_) | Math::Var(_) | Math::Call(..) => smallvec![],
         Math::Add(_) => smallvec![Some(one), Some(one)],
         Math::Sub(_) => smallvec![Some(one), Some(b.num(-1.0))],
         Math::Mul([x, y]) => smallvec![Some(y), Some(x)],

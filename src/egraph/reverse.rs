@@ -7,13 +7,20 @@
 //! are visited.
 
 use super::builder::ExprBuilder;
+use super::functions::Functions;
 use super::partials::local_partials;
 use egg::{Id, Language, Symbol};
 
 /// Appends to `builder` the partial derivatives of the node `output` with
 /// respect to each of `wrt`, returning their ids (a variable the output does
-/// not depend on gets the constant 0).
-pub fn gradient(builder: &mut ExprBuilder, output: Id, wrt: &[Symbol]) -> Vec<Id> {
+/// not depend on gets the constant 0). Calls of user functions take their
+/// partials from `functions`.
+pub fn gradient(
+    builder: &mut ExprBuilder,
+    output: Id,
+    wrt: &[Symbol],
+    functions: &Functions,
+) -> Vec<Id> {
     let n = usize::from(output) + 1;
     let targets: Vec<Option<Id>> = wrt.iter().map(|&name| builder.lookup_var(name)).collect();
     // Children precede their parents, so one forward pass marks every node
@@ -44,7 +51,7 @@ pub fn gradient(builder: &mut ExprBuilder, output: Id, wrt: &[Symbol]) -> Vec<Id
         adjoints[index] = Some(adjoint);
         let id = Id::from(index);
         let node = builder.node(id).clone();
-        let partials = local_partials(&node, id, builder);
+        let partials = local_partials(&node, id, builder, functions);
         for (&child, partial) in node.children().iter().zip(partials) {
             if let (true, Some(partial)) = (active[usize::from(child)], partial) {
                 let contribution = builder.mul(adjoint, partial);

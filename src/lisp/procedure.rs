@@ -27,6 +27,8 @@ pub type NativeBody = dyn Fn(&mut Interp, &[Value]) -> EvalResult<Value>;
 pub struct NativeFn {
     /// Its name, for printing and errors (`grad of f`).
     pub name: String,
+    /// What `doc` shows: the usage line and the docstring (`defderiv`).
+    pub doc: Option<String>,
     /// The body.
     pub func: Box<NativeBody>,
 }

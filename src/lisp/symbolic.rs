@@ -6,8 +6,10 @@ use super::error::{EvalError, EvalResult};
 use super::printer::write_string;
 use super::symbol::Symbol;
 use super::value::{Pair, Value};
+use crate::egraph::builder::compact;
+use crate::egraph::functions::Formula;
 use crate::egraph::language::{Constant, OPERATORS, operator_arity};
-use crate::egraph::{ExprBuilder, Level, Limits, Math, MathRewrite, Report};
+use crate::egraph::{ExprBuilder, Functions, Level, Limits, Math, MathRewrite, Report};
 use crate::reader::Span;
 use egg::{Id, Language, Pattern, RecExpr};
 use std::collections::HashMap;
@@ -22,6 +24,8 @@ pub struct SymbolicState {
     pub limits: Limits,
     /// User rules by name, in definition order.
     pub rules: Vec<(Symbol, MathRewrite)>,
+    /// User functions with declared partial derivatives (`defderiv`).
+    pub functions: Functions,
     /// Reports of the last symbolic operation.
     pub last_reports: Vec<Report>,
 }
@@ -32,6 +36,7 @@ impl Default for SymbolicState {
             level: Level::Bounded,
             limits: Level::Bounded.default_limits(),
             rules: Vec::new(),
+            functions: Functions::default(),
             last_reports: Vec::new(),
         }
     }
@@ -62,16 +67,17 @@ impl Nesting {
 }
 
 /// Whether `value` reads as one expression (a number, a symbol, or a call
-/// of an operator) rather than a list of expressions.
+/// of an operator or of a function of `functions`) rather than a list of
+/// expressions.
 ///
 /// A list headed by anything but an operator is a list of expressions: the
 /// gradient `(y (+ (cos y) x))` starts with the variable `y`. (Variables
 /// never take operator names, so the two cannot be confused.)
-pub fn is_expression(value: &Value) -> bool {
+pub fn is_expression(value: &Value, functions: &Functions) -> bool {
     match value {
-        Value::Pair(pair) => {
-            matches!(&pair.car, Value::Symbol(head) if is_operator_name(head.name()))
-        }
+        Value::Pair(pair) => matches!(&pair.car, Value::Symbol(head)
+            if is_operator_name(head.name())
+                || functions.arity(egg::Symbol::from(head.name())).is_some()),
         Value::Int(_) | Value::Float(_) | Value::Symbol(_) => true,
         _ => false,
     }
@@ -87,9 +93,10 @@ pub fn exprs_from_value(
     value: &Value,
     span: Span,
     builder: &mut ExprBuilder,
+    functions: &Functions,
 ) -> EvalResult<(Vec<Id>, Nesting)> {
     let mut roots = Vec::new();
-    let nesting = collect_exprs(value, span, builder, &mut roots)?;
+    let nesting = collect_exprs(value, span, builder, &mut roots, functions)?;
     Ok((roots, nesting))
 }
 
@@ -98,9 +105,10 @@ fn collect_exprs(
     span: Span,
     builder: &mut ExprBuilder,
     roots: &mut Vec<Id>,
+    functions: &Functions,
 ) -> EvalResult<Nesting> {
-    if is_expression(value) || !matches!(value, Value::Pair(_)) {
-        roots.push(expr_from_value(value, span, builder)?);
+    if is_expression(value, functions) || !matches!(value, Value::Pair(_)) {
+        roots.push(expr_from_value(value, span, builder, functions)?);
         return Ok(Nesting::One(roots.len() - 1));
     }
     if !value.is_list() {
@@ -108,16 +116,28 @@ fn collect_exprs(
     }
     let mut items = Vec::new();
     for (item, item_span) in value.iter() {
-        items.push(collect_exprs(item, item_span.or(span), builder, roots)?);
+        items.push(collect_exprs(
+            item,
+            item_span.or(span),
+            builder,
+            roots,
+            functions,
+        )?);
     }
     Ok(Nesting::List(items))
 }
 
 /// Adds one quoted expression to `builder`. `+ * - / min max` take any
 /// number of arguments (folded to the left); `(heaviside x)` means
-/// `(heaviside x 0.5)`. Errors point at the offending subexpression.
-pub fn expr_from_value(value: &Value, span: Span, builder: &mut ExprBuilder) -> EvalResult<Id> {
-    convert(value, span, builder, &mut HashMap::new())
+/// `(heaviside x 0.5)`; functions of `functions` (`defderiv`) are calls.
+/// Errors point at the offending subexpression.
+pub fn expr_from_value(
+    value: &Value,
+    span: Span,
+    builder: &mut ExprBuilder,
+    functions: &Functions,
+) -> EvalResult<Id> {
+    convert(value, span, builder, &mut HashMap::new(), functions)
 }
 
 /// `expr_from_value` with a memo of the cons cells already converted, so a
@@ -127,6 +147,7 @@ fn convert(
     span: Span,
     builder: &mut ExprBuilder,
     memo: &mut HashMap<*const Pair, Id>,
+    functions: &Functions,
 ) -> EvalResult<Id> {
     stacker::maybe_grow(64 * 1024, 1024 * 1024, || match value {
         Value::Int(n) => Ok(builder.num(*n as f64)),
@@ -157,7 +178,7 @@ fn convert(
             let mut args = Vec::new();
             let mut iter = pair.cdr.iter();
             for (arg, arg_span) in iter.by_ref() {
-                args.push(convert(arg, arg_span.or(span), builder, memo)?);
+                args.push(convert(arg, arg_span.or(span), builder, memo, functions)?);
             }
             if !iter.rest().is_nil() {
                 return Err(
@@ -165,7 +186,7 @@ fn convert(
                         .at(head_span),
                 );
             }
-            let id = call_node(head.name(), &args, builder)
+            let id = call_node(head.name(), &args, builder, functions)
                 .map_err(|message| EvalError::type_error(message).at(head_span))?;
             memo.insert(Rc::as_ptr(pair), id);
             Ok(id)
@@ -179,7 +200,12 @@ fn convert(
     })
 }
 
-fn call_node(op: &str, args: &[Id], builder: &mut ExprBuilder) -> Result<Id, String> {
+fn call_node(
+    op: &str,
+    args: &[Id],
+    builder: &mut ExprBuilder,
+    functions: &Functions,
+) -> Result<Id, String> {
     let fold = |builder: &mut ExprBuilder, make: fn([Id; 2]) -> Math| {
         args[1..]
             .iter()
@@ -216,16 +242,63 @@ fn call_node(op: &str, args: &[Id], builder: &mut ExprBuilder) -> Result<Id, Str
                 if arity == 1 { "" } else { "s" },
                 args.len()
             )),
-            None => Err(format!(
-                "{op} is not a differentiable operator; symbolic expressions use {}",
-                OPERATORS
-                    .iter()
-                    .map(|(name, _)| *name)
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            )),
+            None => match functions.arity(egg::Symbol::from(op)) {
+                Some(arity) if arity == args.len() => Ok(builder.add(Math::Call(
+                    egg::Symbol::from(op),
+                    args.to_vec().into_boxed_slice(),
+                ))),
+                Some(arity) => Err(format!(
+                    "{op} takes {arity} argument{}, got {}",
+                    if arity == 1 { "" } else { "s" },
+                    args.len()
+                )),
+                None => Err(format!(
+                    "{op} is not a differentiable operator; symbolic expressions use {} (or functions defined with defderiv)",
+                    OPERATORS
+                        .iter()
+                        .map(|(name, _)| *name)
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )),
+            },
         },
     }
+}
+
+/// A `defderiv` body or partial as a formula of `params`: a quoted
+/// expression whose free symbols are the parameters or globals bound to
+/// numbers (which become those numbers); calls of `functions` are calls.
+/// The error says why it is no symbolic expression.
+pub fn formula_from_value(
+    value: &Value,
+    params: &[egg::Symbol],
+    functions: &Functions,
+    global_number: impl Fn(&str) -> Option<f64>,
+) -> Result<Formula, String> {
+    let mut builder = ExprBuilder::new();
+    let root = expr_from_value(value, Span::NONE, &mut builder, functions)
+        .map_err(|error| error.message)?;
+    let expr = builder.into_expr();
+    let mut out = ExprBuilder::new();
+    let mut ids: Vec<Id> = Vec::with_capacity(expr.len());
+    for node in expr.as_ref() {
+        let id = match node {
+            Math::Var(name) if params.contains(name) => out.var(*name),
+            Math::Var(name) => match global_number(name.as_str()).and_then(Constant::new) {
+                Some(constant) => out.constant_node(constant),
+                None => {
+                    return Err(format!("{name} is neither an argument nor a global number"));
+                }
+            },
+            op => out.add(op.clone().map_children(|c| ids[usize::from(c)])),
+        };
+        ids.push(id);
+    }
+    let (expr, roots) = compact(out.expr(), &[ids[usize::from(root)]]);
+    Ok(Formula {
+        expr,
+        root: roots[0],
+    })
 }
 
 /// The values of `roots` of `expr` as Lisp data, shared subterms as shared
@@ -366,14 +439,14 @@ pub fn number_value(constant: Constant) -> Value {
 /// list of expressions counted jointly, the lists themselves not counted).
 /// Numbers and symbols count as nodes; a call counts once however many
 /// arguments it has.
-pub fn expr_size(value: &Value) -> EvalResult<usize> {
+pub fn expr_size(value: &Value, functions: &Functions) -> EvalResult<usize> {
     // Converting checks operators, arities and atoms, with the same errors
     // as `diff` gives.
-    exprs_from_value(value, Span::NONE, &mut ExprBuilder::new())?;
+    exprs_from_value(value, Span::NONE, &mut ExprBuilder::new(), functions)?;
     let mut terms = TermTable::default();
     let mut pending = vec![value];
     while let Some(item) = pending.pop() {
-        if matches!(item, Value::Pair(_)) && !is_expression(item) {
+        if matches!(item, Value::Pair(_)) && !is_expression(item, functions) {
             pending.extend(item.iter().map(|(element, _)| element));
         } else {
             terms.intern(item);

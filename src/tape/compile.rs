@@ -22,10 +22,11 @@ pub fn compile(
     let (program, shapes, roots) = super::push_pads::push_pads(program, shapes, roots);
     let (shapes, roots) = (&shapes[..], &roots[..]);
     let nodes = program.as_ref();
-    // Aliases: a stop-gradient is its operand.
+    // Aliases: a stop-gradient is its operand, and a call with declared
+    // partials its value (the partials serve derivative sweeps only).
     let mut alias: Vec<usize> = (0..nodes.len()).collect();
     for (index, node) in nodes.iter().enumerate() {
-        if let TOp::StopGradient | TOp::Tag(_) = node.op {
+        if let TOp::StopGradient | TOp::Tag(_) | TOp::Linearized = node.op {
             alias[index] = alias[usize::from(node.children[0])];
         }
     }

@@ -72,6 +72,24 @@
 (string? (show-tape g (list [1 2])))
 ;=> #t
 
+;; ---- defderiv: one rule for reverse and forward mode ----
+(defderiv softclip (x) (tanh x) ((- 1 (pow (tanh x) 2))))
+;=> softclip
+((grad (lambda (x) (sum (softclip x)))) [0 0])
+;=> [1.0 1.0]
+(defderiv seven (x) (sin x) (7))
+;=> seven
+((grad seven) 1.0)
+;=> 7.0
+((grad (grad seven)) 1.0)
+;=> 0.0
+(second (jvp seven (list 1.0) (list 2)))
+;=> 14.0
+(softclip 1 2)
+;!! softclip takes 1 argument, got 2
+(defderiv sin (x) (sin x) ((cos x)))
+;!! sin is a built-in function
+
 ;; ---- errors ----
 ((grad (lambda (t) (* t 2))) [1 2])
 ;!! grad needs a function returning a number, this one returned shape [2]

@@ -327,6 +327,31 @@
 (set-simplify-limits! :foo 1)
 ;!! unknown option :foo
 
+;; ---- defderiv: a function with declared partial derivatives ----
+(defderiv seven (x) (sin x) (7))
+;=> seven
+;; The declared partial, not the body's cos, with the chain rule.
+(diff '(seven (* 2 x)) 'x)
+;=> 14
+(diff '(seven x) 'x 2)
+;=> 0
+(grad '(* y (seven x)) '(x y))
+;=> ((* 7 y) (seven x))
+(jacobian '((seven x) (* x y)) '(x y))
+;=> ((7 0) (y x))
+(simplify '(+ (seven x) (seven x)))
+;=> (* 2 (seven x))
+(evaluate '(seven x) '((x 0)))
+;=> 0.0
+(expr-size '(seven (seven x)))
+;=> 3
+(diff '(seven x y) 'x)
+;!! seven takes 1 argument, got 2
+(defderiv branchy (x) (abs x) ((if (> x 0) 1 -1)))
+;=> branchy
+(diff '(branchy x) 'x)
+;!! branchy's partial derivatives are not symbolic expressions
+
 ;; ---- defrule ----
 ;; Without the rule the sum is respelled, not recognised (see the report).
 (simplify '(+ (exp x) (exp (neg x))))

@@ -74,7 +74,7 @@ pub fn apply_chunk(op: &TOp, ins: &[&[f64]], out: &mut [f64]) {
             Math::Abs(_) => unary!(f64::abs),
             Math::Sign(_) => unary!(scalar::sign),
             Math::Num(c) => out.fill(c.get()),
-            Math::Var(_) => out.fill(f64::NAN),
+            Math::Var(_) | Math::Call(..) => out.fill(f64::NAN),
         },
         TOp::Compare(cmp) => {
             let cmp = *cmp;

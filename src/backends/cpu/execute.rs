@@ -175,7 +175,7 @@ fn step(op: &TOp, args: &[&Val], shape: &[usize], pool: Option<Vec<f64>>) -> Val
             false,
             false,
         )),
-        TOp::StopGradient | TOp::Tag(_) => args[0].clone(),
+        TOp::StopGradient | TOp::Tag(_) | TOp::Linearized => args[0].clone(),
         TOp::Slice { axis, start, end } => match args[0] {
             Val::Array(base) => Val::Slice {
                 base: Rc::clone(base),

@@ -62,7 +62,7 @@ pub fn structural(op: &TOp, args: &[ArrayViewD<'_, f64>], shape: &[usize]) -> Ar
             }
             out
         }
-        TOp::StopGradient | TOp::Tag(_) => x.to_owned(),
+        TOp::StopGradient | TOp::Tag(_) | TOp::Linearized => x.to_owned(),
         other => unreachable!("{other} is not a structural operation"),
     }
 }

@@ -14,6 +14,7 @@
 use super::graph::TensorGraph;
 use super::op::{CmpOp, ReduceOp, Shape, TOp};
 use super::scan::Scan;
+use crate::egraph::functions::NO_FUNCTIONS;
 use crate::egraph::partials::{PartialBuilder, local_partials};
 use egg::Id;
 use smallvec::SmallVec;
@@ -173,7 +174,7 @@ impl Sweep<'_> {
             TOp::Scan(_) | TOp::ScanVjp(_) => self.graph.full(f64::NAN, &out_tangent),
             TOp::Map(_) => {
                 let math = node.math().expect("a Map node has a scalar operator");
-                let partials = local_partials(&math, id, self.graph);
+                let partials = local_partials(&math, id, self.graph, &NO_FUNCTIONS);
                 let mut terms: Vec<Id> = Vec::new();
                 for (tangent, partial) in inputs.iter().zip(partials) {
                     if let (Some(t), Some(p)) = (tangent, partial) {
@@ -300,6 +301,22 @@ impl Sweep<'_> {
                     .add_valid(TOp::Concat(self.shifted(*axis)), &operands)
             }
             TOp::Tag(_) => inputs[0].expect("one operand"),
+            TOp::Linearized => {
+                // The sum of partial times tangent over the arguments; the
+                // value's and the partials' own tangents do not enter.
+                let n = TOp::linearized_arity(children.len());
+                let mut terms: Vec<Id> = Vec::new();
+                for k in 0..n {
+                    if let Some(t) = inputs[1 + k] {
+                        let t = self.align(t, rank);
+                        terms.push(self.graph.mul(children[1 + n + k], t));
+                    }
+                }
+                match self.graph.sum_terms(&terms) {
+                    Some(sum) => self.graph.expand_to(sum, &out_tangent),
+                    None => self.graph.full(0.0, &out_tangent),
+                }
+            }
             TOp::Input { .. }
             | TOp::Scalar(_)
             | TOp::Compare(_)

@@ -193,6 +193,14 @@ pub enum TOp {
     /// The operand's value under a fresh identity, so a nested derivative
     /// can be taken with respect to this use of a value alone.
     Tag(u32),
+    /// A function with declared partial derivatives (`defderiv`), applied
+    /// elementwise: operands `[v, x_1..x_n, p_1..p_n]`, where `v` is the
+    /// value (computed from the arguments with their gradients stopped),
+    /// `x_k` the arguments and `p_k` = d f / d x_k, each broadcasting to
+    /// `v`'s shape. The value is `v`; the reverse sweep gives `x_k` the
+    /// cotangent times `p_k` and the forward sweep sums `p_k t_k`. The `p_k`
+    /// depend on the `x_k`, so a second derivative differentiates them.
+    Linearized,
     /// A loop (`scan`): operands are the initial state's leaves, then the
     /// captured values; the result is the final state (see `scan`).
     Scan(super::scan::Scan),
@@ -203,6 +211,12 @@ pub enum TOp {
 }
 
 impl TOp {
+    /// For a `Linearized` node of `operands` operands, its number of
+    /// arguments.
+    pub fn linearized_arity(operands: usize) -> usize {
+        operands.saturating_sub(1) / 2
+    }
+
     /// Whether the operation works element by element (with broadcasting):
     /// the operations a fused loop can run.
     pub fn is_elementwise(&self) -> bool {
@@ -339,6 +353,7 @@ impl fmt::Display for TOp {
             TOp::Roll { axis, shift } => write!(f, "roll[{axis} {shift}]"),
             TOp::StopGradient => write!(f, "stop-gradient"),
             TOp::Tag(tag) => write!(f, "tag{tag}"),
+            TOp::Linearized => write!(f, "linearized"),
             TOp::Scan(scan) => write!(f, "scan[{} {:?}]", scan.n, scan.strategy),
             TOp::ScanVjp(scan) => write!(f, "scan-vjp[{} {:?}]", scan.n, scan.strategy),
         }

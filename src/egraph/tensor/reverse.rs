@@ -8,6 +8,7 @@
 
 use super::graph::TensorGraph;
 use super::op::{ReduceOp, TOp};
+use crate::egraph::functions::NO_FUNCTIONS;
 use crate::egraph::partials::{PartialBuilder, local_partials};
 use egg::Id;
 use smallvec::SmallVec;
@@ -229,7 +230,7 @@ fn pullback(graph: &mut TensorGraph, id: Id, g: Id) -> SmallVec<[Option<Id>; 3]>
         TOp::ScanVjp(_) => children.iter().map(|_| None).collect(),
         TOp::Map(_) => {
             let math = node.math().expect("a Map node has a scalar operator");
-            let partials = local_partials(&math, id, graph);
+            let partials = local_partials(&math, id, graph, &NO_FUNCTIONS);
             children
                 .iter()
                 .zip(partials)
@@ -292,6 +293,22 @@ fn pullback(graph: &mut TensorGraph, id: Id, g: Id) -> SmallVec<[Option<Id>; 3]>
             SmallVec::from_slice(&[Some(graph.sum_to(g, &target))])
         }
         TOp::Tag(_) => SmallVec::from_slice(&[Some(g)]),
+        TOp::Linearized => {
+            // Each argument gets g * its partial, summed back to its shape
+            // where it was broadcast; the value and the partials get none.
+            let n = TOp::linearized_arity(children.len());
+            let mut pulled: SmallVec<[Option<Id>; 3]> = SmallVec::new();
+            pulled.push(None);
+            for k in 0..n {
+                let (x, partial) = (children[1 + k], children[1 + n + k]);
+                let term = graph.mul(g, partial);
+                let term = graph.expand_to(term, &out_shape);
+                let target = shape_of(graph, x);
+                pulled.push(Some(graph.sum_to(term, &target)));
+            }
+            pulled.extend((0..n).map(|_| None));
+            pulled
+        }
         TOp::Reshape(_) => {
             let target = shape_of(graph, children[0]);
             SmallVec::from_slice(&[Some(graph.reshape(g, &target))])

@@ -95,6 +95,31 @@ pub fn infer(op: &TOp, shapes: &[&[usize]]) -> Result<Shape, ShapeError> {
             out
         }
         TOp::Round(_) | TOp::StopGradient | TOp::Tag(_) => SmallVec::from_slice(one(0)),
+        TOp::Linearized => {
+            if shapes.len() % 2 == 0 {
+                return Err(ShapeError(format!(
+                    "a linearized call takes its value, n arguments and n partials, not {} operands",
+                    shapes.len()
+                )));
+            }
+            let value = one(0);
+            let n = TOp::linearized_arity(shapes.len());
+            for (k, shape) in shapes[1..].iter().enumerate() {
+                if !broadcasts_to(shape, value) {
+                    let what = if k < n {
+                        "argument"
+                    } else {
+                        "partial derivative"
+                    };
+                    return Err(ShapeError(format!(
+                        "a function with declared partial derivatives works elementwise: its {what} of shape {} does not broadcast to its result's shape {}",
+                        show(shape),
+                        show(value)
+                    )));
+                }
+            }
+            SmallVec::from_slice(value)
+        }
         TOp::Scan(scan) | TOp::ScanVjp(scan) => {
             let expected = scan.leaves.iter().chain(&scan.captures);
             let cotangent = scan.output_shape();

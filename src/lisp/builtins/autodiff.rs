@@ -23,6 +23,7 @@ fn native(
 ) -> Value {
     Value::Procedure(Rc::new(Procedure::Native(NativeFn {
         name,
+        doc: None,
         func: Box::new(func),
     })))
 }

@@ -5,6 +5,7 @@
 
 mod autodiff;
 pub mod compare;
+mod custom;
 mod data;
 mod lists;
 mod numeric;
@@ -40,6 +41,7 @@ pub const TABLES: &[&[Builtin]] = &[
     progress::BUILTINS,
     symbolic::BUILTINS,
     autodiff::BUILTINS,
+    custom::BUILTINS,
 ];
 
 /// Binds every built-in and constant in `interp`'s global environment.

@@ -9,7 +9,7 @@ use crate::egraph::derivatives::{self, Derived, Options};
 use crate::egraph::eval::Program;
 use crate::egraph::tensor::Shape;
 use crate::egraph::tensor::lift::{LiftError, lift, lift_into};
-use crate::egraph::{ExprBuilder, Level, MathRewrite, Report};
+use crate::egraph::{ExprBuilder, Functions, Level, Math, MathRewrite, Report};
 use crate::lisp::error::{EvalError, EvalErrorKind, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin, HostFn, Procedure};
@@ -57,6 +57,7 @@ fn with_settings(
         level: state.level,
         limits: state.limits,
         rules: &rules,
+        functions: &state.functions,
         deadline: None,
     };
     let derived = operation(&options).map_err(EvalError::range)?;
@@ -73,10 +74,24 @@ fn with_settings(
     Ok(derived)
 }
 
-fn one_expr(value: &Value) -> EvalResult<(ExprBuilder, Id)> {
+fn one_expr(interp: &Interp, value: &Value) -> EvalResult<(ExprBuilder, Id)> {
     let mut builder = ExprBuilder::new();
-    let root = expr_from_value(value, crate::reader::Span::NONE, &mut builder)?;
+    let root = expr_from_value(
+        value,
+        crate::reader::Span::NONE,
+        &mut builder,
+        &interp.symbolic.functions,
+    )?;
     Ok((builder, root))
+}
+
+/// Checks that the user functions `expr` calls have symbolic partials.
+fn check_differentiable(interp: &Interp, expr: &RecExpr<Math>) -> EvalResult<()> {
+    interp
+        .symbolic
+        .functions
+        .check_differentiable(expr)
+        .map_err(EvalError::type_error)
 }
 
 /// `n_rows` rows of `width` values each (rows are empty when `width` is 0).
@@ -90,7 +105,7 @@ fn rows(values: Vec<Value>, n_rows: usize, width: usize) -> Value {
 const MAX_ORDER: usize = 100;
 
 fn diff(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
-    let (builder, root) = one_expr(&args[0])?;
+    let (builder, root) = one_expr(interp, &args[0])?;
     let var = match &args[1] {
         Value::Symbol(name) => egg::Symbol::from(name.name()),
         other => {
@@ -110,6 +125,7 @@ fn diff(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
             })?,
     };
     let expr = builder.into_expr();
+    check_differentiable(interp, &expr)?;
     let derived = with_settings(interp, "diff", |options| {
         derivatives::nth_derivative(&expr, root, var, order, options)
             .map_err(|too_large| too_large.to_string())
@@ -128,8 +144,9 @@ fn grad(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         ));
     };
     let wrt = variables(wrt)?;
-    let (builder, root) = one_expr(&args[0])?;
+    let (builder, root) = one_expr(interp, &args[0])?;
     let expr = builder.into_expr();
+    check_differentiable(interp, &expr)?;
     let derived = with_settings(interp, "grad", |options| {
         Ok(derivatives::jacobian(&expr, &[root], &wrt, options))
     })?;
@@ -141,7 +158,7 @@ fn jacobian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         return super::autodiff::jacobian_of_function(args);
     }
     let wrt = variables(args.get(1).unwrap_or(&Value::Nil))?;
-    if !args[0].is_list() || is_expression(&args[0]) {
+    if !args[0].is_list() || is_expression(&args[0], &interp.symbolic.functions) {
         return Err(EvalError::type_error(
             "jacobian takes a list of expressions, such as '((* x y) (+ x y)); for one expression use grad",
         ));
@@ -149,9 +166,15 @@ fn jacobian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let mut builder = ExprBuilder::new();
     let mut outputs = Vec::new();
     for (item, span) in args[0].iter() {
-        outputs.push(expr_from_value(item, span, &mut builder)?);
+        outputs.push(expr_from_value(
+            item,
+            span,
+            &mut builder,
+            &interp.symbolic.functions,
+        )?);
     }
     let expr = builder.into_expr();
+    check_differentiable(interp, &expr)?;
     let derived = with_settings(interp, "jacobian", |options| {
         Ok(derivatives::jacobian(&expr, &outputs, &wrt, options))
     })?;
@@ -167,8 +190,9 @@ fn hessian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         return super::autodiff::hessian_of_function(args);
     }
     let wrt = variables(args.get(1).unwrap_or(&Value::Nil))?;
-    let (builder, root) = one_expr(&args[0])?;
+    let (builder, root) = one_expr(interp, &args[0])?;
     let expr = builder.into_expr();
+    check_differentiable(interp, &expr)?;
     let derived = with_settings(interp, "hessian", |options| {
         Ok(derivatives::hessian(&expr, root, &wrt, options))
     })?;
@@ -181,7 +205,12 @@ fn hessian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 
 fn simplify(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let mut builder = ExprBuilder::new();
-    let (roots, nesting) = exprs_from_value(&args[0], crate::reader::Span::NONE, &mut builder)?;
+    let (roots, nesting) = exprs_from_value(
+        &args[0],
+        crate::reader::Span::NONE,
+        &mut builder,
+        &interp.symbolic.functions,
+    )?;
     let expr = builder.into_expr();
     let derived = with_settings(interp, "simplify", |options| {
         Ok(derivatives::simplify_all(&expr, &roots, options))
@@ -198,14 +227,20 @@ struct Compiled {
     nesting: Nesting,
     /// `pi` was not a parameter, so it is passed as the constant, last.
     pi_appended: bool,
+    /// The user functions (`defderiv`) when compiled.
+    functions: Functions,
 }
 
 /// Compiles `exprs` as a function of `params`; `pi`, unless a parameter,
 /// is the constant.
-fn compile(exprs: &Value, params: &[egg::Symbol]) -> EvalResult<Compiled> {
+fn compile(exprs: &Value, params: &[egg::Symbol], functions: &Functions) -> EvalResult<Compiled> {
     let mut builder = ExprBuilder::new();
-    let (roots, nesting) = exprs_from_value(exprs, crate::reader::Span::NONE, &mut builder)?;
+    let (roots, nesting) =
+        exprs_from_value(exprs, crate::reader::Span::NONE, &mut builder, functions)?;
     let expr: RecExpr<_> = builder.into_expr();
+    functions
+        .check_evaluable(&expr)
+        .map_err(EvalError::type_error)?;
     let pi = egg::Symbol::from("pi");
     let pi_appended = !params.contains(&pi);
     let params: Vec<egg::Symbol> = params
@@ -227,6 +262,7 @@ fn compile(exprs: &Value, params: &[egg::Symbol]) -> EvalResult<Compiled> {
         tapes: Default::default(),
         nesting,
         pi_appended,
+        functions: functions.clone(),
     })
 }
 
@@ -237,6 +273,7 @@ fn lift_error(error: LiftError) -> EvalError {
             format!("no value for variable {name}"),
         ),
         LiftError::Shape(e) => EvalError::shape(e.0),
+        LiftError::Function(message) => EvalError::type_error(message),
     }
 }
 
@@ -265,6 +302,7 @@ fn run_compiled(compiled: &Compiled, args: &[Value]) -> EvalResult<Value> {
                 &compiled.roots,
                 &compiled.params,
                 &nodes,
+                &compiled.functions,
             )
         }
         .map_err(lift_error)?;
@@ -280,8 +318,14 @@ fn run_compiled(compiled: &Compiled, args: &[Value]) -> EvalResult<Value> {
     let tape = match cached {
         Some(tape) => tape,
         None => {
-            let (graph, roots) = lift(&compiled.expr, &compiled.roots, &compiled.params, &shapes)
-                .map_err(lift_error)?;
+            let (graph, roots) = lift(
+                &compiled.expr,
+                &compiled.roots,
+                &compiled.params,
+                &shapes,
+                &compiled.functions,
+            )
+            .map_err(lift_error)?;
             let out_shape = roots
                 .iter()
                 .try_fold(Vec::new(), |acc, &r| broadcast_shape(&acc, graph.shape(r)))?;
@@ -298,7 +342,7 @@ fn run_compiled(compiled: &Compiled, args: &[Value]) -> EvalResult<Value> {
     Ok(compiled.nesting.rebuild(&values))
 }
 
-fn evaluate(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+fn evaluate(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let mut params = Vec::new();
     let mut values = Vec::new();
     for (binding, _) in args[1].iter() {
@@ -331,11 +375,11 @@ fn evaluate(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     if !args[1].is_list() {
         return Err(EvalError::type_error("bindings are a list of (name value)"));
     }
-    let compiled = compile(&args[0], &params)?;
+    let compiled = compile(&args[0], &params, &interp.symbolic.functions)?;
     run_compiled(&compiled, &values)
 }
 
-fn lambdify(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+fn lambdify(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let params = variables(&args[0])?;
     if let Some(name) = params
         .iter()
@@ -347,7 +391,7 @@ fn lambdify(_: &mut Interp, args: &Args) -> EvalResult<Value> {
         )));
     }
     let arity = params.len();
-    let compiled = compile(&args[1], &params)?;
+    let compiled = compile(&args[1], &params, &interp.symbolic.functions)?;
     let func = move |call_args: &[Value]| {
         if call_args.len() != arity {
             return Err(EvalError::new(
@@ -368,8 +412,10 @@ fn lambdify(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     Ok(Value::Procedure(Rc::new(Procedure::Host(host))))
 }
 
-fn size(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    Ok(Value::Int(expr_size(&args[0])? as i64))
+fn size(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    Ok(Value::Int(
+        expr_size(&args[0], &interp.symbolic.functions)? as i64
+    ))
 }
 
 fn add_rule(interp: &mut Interp, args: &Args) -> EvalResult<Value> {

@@ -100,9 +100,10 @@ fn doc_of_value(value: &Value, name: &str) -> String {
                 closure.def.doc.as_deref().unwrap_or("(no docstring)")
             ),
             Procedure::Host(_) => format!("({name} ...)\n  a function registered from Rust"),
-            Procedure::Native(_) => {
-                format!("({name} ...)\n  a function made by a differentiation form")
-            }
+            Procedure::Native(native) => match &native.doc {
+                Some(doc) => doc.clone(),
+                None => format!("({name} ...)\n  a function made by a differentiation form"),
+            },
         },
         Value::Macro(closure) => format!(
             "{}\n  macro: {}",

@@ -109,7 +109,12 @@ impl Trace {
                 stack.pop();
                 continue;
             }
-            let node = self.graph.node(top).clone();
+            let mut node = self.graph.node(top).clone();
+            // A call with declared partials is its value; the partials are
+            // not computed for it.
+            if node.op == TOp::Linearized {
+                node.children.truncate(1);
+            }
             let missing: Vec<Id> = node
                 .children
                 .iter()

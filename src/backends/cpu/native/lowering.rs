@@ -49,7 +49,7 @@ pub fn lowering(op: &TOp) -> Option<Lowering> {
             Math::Abs(_) => Lowering::Abs,
             Math::Sqrt(_) => Lowering::Sqrt,
             Math::Num(c) => Lowering::Constant(c.get()),
-            Math::Var(_) => Lowering::Constant(f64::NAN),
+            Math::Var(_) | Math::Call(..) => Lowering::Constant(f64::NAN),
             Math::Pow(_) => Lowering::Binary(pow),
             Math::Atan2(_) => Lowering::Binary(atan2),
             Math::Heaviside(_) => Lowering::Binary(heaviside),
