@@ -8,6 +8,7 @@
 
 pub mod checkpoint;
 mod compile;
+pub mod dot;
 mod fuse;
 mod push_pads;
 mod remat;

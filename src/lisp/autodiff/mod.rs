@@ -17,10 +17,11 @@ use super::value::Value;
 use crate::backends::Backend;
 use crate::backends::cpu::Cpu;
 use crate::backends::cpu::cancel::with_cancel;
-use crate::egraph::tensor::optimize::{TensorLimits, TensorReport, optimize};
+use crate::egraph::tensor::optimize::{Optimized, TensorLimits, TensorReport, optimize};
 use crate::egraph::tensor::reverse::{Sweep, refusal};
 use crate::egraph::tensor::shape::show;
 use crate::egraph::tensor::{Shape, TNode, TOp, TensorGraph, jvp, vjp};
+use crate::tape::dot::Names;
 use crate::tape::{Tape, compile, compile_within};
 use egg::Id;
 use rustc_hash::{FxHashMap, FxHasher};
@@ -144,6 +145,8 @@ struct Recorded {
     n_out: usize,
     nested: bool,
     n_leaves: usize,
+    /// Display names of the argument inputs and of the roots.
+    names: Names,
 }
 
 /// Traces `f` on `args` and computes `request`. `seeds` are the cotangent
@@ -216,6 +219,8 @@ pub struct CompiledCall {
     /// How many outputs are the function's results (the rest are
     /// derivatives).
     pub results: usize,
+    /// Display names of the inputs and outputs (`save-dot`).
+    pub names: Names,
 }
 
 /// Traces and compiles `request` for `f` at `args` without running it
@@ -234,12 +239,114 @@ pub fn compile_call(
     let recorded = record(interp, f, args, request, &[])?;
     let (compiled, _) = compiled_for(interp, &recorded.trace, &recorded.roots);
     let inputs = recorded.trace.borrow().inputs.clone();
+    let names = recorded.names_for(inputs.len());
     Ok(CompiledCall {
         compiled,
         inputs,
         argument_inputs: recorded.n_leaves,
         results: recorded.n_out,
+        names,
     })
+}
+
+/// A traced request's program after optimization, before it is compiled
+/// to a tape (`save-dot`'s `:graph 'program`).
+pub struct OptimizedCall {
+    /// The optimized program with its roots.
+    pub program: Optimized,
+    /// Display names of its inputs and roots.
+    pub names: Names,
+}
+
+/// Traces `request` for `f` at `args` and optimizes the program as a tape
+/// would be (top level only; not cached, not compiled, not run).
+pub fn optimized_call(
+    interp: &mut Interp,
+    f: &Value,
+    args: &[Value],
+    request: &Request,
+) -> EvalResult<OptimizedCall> {
+    if interp.numeric.trace.is_some() {
+        return Err(EvalError::type_error(
+            "cannot compile inside a traced function",
+        ));
+    }
+    let recorded = record(interp, f, args, request, &[])?;
+    let borrowed = recorded.trace.borrow();
+    let upto = recorded
+        .roots
+        .iter()
+        .map(|&r| usize::from(r) + 1)
+        .max()
+        .unwrap_or(0);
+    let limits = TensorLimits::for_level(interp.symbolic.level);
+    let program = optimize(&borrowed.graph.nodes()[..upto], &recorded.roots, limits);
+    Ok(OptimizedCall {
+        program,
+        names: recorded.names_for(borrowed.inputs.len()),
+    })
+}
+
+impl Recorded {
+    /// The names of all `inputs` inputs (those past the arguments' leaves
+    /// are tensors the function closed over) and of the roots.
+    fn names_for(&self, inputs: usize) -> Names {
+        let mut names = self.names.clone();
+        let arguments = names.inputs.len();
+        names
+            .inputs
+            .extend((arguments..inputs).map(|k| format!("captured{}", k - arguments)));
+        names
+    }
+}
+
+/// Display names: argument `p` is `argp`, leaf `k` of a list argument
+/// `argp.k`; results `value` (`value.k`); gradients `gradient argp`
+/// (`gradient argp.k`), other derivatives `derivative-g` (`derivative-g.k`).
+fn display_names(
+    trees: &[Tree],
+    is_static: &[bool],
+    request: &Request,
+    out_tree: &Tree,
+    groups: &[Tree],
+) -> Names {
+    let leaf_names = |tree: &Tree, stem: &str| -> Vec<(usize, String)> {
+        let mut indices = Vec::new();
+        leaf_indices(tree, &mut indices);
+        match tree {
+            Tree::Leaf(i) => vec![(*i, stem.to_string())],
+            Tree::List(_) => indices
+                .iter()
+                .enumerate()
+                .map(|(k, &i)| (i, format!("{stem}.{k}")))
+                .collect(),
+        }
+    };
+    let mut by_leaf: Vec<(usize, String)> = trees
+        .iter()
+        .enumerate()
+        .flat_map(|(p, tree)| leaf_names(tree, &format!("arg{p}")))
+        .collect();
+    by_leaf.sort_by_key(|(i, _)| *i);
+    let inputs = by_leaf
+        .into_iter()
+        .filter(|(i, _)| !is_static.get(*i).copied().unwrap_or(false))
+        .map(|(_, name)| name)
+        .collect();
+    let mut outputs = Vec::new();
+    if request.wants_value() {
+        outputs.extend(leaf_names(out_tree, "value").into_iter().map(|(_, n)| n));
+    }
+    for (g, group) in groups.iter().enumerate() {
+        let stem = match request {
+            Request::Grad { wrt, .. } => {
+                format!("gradient arg{}", wrt.get(g).copied().unwrap_or(g))
+            }
+            _ => format!("derivative-{g}"),
+        };
+        outputs.extend(leaf_names(group, &stem).into_iter().map(|(_, n)| n));
+    }
+    Names { inputs, outputs }
 }
 
 fn record(
@@ -341,6 +448,11 @@ fn record(
             &trace,
         )?
     };
+    let names = if nested.is_some() {
+        Names::default()
+    } else {
+        display_names(&trees, &is_static, request, &out_tree, &groups)
+    };
     Ok(Recorded {
         trace,
         roots,
@@ -353,6 +465,7 @@ fn record(
         },
         nested: nested.is_some(),
         n_leaves: leaves.len(),
+        names,
     })
 }
 

@@ -1,7 +1,7 @@
 //! Numeric differentiation forms on functions (SPEC section 4, "Numeric"):
 //! `grad` (via `symbolic.rs` when given a function), `value-and-grad`,
 //! `vjp`, `jvp`, `jacobian`, `hessian`, `hvp`, `stop-gradient`, `jit`,
-//! `check-grad`, `tape-stats`, `show-tape`.
+//! `check-grad`, `tape-stats`, `show-tape`, `save-dot`.
 
 use super::{builtin, with_options};
 use crate::backends::cpu::Buf;
@@ -441,24 +441,37 @@ fn x_buf_array(buf: &Buf) -> ArrayD<f64> {
 /// The tape `tape-stats` and `show-tape` look at: the gradient of a scalar
 /// function with respect to its first argument, or the function's own tape.
 fn tape_of(interp: &mut Interp, args: &Args) -> EvalResult<Outcome> {
+    gradient_or_value(interp, args, false, |interp, f, call_args, request| {
+        autodiff::run(interp, f, call_args, request, &[])
+    })
+}
+
+/// Runs `attempt` with the request `(grad f)` makes at the list `args[1]`
+/// (with f's value too when `with_value`); a function that does not return
+/// a number (refused before anything is compiled), or has no arguments,
+/// gets the request for its own results instead.
+fn gradient_or_value<T>(
+    interp: &mut Interp,
+    args: &Args,
+    with_value: bool,
+    mut attempt: impl FnMut(&mut Interp, &Value, &[Value], &Request) -> EvalResult<T>,
+) -> EvalResult<T> {
     expect_function(&args[0])?;
     let call_args = list_arg(&args[1], "the second argument")?;
-    // The tape `(grad f)` runs; a function that does not return a number
-    // (refused before anything is compiled) shows its own tape instead.
     let gradient = Request::Grad {
         wrt: vec![0],
-        value: false,
+        value: with_value,
     };
     if call_args.is_empty() {
-        return autodiff::run(interp, &args[0], &call_args, &Request::Value, &[]);
+        return attempt(interp, &args[0], &call_args, &Request::Value);
     }
-    match autodiff::run(interp, &args[0], &call_args, &gradient, &[]) {
+    match attempt(interp, &args[0], &call_args, &gradient) {
         Err(error)
             if error
                 .message
                 .starts_with("grad needs a function returning a number") =>
         {
-            autodiff::run(interp, &args[0], &call_args, &Request::Value, &[])
+            attempt(interp, &args[0], &call_args, &Request::Value)
         }
         other => other,
     }
@@ -529,6 +542,82 @@ fn show_tape(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         .compiled
         .ok_or_else(|| EvalError::type_error("show-tape inside a traced function has no tape"))?;
     Ok(Value::string(compiled.tape.to_string()))
+}
+
+/// `(save-dot f args path :graph what :value flag)`: the graph of the tape
+/// `show-tape` shows (or, with `:graph 'program`, of the optimized tensor
+/// program it is compiled from) as Graphviz DOT, and drawn as SVG.
+fn save_dot(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let path = match &args[2] {
+        Value::Str(path) => path.to_string(),
+        other => {
+            return Err(EvalError::type_error(format!(
+                "the path must be a string, got {} {}",
+                other.type_name(),
+                other.short()
+            )));
+        }
+    };
+    if path.is_empty() {
+        return Err(EvalError::type_error("the path is empty"));
+    }
+    let program = match args.option("graph") {
+        None => false,
+        Some(Value::Symbol(s)) if s.name() == "tape" => false,
+        Some(Value::Symbol(s)) if s.name() == "program" => true,
+        Some(other) => {
+            return Err(EvalError::type_error(format!(
+                ":graph takes 'tape or 'program, got {}",
+                other.short()
+            )));
+        }
+    };
+    let with_value = match args.option("value") {
+        None | Some(Value::Bool(false)) => false,
+        Some(Value::Bool(true)) => true,
+        Some(other) => {
+            return Err(EvalError::type_error(format!(
+                ":value takes #t or #f, got {}",
+                other.short()
+            )));
+        }
+    };
+    let name = function_name(&args[0]);
+    let graph = if program {
+        let call = gradient_or_value(interp, args, with_value, autodiff::optimized_call)?;
+        let optimized = &call.program;
+        crate::tape::dot::program_graph(
+            optimized.expr.as_ref(),
+            &optimized.shapes,
+            &optimized.roots,
+            &call.names,
+            &format!("optimized program of {name}"),
+        )
+    } else {
+        let call = gradient_or_value(interp, args, with_value, autodiff::compile_call)?;
+        crate::tape::dot::tape_graph(&call.compiled.tape, &call.names, &format!("tape of {name}"))
+    };
+    let write = |target: &str, text: &str| {
+        std::fs::write(target, text)
+            .map_err(|err| EvalError::io(format!("cannot write {target}: {err}")))
+    };
+    let lower = path.to_ascii_lowercase();
+    if lower.ends_with(".svg") {
+        let svg = graph
+            .svg()
+            .map_err(|why| EvalError::io(format!("cannot draw {path}: {why}")))?;
+        write(&path, &svg)?;
+    } else {
+        write(&path, graph.dot())?;
+        if lower.ends_with(".dot") {
+            let beside = format!("{}.svg", &path[..path.len() - ".dot".len()]);
+            match graph.svg() {
+                Ok(svg) => write(&beside, &svg)?,
+                Err(why) => interp.warn(&format!("save-dot wrote {path} but not {beside}: {why}")),
+            }
+        }
+    }
+    Ok(Value::string(path))
 }
 
 /// `(set-memory-budget! bytes)`, or `#f` for none.
@@ -641,4 +730,5 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("tape-stats", "(tape-stats f args)", "An association list describing the compiled gradient tape of f at args: instructions, stored and recomputed values, peak bytes, flops, cache use.", 2, Some(2), tape_stats),
     with_options(builtin("scan", "(scan step init n :checkpoint strategy :snapshots k :memory-budget bytes)", "Runs state <- (step state i) for i from 0 to n - 1 and returns the final state (a number, tensor or list of them). The step is compiled once. Differentiated, its reverse keeps states by :checkpoint: 'store-all, 'recompute, 'revolve (binomial, with :snapshots k states held, default ceil(sqrt n)), or 'auto (as many snapshots as :memory-budget bytes hold).", 3, Some(3), scan), &["checkpoint", "snapshots", "memory-budget"]),
     builtin("show-tape", "(show-tape f args)", "The compiled gradient tape of f at args, as text.", 2, Some(2), show_tape),
+    with_options(builtin("save-dot", "(save-dot f args path :graph 'tape :value #f)", "Writes the graph of the tape show-tape shows (:graph 'program: the optimized tensor program before compilation; :value #t: the tape of value-and-grad) as Graphviz DOT to path and returns path. Nodes: inputs (arg0, arg1.2 for part 2 of a list argument, captured0 for a closed-over tensor) with shapes, constants, operations with result shapes, fused elementwise groups and loops as one node each, outputs (value, gradient arg0); edges run from operands to users. A path ending in .dot also gets an SVG drawing beside it (same name, .svg) when the graph is small enough to lay out here (else a warning); a path ending in .svg gets the drawing only; any other path, DOT only.", 3, Some(3), save_dot), &["graph", "value"]),
 ];
