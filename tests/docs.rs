@@ -9,7 +9,7 @@ use epsilon::reader::{FileId, Sexp, SexpKind, read_all};
 
 /// The name and docstring of a top-level `(define (name ...) "doc" ...)` or
 /// `(defmacro name (...) "doc" ...)`, if the form is one.
-fn documented_definition(form: &Sexp) -> Option<(String, Option<String>)> {
+fn documented_definition(form: &Sexp) -> Option<Definition> {
     let SexpKind::List(items, _) = &form.kind else {
         return None;
     };
@@ -35,8 +35,11 @@ fn documented_definition(form: &Sexp) -> Option<(String, Option<String>)> {
     Some((name, doc))
 }
 
+/// A defined name with its docstring, if it has one.
+type Definition = (String, Option<String>);
+
 /// Every function and macro the stdlib files define, file by file.
-fn stdlib_definitions() -> Vec<(&'static str, Vec<(String, Option<String>)>)> {
+fn stdlib_definitions() -> Vec<(&'static str, Vec<Definition>)> {
     STDLIB
         .iter()
         .map(|(file, source)| {
