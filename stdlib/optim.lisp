@@ -46,19 +46,23 @@
          (lr (lookup o :lr)) (b1 (lookup o :beta1)) (b2 (lookup o :beta2))
          (eps (lookup o :eps)) (decay (lookup o :weight-decay))
          (m #f) (v #f) (step 0))
+    ;; The moments are kept as flat lists of leaves; adam-update does the
+    ;; arithmetic of one leaf in one pass.
     (lambda (params grads)
       (set! step (+ step 1))
-      (unless m
-        (set! m (tree-map (lambda (g) (* 0.0 g)) grads))
-        (set! v m))
-      (set! m (tree-map (lambda (m g) (+ (* b1 m) (* (- 1 b1) g))) m grads))
-      (set! v (tree-map (lambda (v g) (+ (* b2 v) (* (- 1 b2) g g))) v grads))
-      (let ((rate (learning-rate lr step))
-            (c1 (- 1 (pow b1 step)))
-            (c2 (- 1 (pow b2 step))))
-        (tree-map (lambda (p m v)
-                    (- p (* rate (+ (/ (/ m c1) (+ (sqrt (/ v c2)) eps)) (* decay p)))))
-                  params m v)))))
+      (let ((p-leaves (tree-leaves params))
+            (g-leaves (tree-leaves grads))
+            (rate (learning-rate lr step)))
+        (unless m
+          (set! m (map (lambda (g) (* 0.0 g)) g-leaves))
+          (set! v m))
+        (unless (= (length p-leaves) (length g-leaves) (length m))
+          (error "adam: the parameters and gradients do not match the tree this optimizer started with"))
+        (let ((updates (map (lambda (p g m v) (adam-update p g m v step rate b1 b2 eps decay))
+                            p-leaves g-leaves m v)))
+          (set! m (map second updates))
+          (set! v (map (lambda (u) (nth u 2)) updates))
+          (tree-from-leaves params (map first updates)))))))
 
 ;;; L-BFGS with a strong Wolfe line search (Nocedal and Wright, Numerical
 ;;; Optimization, algorithms 7.4, 3.5 and 3.6). It works on the flattened

@@ -92,6 +92,17 @@
         ((pair? tree) (append (tree-leaves (car tree)) (tree-leaves (cdr tree))))
         (else (error "tree-leaves: leaves must be numbers or tensors, got" tree))))
 
+(define (tree-from-leaves like leaves)
+  "(tree-from-leaves like leaves): the tree with the structure of like whose leaves are taken in order from the list leaves (the inverse of tree-leaves)."
+  (let ((rest leaves))
+    (tree-map (lambda (leaf)
+                (when (null? rest)
+                  (error "tree-from-leaves: fewer leaves than the tree holds"))
+                (let ((next (car rest)))
+                  (set! rest (cdr rest))
+                  next))
+              like)))
+
 (define (tree-flatten tree)
   "(tree-flatten tree): every leaf of a tree, flattened and joined into one vector (see tree-unflatten)."
   (concat (map flatten (tree-leaves tree))))

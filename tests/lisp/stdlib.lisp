@@ -172,3 +172,23 @@
 ;=> #t
 (fit linear-loss (zeros 3) (list data-x data-y) :epoch 3)
 ;!! fit: unknown option :epoch
+
+;; ---- adam-update: one leaf's Adam step in one pass, as the formula says ----
+(adam-update 1.0 5.0 0.0 0.0 1 0.1 0.9 0.999 1e-8 0)
+;=> (0.9000000001999999 0.4999999999999999 0.025000000000000022)
+(let* ((p [[1.0 2.0] [3.0 4.0]]) (g [[0.5 -1.0] [2.0 0.1]]) (m (* 0.1 g)) (v (* 0.01 g g))
+       (u (adam-update (transpose p) (transpose g) (transpose m) (transpose v) 3 0.01 0.9 0.999 1e-8 0.01))
+       (m2 (+ (* 0.9 m) (* 0.1 g))) (v2 (+ (* 0.999 v) (* 0.001 g g)))
+       (p2 (- p (* 0.01 (+ (/ (/ m2 (- 1 (pow 0.9 3))) (+ (sqrt (/ v2 (- 1 (pow 0.999 3)))) 1e-8)) (* 0.01 p))))))
+  (list (< (max (abs (- (first u) (transpose p2)))) 1e-15)
+        (< (max (abs (- (second u) (transpose m2)))) 1e-15)
+        (< (max (abs (- (nth u 2) (transpose v2)))) 1e-15)))
+;=> (#t #t #t)
+(adam-update [1 2] [1 2 3] [0 0] [0 0] 1 0.1 0.9 0.999 1e-8 0)
+;!! need one shape
+(tree-from-leaves (list [1 2] (list 3.0)) (list 10.0 [4 5]))
+;=> (10.0 ([4.0 5.0]))
+(tree-from-leaves (list 1.0 2.0) (list 3.0))
+;!! fewer leaves
+(let ((opt (adam :lr 0.1))) (opt [1.0] [1.0]) (opt (list 1.0 2.0) (list 1.0 1.0)))
+;!! do not match the tree this optimizer started with

@@ -9,6 +9,7 @@ mod custom;
 mod data;
 mod lists;
 mod numeric;
+mod optim;
 mod plot;
 pub(crate) mod progress;
 pub(crate) mod reduce;
@@ -38,6 +39,7 @@ pub const TABLES: &[&[Builtin]] = &[
     sort::BUILTINS,
     data::BUILTINS,
     plot::BUILTINS,
+    optim::BUILTINS,
     progress::BUILTINS,
     symbolic::BUILTINS,
     autodiff::BUILTINS,

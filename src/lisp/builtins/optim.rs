@@ -1,0 +1,105 @@
+//! Update kernels for the stdlib's optimizers (stdlib/optim.lisp): one pass
+//! over a parameter leaf instead of a dozen interpreted tensor operations.
+
+use super::builtin;
+use crate::lisp::error::{EvalError, EvalResult};
+use crate::lisp::interp::Interp;
+use crate::lisp::procedure::{Args, Builtin};
+use crate::lisp::tensor::format_shape;
+use crate::lisp::value::Value;
+use ndarray::ArrayD;
+
+/// Adam's constants for one step.
+struct Adam {
+    rate: f64,
+    beta1: f64,
+    beta2: f64,
+    eps: f64,
+    decay: f64,
+    /// Bias corrections 1 - beta^step.
+    c1: f64,
+    c2: f64,
+}
+
+impl Adam {
+    /// The new parameter, first and second moment of one element.
+    fn step(&self, p: f64, g: f64, m: f64, v: f64) -> (f64, f64, f64) {
+        let m = self.beta1 * m + (1.0 - self.beta1) * g;
+        let v = self.beta2 * v + (1.0 - self.beta2) * g * g;
+        let p =
+            p - self.rate * ((m / self.c1) / ((v / self.c2).sqrt() + self.eps) + self.decay * p);
+        (p, m, v)
+    }
+}
+
+fn adam_update(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let number = |k: usize| args[k].as_f64();
+    let (beta1, beta2, step) = (number(6)?, number(7)?, number(4)?);
+    let adam = Adam {
+        rate: number(5)?,
+        beta1,
+        beta2,
+        eps: number(8)?,
+        decay: number(9)?,
+        c1: 1.0 - beta1.powf(step),
+        c2: 1.0 - beta2.powf(step),
+    };
+    let leaves = &args[..4];
+    if leaves
+        .iter()
+        .all(|v| matches!(v, Value::Int(_) | Value::Float(_)))
+    {
+        let (p, m, v) = adam.step(number(0)?, number(1)?, number(2)?, number(3)?);
+        return Ok(Value::list(vec![
+            Value::Float(p),
+            Value::Float(m),
+            Value::Float(v),
+        ]));
+    }
+    let arrays = leaves
+        .iter()
+        .map(Value::as_tensor)
+        .collect::<EvalResult<Vec<_>>>()?;
+    if let Some(odd) = arrays.iter().find(|a| a.shape() != arrays[0].shape()) {
+        return Err(EvalError::shape(format!(
+            "the parameter, gradient and moments need one shape, got {} and {}",
+            format_shape(arrays[0].shape()),
+            format_shape(odd.shape())
+        )));
+    }
+    let len = arrays[0].len();
+    let (mut p_new, mut m_new, mut v_new) = (
+        Vec::with_capacity(len),
+        Vec::with_capacity(len),
+        Vec::with_capacity(len),
+    );
+    // Logical (row-major) order for every operand, whatever its layout,
+    // to match `from_shape_vec` below.
+    let elements = arrays[0]
+        .iter()
+        .zip(arrays[1].iter())
+        .zip(arrays[2].iter().zip(arrays[3].iter()));
+    for ((&p, &g), (&m, &v)) in elements {
+        let (p, m, v) = adam.step(p, g, m, v);
+        p_new.push(p);
+        m_new.push(m);
+        v_new.push(v);
+    }
+    let shape = arrays[0].raw_dim();
+    let tensor = |values: Vec<f64>| {
+        ArrayD::from_shape_vec(shape.clone(), values)
+            .map(Value::tensor)
+            .map_err(|e| EvalError::shape(e.to_string()))
+    };
+    Ok(Value::list(vec![
+        tensor(p_new)?,
+        tensor(m_new)?,
+        tensor(v_new)?,
+    ]))
+}
+
+/// The built-ins of this family, with their docstrings.
+#[rustfmt::skip]
+pub const BUILTINS: &[Builtin] = &[
+    builtin("adam-update", "(adam-update p g m v step lr beta1 beta2 eps weight-decay)", "One Adam step for one parameter leaf (a number or tensor) with gradient g and moments m, v at step (counted from 1): (list p m v) updated, in one pass. The stdlib's adam calls it for every leaf.", 10, Some(10), adam_update),
+];
