@@ -88,31 +88,35 @@ impl Functions {
     /// functions called (transitively), has symbolic partial derivatives,
     /// so the reverse sweep can differentiate it to any order.
     pub fn check_differentiable(&self, expr: &RecExpr<Math>) -> Result<(), String> {
-        let mut seen: Vec<Symbol> = Vec::new();
-        let mut pending: Vec<Symbol> = calls(expr);
-        while let Some(name) = pending.pop() {
-            if seen.contains(&name) {
-                continue;
-            }
-            seen.push(name);
-            let function = self
-                .get(name)
-                .ok_or_else(|| format!("{name} is not a function defined with defderiv"))?;
+        self.check_calls(expr, |name, function| {
             let partials = function.partials.as_ref().map_err(|reason| {
                 format!(
                     "{name}'s partial derivatives are not symbolic expressions ({reason}), so it is differentiated only numerically"
                 )
             })?;
-            for partial in partials {
-                pending.extend(calls(&partial.expr));
-            }
-        }
-        Ok(())
+            Ok(partials.iter().flat_map(|partial| calls(&partial.expr)).collect())
+        })
     }
 
     /// Checks that every call in `expr` (transitively through bodies) has
     /// a symbolic body, so it can be evaluated.
     pub fn check_evaluable(&self, expr: &RecExpr<Math>) -> Result<(), String> {
+        self.check_calls(expr, |name, function| {
+            let body = function.body.as_ref().map_err(|reason| {
+                format!("{name}'s body is not a symbolic expression ({reason}), so it cannot be evaluated here; call {name} as a function instead")
+            })?;
+            Ok(calls(&body.expr))
+        })
+    }
+
+    /// Visits every function called in `expr` and, transitively, in what
+    /// `check` returns for each (the calls of its partials or its body),
+    /// once each; the first failure is the error.
+    fn check_calls(
+        &self,
+        expr: &RecExpr<Math>,
+        check: impl Fn(Symbol, &UserFunction) -> Result<Vec<Symbol>, String>,
+    ) -> Result<(), String> {
         let mut seen: Vec<Symbol> = Vec::new();
         let mut pending: Vec<Symbol> = calls(expr);
         while let Some(name) = pending.pop() {
@@ -123,10 +127,7 @@ impl Functions {
             let function = self
                 .get(name)
                 .ok_or_else(|| format!("{name} is not a function defined with defderiv"))?;
-            let body = function.body.as_ref().map_err(|reason| {
-                format!("{name}'s body is not a symbolic expression ({reason}), so it cannot be evaluated here; call {name} as a function instead")
-            })?;
-            pending.extend(calls(&body.expr));
+            pending.extend(check(name, function)?);
         }
         Ok(())
     }

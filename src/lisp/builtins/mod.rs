@@ -78,6 +78,22 @@ const fn builtin(
 }
 
 /// A built-in that also takes keyword options.
+/// The value of the string option `:name`, if given.
+fn string_option(
+    args: &super::procedure::Args,
+    name: &str,
+) -> super::error::EvalResult<Option<String>> {
+    match args.option(name) {
+        None => Ok(None),
+        Some(Value::Str(text)) => Ok(Some(text.to_string())),
+        Some(other) => Err(super::error::EvalError::type_error(format!(
+            ":{name} must be a string, got {} {}",
+            other.type_name(),
+            other.short()
+        ))),
+    }
+}
+
 const fn with_options(mut builtin: Builtin, options: &'static [&'static str]) -> Builtin {
     builtin.options = options;
     builtin

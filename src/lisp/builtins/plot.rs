@@ -6,7 +6,7 @@
 //! registered with plotters' `ab_glyph` font table once: no system font
 //! library is involved.
 
-use super::{builtin, with_options};
+use super::{builtin, string_option, with_options};
 use crate::lisp::error::{EvalError, EvalErrorKind, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
@@ -245,19 +245,6 @@ fn numbers(value: &Value, what: &str) -> EvalResult<Vec<f64>> {
             .collect(),
         other => Err(EvalError::type_error(format!(
             "{what} must be a vector (a 1-D tensor or a list of numbers), got {} {}",
-            other.type_name(),
-            other.short()
-        ))),
-    }
-}
-
-/// A string option, if given.
-fn string_option(args: &Args, name: &str) -> EvalResult<Option<String>> {
-    match args.option(name) {
-        None => Ok(None),
-        Some(Value::Str(text)) => Ok(Some(text.to_string())),
-        Some(other) => Err(EvalError::type_error(format!(
-            ":{name} must be a string, got {} {}",
             other.type_name(),
             other.short()
         ))),

@@ -9,7 +9,7 @@
 //! `dumb`): indicatif's stderr target hides itself otherwise, so a script
 //! whose output goes to files stays silent.
 
-use super::{builtin, with_options};
+use super::{builtin, string_option, with_options};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
@@ -93,19 +93,6 @@ fn rate(per_sec: f64) -> String {
     }
 }
 
-/// The string value of option `name`, if given.
-fn message_option(args: &Args, name: &str) -> EvalResult<Option<String>> {
-    match args.option(name) {
-        None => Ok(None),
-        Some(Value::Str(text)) => Ok(Some(text.to_string())),
-        Some(other) => Err(EvalError::type_error(format!(
-            ":{name} must be a string, got {} {}",
-            other.type_name(),
-            other.short()
-        ))),
-    }
-}
-
 fn non_negative(value: &Value, what: &str) -> EvalResult<u64> {
     let n = value.as_i64().map_err(|_| {
         EvalError::type_error(format!(
@@ -120,7 +107,7 @@ fn non_negative(value: &Value, what: &str) -> EvalResult<u64> {
 
 fn progress(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let total = non_negative(&args[0], "the total")?;
-    let label = message_option(args, "label")?;
+    let label = string_option(args, "label")?;
     let state = &mut interp.progress;
     let multi = state.multi.get_or_insert_with(MultiProgress::new);
     let bar = multi.add(ProgressBar::new(total).with_style(style(label.is_some())));
@@ -138,7 +125,7 @@ fn progress_inc(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         Some(n) => non_negative(n, "the step")?,
         None => 1,
     };
-    if let Some(message) = message_option(args, "message")? {
+    if let Some(message) = string_option(args, "message")? {
         bar.set_message(message);
     }
     bar.inc(step);
@@ -149,7 +136,7 @@ fn progress_inc(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 
 fn progress_finish(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let (id, bar) = interp.progress.get(&args[0])?;
-    let message = message_option(args, "message")?;
+    let message = string_option(args, "message")?;
     if args.option("clear").is_some_and(Value::is_truthy) {
         bar.finish_and_clear();
     } else if let Some(message) = message {
