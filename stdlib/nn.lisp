@@ -72,5 +72,10 @@
     (matmul (softmax (/ (matmul q (transpose k)) (sqrt d)) :axis -1) v)))
 
 (define (one-hot labels k)
-  "(one-hot labels k): the n x k matrix whose row i is 1 in column labels[i] and 0 elsewhere, for a vector of n class numbers 0 to k-1."
+  "(one-hot labels k): the n x k matrix whose row i is 1 in column labels[i] and 0 elsewhere, for a vector of n class numbers 0 to k-1; a label that is not a whole number in that range is an error."
+  (unless (= (rank labels) 1)
+    (error "one-hot: labels must be a vector of class numbers, got shape" (shape labels)))
+  (let ((bad (+ (sum (< labels 0)) (sum (> labels (- k 1))) (sum (/= labels (round labels))))))
+    (when (> bad 0)
+      (error (format "one-hot: {} label(s) are not whole numbers from 0 to {}" bad (- k 1)))))
   (= (reshape labels (list (first (shape labels)) 1)) (arange k)))

@@ -106,7 +106,10 @@
                   (else (zoom p hi))))))
     (let loop ((prev (list 0.0 f0 g0 slope0)) (a step0) (first? #t))
       (if (>= count max-steps)
-          #f
+          ;; Out of probes while every step still lowered f: take the
+          ;; longest, so a far minimum is approached (or an unbounded
+          ;; function followed down) rather than the decrease lost.
+          (if first? #f (take prev 3))
           (let ((p (probe a)))
             (cond ((or (not (finite? (second p))) (not (sufficient? p))
                        (and (not first?) (>= (second p) (second prev))))
@@ -157,7 +160,9 @@
     (let* ((x (tree-flatten x0)) (start (evaluate x)))
       (let loop ((k 0) (x x) (fx (first start)) (g (second start)) (history '()))
         (let ((gnorm (sqrt (dot g g))))
-          (cond ((not (finite? fx)) (result x fx g k #f "the function is not finite at the current point"))
+          (cond ((= fx -inf) (result x fx g k #f "f reached -inf: the function is unbounded below"))
+                ((not (finite? fx)) (result x fx g k #f "the function is not finite at the current point"))
+                ((not (finite? gnorm)) (result x fx g k #f "the gradient is not finite at the current point"))
                 ((<= gnorm gtol) (result x fx g k #t "gradient norm below gtol"))
                 ((>= k max-iter) (result x fx g k #f "reached max-iter"))
                 (else

@@ -77,10 +77,16 @@
   (or (number? x) (tensor? x)))
 
 (define (tree-map f tree . more)
-  "(tree-map f tree more...): the tree of (f leaf more-leaves...) over trees of one structure (nested lists whose leaves are numbers and tensors)."
-  (cond ((leaf? tree) (apply f tree more))
-        ((null? tree) '())
+  "(tree-map f tree more...): the tree of (f leaf more-leaves...) over trees of one structure (nested lists whose leaves are numbers and tensors); trees of different structures are an error."
+  (define (alike? kind?)
+    (or (null? more)
+        (null? (filter (lambda (t) (not (kind? t))) more))
+        (error "tree-map: the trees differ in structure: where one has" tree "another has"
+               (first (filter (lambda (t) (not (kind? t))) more)))))
+  (cond ((leaf? tree) (alike? leaf?) (apply f tree more))
+        ((null? tree) (alike? null?) '())
         ((pair? tree)
+         (alike? pair?)
          (cons (apply tree-map f (car tree) (map car more))
                (apply tree-map f (cdr tree) (map cdr more))))
         (else (error "tree-map: leaves must be numbers or tensors, got" tree))))
@@ -138,7 +144,7 @@
           (else (second tail)))))
 
 (defmacro defderiv (name params . rest)
-  "(defderiv name (x y) [docstring] body (d-dx d-dy)): defines the function name of x, y computing body, with its partial derivatives declared as expressions in the arguments, e.g. (defderiv softclip (x) (tanh x) ((- 1 (pow (tanh x) 2)))). The one rule serves symbolic diff, grad and hessian (name becomes an operator of quoted expressions), reverse and forward mode, and derivatives of any order: derivatives come from the partials, never from differentiating body. The function applies elementwise: on tensors the partials broadcast like those of built-in elementwise functions. Redefining name replaces it; special forms, built-ins and macros cannot be redefined."
+  "(defderiv name (x y) [docstring] body (d-dx d-dy)): defines the function name of x, y computing body, with its partial derivatives declared as expressions in the arguments, e.g. (defderiv softclip (x) (tanh x) ((- 1 (pow (tanh x) 2)))). The one rule serves symbolic diff, grad and hessian (name becomes an operator of quoted expressions), reverse and forward mode: derivatives come from the partials, never from differentiating body, to any order when the partials do not call name itself. A partial that calls name (as exp's would) is followed to order 4 numerically (symbolic diff, to any order); beyond that, numeric derivatives differentiate body. The function applies elementwise: on tensors the partials broadcast like those of built-in elementwise functions. Redefining name replaces it; special forms, built-ins and macros cannot be redefined."
   (let* ((doc (if (and (= (length rest) 3) (string? (car rest))) (car rest) '()))
          (rest (if (null? doc) rest (cdr rest))))
     (unless (= (length rest) 2)

@@ -66,7 +66,9 @@ impl Interp {
                 Procedure::Closure(closure) => self.apply_closure(closure, args, span),
                 Procedure::Builtin(builtin) => self.call_builtin(builtin, &args, span),
                 Procedure::Host(host) => (host.func)(&args).map_err(|e| e.at(span)),
-                Procedure::Native(native) => (native.func)(self, &args).map_err(|e| e.at(span)),
+                Procedure::Native(native) => {
+                    (native.func)(self, &args).map_err(|e| e.called_from(span))
+                }
             },
             other => Err(not_callable(other).at(span)),
         }
@@ -113,6 +115,10 @@ impl Interp {
         mut args: Vec<Value>,
         mut span: Span,
     ) -> EvalResult<Value> {
+        // Tail calls replace `span`; the first call site is kept so that an
+        // error still names where the chain was entered (say, the user's
+        // call of a library function that loops by tail calls).
+        let entry = span;
         loop {
             self.check_interrupt().map_err(|e| e.at(span))?;
             let env = bind_arguments(&closure, args).map_err(|e| e.at(span))?;
@@ -124,7 +130,14 @@ impl Interp {
                     args = next_args;
                     span = next_span;
                 }
-                Err(error) => return Err(error.called_from(span)),
+                Err(error) => {
+                    let error = error.called_from(span);
+                    return Err(if entry == span {
+                        error
+                    } else {
+                        error.called_from(entry)
+                    });
+                }
             }
         }
     }
@@ -350,7 +363,7 @@ impl Interp {
             Procedure::Host(host) => (host.func)(&args).map(Step::Value).map_err(|e| e.at(span)),
             Procedure::Native(native) => (native.func)(self, &args)
                 .map(Step::Value)
-                .map_err(|e| e.at(span)),
+                .map_err(|e| e.called_from(span)),
         }
     }
 

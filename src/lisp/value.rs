@@ -288,6 +288,11 @@ impl Value {
                 ndarray::IxDyn(&[]),
                 self.as_f64()?,
             ))),
+            Value::Traced(_) => Err(EvalError::type_error(format!(
+                "expected a concrete tensor, got the traced {} {} (a value being differentiated or compiled)",
+                self.type_name(),
+                self.short()
+            ))),
             other => Err(EvalError::type_error(format!(
                 "expected a tensor, got {} {}",
                 other.type_name(),

@@ -112,6 +112,8 @@
 (lookup (lbfgs (lambda (x) (- x)) 0.0 :max-iter 5) 'converged)
 ;=> #f
 (lookup (lbfgs (lambda (x) (log x)) 1.0) 'message)
+;=> "f reached -inf: the function is unbounded below"
+(lookup (lbfgs (lambda (x) (sqrt x)) -1.0) 'message)
 ;=> "the function is not finite at the current point"
 (minimize bowl (list [0 0] 0.0) :method 'newton)
 ;!! minimize: :method must be 'lbfgs or an optimizer

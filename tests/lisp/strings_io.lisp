@@ -184,3 +184,7 @@ evald
     index roll broadcast-to to-list item doc dotimes dolist -> ->> assert))
 (filter (lambda (name) (try (begin (doc name) #f) (catch (e) #t))) spec-names)
 ;=> ()
+(format "{:.1}" [[1 2] [3 4]])
+;=> "[[1.0 2.0] [3.0 4.0]]"
+(format "{:.2e}" [0.5])
+;=> "[5.00e-1]"

@@ -97,7 +97,7 @@ impl<'i> Analyzer<'i> {
     }
 
     fn analyze(&mut self, form: &Value, span: Span) -> EvalResult<Node> {
-        let span = span.or(self.fallback);
+        let span = span.or(head_span(form)).or(self.fallback);
         self.depth += 1;
         if self.depth > MAX_ANALYSIS_DEPTH {
             self.depth -= 1;
@@ -423,7 +423,10 @@ impl<'i> Analyzer<'i> {
 /// The elements of a proper list with their spans.
 pub fn proper_items(list: &Value, span: Span) -> EvalResult<Vec<(Value, Span)>> {
     let mut iter = list.iter();
-    let items: Vec<(Value, Span)> = iter.by_ref().map(|(v, s)| (v.clone(), s)).collect();
+    let items: Vec<(Value, Span)> = iter
+        .by_ref()
+        .map(|(v, s)| (v.clone(), s.or(head_span(v))))
+        .collect();
     match iter.rest() {
         Value::Nil => Ok(items),
         other => Err(syntax(
@@ -433,6 +436,16 @@ pub fn proper_items(list: &Value, span: Span) -> EvalResult<Vec<(Value, Span)>> 
             ),
             span,
         )),
+    }
+}
+
+/// Where a list form's head was read: the place of a form that a macro moved
+/// into new list cells (a body spliced by `,@body`), whose old cell held
+/// the span of the whole form. Nearer the mistake than the macro call.
+fn head_span(form: &Value) -> Span {
+    match form {
+        Value::Pair(pair) => pair.span,
+        _ => Span::NONE,
     }
 }
 

@@ -99,8 +99,23 @@ struct Chart {
     xlabel: Option<String>,
     ylabel: Option<String>,
     log_y: bool,
+    /// A power of ten the linear y values are divided by before layout:
+    /// plotters' tick search fails on spans far below 1 (values around
+    /// 1e-20), so such data is laid out in units of `y_scale` and labelled
+    /// with its true values.
+    y_scale: f64,
     width: u32,
     height: u32,
+}
+
+/// The power of ten to lay out linear values of largest magnitude
+/// `magnitude` in: 1 unless they are all tiny.
+fn layout_scale(magnitude: f64) -> f64 {
+    if magnitude > 0.0 && magnitude < 1e-8 {
+        10f64.powi(magnitude.log10().floor() as i32)
+    } else {
+        1.0
+    }
 }
 
 impl Chart {
@@ -114,13 +129,17 @@ impl Chart {
     /// plotters' own log axis drops ticks under 2.2e-16 and never finishes
     /// its tick search past ~300 decades.)
     fn y_axis(&self, y: f64) -> f64 {
-        if self.log_y { y.log10() } else { y }
+        if self.log_y {
+            y.log10()
+        } else {
+            y / self.y_scale
+        }
     }
 
     /// The label of tick `t` on the vertical axis spanning `span`.
     fn y_tick(&self, t: f64, span: f64) -> String {
         if !self.log_y {
-            return tick_label(t, span);
+            return tick_label(t * self.y_scale, span * self.y_scale);
         }
         let y = 10f64.powf(t);
         if y > 0.0 && y.is_finite() {
@@ -317,13 +336,20 @@ fn split_positional<'a>(args: &'a Args) -> EvalResult<(Option<Vec<f64>>, &'a Val
 /// The shared options, then draws and writes the chart.
 fn finish(args: &Args, path: &str, series: Vec<Series>, legend: bool) -> EvalResult<Value> {
     let format = format_of(path)?;
+    let log_y = args.option("log-y").is_some_and(Value::is_truthy);
+    let largest = series
+        .iter()
+        .flat_map(|s| s.ys.iter())
+        .filter(|y| y.is_finite())
+        .fold(0.0f64, |m, y| m.max(y.abs()));
     let chart = Chart {
         series,
         legend,
         title: string_option(args, "title")?,
         xlabel: string_option(args, "xlabel")?,
         ylabel: string_option(args, "ylabel")?,
-        log_y: args.option("log-y").is_some_and(Value::is_truthy),
+        log_y,
+        y_scale: if log_y { 1.0 } else { layout_scale(largest) },
         width: side_option(args, "width", DEFAULT_WIDTH)?,
         height: side_option(args, "height", DEFAULT_HEIGHT)?,
     };

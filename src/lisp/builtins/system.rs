@@ -41,6 +41,17 @@ fn source_directory(interp: &mut Interp, _: &Args) -> EvalResult<Value> {
     Ok(Value::string(dir))
 }
 
+fn dynamic_wind(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    interp.apply(&args[0], Vec::new())?;
+    let result = interp.apply(&args[1], Vec::new());
+    let after = interp.apply(&args[2], Vec::new());
+    match (result, after) {
+        (Err(error), _) => Err(error),
+        (Ok(_), Err(error)) => Err(error),
+        (Ok(value), Ok(_)) => Ok(value),
+    }
+}
+
 fn clock(interp: &mut Interp, _: &Args) -> EvalResult<Value> {
     Ok(Value::Float(interp.started.elapsed().as_secs_f64()))
 }
@@ -155,6 +166,7 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("load", "(load path)", "Evaluates the file at path; a relative path is taken from the directory of the file calling load.", 1, Some(1), load),
     builtin("exit", "(exit [code])", "Ends the program with status code (0 by default).", 0, Some(1), exit),
     builtin("source-directory", "(source-directory)", "The directory of the file this call is written in (\".\" at the REPL and in eval), so a script finds files beside it: (str (source-directory) \"/data/digits.csv\").", 0, Some(0), source_directory),
+    builtin("dynamic-wind", "(dynamic-wind before thunk after)", "Calls before, thunk and after (functions of no arguments) in turn and gives thunk's value; after runs even when thunk raises an error, which then goes on unchanged. For cleanup such as finishing a progress bar.", 3, Some(3), dynamic_wind),
     builtin("clock", "(clock)", "Monotonic time in seconds, as a float.", 0, Some(0), clock),
     builtin("sync", "(sync)", "Waits for queued device work to finish (nothing to wait for on the CPU).", 0, Some(0), sync),
     builtin("read", "(read string)", "The first datum written in string, unevaluated: (read \"(+ 1 2)\") is the list (+ 1 2).", 1, Some(1), read),

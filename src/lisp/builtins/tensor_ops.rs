@@ -298,13 +298,13 @@ fn positions(value: &Value, len: usize) -> EvalResult<Vec<usize>> {
         .map(|k| {
             if k.fract() != 0.0 || !k.is_finite() {
                 return Err(EvalError::type_error(format!(
-                    "gather: index {k} is not a whole number"
+                    "index {k} is not a whole number"
                 )));
             }
             let resolved = if k < 0.0 { k + len as f64 } else { k };
             if resolved < 0.0 || resolved >= len as f64 {
                 return Err(EvalError::range(format!(
-                    "gather: index {k} is out of range for an axis of length {len}"
+                    "index {k} is out of range for an axis of length {len}"
                 )));
             }
             Ok(resolved as usize)

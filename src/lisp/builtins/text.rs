@@ -136,6 +136,24 @@ impl Hole {
     }
 }
 
+/// A tensor in brackets, one level a row as the printer writes it, each
+/// number formatted by `number`.
+fn nested(t: ndarray::ArrayViewD<'_, f64>, number: &dyn Fn(f64) -> String) -> String {
+    match t.ndim() {
+        0 => number(t.iter().next().copied().unwrap_or(f64::NAN)),
+        _ => {
+            let parts: Vec<String> = t
+                .outer_iter()
+                .map(|row| match row.ndim() {
+                    0 => number(row.iter().next().copied().unwrap_or(f64::NAN)),
+                    _ => nested(row, number),
+                })
+                .collect();
+            format!("[{}]", parts.join(" "))
+        }
+    }
+}
+
 fn fill_hole(spec: &str, value: &Value) -> EvalResult<String> {
     if spec.is_empty() {
         return Ok(display_string(value));
@@ -148,10 +166,7 @@ fn fill_hole(spec: &str, value: &Value) -> EvalResult<String> {
     let (text, numeric) = match value {
         Value::Int(n) if hole.digits.is_none() && !hole.exponent => (n.to_string(), true),
         Value::Int(_) | Value::Float(_) => (hole.number(value.as_f64()?), true),
-        Value::Tensor(t) => {
-            let parts: Vec<String> = t.iter().map(|x| hole.number(*x)).collect();
-            (format!("[{}]", parts.join(" ")), false)
-        }
+        Value::Tensor(t) => (nested(t.view(), &|x| hole.number(x)), false),
         other => (display_string(other), false),
     };
     Ok(hole.pad(text, numeric))
