@@ -15,8 +15,9 @@ use std::process::ExitCode;
 #[command(name = "epsilon", version, about, long_about = None)]
 struct Cli {
     /// Where numeric tapes run.
-    #[arg(long, value_enum, default_value_t = BackendChoice::Auto, global = true)]
-    backend: BackendChoice,
+    /// Where numeric tapes run (default: $EPSILON_BACKEND, else auto).
+    #[arg(long, value_enum, global = true)]
+    backend: Option<BackendChoice>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -49,6 +50,16 @@ enum BackendChoice {
     Auto,
 }
 
+impl BackendChoice {
+    fn name(self) -> &'static str {
+        match self {
+            BackendChoice::Cpu => "cpu",
+            BackendChoice::Cuda => "cuda",
+            BackendChoice::Auto => "auto",
+        }
+    }
+}
+
 /// The process status for `(exit code)`: 0 to 255 as given, anything else
 /// 255 (so a negative code never reads as success).
 fn exit_status(code: i32) -> ExitCode {
@@ -78,11 +89,19 @@ fn finish(result: Result<Value, Error>, echo: bool) -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let BackendChoice::Cuda = cli.backend {
-        eprintln!(
-            "error: --backend cuda: this build of Epsilon has no CUDA backend yet; use --backend cpu"
-        );
-        return ExitCode::from(1);
+    let (backend, source) = match cli.backend {
+        Some(choice) => (choice.name().to_string(), "--backend"),
+        None => match std::env::var("EPSILON_BACKEND") {
+            Ok(name) if !name.is_empty() => (name.to_lowercase(), "EPSILON_BACKEND"),
+            _ => ("auto".to_string(), "--backend"),
+        },
+    };
+    if let Err(message) = epsilon::backends::choose(&backend) {
+        eprintln!("error: {source} {backend}: {message}");
+        // An unknown name is bad usage; a known backend that is missing here
+        // is a failure.
+        let unknown = !["cpu", "cuda", "auto"].contains(&backend.as_str());
+        return ExitCode::from(if unknown { 2 } else { 1 });
     }
     let mut engine = Engine::new();
     match cli.command {

@@ -82,6 +82,33 @@ fn backend_cuda_fails_at_start_up_with_status_1_and_a_message() {
 }
 
 #[test]
+fn the_backend_can_come_from_the_environment() {
+    let run = |value: &str, args: &[&str]| {
+        let mut command = std::process::Command::new(common::EPSILON);
+        command.args(args).env("EPSILON_BACKEND", value);
+        common::run_command(command, None)
+    };
+    let out = run("cuda", &["eval", "(+ 1 2)"]);
+    out.assert_no_panic();
+    if out.code() == 1 {
+        assert!(
+            out.stderr.contains("EPSILON_BACKEND cuda"),
+            "{}",
+            out.stderr
+        );
+    }
+    let out = run("gpu", &["eval", "(+ 1 2)"]);
+    out.assert_code(2).assert_no_panic();
+    assert!(out.stderr.contains("unknown backend gpu"), "{}", out.stderr);
+    // The command line wins over the environment.
+    let out = run("gpu", &["--backend", "cpu", "eval", "(+ 1 2)"]);
+    out.assert_code(0);
+    assert_eq!(out.stdout, "3\n");
+    let out = run("CPU", &["eval", "(+ 1 2)"]);
+    out.assert_code(0);
+}
+
+#[test]
 fn backend_cpu_and_auto_work() {
     for backend in ["cpu", "auto"] {
         let out = epsilon(&["--backend", backend, "eval", "(+ 1 2)"]);

@@ -7,10 +7,32 @@
 //! e-graphs.
 
 pub mod cpu;
+pub mod cuda;
 
 use crate::tape::Tape;
 use ndarray::ArrayD;
 use std::fmt;
+
+/// The backend that `name` asks for (`cpu`, `cuda` or `auto`, as
+/// `--backend`, `EPSILON_BACKEND` and `set-backend!` spell it), or why it
+/// cannot be used here. `auto` is the CPU until tapes run on CUDA; `cuda`
+/// says what is missing (no driver library, no device), or that a device
+/// was found but running tapes on it is not built yet.
+pub fn choose(name: &str) -> Result<&'static str, String> {
+    match name {
+        "cpu" | "auto" => Ok("cpu"),
+        "cuda" => Err(match cuda::probe() {
+            Err(reason) => format!("the CUDA backend cannot be used: {reason}"),
+            Ok(device) => format!(
+                "a CUDA device was found ({}), but this version of Epsilon cannot run tapes on it yet; use the cpu backend",
+                device.name
+            ),
+        }),
+        other => Err(format!(
+            "unknown backend {other}: the backends are cpu, cuda and auto"
+        )),
+    }
+}
 
 /// A failure while running a tape (a device error, a wrong input shape).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -121,3 +121,13 @@
 ;; (tensor x) of a traced number is 0-dimensional, as it is untraced.
 ((grad (lambda (x) (if (equal? (shape (tensor x)) '()) (* x x) 0.0))) 3.0)
 ;=> 6.0
+
+;; ---- set-backend! ----
+(set-backend! 'cpu)
+;=> cpu
+(set-backend! 'auto)
+;=> cpu
+(set-backend! 'tpu)
+;!! unknown backend tpu
+(set-backend! 42)
+;!! expected 'cpu, 'cuda or 'auto

@@ -1,0 +1,299 @@
+//! CUDA C source for a tape's fused elementwise groups.
+//!
+//! One kernel per group: a grid-stride loop over the group's elements in
+//! which each step of the group's register program becomes one `const
+//! double` (the same steps, in the same order, as the CPU interpreter and
+//! the Cranelift kernels). Operations with a CUDA math-library function
+//! (`exp`, `log1p`, `atan2`, ...) call it; the rest (`sigmoid`, `relu`,
+//! NaN-propagating `min`/`max`, ...) are device functions of [`PRELUDE`]
+//! written after `crate::scalar`, so they treat NaN, signed zeros and
+//! infinities alike. CUDA's math library rounds some functions differently
+//! from the host's libm (within a few units in the last place), so the two
+//! backends agree to rounding, not to the bit.
+//!
+//! A group with `sum_over` adds its result over all elements instead of
+//! storing it: each thread sums its elements, warps and blocks reduce with
+//! shuffles, and one `atomicAdd` per block adds into the output (compute
+//! capability 6.0 or newer). The order of additions differs from the CPU's.
+//!
+//! Shapes are known when a tape is compiled, so an operand's layout is
+//! written into the source ([`Access`]); kernels are meant to be cached by
+//! their source text.
+
+use crate::egraph::language::Math;
+use crate::egraph::tensor::{CmpOp, RoundOp, TOp};
+use crate::tape::FusedGroup;
+use std::fmt::Write as _;
+
+/// Device functions the kernels call, after `crate::scalar`.
+pub const PRELUDE: &str = r#"// Epsilon's elementwise functions (see src/scalar.rs).
+__device__ __forceinline__ double eps_nan() { return __longlong_as_double(0x7ff8000000000000LL); }
+__device__ __forceinline__ double eps_inf() { return __longlong_as_double(0x7ff0000000000000LL); }
+__device__ __forceinline__ double eps_sigmoid(double x) {
+    double e = exp(-fabs(x));
+    return x >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+}
+__device__ __forceinline__ double eps_softplus(double x) { return fmax(x, 0.0) + log1p(exp(-fabs(x))); }
+__device__ __forceinline__ double eps_relu(double x) { return (x > 0.0 || isnan(x)) ? x : 0.0; }
+__device__ __forceinline__ double eps_sign(double x) { return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : x); }
+__device__ __forceinline__ double eps_heaviside(double x, double at_zero) {
+    return x > 0.0 ? 1.0 : (x < 0.0 ? 0.0 : (x == 0.0 ? at_zero : eps_nan()));
+}
+__device__ __forceinline__ double eps_xlogy(double x, double y) {
+    return (x == 0.0 && !isnan(y)) ? 0.0 : x * log(y);
+}
+__device__ __forceinline__ double eps_max(double a, double b) {
+    return (isnan(a) || isnan(b)) ? eps_nan() : fmax(a, b);
+}
+__device__ __forceinline__ double eps_min(double a, double b) {
+    return (isnan(a) || isnan(b)) ? eps_nan() : fmin(a, b);
+}
+"#;
+
+/// How a kernel reads one operand of a group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// A device array laid out like the group's elements: element `i`.
+    Elementwise,
+    /// One number, passed by value.
+    Uniform,
+    /// A device array read through strides (in elements) over the group's
+    /// shape: 0 for a broadcast axis, any value for a transposed view.
+    Strided(Vec<isize>),
+}
+
+/// A number as a CUDA C literal that reads back to the same `f64`.
+fn literal(x: f64) -> String {
+    if x.is_nan() {
+        "eps_nan()".to_string()
+    } else if x.is_infinite() {
+        if x > 0.0 {
+            "eps_inf()".to_string()
+        } else {
+            "(-eps_inf())".to_string()
+        }
+    } else {
+        // `{:?}` is the shortest text that parses back to the same bits,
+        // and always has a `.` or an exponent, so C reads a double.
+        format!("{x:?}")
+    }
+}
+
+/// The CUDA C expression of one elementwise step over operand
+/// expressions `a`; `None` for an operation that is not elementwise.
+pub fn expression(op: &TOp, a: &[String]) -> Option<String> {
+    let arg = |k: usize| a.get(k).cloned().unwrap_or_else(|| "eps_nan()".to_string());
+    let call = |f: &str| format!("{f}({})", arg(0));
+    let call2 = |f: &str| format!("{f}({}, {})", arg(0), arg(1));
+    Some(match op {
+        TOp::Map(math) => match math {
+            Math::Add(_) => format!("{} + {}", arg(0), arg(1)),
+            Math::Sub(_) => format!("{} - {}", arg(0), arg(1)),
+            Math::Mul(_) => format!("{} * {}", arg(0), arg(1)),
+            Math::Div(_) => format!("{} / {}", arg(0), arg(1)),
+            Math::Neg(_) => format!("-{}", arg(0)),
+            Math::Abs(_) => call("fabs"),
+            Math::Sqrt(_) => call("sqrt"),
+            Math::Num(c) => literal(c.get()),
+            Math::Var(_) | Math::Call(..) => "eps_nan()".to_string(),
+            Math::Pow(_) => call2("pow"),
+            Math::Atan2(_) => call2("atan2"),
+            Math::Heaviside(_) => call2("eps_heaviside"),
+            Math::Xlogy(_) => call2("eps_xlogy"),
+            Math::Min(_) => call2("eps_min"),
+            Math::Max(_) => call2("eps_max"),
+            Math::Exp(_) => call("exp"),
+            Math::Log(_) => call("log"),
+            Math::Log1p(_) => call("log1p"),
+            Math::Expm1(_) => call("expm1"),
+            Math::Sin(_) => call("sin"),
+            Math::Cos(_) => call("cos"),
+            Math::Tan(_) => call("tan"),
+            Math::Asin(_) => call("asin"),
+            Math::Acos(_) => call("acos"),
+            Math::Atan(_) => call("atan"),
+            Math::Sinh(_) => call("sinh"),
+            Math::Cosh(_) => call("cosh"),
+            Math::Tanh(_) => call("tanh"),
+            Math::Sigmoid(_) => call("eps_sigmoid"),
+            Math::Relu(_) => call("eps_relu"),
+            Math::Softplus(_) => call("eps_softplus"),
+            Math::Sign(_) => call("eps_sign"),
+        },
+        TOp::Compare(cmp) => {
+            let symbol = match cmp {
+                CmpOp::Lt => "<",
+                CmpOp::Le => "<=",
+                CmpOp::Gt => ">",
+                CmpOp::Ge => ">=",
+                CmpOp::Eq => "==",
+                CmpOp::Ne => "!=",
+            };
+            format!("({} {symbol} {}) ? 1.0 : 0.0", arg(0), arg(1))
+        }
+        TOp::Round(RoundOp::Floor) => call("floor"),
+        TOp::Round(RoundOp::Ceil) => call("ceil"),
+        // rint rounds ties to even in the default rounding mode.
+        TOp::Round(RoundOp::Round) => call("rint"),
+        // A NaN condition selects `a`, as on the CPU.
+        TOp::Where => format!("({} != 0.0) ? {} : {}", arg(0), arg(1), arg(2)),
+        _ => return None,
+    })
+}
+
+/// Why a group has no kernel.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum KernelError {
+    /// A step has no CUDA expression.
+    #[error("step {step} of the group is not elementwise ({op})")]
+    NotElementwise {
+        /// The step's index.
+        step: usize,
+        /// The operation, as debug text.
+        op: String,
+    },
+    /// `access` does not give one layout per operand.
+    #[error("the group has {inputs} operands but {accesses} access patterns")]
+    OperandCount {
+        /// The group's operands.
+        inputs: usize,
+        /// The layouts given.
+        accesses: usize,
+    },
+    /// A strided operand's strides do not match the group's rank.
+    #[error("operand {operand} has {strides} strides for a group of rank {rank}")]
+    StrideRank {
+        /// The operand.
+        operand: usize,
+        /// Its strides.
+        strides: usize,
+        /// The group's rank.
+        rank: usize,
+    },
+}
+
+/// The CUDA C source of `group` as the kernel `name` over elements of
+/// `shape`, reading operand `k` as `access[k]`.
+///
+/// Parameters, in order: the element count `n` (`long long`), each operand
+/// (`const double*`, or `double` when uniform), then each result
+/// (`double*`; for a summing group the one result is a single number that
+/// the kernel adds into, so it must start at 0).
+pub fn group_kernel(
+    group: &FusedGroup,
+    shape: &[usize],
+    access: &[Access],
+    name: &str,
+) -> Result<String, KernelError> {
+    if access.len() != group.inputs {
+        return Err(KernelError::OperandCount {
+            inputs: group.inputs,
+            accesses: access.len(),
+        });
+    }
+    let mut params = vec!["const long long n".to_string()];
+    let mut body = String::new();
+    for (k, how) in access.iter().enumerate() {
+        match how {
+            Access::Elementwise => {
+                params.push(format!("const double* __restrict__ a{k}"));
+                let _ = writeln!(body, "        const double r{k} = a{k}[i];");
+            }
+            Access::Uniform => {
+                params.push(format!("const double a{k}"));
+                let _ = writeln!(body, "        const double r{k} = a{k};");
+            }
+            Access::Strided(strides) => {
+                if strides.len() != shape.len() {
+                    return Err(KernelError::StrideRank {
+                        operand: k,
+                        strides: strides.len(),
+                        rank: shape.len(),
+                    });
+                }
+                params.push(format!("const double* __restrict__ a{k}"));
+                let _ = writeln!(
+                    body,
+                    "        const double r{k} = a{k}[{}];",
+                    strided_offset(shape, strides)
+                );
+            }
+        }
+    }
+    for (s, (op, operands)) in group.steps.iter().enumerate() {
+        let args: Vec<String> = operands.iter().map(|r| format!("r{r}")).collect();
+        let expr = expression(op, &args).ok_or_else(|| KernelError::NotElementwise {
+            step: s,
+            op: format!("{op:?}"),
+        })?;
+        let _ = writeln!(body, "        const double r{} = {expr};", group.inputs + s);
+    }
+    let summing = group.sum_over.is_some();
+    for (k, _) in group.results.iter().enumerate() {
+        params.push(format!("double* __restrict__ out{k}"));
+    }
+    let mut source = String::from(PRELUDE);
+    let _ = writeln!(
+        source,
+        "\nextern \"C\" __global__ void {name}({}) {{",
+        params.join(", ")
+    );
+    if summing {
+        source.push_str("    double acc = 0.0;\n");
+    }
+    source.push_str(
+        "    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;\n         i += (long long)gridDim.x * blockDim.x) {\n",
+    );
+    source.push_str(&body);
+    for (k, r) in group.results.iter().enumerate() {
+        if summing {
+            let _ = writeln!(source, "        acc += r{r};");
+        } else {
+            let _ = writeln!(source, "        out{k}[i] = r{r};");
+        }
+    }
+    source.push_str("    }\n");
+    if summing {
+        source.push_str(BLOCK_SUM);
+    }
+    source.push_str("}\n");
+    Ok(source)
+}
+
+/// The offset of element `i` of `shape` in an operand with `strides`.
+fn strided_offset(shape: &[usize], strides: &[isize]) -> String {
+    let mut terms = Vec::new();
+    let mut inner: usize = 1;
+    for (dim, stride) in shape.iter().zip(strides).rev() {
+        if *stride != 0 && *dim > 1 {
+            terms.push(format!("((i / {inner}LL) % {dim}LL) * {stride}LL"));
+        }
+        inner *= dim;
+    }
+    if terms.is_empty() {
+        "0".to_string()
+    } else {
+        terms.join(" + ")
+    }
+}
+
+/// The end of a summing kernel: warp shuffles, then one partial sum per
+/// warp in shared memory, then one `atomicAdd` per block.
+const BLOCK_SUM: &str = r#"    for (int offset = 16; offset > 0; offset /= 2) {
+        acc += __shfl_down_sync(0xffffffffu, acc, offset);
+    }
+    __shared__ double warp_sums[32];
+    const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (lane == 0) warp_sums[warp] = acc;
+    __syncthreads();
+    if (warp == 0) {
+        acc = lane < (blockDim.x + 31) / 32 ? warp_sums[lane] : 0.0;
+        for (int offset = 16; offset > 0; offset /= 2) {
+            acc += __shfl_down_sync(0xffffffffu, acc, offset);
+        }
+        if (lane == 0) atomicAdd(out0, acc);
+    }
+"#;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,16 @@
+//! The CUDA backend (issue 7), in progress: what exists so far is finding
+//! out whether CUDA can be used here (`probe`), and the CUDA C source of
+//! fused elementwise groups (`kernels`) with its compilation to PTX by
+//! NVRTC (`compile`). Running tapes on a device is not built yet; asking
+//! for the CUDA backend says so, or says what is missing.
+//!
+//! CUDA's libraries are loaded at run time (cudarc's `dynamic-loading`):
+//! the crate builds, and the binary runs, on machines without a CUDA
+//! toolkit, driver or GPU. cudarc panics when a function of a missing
+//! library is called, so every entry here checks that the library is
+//! present first and turns each failure into a [`CudaUnavailable`].
+
+pub mod kernels;
+mod probe;
+
+pub use probe::{CudaUnavailable, Device, compile, nvrtc_available, probe};

@@ -1,0 +1,126 @@
+//! CUDA kernels for the fused groups of real gradient tapes (workloads
+//! shaped like W1 and W2): every group gets CUDA C source, and where the
+//! NVRTC library can be loaded every kernel compiles to PTX. No GPU is
+//! needed; without NVRTC the compile step is skipped with a message.
+
+use epsilon::Engine;
+use epsilon::backends::cuda::kernels::{Access, group_kernel};
+use epsilon::backends::cuda::{compile, nvrtc_available, probe};
+use epsilon::tape::{Kernel, Tape};
+use std::collections::HashMap;
+
+/// How each operand of instruction `at` is laid out: a number is uniform,
+/// an array of the group's shape elementwise, a smaller one broadcast.
+fn accesses(
+    tape: &Tape,
+    at: usize,
+    shape: &[usize],
+    shapes: &HashMap<usize, Vec<usize>>,
+) -> Vec<Access> {
+    let instruction = &tape.instructions[at];
+    instruction
+        .args
+        .iter()
+        .map(|slot| {
+            let operand = shapes.get(&(*slot as usize)).cloned().unwrap_or_default();
+            if operand.iter().product::<usize>() == 1 {
+                Access::Uniform
+            } else if operand == shape {
+                Access::Elementwise
+            } else {
+                // Right-aligned broadcasting: stride 0 where the operand's
+                // axis is missing or 1.
+                let offset = shape.len() - operand.len();
+                let mut strides = vec![0isize; shape.len()];
+                let mut step = 1isize;
+                for (k, dim) in operand.iter().enumerate().rev() {
+                    if *dim > 1 {
+                        strides[offset + k] = step;
+                    }
+                    step *= *dim as isize;
+                }
+                Access::Strided(strides)
+            }
+        })
+        .collect()
+}
+
+/// Generates (and compiles, when NVRTC is present) the kernel of every
+/// fused group of `tape`; returns how many there were.
+fn kernels_of(tape: &Tape, what: &str) -> usize {
+    let mut shapes: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut count = 0;
+    for (at, instruction) in tape.instructions.iter().enumerate() {
+        if let Kernel::Fused(group) = &instruction.op {
+            // A summing group runs over the shape it sums, not its result's.
+            let shape: Vec<usize> = match &group.sum_over {
+                Some(over) => over.iter().copied().collect(),
+                None => instruction.shape.iter().copied().collect(),
+            };
+            let access = accesses(tape, at, &shape, &shapes);
+            let source = group_kernel(group, &shape, &access, &format!("group{at}"))
+                .unwrap_or_else(|e| panic!("{what}, group {at}: {e}"));
+            if nvrtc_available() {
+                compile(&source, "compute_70")
+                    .unwrap_or_else(|e| panic!("{what}, group {at}: {e}\n{source}"));
+            }
+            count += 1;
+        }
+        shapes.insert(
+            instruction.out as usize,
+            instruction.shape.iter().copied().collect(),
+        );
+    }
+    count
+}
+
+#[test]
+fn the_fused_groups_of_real_gradients_become_kernels() {
+    if !nvrtc_available() {
+        eprintln!("NVRTC not found: generating kernel source only, not compiling it");
+    }
+    let mut eps = Engine::new();
+    let cases: [(&str, &str, &[&[usize]]); 3] = [
+        (
+            "an elementwise loss (W1-like)",
+            "(lambda (x) (sum (+ (* 100 (pow (- (* x x) 1) 2)) (pow (- 1 x) 2))))",
+            &[&[4096]],
+        ),
+        (
+            "an MLP layer with softmax cross-entropy (W2-like)",
+            "(lambda (w b x) (softmax-cross-entropy (tanh (+ (matmul x w) b)) [0 1 2 1]))",
+            &[&[8, 3], &[3], &[4, 8]],
+        ),
+        (
+            "activations and comparisons",
+            "(lambda (x) (sum (+ (relu x) (sigmoid x) (softplus x) (where (> x 0) (exp x) (log1p (abs x))))))",
+            &[&[5000]],
+        ),
+    ];
+    for (what, source, shapes) in cases {
+        let compiled = eps
+            .compile_grad(source, shapes)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let groups = kernels_of(compiled.tape(), what);
+        assert!(groups > 0, "{what}: the tape has fused groups");
+    }
+}
+
+#[test]
+fn probing_for_a_device_never_panics() {
+    // On this kind of machine (no driver) it says what is missing; on a GPU
+    // machine it names the device.
+    match probe() {
+        Ok(device) => assert!(!device.name.is_empty() && device.count > 0),
+        Err(reason) => {
+            let message = reason.to_string();
+            assert!(
+                message.contains("libcuda")
+                    || message.contains("GPU")
+                    || message.contains("driver"),
+                "{message}"
+            );
+            eprintln!("no CUDA device here: {message}");
+        }
+    }
+}
