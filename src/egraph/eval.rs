@@ -59,11 +59,11 @@ pub fn evaluate(
     let mut params = Vec::new();
     let mut args = Vec::new();
     for node in expr.as_ref() {
-        if let Math::Var(name) = node {
-            if !params.contains(name) {
-                args.push(env(*name).ok_or(*name)?);
-                params.push(*name);
-            }
+        if let Math::Var(name) = node
+            && !params.contains(name)
+        {
+            args.push(env(*name).ok_or(*name)?);
+            params.push(*name);
         }
     }
     let program = Program::new(expr, roots, &params)?;

@@ -419,17 +419,16 @@ impl Interp {
                     .iter()
                     .map(|item| self.eval(item, env))
                     .collect::<EvalResult<Vec<_>>>()?;
-                if let Some(trace) = &self.numeric.trace {
-                    if values.iter().any(crate::lisp::trace::ops::involves_traced) {
-                        let args = crate::lisp::procedure::Args {
-                            values: &values,
-                            options: Vec::new(),
-                        };
-                        let trace = trace.clone();
-                        if let Some(result) = crate::lisp::trace::ops::call(&trace, "tensor", &args)
-                        {
-                            return result.map_err(|e| e.at(*span));
-                        }
+                if let Some(trace) = &self.numeric.trace
+                    && values.iter().any(crate::lisp::trace::ops::involves_traced)
+                {
+                    let args = crate::lisp::procedure::Args {
+                        values: &values,
+                        options: Vec::new(),
+                    };
+                    let trace = trace.clone();
+                    if let Some(result) = crate::lisp::trace::ops::call(&trace, "tensor", &args) {
+                        return result.map_err(|e| e.at(*span));
                     }
                 }
                 stack_elements(&values)

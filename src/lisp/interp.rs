@@ -164,14 +164,15 @@ impl Interp {
     /// Evaluates one top-level form. The forms of a top-level `begin` are
     /// analysed one at a time, so a macro defined early in it can be used later.
     pub fn eval_top(&mut self, form: Value, span: Span) -> EvalResult<Value> {
-        if let Value::Pair(pair) = &form {
-            if matches!(pair.car, Value::Symbol(s) if s == sym::BEGIN) && pair.cdr.is_list() {
-                let mut last = Value::Nil;
-                for (inner, inner_span) in pair.cdr.iter() {
-                    last = self.eval_top(inner.clone(), inner_span.or(span))?;
-                }
-                return Ok(last);
+        if let Value::Pair(pair) = &form
+            && matches!(pair.car, Value::Symbol(s) if s == sym::BEGIN)
+            && pair.cdr.is_list()
+        {
+            let mut last = Value::Nil;
+            for (inner, inner_span) in pair.cdr.iter() {
+                last = self.eval_top(inner.clone(), inner_span.or(span))?;
             }
+            return Ok(last);
         }
         let node = Analyzer::new(self).analyze_top(&form, span)?;
         drop(form);

@@ -88,10 +88,10 @@ impl Drop for Pair {
     fn drop(&mut self) {
         let mut pending: Vec<Rc<Pair>> = Vec::new();
         let push = |value: Value, pending: &mut Vec<Rc<Pair>>| {
-            if let Value::Pair(cell) = value {
-                if Rc::strong_count(&cell) == 1 {
-                    pending.push(cell);
-                }
+            if let Value::Pair(cell) = value
+                && Rc::strong_count(&cell) == 1
+            {
+                pending.push(cell);
             }
         };
         push(std::mem::take(&mut self.car), &mut pending);

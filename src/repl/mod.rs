@@ -99,10 +99,10 @@ pub fn run(engine: &mut Engine) -> i32 {
         match editor.readline(PROMPT) {
             Ok(line) if line.trim().is_empty() => {}
             Ok(line) => {
-                if editor.add_history_entry(line.as_str()).unwrap_or(false) {
-                    if let Some(path) = &history {
-                        let _ = editor.append_history(path);
-                    }
+                if editor.add_history_entry(line.as_str()).unwrap_or(false)
+                    && let Some(path) = &history
+                {
+                    let _ = editor.append_history(path);
                 }
                 interrupt.store(false, Ordering::Relaxed);
                 let outcome = if line.trim_start().starts_with(':') {

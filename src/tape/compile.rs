@@ -80,11 +80,11 @@ pub fn compile(
         needed[resolve(root)] = true;
     }
     for index in (0..nodes.len()).rev() {
-        if needed[index] {
-            if let Some((_, args)) = &kernels[index] {
-                for &arg in args {
-                    needed[arg] = true;
-                }
+        if needed[index]
+            && let Some((_, args)) = &kernels[index]
+        {
+            for &arg in args {
+                needed[arg] = true;
             }
         }
     }

@@ -208,11 +208,11 @@ pub(super) fn fuse(
         needed[root] = true;
     }
     for index in (0..n).rev() {
-        if needed[index] {
-            if let Some((_, args)) = &kernels[index] {
-                for &arg in args.clone().iter() {
-                    needed[arg] = true;
-                }
+        if needed[index]
+            && let Some((_, args)) = &kernels[index]
+        {
+            for &arg in args.clone().iter() {
+                needed[arg] = true;
             }
         }
     }

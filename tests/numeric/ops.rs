@@ -325,7 +325,11 @@ fn reduction(op: &str, domain: Domain, d: &Draw) -> Instance {
             let (a, b) = (d.axis(0, rank), d.axis(1, rank));
             format!(
                 ":axis (list {a} {b}) :keepdims {}",
-                if d.picks[2] % 2 == 0 { "#t" } else { "#f" }
+                if d.picks[2].is_multiple_of(2) {
+                    "#t"
+                } else {
+                    "#f"
+                }
             )
         }
     };
@@ -384,7 +388,7 @@ fn permutation(d: &Draw, rank: usize) -> Vec<i64> {
 
 fn transpose_case(d: &Draw) -> Instance {
     let shape = d.shape();
-    if d.variant % 2 == 0 || d.rank < 2 {
+    if d.variant.is_multiple_of(2) || d.rank < 2 {
         return instance("(lambda (x) (transpose x))", vec![arg(shape, R2)]);
     }
     let perm = permutation(d, d.rank);
@@ -459,7 +463,7 @@ fn concat_case(d: &Draw) -> Instance {
     let shape = d.shape_min(1);
     let rank = shape.len();
     let count = 2 + d.variant % 2;
-    let default_axis = d.picks[3] % 3 == 0;
+    let default_axis = d.picks[3].is_multiple_of(3);
     let axis = if default_axis { 0 } else { d.axis(0, rank) };
     let at = axis.rem_euclid(rank as i64) as usize;
     let args: Vec<Arg> = (0..count)
@@ -487,7 +491,7 @@ fn concat_case(d: &Draw) -> Instance {
 fn stack_case(d: &Draw) -> Instance {
     let shape = d.shape();
     let count = 2 + d.variant % 2;
-    let option = if d.picks[3] % 3 == 0 {
+    let option = if d.picks[3].is_multiple_of(3) {
         String::new()
     } else {
         format!(":axis {}", d.axis(0, shape.len() + 1))
@@ -504,7 +508,7 @@ fn stack_case(d: &Draw) -> Instance {
 
 fn roll_case(d: &Draw) -> Instance {
     let shift = d.picks[1] as i64 % 11 - 5;
-    if d.variant % 2 == 0 || d.rank == 0 {
+    if d.variant.is_multiple_of(2) || d.rank == 0 {
         return instance(
             format!("(lambda (x) (roll x {shift}))"),
             vec![arg(d.shape(), R2)],
@@ -533,7 +537,7 @@ fn item_case(d: &Draw) -> Instance {
 
 /// `tensor` built from traced numbers, or stacking traced tensors.
 fn tensor_of(d: &Draw) -> Instance {
-    if d.variant % 2 == 0 {
+    if d.variant.is_multiple_of(2) {
         return instance(
             "(lambda (a b c) (tensor (* a b) (sin c) a (/ b 2)))",
             vec![arg(vec![], R2), arg(vec![], R2), arg(vec![], R2)],
@@ -549,7 +553,7 @@ fn tensor_of(d: &Draw) -> Instance {
 /// `clamp` with constant bounds, or with differentiated bounds that
 /// broadcast against x.
 fn clamp_case(d: &Draw) -> Instance {
-    if d.variant % 2 == 0 {
+    if d.variant.is_multiple_of(2) {
         return unary_source("(lambda (x) (clamp x -0.5 0.7))", R1, d)
             .kinked(&["(lambda (x) (+ x 0.5))", "(lambda (x) (- x 0.7))"]);
     }
@@ -568,7 +572,7 @@ fn clamp_case(d: &Draw) -> Instance {
 /// `where` with a fixed mask and broadcasting branches, or with a mask
 /// computed from the differentiated argument.
 fn where_op(d: &Draw) -> Instance {
-    if d.variant % 2 == 0 {
+    if d.variant.is_multiple_of(2) {
         return unary_source("(lambda (x) (where (> x 0) (* x x) (sin x)))", AWAY, d);
     }
     let shapes = d.broadcast(3);

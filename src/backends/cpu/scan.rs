@@ -161,10 +161,10 @@ fn flat(parts: &[Buf]) -> Buf {
 /// A packed value (a loop's result, or a cotangent of one) split into
 /// parts of these shapes (a value of one part's shape is that part).
 pub fn unpack(packed: &Buf, shapes: &[crate::egraph::tensor::Shape]) -> Vec<Buf> {
-    if let [shape] = shapes {
-        if packed.shape() == &shape[..] {
-            return vec![packed.clone()];
-        }
+    if let [shape] = shapes
+        && packed.shape() == &shape[..]
+    {
+        return vec![packed.clone()];
     }
     let data: Vec<f64> = match packed {
         Buf::Scalar(x) => vec![*x],

@@ -74,11 +74,11 @@ fn reduce(
     keepdims: bool,
     shape: &[usize],
 ) -> ArrayD<f64> {
-    if axes.len() == x.ndim() {
-        if let Some(slice) = x.as_slice() {
-            let value = reduce_slice(op, slice);
-            return ArrayD::from_elem(IxDyn(shape), value);
-        }
+    if axes.len() == x.ndim()
+        && let Some(slice) = x.as_slice()
+    {
+        let value = reduce_slice(op, slice);
+        return ArrayD::from_elem(IxDyn(shape), value);
     }
     let mut result = x.to_owned();
     for &axis in axes.iter().rev() {

@@ -89,11 +89,11 @@ impl FromOp for TNode {
     type Error = String;
 
     fn from_op(op: &str, children: Vec<Id>) -> Result<Self, String> {
-        if children.is_empty() {
-            if let Ok(value) = op.parse::<f64>() {
-                let c = Constant::new(value).ok_or_else(|| format!("{op} is not finite"))?;
-                return Ok(TNode::new(TOp::Scalar(c), &[]));
-            }
+        if children.is_empty()
+            && let Ok(value) = op.parse::<f64>()
+        {
+            let c = Constant::new(value).ok_or_else(|| format!("{op} is not finite"))?;
+            return Ok(TNode::new(TOp::Scalar(c), &[]));
         }
         if let Some(math) = Math::from_op_name(op, &children) {
             return Ok(TNode::new(map_op(&math), &children));

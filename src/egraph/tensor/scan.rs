@@ -304,10 +304,10 @@ impl ScanSpec {
         let mut inputs_of: Vec<Vec<bool>> = Vec::with_capacity(nodes.len());
         for node in nodes {
             let mut reads = vec![false; leaves];
-            if let TOp::Input { index, .. } = node.op {
-                if (index as usize) < leaves {
-                    reads[index as usize] = true;
-                }
+            if let TOp::Input { index, .. } = node.op
+                && (index as usize) < leaves
+            {
+                reads[index as usize] = true;
             }
             for &c in &node.children {
                 for (r, &child) in reads.iter_mut().zip(&inputs_of[usize::from(c)]) {

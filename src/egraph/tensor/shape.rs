@@ -96,7 +96,7 @@ pub fn infer(op: &TOp, shapes: &[&[usize]]) -> Result<Shape, ShapeError> {
         }
         TOp::Round(_) | TOp::StopGradient | TOp::Tag(_) => SmallVec::from_slice(one(0)),
         TOp::Linearized => {
-            if shapes.len() % 2 == 0 {
+            if shapes.len().is_multiple_of(2) {
                 return Err(ShapeError(format!(
                     "a linearized call takes its value, n arguments and n partials, not {} operands",
                     shapes.len()

@@ -116,18 +116,18 @@ impl<'i> Analyzer<'i> {
         match form {
             Value::Symbol(name) => Ok(self.variable(*name, span)),
             Value::Pair(pair) => {
-                if let Value::Symbol(head) = pair.car {
-                    if !self.is_local(head) {
-                        if is_special_form(head) {
-                            return self.special_form(head, form, span);
-                        }
-                        if let Some(expander) = self.macro_named(head) {
-                            let expansion = self.expand(&expander, form, span)?;
-                            let saved = std::mem::replace(&mut self.fallback, span);
-                            let node = self.analyze(&expansion, Span::NONE);
-                            self.fallback = saved;
-                            return node;
-                        }
+                if let Value::Symbol(head) = pair.car
+                    && !self.is_local(head)
+                {
+                    if is_special_form(head) {
+                        return self.special_form(head, form, span);
+                    }
+                    if let Some(expander) = self.macro_named(head) {
+                        let expansion = self.expand(&expander, form, span)?;
+                        let saved = std::mem::replace(&mut self.fallback, span);
+                        let node = self.analyze(&expansion, Span::NONE);
+                        self.fallback = saved;
+                        return node;
                     }
                 }
                 self.call(form, span)
@@ -389,10 +389,10 @@ impl<'i> Analyzer<'i> {
         for (form, _) in &expanded {
             if let Some(name) = defined_name(form) {
                 let scope = self.scopes.last_mut().map(|s| &mut s.names);
-                if let Some(names) = scope {
-                    if !names.contains(&name) {
-                        names.push(name);
-                    }
+                if let Some(names) = scope
+                    && !names.contains(&name)
+                {
+                    names.push(name);
                 }
             }
         }

@@ -736,16 +736,16 @@ fn compiled_for(interp: &mut Interp, trace: &TraceRef, roots: &[Id]) -> (Rc<Comp
     input_shapes.hash(&mut hasher);
     budget.hash(&mut hasher);
     let key = hasher.finish();
-    if let Some(entries) = interp.numeric.cache.get(&key) {
-        if let Some(entry) = entries.iter().find(|e| {
+    if let Some(entries) = interp.numeric.cache.get(&key)
+        && let Some(entry) = entries.iter().find(|e| {
             e.roots == roots
                 && e.compiled.tape.stats.memory_budget == budget
                 && e.compiled.tape.input_shapes == input_shapes
                 && e.nodes[..] == *nodes
-        }) {
-            interp.numeric.hits += 1;
-            return (Rc::clone(&entry.compiled), true);
-        }
+        })
+    {
+        interp.numeric.hits += 1;
+        return (Rc::clone(&entry.compiled), true);
     }
     interp.numeric.misses += 1;
     let limits = TensorLimits::for_level(interp.symbolic.level);
@@ -771,14 +771,13 @@ fn compiled_for(interp: &mut Interp, trace: &TraceRef, roots: &[Id]) -> (Rc<Comp
         report: optimized.report,
     });
     let state = &mut interp.numeric;
-    if state.order.len() >= MAX_CACHED_TAPES {
-        if let Some(oldest) = state.order.pop_front() {
-            if let Some(entries) = state.cache.get_mut(&oldest) {
-                entries.remove(0);
-                if entries.is_empty() {
-                    state.cache.remove(&oldest);
-                }
-            }
+    if state.order.len() >= MAX_CACHED_TAPES
+        && let Some(oldest) = state.order.pop_front()
+        && let Some(entries) = state.cache.get_mut(&oldest)
+    {
+        entries.remove(0);
+        if entries.is_empty() {
+            state.cache.remove(&oldest);
         }
     }
     state.order.push_back(key);

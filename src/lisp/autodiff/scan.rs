@@ -325,13 +325,12 @@ fn optimized_body(
     roots.hash(&mut hasher);
     let key = hasher.finish();
     let cache = &mut interp.numeric.loops;
-    if let Some(entries) = cache.bodies.get(&key) {
-        if let Some((_, _, body)) = entries
+    if let Some(entries) = cache.bodies.get(&key)
+        && let Some((_, _, body)) = entries
             .iter()
             .find(|(n, r, _)| n[..] == *nodes && r[..] == *roots)
-        {
-            return body.clone();
-        }
+    {
+        return body.clone();
     }
     let body = Body::optimized(nodes, roots, limits);
     if cache.bodies.len() >= MAX_CACHED_LOOPS {
@@ -431,10 +430,10 @@ fn compiled_loop(interp: &mut Interp, spec: &Arc<ScanSpec>) -> Rc<LoopTapes> {
     spec.hash(&mut hasher);
     let key = hasher.finish();
     let cache = &mut interp.numeric.loops;
-    if let Some(entries) = cache.compiled.get(&key) {
-        if let Some((_, tapes)) = entries.iter().find(|(s, _)| s == spec) {
-            return Rc::clone(tapes);
-        }
+    if let Some(entries) = cache.compiled.get(&key)
+        && let Some((_, tapes)) = entries.iter().find(|(s, _)| s == spec)
+    {
+        return Rc::clone(tapes);
     }
     let tapes = Rc::new(LoopTapes::new(spec, false));
     if cache.compiled.len() >= MAX_CACHED_LOOPS {

@@ -246,10 +246,10 @@ fn apply(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 
 fn assoc(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     for entry in args[1].list_to_vec()? {
-        if let Value::Pair(pair) = &entry {
-            if equal(&pair.car, &args[0]) {
-                return Ok(entry.clone());
-            }
+        if let Value::Pair(pair) = &entry
+            && equal(&pair.car, &args[0])
+        {
+            return Ok(entry.clone());
         }
     }
     Ok(Value::Bool(false))

@@ -196,18 +196,18 @@ fn modulo(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 }
 
 fn pow(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    if let (Value::Int(base), Value::Int(exponent)) = (&args[0], &args[1]) {
-        if *exponent >= 0 {
-            return u32::try_from(*exponent)
-                .ok()
-                .and_then(|e| base.checked_pow(e))
-                .map(Value::Int)
-                .ok_or_else(|| {
-                    EvalError::range(format!(
-                        "integer overflow in (pow {base} {exponent}) (use a float base)"
-                    ))
-                });
-        }
+    if let (Value::Int(base), Value::Int(exponent)) = (&args[0], &args[1])
+        && *exponent >= 0
+    {
+        return u32::try_from(*exponent)
+            .ok()
+            .and_then(|e| base.checked_pow(e))
+            .map(Value::Int)
+            .ok_or_else(|| {
+                EvalError::range(format!(
+                    "integer overflow in (pow {base} {exponent}) (use a float base)"
+                ))
+            });
     }
     binary(&args[0], &args[1], None, scalar::pow)
 }

@@ -242,7 +242,7 @@ pub(crate) fn resolve_shape(
         ))
     };
     let shape: Vec<usize> = if unknown == 1 {
-        if known == 0 || len % known != 0 {
+        if known == 0 || !len.is_multiple_of(known) {
             return Err(mismatch());
         }
         dims.iter()

@@ -608,12 +608,12 @@ fn tensor_call(r: &Recorder<'_>, name: &str, args: &Args) -> Option<EvalResult<V
                     None | Some(Value::Nil) => len,
                     Some(end) => bound(end, len)? as usize,
                 };
-                if let Some(step) = args.option("step") {
-                    if step.as_i64()? != 1 {
-                        return Err(EvalError::type_error(
-                            "slice with :step is not differentiable yet",
-                        ));
-                    }
+                if let Some(step) = args.option("step")
+                    && step.as_i64()? != 1
+                {
+                    return Err(EvalError::type_error(
+                        "slice with :step is not differentiable yet",
+                    ));
                 }
                 r.add(
                     TOp::Slice {
