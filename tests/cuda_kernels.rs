@@ -1,11 +1,13 @@
-//! CUDA kernels for the fused groups of real gradient tapes (workloads
-//! shaped like W1 and W2): every group gets CUDA C source, and where the
-//! NVRTC library can be loaded every kernel compiles to PTX. No GPU is
+//! CUDA kernels for the fused groups and reductions of real gradient tapes
+//! (workloads shaped like W1 and W2): each gets CUDA C source, and where
+//! the NVRTC library can be loaded every kernel compiles to PTX. No GPU is
 //! needed; without NVRTC the compile step is skipped with a message.
 
 use epsilon::Engine;
 use epsilon::backends::cuda::kernels::{Access, group_kernel};
+use epsilon::backends::cuda::reduce::reduction_kernel;
 use epsilon::backends::cuda::{compile, nvrtc_available, probe};
+use epsilon::egraph::tensor::TOp;
 use epsilon::tape::{Kernel, Tape};
 use std::collections::HashMap;
 
@@ -46,10 +48,10 @@ fn accesses(
 }
 
 /// Generates (and compiles, when NVRTC is present) the kernel of every
-/// fused group of `tape`; returns how many there were.
-fn kernels_of(tape: &Tape, what: &str) -> usize {
+/// fused group and reduction of `tape`; returns how many there were.
+fn kernels_of(tape: &Tape, what: &str) -> (usize, usize) {
     let mut shapes: HashMap<usize, Vec<usize>> = HashMap::new();
-    let mut count = 0;
+    let (mut count, mut reductions) = (0, 0);
     for (at, instruction) in tape.instructions.iter().enumerate() {
         if let Kernel::Fused(group) = &instruction.op {
             // A summing group runs over the shape it sums, not its result's.
@@ -66,12 +68,25 @@ fn kernels_of(tape: &Tape, what: &str) -> usize {
             }
             count += 1;
         }
+        if let Kernel::Op(TOp::Reduce { op, axes, .. }) = &instruction.op {
+            let operand = shapes
+                .get(&(instruction.args[0] as usize))
+                .cloned()
+                .unwrap_or_default();
+            let axes: Vec<usize> = axes.iter().map(|&a| a as usize).collect();
+            let source = reduction_kernel(*op, &operand, &axes, &format!("reduce{at}"));
+            if nvrtc_available() {
+                compile(&source, "compute_70")
+                    .unwrap_or_else(|e| panic!("{what}, reduction {at}: {e}\n{source}"));
+            }
+            reductions += 1;
+        }
         shapes.insert(
             instruction.out as usize,
             instruction.shape.iter().copied().collect(),
         );
     }
-    count
+    (count, reductions)
 }
 
 #[test]
@@ -101,8 +116,11 @@ fn the_fused_groups_of_real_gradients_become_kernels() {
         let compiled = eps
             .compile_grad(source, shapes)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
-        let groups = kernels_of(compiled.tape(), what);
+        let (groups, reductions) = kernels_of(compiled.tape(), what);
         assert!(groups > 0, "{what}: the tape has fused groups");
+        if what.contains("softmax") {
+            assert!(reductions > 0, "{what}: the tape has reductions");
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! The CUDA backend (issue 7), in progress: what exists so far is finding
-//! out whether CUDA can be used here (`probe`), and the CUDA C source of
-//! fused elementwise groups (`kernels`) with its compilation to PTX by
-//! NVRTC (`compile`). Running tapes on a device is not built yet; asking
+//! out whether CUDA can be used here (`probe`), the CUDA C source of fused
+//! elementwise groups (`kernels`) and of reductions (`reduce`), and their
+//! compilation to PTX by NVRTC (`compile`). Running tapes on a device is not built yet; asking
 //! for the CUDA backend says so, or says what is missing.
 //!
 //! CUDA's libraries are loaded at run time (cudarc's `dynamic-loading`):
@@ -12,5 +12,6 @@
 
 pub mod kernels;
 mod probe;
+pub mod reduce;
 
 pub use probe::{CudaUnavailable, Device, compile, nvrtc_available, probe};
