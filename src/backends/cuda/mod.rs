@@ -1,7 +1,8 @@
 //! The CUDA backend (issue 7), in progress: what exists so far is finding
 //! out whether CUDA can be used here (`probe`), the CUDA C source of fused
-//! elementwise groups (`kernels`) and of reductions (`reduce`), and their
-//! compilation to PTX by NVRTC (`compile`). Running tapes on a device is not built yet; asking
+//! elementwise groups (`kernels`), reductions (`reduce`) and operations
+//! that move elements (`structural`), and their compilation to PTX by
+//! NVRTC (`compile`). Running tapes on a device is not built yet; asking
 //! for the CUDA backend says so, or says what is missing.
 //!
 //! CUDA's libraries are loaded at run time (cudarc's `dynamic-loading`):
@@ -13,5 +14,6 @@
 pub mod kernels;
 mod probe;
 pub mod reduce;
+pub mod structural;
 
 pub use probe::{CudaUnavailable, Device, compile, nvrtc_available, probe};
