@@ -17,7 +17,11 @@ fn compiles(source: &str, what: &str) {
     compile(source, "compute_70").unwrap_or_else(|e| panic!("{what}: {e}\n{source}"));
 }
 
-fn cases() -> Vec<(&'static str, TOp, Vec<Vec<usize>>, Vec<usize>, &'static str)> {
+/// A named operation, its operand shapes, its output shape, and the line
+/// the kernel must contain.
+type Case = (&'static str, TOp, Vec<Vec<usize>>, Vec<usize>, &'static str);
+
+fn cases() -> Vec<Case> {
     vec![
         (
             "reshape",
