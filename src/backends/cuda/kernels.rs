@@ -42,11 +42,16 @@ __device__ __forceinline__ double eps_heaviside(double x, double at_zero) {
 __device__ __forceinline__ double eps_xlogy(double x, double y) {
     return (x == 0.0 && !isnan(y)) ? 0.0 : x * log(y);
 }
+// Unlike IEEE pow, a NaN operand always gives NaN (pow(NaN, 0) is NaN).
+__device__ __forceinline__ double eps_pow(double a, double b) {
+    return (isnan(a) || isnan(b)) ? eps_nan() : pow(a, b);
+}
+// NaN-propagating; of two equal values (0 and -0) the first, as on the CPU.
 __device__ __forceinline__ double eps_max(double a, double b) {
-    return (isnan(a) || isnan(b)) ? eps_nan() : fmax(a, b);
+    return (isnan(a) || isnan(b)) ? eps_nan() : (b > a ? b : a);
 }
 __device__ __forceinline__ double eps_min(double a, double b) {
-    return (isnan(a) || isnan(b)) ? eps_nan() : fmin(a, b);
+    return (isnan(a) || isnan(b)) ? eps_nan() : (b < a ? b : a);
 }
 "#;
 
@@ -96,7 +101,7 @@ pub fn expression(op: &TOp, a: &[String]) -> Option<String> {
             Math::Sqrt(_) => call("sqrt"),
             Math::Num(c) => literal(c.get()),
             Math::Var(_) | Math::Call(..) => "eps_nan()".to_string(),
-            Math::Pow(_) => call2("pow"),
+            Math::Pow(_) => call2("eps_pow"),
             Math::Atan2(_) => call2("atan2"),
             Math::Heaviside(_) => call2("eps_heaviside"),
             Math::Xlogy(_) => call2("eps_xlogy"),

@@ -16,4 +16,9 @@ mod probe;
 pub mod reduce;
 pub mod structural;
 
+#[cfg(test)]
+mod host_run;
+#[cfg(test)]
+mod host_tests;
+
 pub use probe::{CudaUnavailable, Device, compile, nvrtc_available, probe};

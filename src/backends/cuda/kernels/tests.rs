@@ -25,7 +25,7 @@ fn operations() -> Vec<(TOp, usize, &'static str)> {
         (m(Math::Neg([id(); 1])), 1, "-r0"),
         (m(Math::Abs([id(); 1])), 1, "fabs(r0)"),
         (m(Math::Sqrt([id(); 1])), 1, "sqrt(r0)"),
-        (m(Math::Pow([id(); 2])), 2, "pow(r0, r1)"),
+        (m(Math::Pow([id(); 2])), 2, "eps_pow(r0, r1)"),
         (m(Math::Atan2([id(); 2])), 2, "atan2(r0, r1)"),
         (m(Math::Heaviside([id(); 2])), 2, "eps_heaviside(r0, r1)"),
         (m(Math::Xlogy([id(); 2])), 2, "eps_xlogy(r0, r1)"),
