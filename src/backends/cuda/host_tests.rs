@@ -8,8 +8,9 @@ use super::host_run::{HostRun, host_compiler, run_on_host};
 use super::kernels::{Access, group_kernel};
 use super::structural::index_kernel;
 use crate::backends::cpu::apply_chunk;
-use crate::egraph::language::{Constant, Math};
-use crate::egraph::tensor::{CmpOp, RoundOp, TOp};
+use crate::backends::cpu::native::tests::operations;
+use crate::egraph::language::Math;
+use crate::egraph::tensor::TOp;
 use crate::tape::FusedGroup;
 use egg::Id;
 use ndarray::{ArrayD, Axis, IxDyn, Slice};
@@ -33,66 +34,6 @@ const SPECIAL: [f64; 16] = [
     1.0,
     2.0,
 ];
-
-fn operations() -> Vec<(TOp, usize)> {
-    let a = Id::from(0usize);
-    let mut ops: Vec<(TOp, usize)> = [
-        Math::Add([a; 2]),
-        Math::Sub([a; 2]),
-        Math::Mul([a; 2]),
-        Math::Div([a; 2]),
-        Math::Pow([a; 2]),
-        Math::Atan2([a; 2]),
-        Math::Heaviside([a; 2]),
-        Math::Xlogy([a; 2]),
-        Math::Min([a; 2]),
-        Math::Max([a; 2]),
-    ]
-    .into_iter()
-    .map(|m| (TOp::Map(m), 2))
-    .collect();
-    ops.extend(
-        [
-            Math::Neg([a]),
-            Math::Exp([a]),
-            Math::Log([a]),
-            Math::Log1p([a]),
-            Math::Expm1([a]),
-            Math::Sqrt([a]),
-            Math::Sin([a]),
-            Math::Cos([a]),
-            Math::Tan([a]),
-            Math::Asin([a]),
-            Math::Acos([a]),
-            Math::Atan([a]),
-            Math::Sinh([a]),
-            Math::Cosh([a]),
-            Math::Tanh([a]),
-            Math::Sigmoid([a]),
-            Math::Relu([a]),
-            Math::Softplus([a]),
-            Math::Abs([a]),
-            Math::Sign([a]),
-        ]
-        .into_iter()
-        .map(|m| (TOp::Map(m), 1)),
-    );
-    ops.extend(
-        [
-            CmpOp::Lt,
-            CmpOp::Le,
-            CmpOp::Gt,
-            CmpOp::Ge,
-            CmpOp::Eq,
-            CmpOp::Ne,
-        ]
-        .map(|c| (TOp::Compare(c), 2)),
-    );
-    ops.extend([RoundOp::Floor, RoundOp::Ceil, RoundOp::Round].map(|r| (TOp::Round(r), 1)));
-    ops.push((TOp::Where, 3));
-    ops.push((TOp::Map(Math::Num(Constant::new(0.1).expect("finite"))), 0));
-    ops
-}
 
 /// Equal bits, or both NaN, or (for library functions) within a few units
 /// in the last place: the host's libm and Epsilon's own `exp`/`tanh` may

@@ -22,3 +22,23 @@ mod host_run;
 mod host_tests;
 
 pub use probe::{CudaUnavailable, Device, compile, nvrtc_available, probe};
+
+/// Compiles generated `source` when NVRTC can be loaded, failing the test
+/// with NVRTC's log when it does not compile; says it skipped otherwise.
+#[cfg(test)]
+pub(crate) fn compiles_if_nvrtc_is_present(source: &str, what: &str) {
+    if !nvrtc_available() {
+        eprintln!(
+            "skipped NVRTC compilation of {what}: {}",
+            CudaUnavailable::NoNvrtc
+        );
+        return;
+    }
+    match compile(source, "compute_70") {
+        Ok(ptx) => assert!(
+            ptx.contains(".visible .entry"),
+            "{what}: no entry in the PTX"
+        ),
+        Err(error) => panic!("{what} does not compile: {error}\n{source}"),
+    }
+}

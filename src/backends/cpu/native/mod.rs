@@ -417,4 +417,4 @@ fn with_compiler<T>(f: impl FnOnce(&mut Compiler) -> Result<T, String>) -> Resul
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -10,8 +10,9 @@ use egg::Id;
 use proptest::prelude::*;
 use smallvec::{SmallVec, smallvec};
 
-/// Every elementwise operation with its arity.
-fn operations() -> Vec<(TOp, usize)> {
+/// Every elementwise operation with its arity (also used by the CUDA
+/// kernels' host tests).
+pub(crate) fn operations() -> Vec<(TOp, usize)> {
     let a = Id::from(0usize);
     let mut ops: Vec<(TOp, usize)> = [
         Math::Add([a; 2]),

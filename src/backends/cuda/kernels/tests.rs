@@ -4,7 +4,9 @@
 //! cannot; no GPU is needed for either).
 
 use super::*;
-use crate::backends::cuda::{CudaUnavailable, compile, nvrtc_available};
+use crate::backends::cuda::{
+    CudaUnavailable, compile, compiles_if_nvrtc_is_present, nvrtc_available,
+};
 use crate::egraph::language::Constant;
 use egg::Id;
 use smallvec::smallvec;
@@ -78,25 +80,6 @@ fn single(op: TOp, arity: usize) -> FusedGroup {
     }
 }
 
-/// Compiles `source` when NVRTC is present; says so (once per test) and
-/// passes when it is not.
-fn compiles(source: &str, what: &str) {
-    if !nvrtc_available() {
-        eprintln!(
-            "skipped NVRTC compilation of {what}: {}",
-            CudaUnavailable::NoNvrtc
-        );
-        return;
-    }
-    match compile(source, "compute_70") {
-        Ok(ptx) => assert!(
-            ptx.contains(".visible .entry"),
-            "{what}: no entry in the PTX"
-        ),
-        Err(error) => panic!("{what} does not compile: {error}\n{source}"),
-    }
-}
-
 #[test]
 fn every_operation_has_its_expression() {
     for (op, arity, expected) in operations() {
@@ -128,7 +111,7 @@ fn every_operation_compiles_with_nvrtc() {
         let group = single(op.clone(), arity);
         let access = vec![Access::Elementwise; group.inputs];
         let source = group_kernel(&group, &[8], &access, &format!("op{k}")).expect("elementwise");
-        compiles(&source, &format!("{op:?}"));
+        compiles_if_nvrtc_is_present(&source, &format!("{op:?}"));
         if !nvrtc_available() {
             return;
         }
@@ -172,7 +155,7 @@ fn operands_are_read_by_their_layout() {
             "expected `{expected}` in\n{source}"
         );
     }
-    compiles(&source, "a group with every operand layout");
+    compiles_if_nvrtc_is_present(&source, "a group with every operand layout");
 }
 
 #[test]
@@ -201,7 +184,7 @@ fn a_summing_group_reduces_in_blocks() {
         "a summing group stores no elements"
     );
     assert!(source.contains("__shfl_down_sync") && source.contains("atomicAdd(out0, acc)"));
-    compiles(&source, "a summing group");
+    compiles_if_nvrtc_is_present(&source, "a summing group");
 }
 
 #[test]

@@ -3,19 +3,8 @@
 //! and NVRTC compilation of each where NVRTC can be loaded.
 
 use super::*;
-use crate::backends::cuda::{CudaUnavailable, compile, nvrtc_available};
+use crate::backends::cuda::compiles_if_nvrtc_is_present;
 use smallvec::smallvec;
-
-fn compiles(source: &str, what: &str) {
-    if !nvrtc_available() {
-        eprintln!(
-            "skipped NVRTC compilation of {what}: {}",
-            CudaUnavailable::NoNvrtc
-        );
-        return;
-    }
-    compile(source, "compute_70").unwrap_or_else(|e| panic!("{what}: {e}\n{source}"));
-}
 
 /// A named operation, its operand shapes, its output shape, and the line
 /// the kernel must contain.
@@ -98,7 +87,7 @@ fn each_operation_reads_the_element_its_coordinates_map_to() {
             source.contains(expected),
             "{what}: expected `{expected}` in\n{source}"
         );
-        compiles(&source, what);
+        compiles_if_nvrtc_is_present(&source, what);
     }
 }
 
