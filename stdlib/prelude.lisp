@@ -78,18 +78,20 @@
 
 (define (tree-map f tree . more)
   "(tree-map f tree more...): the tree of (f leaf more-leaves...) over trees of one structure (nested lists whose leaves are numbers and tensors); trees of different structures are an error."
-  (define (alike? kind?)
-    (or (null? more)
-        (null? (filter (lambda (t) (not (kind? t))) more))
-        (error "tree-map: the trees differ in structure: where one has" tree "another has"
-               (first (filter (lambda (t) (not (kind? t))) more)))))
-  (cond ((leaf? tree) (alike? leaf?) (apply f tree more))
-        ((null? tree) (alike? null?) '())
+  (cond ((leaf? tree) (unless (null? more) (check-alike leaf? tree more)) (apply f tree more))
+        ((null? tree) (unless (null? more) (check-alike null? tree more)) '())
         ((pair? tree)
-         (alike? pair?)
+         (unless (null? more) (check-alike pair? tree more))
          (cons (apply tree-map f (car tree) (map car more))
                (apply tree-map f (cdr tree) (map cdr more))))
         (else (error "tree-map: leaves must be numbers or tensors, got" tree))))
+
+(define (check-alike kind? tree others)
+  "(check-alike kind? tree others): an error unless every tree in others is of the kind kind? that tree is (for tree-map over trees of one structure)."
+  (let ((odd (filter (lambda (t) (not (kind? t))) others)))
+    (unless (null? odd)
+      (error (format "tree-map: the trees differ in structure: where one has {}, another has {}"
+                     tree (first odd))))))
 
 (define (tree-leaves tree)
   "(tree-leaves tree): the leaves of a tree, depth first, as a flat list."
