@@ -5,8 +5,6 @@
 mod common;
 
 use epsilon::{Engine, EvalErrorKind, Value};
-use rexpect::session::{Options, spawn_with_options};
-use std::process::Command;
 
 fn int(value: Value) -> i64 {
     value.as_i64().expect("an integer")
@@ -157,16 +155,7 @@ fn a_terminal_shows_the_bar_label_and_messages() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("bar.lisp");
     std::fs::write(&script, SCRIPT).unwrap();
-    let mut command = Command::new(common::EPSILON);
-    command
-        .arg("run")
-        .arg(&script)
-        .env("TERM", "xterm")
-        .env_remove("NO_COLOR");
-    let options = Options::new()
-        .timeout_ms(Some(20_000))
-        .strip_ansi_escape_codes(true);
-    let mut session = spawn_with_options(command, options).expect("epsilon starts in a pty");
+    let mut session = common::run_script_in_pty(&script);
     let mut seen = String::new();
     for text in ["epoch", "halfway", "all done", "after"] {
         match session.exp_string(text) {

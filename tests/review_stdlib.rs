@@ -6,8 +6,6 @@
 mod common;
 
 use epsilon::{Engine, Value};
-use rexpect::session::{Options, spawn_with_options};
-use std::process::Command;
 
 fn eval(eps: &mut Engine, source: &str) -> Value {
     eps.eval(source)
@@ -200,16 +198,7 @@ fn review_a_failed_fit_leaves_no_stale_bar_on_the_terminal() {
 "#,
     )
     .unwrap();
-    let mut command = Command::new(common::EPSILON);
-    command
-        .arg("run")
-        .arg(&script)
-        .env("TERM", "xterm")
-        .env_remove("NO_COLOR");
-    let options = Options::new()
-        .timeout_ms(Some(20_000))
-        .strip_ansi_escape_codes(true);
-    let mut session = spawn_with_options(command, options).expect("epsilon starts in a pty");
+    let mut session = common::run_script_in_pty(&script);
     session.exp_string("marker-one").expect("first marker");
     let between = session.exp_string("marker-end").expect("last marker");
     assert!(

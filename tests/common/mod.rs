@@ -217,3 +217,18 @@ pub fn check_report(stderr: &str, file: &str, line: u32, col: u32, source_line: 
     );
     first[prefix.len()..].to_string()
 }
+
+/// `epsilon run script` in a pseudo-terminal (TERM=xterm, so progress bars
+/// draw), with ANSI escapes stripped from what the session reads.
+pub fn run_script_in_pty(script: &Path) -> rexpect::session::PtySession {
+    let mut command = Command::new(EPSILON);
+    command
+        .arg("run")
+        .arg(script)
+        .env("TERM", "xterm")
+        .env_remove("NO_COLOR");
+    let options = rexpect::session::Options::new()
+        .timeout_ms(Some(20_000))
+        .strip_ansi_escape_codes(true);
+    rexpect::session::spawn_with_options(command, options).expect("epsilon starts in a pty")
+}
