@@ -2,8 +2,7 @@
 //! [`Engine::compile_grad`](crate::Engine::compile_grad), then run on
 //! ndarray inputs with no interpreter in the loop.
 
-use crate::backends::Backend;
-use crate::backends::cpu::{Buf, Cpu};
+use crate::backends::cpu::Buf;
 use crate::error::Error;
 use crate::lisp::autodiff::CompiledCall;
 use crate::tape::{Tape, TapeStats};
@@ -53,9 +52,8 @@ impl CompiledGrad {
         for (slot, arg) in inputs.iter_mut().zip(args) {
             *slot = Buf::from_array(Rc::new(arg.clone()));
         }
-        let outputs = Cpu
-            .execute(&self.call.compiled.tape, &inputs)
-            .map_err(|e| Error::msg(e.0))?;
+        let outputs =
+            crate::backends::run(&self.call.compiled.tape, &inputs).map_err(|e| Error::msg(e.0))?;
         // The executor's results are usually not shared: moved, not copied.
         let mut arrays = outputs.into_iter().map(|b| match b {
             Buf::Scalar(x) => ArrayD::from_elem(IxDyn(&[]), x),

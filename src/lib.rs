@@ -28,6 +28,9 @@ pub mod scalar;
 pub mod symbolic;
 pub mod tape;
 
+#[cfg(test)]
+mod simulated_device_tests;
+
 pub use compiled::CompiledGrad;
 pub use engine::Engine;
 pub use error::{Error, Location};

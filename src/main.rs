@@ -96,7 +96,7 @@ fn main() -> ExitCode {
             _ => ("auto".to_string(), "--backend"),
         },
     };
-    if let Err(message) = epsilon::backends::choose(&backend) {
+    if let Err(message) = epsilon::backends::select(&backend) {
         eprintln!("error: {source} {backend}: {message}");
         // An unknown name is bad usage; a known backend that is missing here
         // is a failure.

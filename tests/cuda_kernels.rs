@@ -5,44 +5,28 @@
 
 use epsilon::Engine;
 use epsilon::backends::cuda::kernels::{Access, group_kernel};
+use epsilon::backends::cuda::launch;
 use epsilon::backends::cuda::reduce::reduction_kernel;
 use epsilon::backends::cuda::{compile, nvrtc_available, probe};
 use epsilon::egraph::tensor::TOp;
 use epsilon::tape::{Kernel, Tape};
 use std::collections::HashMap;
 
-/// How each operand of instruction `at` is laid out: a number is uniform,
-/// an array of the group's shape elementwise, a smaller one broadcast.
+/// How each operand of instruction `at` is laid out, as the executor
+/// reads it: a number on the host is uniform, an array of the group's
+/// shape elementwise, a smaller one broadcast.
 fn accesses(
     tape: &Tape,
     at: usize,
     shape: &[usize],
     shapes: &HashMap<usize, Vec<usize>>,
 ) -> Vec<Access> {
-    let instruction = &tape.instructions[at];
-    instruction
+    tape.instructions[at]
         .args
         .iter()
         .map(|slot| {
             let operand = shapes.get(&(*slot as usize)).cloned().unwrap_or_default();
-            if operand.iter().product::<usize>() == 1 {
-                Access::Uniform
-            } else if operand == shape {
-                Access::Elementwise
-            } else {
-                // Right-aligned broadcasting: stride 0 where the operand's
-                // axis is missing or 1.
-                let offset = shape.len() - operand.len();
-                let mut strides = vec![0isize; shape.len()];
-                let mut step = 1isize;
-                for (k, dim) in operand.iter().enumerate().rev() {
-                    if *dim > 1 {
-                        strides[offset + k] = step;
-                    }
-                    step *= *dim as isize;
-                }
-                Access::Strided(strides)
-            }
+            launch::access((!operand.is_empty()).then_some(&operand[..]), shape)
         })
         .collect()
 }

@@ -9,29 +9,126 @@
 pub mod cpu;
 pub mod cuda;
 
+use crate::egraph::tensor::shape::show;
 use crate::tape::Tape;
+use cpu::{Buf, Cpu};
 use ndarray::ArrayD;
+use std::cell::RefCell;
 use std::fmt;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// The backend that `name` asks for (`cpu`, `cuda` or `auto`, as
-/// `--backend`, `EPSILON_BACKEND` and `set-backend!` spell it), or why it
-/// cannot be used here. `auto` is the CPU until tapes run on CUDA; `cuda`
-/// says what is missing (no driver library, no device), or that a device
-/// was found but running tapes on it is not built yet.
-pub fn choose(name: &str) -> Result<&'static str, String> {
-    match name {
-        "cpu" | "auto" => Ok("cpu"),
-        "cuda" => Err(match cuda::probe() {
-            Err(reason) => format!("the CUDA backend cannot be used: {reason}"),
-            Ok(device) => format!(
-                "a CUDA device was found ({}), but this version of Epsilon cannot run tapes on it yet; use the cpu backend",
-                device.name
-            ),
-        }),
-        other => Err(format!(
-            "unknown backend {other}: the backends are cpu, cuda and auto"
-        )),
+/// Whether tapes run on CUDA (for the whole process; each thread opens
+/// its own device handle when it first runs a tape there).
+static ON_CUDA: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// This thread's CUDA device, opened at first use.
+    static CUDA: RefCell<Option<Rc<cuda::Cuda>>> = const { RefCell::new(None) };
+    /// A runner that replaces the chosen backend on this thread (tests run
+    /// tapes on a simulated device with it).
+    static OVERRIDE: RefCell<Option<Rc<dyn Executor>>> = RefCell::new(None);
+}
+
+/// Runs whole tapes on host values: inputs are copied to the device and
+/// results back, so transfers happen only at tape boundaries.
+pub trait Executor {
+    /// The backend's name.
+    fn name(&self) -> &'static str;
+    /// Runs `tape` on `inputs`.
+    fn run(&self, tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError>;
+}
+
+/// This thread's CUDA device, opening it if needed.
+fn cuda_device() -> Result<Rc<cuda::Cuda>, String> {
+    CUDA.with(|slot| {
+        if let Some(device) = slot.borrow().as_ref() {
+            return Ok(Rc::clone(device));
+        }
+        let device = Rc::new(
+            cuda::Cuda::open()
+                .map_err(|reason| format!("the CUDA backend cannot be used: {reason}"))?,
+        );
+        *slot.borrow_mut() = Some(Rc::clone(&device));
+        Ok(device)
+    })
+}
+
+/// Chooses where tapes run from now on: `cpu`, `cuda` or `auto` (as
+/// `--backend`, `EPSILON_BACKEND` and `set-backend!` spell it); gives the
+/// backend chosen, or why it cannot be used here. `auto` is CUDA where a
+/// device can be opened (driver, device, NVRTC and cuBLAS all present),
+/// else the CPU; `cuda` says what is missing.
+pub fn select(name: &str) -> Result<&'static str, String> {
+    let on_cuda = match name {
+        "cpu" => false,
+        "cuda" => {
+            cuda_device()?;
+            true
+        }
+        "auto" => cuda_device().is_ok(),
+        other => {
+            return Err(format!(
+                "unknown backend {other}: the backends are cpu, cuda and auto"
+            ));
+        }
+    };
+    ON_CUDA.store(on_cuda, Ordering::Relaxed);
+    Ok(active())
+}
+
+/// The name of the backend tapes run on.
+pub fn active() -> &'static str {
+    if let Some(name) = OVERRIDE.with(|o| o.borrow().as_ref().map(|r| r.name())) {
+        return name;
     }
+    if ON_CUDA.load(Ordering::Relaxed) {
+        "cuda"
+    } else {
+        "cpu"
+    }
+}
+
+/// Runs `tape` on `inputs` on the chosen backend.
+pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
+    if let Some(runner) = OVERRIDE.with(|o| o.borrow().clone()) {
+        return runner.run(tape, inputs);
+    }
+    if ON_CUDA.load(Ordering::Relaxed) {
+        let device = cuda_device().map_err(BackendError)?;
+        return device.run(tape, inputs);
+    }
+    Cpu.execute(tape, inputs)
+}
+
+/// Makes this thread run tapes with `runner` (or, with `None`, on the
+/// chosen backend again).
+pub fn override_executor(runner: Option<Rc<dyn Executor>>) {
+    OVERRIDE.with(|o| *o.borrow_mut() = runner);
+}
+
+/// Checks that inputs of these shapes fit `tape`.
+pub fn check_inputs<'a>(
+    tape: &Tape,
+    shapes: impl ExactSizeIterator<Item = &'a [usize]>,
+) -> Result<(), BackendError> {
+    if shapes.len() != tape.input_shapes.len() {
+        return Err(BackendError(format!(
+            "the tape takes {} inputs, got {}",
+            tape.input_shapes.len(),
+            shapes.len()
+        )));
+    }
+    for (k, (shape, expected)) in shapes.zip(&tape.input_shapes).enumerate() {
+        if shape != &expected[..] {
+            return Err(BackendError(format!(
+                "input {k} has shape {}, the tape was compiled for {}",
+                show(shape),
+                show(expected)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A failure while running a tape (a device error, a wrong input shape).

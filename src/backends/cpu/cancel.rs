@@ -20,7 +20,7 @@ pub fn with_cancel<T>(flag: Arc<AtomicBool>, f: impl FnOnce() -> T) -> T {
 }
 
 /// Whether the run should stop.
-pub(super) fn requested() -> bool {
+pub fn requested() -> bool {
     FLAG.with(|c| {
         c.borrow()
             .as_ref()

@@ -7,7 +7,6 @@
 use super::elementwise::run_group;
 use super::structural::{gemm, structural};
 use crate::backends::BackendError;
-use crate::egraph::tensor::shape::show;
 use crate::egraph::tensor::{Shape, TOp};
 use crate::tape::scan::LoopTapes;
 use crate::tape::{FusedGroup, Kernel, Tape};
@@ -279,22 +278,7 @@ pub fn eval_op(op: &TOp, args: &[&Buf], shape: &[usize]) -> Option<Buf> {
 
 /// Runs `tape` on `inputs`.
 pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
-    if inputs.len() != tape.input_shapes.len() {
-        return Err(BackendError(format!(
-            "the tape takes {} inputs, got {}",
-            tape.input_shapes.len(),
-            inputs.len()
-        )));
-    }
-    for (k, (input, expected)) in inputs.iter().zip(&tape.input_shapes).enumerate() {
-        if input.shape() != &expected[..] {
-            return Err(BackendError(format!(
-                "input {k} has shape {}, the tape was compiled for {}",
-                show(input.shape()),
-                show(expected)
-            )));
-        }
-    }
+    crate::backends::check_inputs(tape, inputs.iter().map(Buf::shape))?;
     let mut slots: Vec<Option<Val>> = vec![None; tape.slots];
     for instruction in &tape.instructions {
         let value = {

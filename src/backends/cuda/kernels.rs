@@ -301,4 +301,4 @@ const BLOCK_SUM: &str = r#"    for (int offset = 16; offset > 0; offset /= 2) {
 "#;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

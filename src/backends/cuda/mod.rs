@@ -1,9 +1,16 @@
-//! The CUDA backend (issue 7), in progress: what exists so far is finding
-//! out whether CUDA can be used here (`probe`), the CUDA C source of fused
-//! elementwise groups (`kernels`), reductions (`reduce`) and operations
-//! that move elements (`structural`), and their compilation to PTX by
-//! NVRTC (`compile`). Running tapes on a device is not built yet; asking
-//! for the CUDA backend says so, or says what is missing.
+//! The CUDA backend: tapes run on an NVIDIA GPU through cudarc.
+//!
+//! - `probe`: whether CUDA can be used here, and NVRTC compilation, with
+//!   every failure a value ([`CudaUnavailable`]).
+//! - `kernels`, `reduce`, `structural`: CUDA C source of fused elementwise
+//!   groups, reductions and arg-extremes, and operations that move
+//!   elements.
+//! - `launch`: the plan of one instruction (kernel, grid, cuBLAS call).
+//! - `machine`: what the executor needs from a device, and device values.
+//! - `execute`, `scan`: running tapes and loops on any such machine.
+//! - `device`: the machine over cudarc (context, stream, kernel cache by
+//!   source hash, caching allocator, cuBLAS).
+//! - `runner`: whole tapes on host values (transfers at tape boundaries).
 //!
 //! CUDA's libraries are loaded at run time (cudarc's `dynamic-loading`):
 //! the crate builds, and the binary runs, on machines without a CUDA
@@ -11,17 +18,111 @@
 //! library is called, so every entry here checks that the library is
 //! present first and turns each failure into a [`CudaUnavailable`].
 
+mod device;
+mod execute;
 pub mod kernels;
+pub mod launch;
+pub mod machine;
 mod probe;
 pub mod reduce;
+mod runner;
+mod scan;
 pub mod structural;
 
 #[cfg(test)]
 mod host_run;
 #[cfg(test)]
+mod host_sim;
+#[cfg(test)]
 mod host_tests;
+#[cfg(test)]
+pub(crate) mod sim;
 
 pub use probe::{CudaUnavailable, Device, compile, nvrtc_available, probe};
+
+use super::cpu::Buf;
+use super::{Backend, BackendError, Executor};
+use crate::tape::Tape;
+use cudarc::driver::CudaSlice;
+use device::CudaDevice;
+use machine::{Datum, from_host, to_host};
+use ndarray::{ArrayD, IxDyn};
+
+/// A value of a tape run on the GPU: a number on the host or an array in
+/// device memory.
+pub type DeviceValue = Datum<CudaSlice<f64>>;
+
+/// The CUDA backend on device 0.
+pub struct Cuda {
+    device: CudaDevice,
+}
+
+impl Cuda {
+    /// Opens device 0, or says what is missing (driver library, driver,
+    /// device, NVRTC, cuBLAS).
+    pub fn open() -> Result<Cuda, CudaUnavailable> {
+        Ok(Cuda {
+            device: CudaDevice::open()?,
+        })
+    }
+
+    /// The device's name and the number of devices.
+    pub fn info(&self) -> &Device {
+        &self.device.info
+    }
+
+    /// How many distinct kernels have been compiled so far.
+    pub fn compiled_kernels(&self) -> usize {
+        self.device.compiled_kernels()
+    }
+
+    /// Runs `tape` on host `inputs`: copies them to the device, runs every
+    /// instruction there, and copies the results back.
+    pub fn run(&self, tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
+        runner::run_on(&self.device, tape, inputs)
+    }
+}
+
+impl Executor for Cuda {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn run(&self, tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
+        Cuda::run(self, tape, inputs)
+    }
+}
+
+impl Backend for Cuda {
+    type Buffer = DeviceValue;
+
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn upload(&self, array: &ArrayD<f64>) -> Result<DeviceValue, BackendError> {
+        let data: Vec<f64> = array.iter().copied().collect();
+        from_host(&self.device, &data, array.shape())
+    }
+
+    fn download(&self, buffer: &DeviceValue) -> Result<ArrayD<f64>, BackendError> {
+        let data = to_host(&self.device, buffer)?;
+        ArrayD::from_shape_vec(IxDyn(buffer.shape()), data)
+            .map_err(|e| BackendError(format!("a buffer of the wrong size: {e}")))
+    }
+
+    fn execute(
+        &self,
+        tape: &Tape,
+        inputs: &[DeviceValue],
+    ) -> Result<Vec<DeviceValue>, BackendError> {
+        execute::run(&self.device, tape, inputs)
+    }
+
+    fn synchronize(&self) -> Result<(), BackendError> {
+        self.device.synchronize()
+    }
+}
 
 /// Compiles generated `source` when NVRTC can be loaded, failing the test
 /// with NVRTC's log when it does not compile; says it skipped otherwise.

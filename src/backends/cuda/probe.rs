@@ -33,6 +33,11 @@ pub enum CudaUnavailable {
         "the NVRTC library (libnvrtc) was not found: install the CUDA toolkit or the `nvidia-cuda-nvrtc-cu12` Python package and put its lib directory on LD_LIBRARY_PATH"
     )]
     NoNvrtc,
+    /// `libcublas` cannot be loaded.
+    #[error(
+        "the cuBLAS library (libcublas) was not found: install the CUDA toolkit or the `nvidia-cublas-cu12` Python package and put its lib directory on LD_LIBRARY_PATH"
+    )]
+    NoCublas,
     /// NVRTC refused a kernel (its log).
     #[error("NVRTC could not compile a kernel: {0}")]
     CompileFailed(String),

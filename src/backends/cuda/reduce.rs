@@ -104,6 +104,50 @@ pub fn outputs(shape: &[usize], axes: &[usize]) -> usize {
         .product()
 }
 
+/// The CUDA C source of kernel `name` giving the index of the maximum
+/// (`max`) or minimum of each lane of `shape` along `axis`, or of all
+/// elements (`axis` of `None`), as a number. The first NaN wins, then the
+/// first extreme, as on the CPU (and in NumPy). One thread per output in a
+/// grid-stride loop. Parameters: the input and the output.
+pub fn arg_extreme_kernel(max: bool, shape: &[usize], axis: Option<usize>, name: &str) -> String {
+    let total: usize = shape.iter().product();
+    let (len, inner) = match axis {
+        Some(axis) => (shape[axis], shape[axis + 1..].iter().product::<usize>()),
+        None => (total, 1),
+    };
+    let inner = inner.max(1);
+    let outputs = total / len.max(1);
+    let better = if max {
+        "v > best_value"
+    } else {
+        "v < best_value"
+    };
+    let mut source = String::from(PRELUDE);
+    let _ = write!(
+        source,
+        r#"
+extern "C" __global__ void {name}(const double* __restrict__ x, double* __restrict__ out) {{
+    for (long long o = blockIdx.x * (long long)blockDim.x + threadIdx.x; o < {outputs}LL;
+         o += (long long)gridDim.x * blockDim.x) {{
+        const long long base = (o / {inner}LL) * {lane}LL + o % {inner}LL;
+        long long best = 0;
+        double best_value = {len}LL > 0 ? x[base] : 0.0;
+        for (long long r = 1; r < {len}LL; ++r) {{
+            const double v = x[base + r * {inner}LL];
+            if (!isnan(best_value) && (isnan(v) || {better})) {{
+                best = r;
+                best_value = v;
+            }}
+        }}
+        out[o] = (double)best;
+    }}
+}}
+"#,
+        lane = len * inner,
+    );
+    source
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

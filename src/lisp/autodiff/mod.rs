@@ -14,8 +14,6 @@ use super::error::{EvalError, EvalResult};
 use super::interp::Interp;
 use super::trace::{Trace, TraceRef, buf_to_value, node_of, traced, value_to_buf};
 use super::value::Value;
-use crate::backends::Backend;
-use crate::backends::cpu::Cpu;
 use crate::backends::cpu::cancel::with_cancel;
 use crate::egraph::tensor::optimize::{Optimized, TensorLimits, TensorReport, optimize};
 use crate::egraph::tensor::reverse::{Sweep, refusal};
@@ -175,7 +173,7 @@ pub fn run(
             // A long loop stops when interrupted; its results are then
             // dropped for the interruption.
             let outputs = with_cancel(interp.interrupt_flag(), || {
-                Cpu.execute(&compiled.tape, &inputs)
+                crate::backends::run(&compiled.tape, &inputs)
             });
             interp.check_interrupt()?;
             let outputs = outputs.map_err(|e| EvalError::type_error(e.0))?;

@@ -3,8 +3,7 @@
 //! `expr-size`, user rules, and the simplifier's settings.
 
 use super::{builtin, with_options};
-use crate::backends::Backend;
-use crate::backends::cpu::{Buf, Cpu};
+use crate::backends::cpu::Buf;
 use crate::egraph::derivatives::{self, Derived, Options};
 use crate::egraph::eval::Program;
 use crate::egraph::tensor::Shape;
@@ -335,9 +334,7 @@ fn run_compiled(compiled: &Compiled, args: &[Value]) -> EvalResult<Value> {
             tape
         }
     };
-    let outputs = Cpu
-        .execute(&tape, &inputs)
-        .map_err(|e| EvalError::shape(e.0))?;
+    let outputs = crate::backends::run(&tape, &inputs).map_err(|e| EvalError::shape(e.0))?;
     let values: Vec<Value> = outputs.into_iter().map(buf_to_value).collect();
     Ok(compiled.nesting.rebuild(&values))
 }

@@ -53,7 +53,7 @@ fn set_backend(_: &mut Interp, args: &Args) -> EvalResult<Value> {
             )));
         }
     };
-    crate::backends::choose(&name)
+    crate::backends::select(&name)
         .map(|chosen| Value::Symbol(Symbol::intern(chosen)))
         .map_err(EvalError::range)
 }
@@ -183,7 +183,7 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("load", "(load path)", "Evaluates the file at path; a relative path is taken from the directory of the file calling load.", 1, Some(1), load),
     builtin("exit", "(exit [code])", "Ends the program with status code (0 by default).", 0, Some(1), exit),
     builtin("source-directory", "(source-directory)", "The directory of the file this call is written in (\".\" at the REPL and in eval), so a script finds files beside it: (str (source-directory) \"/data/digits.csv\").", 0, Some(0), source_directory),
-    builtin("set-backend!", "(set-backend! 'cpu) or 'cuda or 'auto", "Chooses where numeric tapes run and gives the backend chosen. 'auto is the CPU until tapes run on CUDA; 'cuda says what is missing here (driver library, device), or that running tapes on a device is not built yet.", 1, Some(1), set_backend),
+    builtin("set-backend!", "(set-backend! 'cpu) or 'cuda or 'auto", "Chooses where numeric tapes run and gives the backend chosen. 'auto is CUDA where a GPU can be used, else the CPU; 'cuda says what is missing here (driver library, device, NVRTC, cuBLAS).", 1, Some(1), set_backend),
     builtin("dynamic-wind", "(dynamic-wind before thunk after)", "Calls before, thunk and after (functions of no arguments) in turn and gives thunk's value; after runs even when thunk raises an error, which then goes on unchanged. For cleanup such as finishing a progress bar.", 3, Some(3), dynamic_wind),
     builtin("clock", "(clock)", "Monotonic time in seconds, as a float.", 0, Some(0), clock),
     builtin("sync", "(sync)", "Waits for queued device work to finish (nothing to wait for on the CPU).", 0, Some(0), sync),

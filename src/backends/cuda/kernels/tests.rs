@@ -158,18 +158,24 @@ fn operands_are_read_by_their_layout() {
     compiles_if_nvrtc_is_present(&source, "a group with every operand layout");
 }
 
-#[test]
-fn a_summing_group_reduces_in_blocks() {
-    // sum((x - 1)^2) over 1000 elements, the shape of W1's fused sums.
-    let group = FusedGroup {
+/// The group `sum((x - c)^2)` over `n` elements (operands `x`, `c`): the
+/// shape of W1's fused sums.
+pub(crate) fn squared_distance_sum(n: usize) -> FusedGroup {
+    FusedGroup {
         inputs: 2,
         steps: vec![
             (TOp::Map(Math::Sub([id(); 2])), smallvec![0, 1]),
             (TOp::Map(Math::Mul([id(); 2])), smallvec![2, 2]),
         ],
         results: smallvec![3],
-        sum_over: Some(smallvec![1000]),
-    };
+        sum_over: Some(smallvec![n]),
+    }
+}
+
+#[test]
+fn a_summing_group_reduces_in_blocks() {
+    // sum((x - 1)^2) over 1000 elements, the shape of W1's fused sums.
+    let group = squared_distance_sum(1000);
     let source = group_kernel(
         &group,
         &[1000],

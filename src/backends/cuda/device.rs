@@ -1,0 +1,275 @@
+//! The CUDA device through cudarc: one context and stream on device 0,
+//! kernels compiled by NVRTC at first use and kept by source hash, memory
+//! kept for reuse by length (a caching allocator), and cuBLAS for matrix
+//! products. All work goes on one stream, so it runs in order and memory
+//! released to the cache is only reused by later work.
+//!
+//! Nothing here runs before [`CudaDevice::open`] has checked that the
+//! driver, NVRTC and cuBLAS libraries can be loaded (cudarc panics when a
+//! function of a missing library is called).
+
+use super::launch::{GemmCall, Launch};
+use super::machine::{Arg, Machine};
+use super::probe::{CudaUnavailable, Device, compile, nvrtc_available, probe};
+use crate::backends::BackendError;
+use cudarc::cublas::sys::cublasOperation_t;
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+};
+use cudarc::nvrtc::Ptx;
+use rustc_hash::FxHashMap;
+use std::cell::RefCell;
+use std::sync::Arc;
+
+/// The most memory the cache of released buffers keeps.
+const CACHE_BYTES: usize = 1 << 30;
+
+/// An open CUDA device.
+pub struct CudaDevice {
+    /// What `probe` found.
+    pub info: Device,
+    stream: Arc<CudaStream>,
+    blas: CudaBlas,
+    arch: &'static str,
+    kernels: RefCell<FxHashMap<u64, CudaFunction>>,
+    cache: RefCell<Cache>,
+}
+
+/// Released device memory by length.
+#[derive(Default)]
+struct Cache {
+    free: FxHashMap<usize, Vec<CudaSlice<f64>>>,
+    bytes: usize,
+}
+
+fn driver_error(error: impl std::fmt::Display) -> BackendError {
+    BackendError(format!("CUDA: {error}"))
+}
+
+impl CudaDevice {
+    /// Opens device 0, or says what is missing.
+    pub fn open() -> Result<CudaDevice, CudaUnavailable> {
+        let info = probe()?;
+        if !nvrtc_available() {
+            return Err(CudaUnavailable::NoNvrtc);
+        }
+        // SAFETY: `is_culib_present` only tries to open the shared library.
+        if !unsafe { cudarc::cublas::sys::is_culib_present() } {
+            return Err(CudaUnavailable::NoCublas);
+        }
+        let failed = |e: &dyn std::fmt::Display| CudaUnavailable::DriverFailed(e.to_string());
+        let context = CudaContext::new(0).map_err(|e| failed(&e))?;
+        let (major, minor) = context.compute_capability().map_err(|e| failed(&e))?;
+        if major < 6 {
+            return Err(CudaUnavailable::DriverFailed(format!(
+                "{} has compute capability {major}.{minor}; Epsilon needs 6.0 or newer (double atomicAdd)",
+                info.name
+            )));
+        }
+        let stream = context.default_stream();
+        let blas = CudaBlas::new(stream.clone()).map_err(|e| failed(&e))?;
+        // One architecture name per process: leaked once.
+        let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
+        Ok(CudaDevice {
+            info,
+            stream,
+            blas,
+            arch,
+            kernels: RefCell::default(),
+            cache: RefCell::default(),
+        })
+    }
+
+    /// The compiled kernel of `launch`, compiling it at first use.
+    fn function(&self, launch: &Launch) -> Result<CudaFunction, BackendError> {
+        if let Some(function) = self.kernels.borrow().get(&launch.key) {
+            return Ok(function.clone());
+        }
+        let ptx = compile(&launch.source, self.arch).map_err(|e| BackendError(e.to_string()))?;
+        let module = self
+            .stream
+            .context()
+            .load_module(Ptx::from_src(ptx))
+            .map_err(driver_error)?;
+        let function = module.load_function(launch.name).map_err(driver_error)?;
+        self.kernels
+            .borrow_mut()
+            .insert(launch.key, function.clone());
+        Ok(function)
+    }
+
+    /// How many kernels have been compiled.
+    pub fn compiled_kernels(&self) -> usize {
+        self.kernels.borrow().len()
+    }
+
+    /// Waits for queued work.
+    pub fn synchronize(&self) -> Result<(), BackendError> {
+        self.stream.synchronize().map_err(driver_error)
+    }
+}
+
+fn operation(transpose: bool) -> cublasOperation_t {
+    if transpose {
+        cublasOperation_t::CUBLAS_OP_T
+    } else {
+        cublasOperation_t::CUBLAS_OP_N
+    }
+}
+
+fn int(x: usize) -> Result<i32, BackendError> {
+    i32::try_from(x).map_err(|_| BackendError(format!("{x} is too large for cuBLAS")))
+}
+
+impl Machine for CudaDevice {
+    type Mem = CudaSlice<f64>;
+
+    fn alloc(&self, len: usize) -> Result<CudaSlice<f64>, BackendError> {
+        let len = len.max(1);
+        {
+            let mut cache = self.cache.borrow_mut();
+            if let Some(mem) = cache.free.get_mut(&len).and_then(Vec::pop) {
+                cache.bytes -= len * 8;
+                return Ok(mem);
+            }
+        }
+        // SAFETY: every kernel writes all of its output before it is read.
+        let fresh = unsafe { self.stream.alloc::<f64>(len) };
+        match fresh {
+            Ok(mem) => Ok(mem),
+            Err(_) => {
+                // Out of memory: give the cache back to the driver, retry.
+                self.cache.borrow_mut().free.clear();
+                self.cache.borrow_mut().bytes = 0;
+                // SAFETY: as above.
+                unsafe { self.stream.alloc::<f64>(len) }.map_err(driver_error)
+            }
+        }
+    }
+
+    fn zeros(&self, len: usize) -> Result<CudaSlice<f64>, BackendError> {
+        let mut mem = self.alloc(len)?;
+        self.stream.memset_zeros(&mut mem).map_err(driver_error)?;
+        Ok(mem)
+    }
+
+    fn upload(&self, data: &[f64]) -> Result<CudaSlice<f64>, BackendError> {
+        let mut mem = self.alloc(data.len())?;
+        if !data.is_empty() {
+            self.stream
+                .memcpy_htod(data, &mut mem)
+                .map_err(driver_error)?;
+        }
+        Ok(mem)
+    }
+
+    fn download(&self, mem: &CudaSlice<f64>, len: usize) -> Result<Vec<f64>, BackendError> {
+        let mut data = vec![0.0; len];
+        if len > 0 {
+            self.stream
+                .memcpy_dtoh(&mem.slice(0..len), &mut data)
+                .map_err(driver_error)?;
+        }
+        self.stream.synchronize().map_err(driver_error)?;
+        Ok(data)
+    }
+
+    fn launch(
+        &self,
+        launch: &Launch,
+        args: &[Arg<'_, CudaSlice<f64>>],
+        out: &mut CudaSlice<f64>,
+    ) -> Result<(), BackendError> {
+        let function = self.function(launch)?;
+        // Numbers are passed by reference to where they live.
+        let ints: Vec<i64> = args
+            .iter()
+            .map(|a| if let Arg::Int(x) = a { *x } else { 0 })
+            .collect();
+        let doubles: Vec<f64> = args
+            .iter()
+            .map(|a| if let Arg::Double(x) = a { *x } else { 0.0 })
+            .collect();
+        let mut builder = self.stream.launch_builder(&function);
+        for (k, arg) in args.iter().enumerate() {
+            match arg {
+                Arg::Int(_) => builder.arg(&ints[k]),
+                Arg::Double(_) => builder.arg(&doubles[k]),
+                Arg::Mem(mem) => builder.arg(*mem),
+            };
+        }
+        builder.arg(out);
+        let config = LaunchConfig {
+            grid_dim: (launch.grid, 1, 1),
+            block_dim: (launch.block, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the parameters follow the generated kernel's signature
+        // (see `launch` and `kernels`), and every index it reads is within
+        // its operands' shapes.
+        unsafe { builder.launch(config) }.map_err(driver_error)?;
+        Ok(())
+    }
+
+    fn gemm(
+        &self,
+        call: &GemmCall,
+        a: &CudaSlice<f64>,
+        b: &CudaSlice<f64>,
+        c: &mut CudaSlice<f64>,
+    ) -> Result<(), BackendError> {
+        let config = GemmConfig {
+            transa: operation(call.transa),
+            transb: operation(call.transb),
+            m: int(call.m)?,
+            n: int(call.n)?,
+            k: int(call.k)?,
+            alpha: 1.0,
+            lda: int(call.lda)?,
+            ldb: int(call.ldb)?,
+            beta: 0.0,
+            ldc: int(call.ldc)?,
+        };
+        let result = if call.batch == 1 {
+            // SAFETY: the dimensions come from the operands' shapes.
+            unsafe { self.blas.gemm(config, a, b, c) }
+        } else {
+            let batched = StridedBatchedConfig {
+                gemm: config,
+                batch_size: int(call.batch)?,
+                stride_a: call.stride_a as i64,
+                stride_b: call.stride_b as i64,
+                stride_c: call.stride_c as i64,
+            };
+            // SAFETY: as above; the strides are whole matrices.
+            unsafe { self.blas.gemm_strided_batched(batched, a, b, c) }
+        };
+        result.map_err(|e| BackendError(format!("cuBLAS: {e}")))
+    }
+
+    fn copy(
+        &self,
+        src: &CudaSlice<f64>,
+        from: usize,
+        dst: &mut CudaSlice<f64>,
+        to: usize,
+        len: usize,
+    ) -> Result<(), BackendError> {
+        self.stream
+            .memcpy_dtod(
+                &src.slice(from..from + len),
+                &mut dst.slice_mut(to..to + len),
+            )
+            .map_err(driver_error)
+    }
+
+    fn release(&self, mem: CudaSlice<f64>) {
+        let mut cache = self.cache.borrow_mut();
+        let bytes = mem.len() * 8;
+        if cache.bytes + bytes <= CACHE_BYTES {
+            cache.bytes += bytes;
+            cache.free.entry(mem.len()).or_default().push(mem);
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! Running a tape on a device: each instruction becomes kernel launches,
+//! a cuBLAS call, an alias of its operand, or a loop of sub-tape runs;
+//! values stay in device memory from the tape's inputs to its outputs.
+//! Work on numbers alone (constants, scalar arithmetic, loop indices) is
+//! done on the host with the CPU backend's own functions, so it costs no
+//! launch and gives the CPU's bits.
+
+use super::launch::{self, Launch};
+use super::machine::{Arg, Datum, Machine, release};
+use super::scan;
+use crate::backends::BackendError;
+use crate::backends::cpu::apply_chunk;
+use crate::egraph::tensor::TOp;
+use crate::tape::scan::LoopTapes;
+use crate::tape::{FusedGroup, Kernel, Tape};
+use smallvec::SmallVec;
+
+/// Runs `tape` on `inputs` (one per tape input, of its input shapes).
+pub fn run<M: Machine>(
+    machine: &M,
+    tape: &Tape,
+    inputs: &[Datum<M::Mem>],
+) -> Result<Vec<Datum<M::Mem>>, BackendError> {
+    crate::backends::check_inputs(tape, inputs.iter().map(Datum::shape))?;
+    let mut slots: Vec<Option<Datum<M::Mem>>> = vec![None; tape.slots];
+    for instruction in &tape.instructions {
+        let value = {
+            let args: SmallVec<[&Datum<M::Mem>; 3]> = instruction
+                .args
+                .iter()
+                .map(|&s| {
+                    slots[s as usize].as_ref().ok_or_else(|| {
+                        BackendError(format!("slot {s} is read before it is written"))
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            step(machine, &instruction.op, &args, &instruction.shape, inputs)?
+        };
+        if let Some(old) = slots[instruction.out as usize].replace(value) {
+            release(machine, old);
+        }
+        for &slot in &instruction.frees {
+            if slot != instruction.out
+                && let Some(dead) = slots[slot as usize].take()
+            {
+                release(machine, dead);
+            }
+        }
+    }
+    let outputs = tape
+        .outputs
+        .iter()
+        .map(|&s| {
+            slots[s as usize]
+                .clone()
+                .ok_or_else(|| BackendError(format!("output slot {s} was never written")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    for value in slots.into_iter().flatten() {
+        release(machine, value);
+    }
+    Ok(outputs)
+}
+
+/// One instruction.
+fn step<M: Machine>(
+    machine: &M,
+    kernel: &Kernel,
+    args: &[&Datum<M::Mem>],
+    shape: &[usize],
+    inputs: &[Datum<M::Mem>],
+) -> Result<Datum<M::Mem>, BackendError> {
+    match kernel {
+        Kernel::Op(TOp::Input { index, .. }) => inputs
+            .get(*index as usize)
+            .cloned()
+            .ok_or_else(|| BackendError(format!("the tape has no input {index}"))),
+        Kernel::Fused(group) => elementwise(machine, group, args, shape),
+        Kernel::Gemm { ta, tb } => matmul(machine, args[0], args[1], *ta, *tb, shape),
+        Kernel::Loop(tapes) => scan::run_loop(machine, tapes, args),
+        Kernel::Op(op) => operation(machine, op, args, shape),
+    }
+}
+
+/// One tensor operation.
+fn operation<M: Machine>(
+    machine: &M,
+    op: &TOp,
+    args: &[&Datum<M::Mem>],
+    shape: &[usize],
+) -> Result<Datum<M::Mem>, BackendError> {
+    match op {
+        TOp::Input { .. } => Err(BackendError("an input outside the executor".to_string())),
+        TOp::Scalar(c) => Ok(Datum::Host(c.get())),
+        op if op.is_elementwise() => {
+            elementwise(machine, &launch::single_step(op, args.len()), args, shape)
+        }
+        TOp::MatMul => matmul(machine, args[0], args[1], false, false, shape),
+        TOp::StopGradient | TOp::Tag(_) | TOp::Linearized => Ok(args[0].clone()),
+        TOp::Reshape(_) => reshape(machine, args[0], shape),
+        TOp::Reduce { op, axes, .. } => {
+            let axes = launch::axes(axes);
+            match args[0] {
+                Datum::Host(x) => Ok(Datum::Host(*x)),
+                Datum::Device { mem, .. } if axes.is_empty() => Ok(Datum::Device {
+                    mem: mem.clone(),
+                    shape: shape.into(),
+                }),
+                operand => {
+                    let plan = launch::reduction(*op, operand.shape(), &axes);
+                    kernel(machine, &plan, &[operand], shape)
+                }
+            }
+        }
+        TOp::ArgExtreme { max, axis } => match args[0] {
+            Datum::Host(_) => Ok(Datum::Host(0.0)),
+            operand => {
+                let axis = axis.map(usize::from);
+                let plan = launch::arg_extreme(*max, operand.shape(), axis);
+                kernel(machine, &plan, &[operand], shape)
+            }
+        },
+        TOp::Scan(spec) | TOp::ScanVjp(spec) => {
+            let tapes = LoopTapes::new(spec, matches!(op, TOp::ScanVjp(_)));
+            scan::run_loop(machine, &tapes, args)
+        }
+        other => {
+            // Operations that move elements read device arrays.
+            let mut owned = Vec::new();
+            for arg in args {
+                owned.push(on_device(machine, arg)?);
+            }
+            let shapes: Vec<Vec<usize>> = owned.iter().map(|v| v.shape().to_vec()).collect();
+            let plan = launch::index(other, &shapes, shape).ok_or_else(|| {
+                BackendError(format!("the CUDA backend cannot run {other:?} yet"))
+            })?;
+            let refs: Vec<&Datum<M::Mem>> = owned.iter().collect();
+            let result = kernel(machine, &plan, &refs, shape);
+            for value in owned {
+                release(machine, value);
+            }
+            result
+        }
+    }
+}
+
+/// Runs a kernel whose parameters are its operands' memory then the
+/// output (reductions, index maps; `n` first for index maps).
+fn kernel<M: Machine>(
+    machine: &M,
+    plan: &Launch,
+    operands: &[&Datum<M::Mem>],
+    shape: &[usize],
+) -> Result<Datum<M::Mem>, BackendError> {
+    let n: usize = shape.iter().product();
+    let mut out = machine.alloc(n)?;
+    if n > 0 {
+        let mut args: Vec<Arg<'_, M::Mem>> = Vec::with_capacity(operands.len() + 1);
+        if plan.name == "index" {
+            args.push(Arg::Int(n as i64));
+        }
+        for operand in operands {
+            match operand {
+                Datum::Device { mem, .. } => args.push(Arg::Mem(mem)),
+                Datum::Host(_) => {
+                    return Err(BackendError(
+                        "a kernel reads a host number as device memory".to_string(),
+                    ));
+                }
+            }
+        }
+        machine.launch(plan, &args, &mut out)?;
+    }
+    Ok(Datum::device(out, shape))
+}
+
+/// A value as device memory: a host number becomes a one-element array.
+pub fn on_device<M: Machine>(
+    machine: &M,
+    value: &Datum<M::Mem>,
+) -> Result<Datum<M::Mem>, BackendError> {
+    match value {
+        Datum::Host(x) => filled(machine, *x, &[]),
+        device => Ok(device.clone()),
+    }
+}
+
+/// `x` everywhere in a device array of `shape`.
+pub fn filled<M: Machine>(
+    machine: &M,
+    x: f64,
+    shape: &[usize],
+) -> Result<Datum<M::Mem>, BackendError> {
+    let n: usize = shape.iter().product();
+    let mut out = machine.alloc(n)?;
+    if n > 0 {
+        let plan = launch::fill(shape);
+        machine.launch(&plan, &[Arg::Int(n as i64), Arg::Double(x)], &mut out)?;
+    }
+    Ok(Datum::device(out, shape))
+}
+
+/// The same elements under a new shape (no copy).
+fn reshape<M: Machine>(
+    machine: &M,
+    value: &Datum<M::Mem>,
+    shape: &[usize],
+) -> Result<Datum<M::Mem>, BackendError> {
+    match value {
+        Datum::Host(x) if shape.is_empty() => Ok(Datum::Host(*x)),
+        Datum::Host(x) => filled(machine, *x, shape),
+        Datum::Device { mem, .. } => Ok(Datum::Device {
+            mem: mem.clone(),
+            shape: shape.into(),
+        }),
+    }
+}
+
+/// A fused group (or one elementwise operation) on its operands.
+pub fn elementwise<M: Machine>(
+    machine: &M,
+    group: &FusedGroup,
+    args: &[&Datum<M::Mem>],
+    shape: &[usize],
+) -> Result<Datum<M::Mem>, BackendError> {
+    if group.results.len() != 1 {
+        return Err(BackendError(format!(
+            "a fused group with {} results cannot run on CUDA",
+            group.results.len()
+        )));
+    }
+    let over: &[usize] = group.sum_over.as_deref().unwrap_or(shape);
+    let numbers: Option<SmallVec<[f64; 4]>> = args
+        .iter()
+        .map(|a| match a {
+            Datum::Host(x) => Some(*x),
+            Datum::Device { .. } => None,
+        })
+        .collect();
+    if let Some(numbers) = numbers
+        && over.is_empty()
+    {
+        return Ok(Datum::Host(on_host(group, &numbers)));
+    }
+    let accesses: Vec<_> = args
+        .iter()
+        .map(|a| match a {
+            Datum::Host(_) => launch::access(None, over),
+            device => launch::access(Some(device.shape()), over),
+        })
+        .collect();
+    let plan = launch::group(group, over, &accesses)
+        .map_err(|e| BackendError(format!("no CUDA kernel for a fused group: {e}")))?;
+    let n: usize = over.iter().product();
+    let out_len: usize = shape.iter().product();
+    let mut out = if plan.zeroed {
+        machine.zeros(out_len)?
+    } else {
+        machine.alloc(out_len)?
+    };
+    if n > 0 {
+        let mut params: Vec<Arg<'_, M::Mem>> = Vec::with_capacity(args.len() + 1);
+        params.push(Arg::Int(n as i64));
+        for arg in args {
+            params.push(match arg {
+                Datum::Host(x) => Arg::Double(*x),
+                Datum::Device { mem, .. } => Arg::Mem(mem),
+            });
+        }
+        machine.launch(&plan, &params, &mut out)?;
+    }
+    Ok(Datum::device(out, shape))
+}
+
+/// A group evaluated on numbers, on the host, step by step as the CPU
+/// backend evaluates it.
+fn on_host(group: &FusedGroup, numbers: &[f64]) -> f64 {
+    let mut registers: SmallVec<[f64; 16]> = numbers.iter().copied().collect();
+    for (op, operands) in &group.steps {
+        let values: SmallVec<[[f64; 1]; 3]> =
+            operands.iter().map(|&r| [registers[r as usize]]).collect();
+        let slices: SmallVec<[&[f64]; 3]> = values.iter().map(|v| &v[..]).collect();
+        let mut out = [0.0];
+        apply_chunk(op, &slices, &mut out);
+        registers.push(out[0]);
+    }
+    registers[group.results[0] as usize]
+}
+
+/// A matrix product through cuBLAS.
+fn matmul<M: Machine>(
+    machine: &M,
+    a: &Datum<M::Mem>,
+    b: &Datum<M::Mem>,
+    ta: bool,
+    tb: bool,
+    shape: &[usize],
+) -> Result<Datum<M::Mem>, BackendError> {
+    let call = launch::gemm_call(a.shape(), b.shape(), ta, tb).map_err(BackendError)?;
+    let n: usize = shape.iter().product();
+    let [full_a, full_b] = &call.broadcast;
+    let a = broadcast_to(machine, a, full_a.as_deref())?;
+    let b = broadcast_to(machine, b, full_b.as_deref())?;
+    let mut out = if call.k == 0 {
+        machine.zeros(n)?
+    } else {
+        machine.alloc(n)?
+    };
+    if n > 0
+        && call.k > 0
+        && let (Datum::Device { mem: ma, .. }, Datum::Device { mem: mb, .. }) = (&a, &b)
+    {
+        // cuBLAS's first operand is the tape's second.
+        machine.gemm(&call, mb, ma, &mut out)?;
+    }
+    release(machine, a);
+    release(machine, b);
+    Ok(Datum::device(out, shape))
+}
+
+/// `value` broadcast to `shape` when one is given.
+fn broadcast_to<M: Machine>(
+    machine: &M,
+    value: &Datum<M::Mem>,
+    shape: Option<&[usize]>,
+) -> Result<Datum<M::Mem>, BackendError> {
+    let Some(shape) = shape else {
+        return on_device(machine, value);
+    };
+    let operand = on_device(machine, value)?;
+    let op = TOp::Broadcast(shape.into());
+    let plan = launch::index(&op, &[operand.shape().to_vec()], shape)
+        .ok_or_else(|| BackendError("no broadcast kernel".to_string()))?;
+    let result = kernel(machine, &plan, &[&operand], shape);
+    release(machine, operand);
+    result
+}

@@ -1,0 +1,290 @@
+//! What the device is asked to do for one instruction, decided on the
+//! host: kernel launches (generated source, grid and block) and matrix
+//! products as cuBLAS calls. Planning needs no device, so the plans are
+//! tested on machines without one.
+//!
+//! Kernels are keyed by a hash of their source: the same operation on the
+//! same shapes and layouts is compiled once per process.
+
+use super::kernels::{Access, KernelError, group_kernel};
+use super::reduce::{self, arg_extreme_kernel, reduction_kernel};
+use super::structural::index_kernel;
+use crate::egraph::tensor::{ReduceOp, TOp};
+use crate::tape::FusedGroup;
+use smallvec::{SmallVec, smallvec};
+use std::hash::{Hash, Hasher};
+
+/// Threads per block of elementwise and index kernels.
+pub const THREADS: u32 = 256;
+
+/// The most blocks an elementwise launch uses; grid-stride loops cover
+/// the elements beyond.
+const MAX_BLOCKS: usize = 4096;
+
+/// One kernel launch: the kernel's source and name, and its grid.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Launch {
+    /// The kernel's name in `source`.
+    pub name: &'static str,
+    /// CUDA C, prelude included.
+    pub source: String,
+    /// A hash of `source`, the kernel cache's key.
+    pub key: u64,
+    /// Blocks.
+    pub grid: u32,
+    /// Threads per block.
+    pub block: u32,
+    /// The output must start at zero (a summing group adds into it).
+    pub zeroed: bool,
+}
+
+impl Launch {
+    fn new(name: &'static str, source: String, grid: usize, block: u32, zeroed: bool) -> Launch {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        source.hash(&mut hasher);
+        Launch {
+            name,
+            key: hasher.finish(),
+            source,
+            grid: u32::try_from(grid.max(1)).unwrap_or(u32::MAX),
+            block,
+            zeroed,
+        }
+    }
+}
+
+/// Blocks for a grid-stride loop over `n` elements.
+fn blocks(n: usize) -> usize {
+    n.div_ceil(THREADS as usize).clamp(1, MAX_BLOCKS)
+}
+
+/// How an elementwise kernel over `shape` reads an operand of shape
+/// `operand`; `None` is a number on the host, passed by value.
+pub fn access(operand: Option<&[usize]>, shape: &[usize]) -> Access {
+    match operand {
+        None => Access::Uniform,
+        Some(operand) if operand == shape => Access::Elementwise,
+        Some(operand) => {
+            // Right-aligned broadcasting: stride 0 where the operand's axis
+            // is missing or of length 1.
+            let lead = shape.len().saturating_sub(operand.len());
+            let mut strides = vec![0isize; shape.len()];
+            let mut step = 1isize;
+            for (k, dim) in operand.iter().enumerate().rev() {
+                if *dim > 1 {
+                    strides[lead + k] = step;
+                }
+                step *= *dim as isize;
+            }
+            Access::Strided(strides)
+        }
+    }
+}
+
+/// A fused group (or one elementwise operation as a group) over `shape`,
+/// the group's own shape for a summing group.
+pub fn group(
+    group: &FusedGroup,
+    shape: &[usize],
+    access: &[Access],
+) -> Result<Launch, KernelError> {
+    let source = group_kernel(group, shape, access, "group")?;
+    let n: usize = shape.iter().product();
+    let summing = group.sum_over.is_some();
+    Ok(Launch::new("group", source, blocks(n), THREADS, summing))
+}
+
+/// One elementwise operation over `inputs` operands as a group.
+pub fn single_step(op: &TOp, inputs: usize) -> FusedGroup {
+    FusedGroup {
+        inputs,
+        steps: vec![(op.clone(), (0..inputs as u16).collect())],
+        results: smallvec![inputs as u16],
+        sum_over: None,
+    }
+}
+
+/// A number spread over `shape` (one uniform operand, no steps).
+pub fn fill(shape: &[usize]) -> Launch {
+    let copy = FusedGroup {
+        inputs: 1,
+        steps: Vec::new(),
+        results: smallvec![0],
+        sum_over: None,
+    };
+    group(&copy, shape, &[Access::Uniform]).expect("a copy has one operand")
+}
+
+/// A reduction of `shape` over `axes`: one block per output element.
+pub fn reduction(op: ReduceOp, shape: &[usize], axes: &[usize]) -> Launch {
+    let source = reduction_kernel(op, shape, axes, "reduce");
+    Launch::new(
+        "reduce",
+        source,
+        reduce::outputs(shape, axes),
+        reduce::BLOCK as u32,
+        false,
+    )
+}
+
+/// The index of the maximum or minimum along `axis` (or of all elements).
+pub fn arg_extreme(max: bool, shape: &[usize], axis: Option<usize>) -> Launch {
+    let outputs = match axis {
+        Some(axis) => shape.iter().product::<usize>() / shape[axis].max(1),
+        None => 1,
+    };
+    let source = arg_extreme_kernel(max, shape, axis, "arg_extreme");
+    Launch::new("arg_extreme", source, blocks(outputs), THREADS, false)
+}
+
+/// An operation that moves elements (broadcast, transpose, slice, pad,
+/// concat, roll) from operands of `inputs` shapes into `output`; `None`
+/// for other operations.
+pub fn index(op: &TOp, inputs: &[Vec<usize>], output: &[usize]) -> Option<Launch> {
+    let source = index_kernel(op, inputs, output, "index")?;
+    let n: usize = output.iter().product();
+    Some(Launch::new("index", source, blocks(n), THREADS, false))
+}
+
+/// A matrix product as cuBLAS sees it. cuBLAS is column-major and the
+/// tape row-major; a row-major matrix read column-major is its transpose,
+/// so the row-major `C = op(A) op(B)` is computed as the column-major
+/// `Cᵀ = op(B)ᵀ op(A)ᵀ`: cuBLAS's first operand is the tape's second.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GemmCall {
+    /// Transpose cuBLAS's first operand (the tape's second).
+    pub transa: bool,
+    /// Transpose cuBLAS's second operand (the tape's first).
+    pub transb: bool,
+    /// Rows of cuBLAS's result (columns of the tape's).
+    pub m: usize,
+    /// Columns of cuBLAS's result (rows of the tape's).
+    pub n: usize,
+    /// The inner dimension.
+    pub k: usize,
+    /// Leading dimension of cuBLAS's first operand.
+    pub lda: usize,
+    /// Leading dimension of cuBLAS's second operand.
+    pub ldb: usize,
+    /// Leading dimension of the result.
+    pub ldc: usize,
+    /// Matrices in the batch (1 for a single product).
+    pub batch: usize,
+    /// Elements between batch entries of cuBLAS's first operand.
+    pub stride_a: usize,
+    /// Elements between batch entries of cuBLAS's second operand.
+    pub stride_b: usize,
+    /// Elements between batch entries of the result.
+    pub stride_c: usize,
+    /// The shapes the tape's operands must be broadcast to first (stacked
+    /// products whose batch axes differ), when they must.
+    pub broadcast: [Option<Vec<usize>>; 2],
+}
+
+/// The cuBLAS call of `op(a) op(b)` (numpy `matmul` for ranks 1 and 2;
+/// stacks of matrices for higher ranks, whose flags must be false), or why
+/// there is none.
+pub fn gemm_call(a: &[usize], b: &[usize], ta: bool, tb: bool) -> Result<GemmCall, String> {
+    let (ra, rb) = (a.len(), b.len());
+    if ra == 0 || rb == 0 {
+        return Err("matmul needs operands of rank 1 or more".to_string());
+    }
+    if ra > 2 || rb > 2 {
+        return stacked(a, b, ta || tb);
+    }
+    // Vectors as matrices: a row on the left, a column on the right.
+    let (a_rows, a_cols) = if ra == 2 { (a[0], a[1]) } else { (1, a[0]) };
+    let (b_rows, b_cols) = if rb == 2 { (b[0], b[1]) } else { (b[0], 1) };
+    let (ta, tb) = (ta && ra == 2, tb && rb == 2);
+    let (m, k) = if ta {
+        (a_cols, a_rows)
+    } else {
+        (a_rows, a_cols)
+    };
+    let (k2, n) = if tb {
+        (b_cols, b_rows)
+    } else {
+        (b_rows, b_cols)
+    };
+    if k != k2 {
+        return Err(format!(
+            "matmul of shapes {a:?} and {b:?}: inner dimensions {k} and {k2} differ"
+        ));
+    }
+    Ok(GemmCall {
+        transa: tb,
+        transb: ta,
+        m: n,
+        n: m,
+        k,
+        lda: b_cols.max(1),
+        ldb: a_cols.max(1),
+        ldc: n.max(1),
+        batch: 1,
+        stride_a: 0,
+        stride_b: 0,
+        stride_c: 0,
+        broadcast: [None, None],
+    })
+}
+
+/// A product of stacks of matrices (batch axes broadcast).
+fn stacked(a: &[usize], b: &[usize], flagged: bool) -> Result<GemmCall, String> {
+    let (ra, rb) = (a.len(), b.len());
+    if flagged || ra < 2 || rb < 2 {
+        return Err(format!(
+            "matmul of shapes {a:?} and {b:?} is not supported on CUDA (stacks need matrices on both sides)"
+        ));
+    }
+    let rank = ra.max(rb);
+    let lead = |s: &[usize]| -> Vec<usize> {
+        let mut v = vec![1; rank - s.len()];
+        v.extend_from_slice(&s[..s.len() - 2]);
+        v
+    };
+    let (la, lb) = (lead(a), lead(b));
+    let mut batch_shape = Vec::with_capacity(rank - 2);
+    for (x, y) in la.iter().zip(&lb) {
+        if x != y && *x != 1 && *y != 1 {
+            return Err(format!(
+                "matmul of shapes {a:?} and {b:?}: batch axes do not broadcast"
+            ));
+        }
+        batch_shape.push(*x.max(y));
+    }
+    let (m, k, k2, n) = (a[ra - 2], a[ra - 1], b[rb - 2], b[rb - 1]);
+    if k != k2 {
+        return Err(format!(
+            "matmul of shapes {a:?} and {b:?}: inner dimensions {k} and {k2} differ"
+        ));
+    }
+    let with =
+        |x: usize, y: usize| -> Vec<usize> { batch_shape.iter().copied().chain([x, y]).collect() };
+    let (full_a, full_b) = (with(m, k), with(k, n));
+    Ok(GemmCall {
+        transa: false,
+        transb: false,
+        m: n,
+        n: m,
+        k,
+        lda: n.max(1),
+        ldb: k.max(1),
+        ldc: n.max(1),
+        batch: batch_shape.iter().product(),
+        stride_a: k * n,
+        stride_b: m * k,
+        stride_c: m * n,
+        broadcast: [
+            (a != full_a.as_slice()).then_some(full_a),
+            (b != full_b.as_slice()).then_some(full_b),
+        ],
+    })
+}
+
+/// Reduced axes as `usize`.
+pub fn axes(axes: &SmallVec<[u8; 4]>) -> Vec<usize> {
+    axes.iter().map(|&a| usize::from(a)).collect()
+}
+
+#[cfg(test)]
+mod tests;

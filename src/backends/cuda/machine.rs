@@ -1,0 +1,157 @@
+//! What the executor needs from a device: memory, transfers, kernel
+//! launches and matrix products. The CUDA device (`device`) implements it
+//! with cudarc; tests implement it with a simulated device on the host, so
+//! the executor's bookkeeping is checked on machines without a GPU.
+
+use super::launch::{GemmCall, Launch};
+use crate::backends::BackendError;
+use crate::egraph::tensor::Shape;
+use std::rc::Rc;
+
+/// A kernel parameter.
+pub enum Arg<'a, M> {
+    /// A `long long`.
+    Int(i64),
+    /// A `double`.
+    Double(f64),
+    /// A pointer to device memory.
+    Mem(&'a M),
+}
+
+/// A device: memory of `f64`s and what runs on it. Work is queued in
+/// order; `download` waits for it.
+pub trait Machine {
+    /// Device memory of some number of `f64`s.
+    type Mem;
+
+    /// Memory for `len` numbers (contents arbitrary), from the cache of
+    /// released memory where it has some of that length.
+    fn alloc(&self, len: usize) -> Result<Self::Mem, BackendError>;
+
+    /// Memory for `len` zeros.
+    fn zeros(&self, len: usize) -> Result<Self::Mem, BackendError>;
+
+    /// Numbers copied to the device.
+    fn upload(&self, data: &[f64]) -> Result<Self::Mem, BackendError>;
+
+    /// The first `len` numbers of `mem`, copied to the host.
+    fn download(&self, mem: &Self::Mem, len: usize) -> Result<Vec<f64>, BackendError>;
+
+    /// Runs `launch` with `args` then `out` as its parameters.
+    fn launch(
+        &self,
+        launch: &Launch,
+        args: &[Arg<'_, Self::Mem>],
+        out: &mut Self::Mem,
+    ) -> Result<(), BackendError>;
+
+    /// `c = a b` as `call` describes it (`a` is cuBLAS's first operand).
+    fn gemm(
+        &self,
+        call: &GemmCall,
+        a: &Self::Mem,
+        b: &Self::Mem,
+        c: &mut Self::Mem,
+    ) -> Result<(), BackendError>;
+
+    /// Copies `len` numbers of `src` from `from` into `dst` at `to`.
+    fn copy(
+        &self,
+        src: &Self::Mem,
+        from: usize,
+        dst: &mut Self::Mem,
+        to: usize,
+        len: usize,
+    ) -> Result<(), BackendError>;
+
+    /// Takes back memory no value uses any more (kept for reuse).
+    fn release(&self, mem: Self::Mem) {
+        drop(mem);
+    }
+}
+
+/// A value while a tape runs on a device: a number on the host (constants,
+/// scalar inputs, loop indices, and what is computed from numbers alone),
+/// or an array in device memory, shared between values that alias it
+/// (`reshape`, `stop-gradient`).
+pub enum Datum<M> {
+    /// A 0-dimensional value on the host.
+    Host(f64),
+    /// Device memory holding `shape`'s elements, row-major.
+    Device {
+        /// The memory.
+        mem: Rc<M>,
+        /// The shape.
+        shape: Shape,
+    },
+}
+
+impl<M> Clone for Datum<M> {
+    fn clone(&self) -> Self {
+        match self {
+            Datum::Host(x) => Datum::Host(*x),
+            Datum::Device { mem, shape } => Datum::Device {
+                mem: Rc::clone(mem),
+                shape: shape.clone(),
+            },
+        }
+    }
+}
+
+impl<M> Datum<M> {
+    /// The value's shape.
+    pub fn shape(&self) -> &[usize] {
+        match self {
+            Datum::Host(_) => &[],
+            Datum::Device { shape, .. } => shape,
+        }
+    }
+
+    /// Its number of elements.
+    pub fn len(&self) -> usize {
+        self.shape().iter().product()
+    }
+
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Memory of `len` numbers of `shape`.
+    pub fn device(mem: M, shape: &[usize]) -> Datum<M> {
+        Datum::Device {
+            mem: Rc::new(mem),
+            shape: Shape::from(shape),
+        }
+    }
+}
+
+/// Gives a dead value's memory back to the machine when no other value
+/// shares it.
+pub fn release<M: Machine>(machine: &M, value: Datum<M::Mem>) {
+    if let Datum::Device { mem, .. } = value
+        && let Ok(mem) = Rc::try_unwrap(mem)
+    {
+        machine.release(mem);
+    }
+}
+
+/// A value's elements on the host, row-major.
+pub fn to_host<M: Machine>(machine: &M, value: &Datum<M::Mem>) -> Result<Vec<f64>, BackendError> {
+    match value {
+        Datum::Host(x) => Ok(vec![*x]),
+        Datum::Device { mem, shape } => machine.download(mem, shape.iter().product()),
+    }
+}
+
+/// Host elements of `shape` as a value (a number stays on the host).
+pub fn from_host<M: Machine>(
+    machine: &M,
+    data: &[f64],
+    shape: &[usize],
+) -> Result<Datum<M::Mem>, BackendError> {
+    if shape.is_empty() {
+        return Ok(Datum::Host(data.first().copied().unwrap_or(f64::NAN)));
+    }
+    Ok(Datum::device(machine.upload(data)?, shape))
+}

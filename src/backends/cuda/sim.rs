@@ -1,0 +1,202 @@
+//! A simulated device for tests on machines without a GPU: memory is host
+//! vectors, every kernel launch runs the generated CUDA C on host threads
+//! (`host_sim`), and matrix products follow cuBLAS's column-major
+//! definition. The executor, the loop driver and the kernels run exactly
+//! as they would on a GPU, apart from timing and the memory model.
+//!
+//! Fresh memory is filled with NaN, so a kernel that leaves part of its
+//! output unwritten shows; a kernel that writes an operand fails.
+
+use super::execute;
+use super::host_sim::{SimArg, Simulator};
+use super::launch::{GemmCall, Launch};
+use super::machine::{Arg, Machine};
+use super::runner::run_on;
+use crate::backends::cpu::Buf;
+use crate::backends::{BackendError, Executor};
+use crate::tape::Tape;
+use std::cell::{Cell, RefCell};
+
+/// The simulated device, with counts of what crossed to and from it.
+pub struct SimMachine {
+    simulator: RefCell<Simulator>,
+    /// Arrays copied to the device.
+    pub uploads: Cell<usize>,
+    /// Arrays copied back.
+    pub downloads: Cell<usize>,
+    /// Kernels launched.
+    pub launches: Cell<usize>,
+    /// Matrix products.
+    pub gemms: Cell<usize>,
+}
+
+impl SimMachine {
+    /// A simulated device, or `None` without a host C++ compiler.
+    pub fn new() -> Option<SimMachine> {
+        Some(SimMachine {
+            simulator: RefCell::new(Simulator::new()?),
+            uploads: Cell::new(0),
+            downloads: Cell::new(0),
+            launches: Cell::new(0),
+            gemms: Cell::new(0),
+        })
+    }
+
+    /// Runs a tape with device values (for tests of the executor itself).
+    #[allow(dead_code)]
+    pub fn execute(
+        &self,
+        tape: &Tape,
+        inputs: &[super::machine::Datum<Vec<f64>>],
+    ) -> Result<Vec<super::machine::Datum<Vec<f64>>>, BackendError> {
+        execute::run(self, tape, inputs)
+    }
+}
+
+impl Executor for SimMachine {
+    fn name(&self) -> &'static str {
+        "simulated cuda"
+    }
+
+    fn run(&self, tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
+        run_on(self, tape, inputs)
+    }
+}
+
+/// `c = op(a) op(b)` by cuBLAS's column-major definition, checking the
+/// leading dimensions as cuBLAS does.
+pub fn column_major_gemm(call: &GemmCall, a: &[f64], b: &[f64]) -> Result<Vec<f64>, String> {
+    let (m, n, k) = (call.m, call.n, call.k);
+    let rows_a = if call.transa { k } else { m };
+    let rows_b = if call.transb { n } else { k };
+    if call.lda < rows_a.max(1) || call.ldb < rows_b.max(1) || call.ldc < m.max(1) {
+        return Err(format!("invalid leading dimensions in {call:?}"));
+    }
+    let mut c = vec![0.0; call.stride_c.max(m * n) * call.batch.max(1)];
+    for batch in 0..call.batch {
+        let (oa, ob, oc) = (
+            batch * call.stride_a,
+            batch * call.stride_b,
+            batch * call.stride_c,
+        );
+        for i in 0..m {
+            for j in 0..n {
+                let mut total = 0.0;
+                for l in 0..k {
+                    let x = if call.transa {
+                        a[oa + l + i * call.lda]
+                    } else {
+                        a[oa + i + l * call.lda]
+                    };
+                    let y = if call.transb {
+                        b[ob + j + l * call.ldb]
+                    } else {
+                        b[ob + l + j * call.ldb]
+                    };
+                    total += x * y;
+                }
+                c[oc + i + j * call.ldc] = total;
+            }
+        }
+    }
+    Ok(c)
+}
+
+impl Machine for SimMachine {
+    type Mem = Vec<f64>;
+
+    fn alloc(&self, len: usize) -> Result<Vec<f64>, BackendError> {
+        Ok(vec![f64::NAN; len])
+    }
+
+    fn zeros(&self, len: usize) -> Result<Vec<f64>, BackendError> {
+        Ok(vec![0.0; len])
+    }
+
+    fn upload(&self, data: &[f64]) -> Result<Vec<f64>, BackendError> {
+        self.uploads.set(self.uploads.get() + 1);
+        Ok(data.to_vec())
+    }
+
+    fn download(&self, mem: &Vec<f64>, len: usize) -> Result<Vec<f64>, BackendError> {
+        self.downloads.set(self.downloads.get() + 1);
+        mem.get(..len)
+            .map(<[f64]>::to_vec)
+            .ok_or_else(|| BackendError(format!("download of {len} from {}", mem.len())))
+    }
+
+    fn launch(
+        &self,
+        launch: &Launch,
+        args: &[Arg<'_, Vec<f64>>],
+        out: &mut Vec<f64>,
+    ) -> Result<(), BackendError> {
+        self.launches.set(self.launches.get() + 1);
+        let mut buffers: Vec<Vec<f64>> = Vec::new();
+        let mut params = Vec::with_capacity(args.len() + 1);
+        for arg in args {
+            params.push(match arg {
+                Arg::Int(x) => SimArg::Int(*x),
+                Arg::Double(x) => SimArg::Double(*x),
+                Arg::Mem(mem) => {
+                    buffers.push((*mem).clone());
+                    SimArg::Buffer(buffers.len() - 1)
+                }
+            });
+        }
+        let operands = buffers.clone();
+        buffers.push(std::mem::take(out));
+        params.push(SimArg::Buffer(buffers.len() - 1));
+        self.simulator
+            .borrow_mut()
+            .launch(
+                &launch.source,
+                launch.name,
+                launch.grid,
+                launch.block,
+                &params,
+                &mut buffers,
+            )
+            .map_err(|e| BackendError(format!("simulated launch of {}: {e}", launch.name)))?;
+        *out = buffers.pop().expect("the output was pushed last");
+        for (k, (before, after)) in operands.iter().zip(&buffers).enumerate() {
+            let same = before
+                .iter()
+                .zip(after)
+                .all(|(x, y)| x.to_bits() == y.to_bits());
+            if !same {
+                return Err(BackendError(format!(
+                    "kernel {} wrote its operand {k}",
+                    launch.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn gemm(
+        &self,
+        call: &GemmCall,
+        a: &Vec<f64>,
+        b: &Vec<f64>,
+        c: &mut Vec<f64>,
+    ) -> Result<(), BackendError> {
+        self.gemms.set(self.gemms.get() + 1);
+        let product = column_major_gemm(call, a, b).map_err(BackendError)?;
+        let len = c.len().min(product.len());
+        c[..len].copy_from_slice(&product[..len]);
+        Ok(())
+    }
+
+    fn copy(
+        &self,
+        src: &Vec<f64>,
+        from: usize,
+        dst: &mut Vec<f64>,
+        to: usize,
+        len: usize,
+    ) -> Result<(), BackendError> {
+        dst[to..to + len].copy_from_slice(&src[from..from + len]);
+        Ok(())
+    }
+}

@@ -1,0 +1,89 @@
+//! The CUDA executor on the simulated device (`backends::cuda::sim`): every case of the
+//! CUDA integration suite (`tests/common/device_cases.rs`) agrees with the
+//! CPU backend, and host-device transfers happen only at tape boundaries,
+//! loops included. Skipped with a message without a host C++ compiler.
+
+use crate::backends::cuda::sim::SimMachine;
+use crate::backends::{Executor, override_executor};
+use crate::{Engine, Value};
+use std::rc::Rc;
+
+include!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/common/device_cases.rs"
+));
+
+fn simulated() -> Option<Rc<SimMachine>> {
+    let machine = SimMachine::new().map(Rc::new);
+    if machine.is_none() {
+        eprintln!("skipped: no host C++ compiler to simulate the device with");
+    }
+    machine
+}
+
+#[test]
+fn every_device_case_agrees_with_the_cpu_on_the_simulated_device() {
+    let Some(machine) = simulated() else { return };
+    let compared = compare_all(machine.clone(), 1e-9);
+    eprintln!(
+        "{compared} numbers agree over {} cases: {} launches, {} matrix products",
+        DEVICE_CASES.len(),
+        machine.launches.get(),
+        machine.gemms.get()
+    );
+    assert!(machine.launches.get() > 0 && machine.gemms.get() > 0);
+}
+
+/// Runs `program` (which must leave a gradient call for `g` to make) on
+/// the simulated device; the uploads and downloads it took.
+fn transfers(machine: &Rc<SimMachine>, setup: &str, call: &str) -> (usize, usize, Vec<f64>) {
+    let mut engine = Engine::new();
+    engine.eval(setup).unwrap();
+    override_executor(None);
+    let mut want = Vec::new();
+    numbers_of(&engine.eval(call).unwrap(), &mut want);
+    override_executor(Some(machine.clone()));
+    let (up, down) = (machine.uploads.get(), machine.downloads.get());
+    let value = engine.eval(call);
+    override_executor(None);
+    let mut got = Vec::new();
+    numbers_of(&value.unwrap(), &mut got);
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-9 * w.abs().max(1.0), "{g} vs {w}");
+    }
+    (
+        machine.uploads.get() - up,
+        machine.downloads.get() - down,
+        got,
+    )
+}
+
+#[test]
+fn transfers_happen_only_at_tape_boundaries() {
+    let Some(machine) = simulated() else { return };
+    // W1-like: one array in, the value and the gradient out.
+    let (up, down, _) = transfers(
+        &machine,
+        "(define x (linspace -1 1 3000))
+         (define (f x) (let ((a (slice x 0 -1)) (b (slice x 1)))
+                         (sum (+ (* 100 (pow (- b (* a a)) 2)) (pow (- 1 a) 2)))))
+         (define vg (value-and-grad f))",
+        "(vg x)",
+    );
+    assert_eq!((up, down), (1, 2), "x up; the value and the gradient down");
+    // A checkpointed loop: 60 steps forward, the reverse from snapshots,
+    // with the state on the device throughout.
+    let (up, down, _) = transfers(
+        &machine,
+        "(define u0 (sin (linspace 0 3 100)))
+         (define (loss u0 a) (sum (* 1 (scan (lambda (u i) (+ u (* a (- (roll u 1) u)))) u0 60
+                                             :checkpoint 'revolve :snapshots 3))))
+         (define g (grad loss :wrt '(0 1)))",
+        "(g u0 0.3)",
+    );
+    assert_eq!(
+        up, 1,
+        "only u0 goes to the device (a and the step index are numbers)"
+    );
+    assert_eq!(down, 2, "the two gradients come back");
+}

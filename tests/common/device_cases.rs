@@ -1,0 +1,203 @@
+// Programs whose numbers must agree between the CPU backend and a device
+// backend: every tensor operation (forward and reverse), matrix products
+// of every rank, loops with checkpoints, and workloads W1, W2 and W4 at
+// reduced sizes. Included (`include!`) by the CUDA integration suite
+// (`tests/cuda_backend.rs`, on a real GPU) and by the simulated-device
+// tests inside the library, which bring `Engine`, `Value`, `Executor`
+// and `override_executor` into scope first.
+//
+// Each program runs in a fresh engine after `(seed! 7)`; its value (a
+// number, tensor or list of them) is compared element by element.
+
+/// Name, program.
+pub const DEVICE_CASES: &[(&str, &str)] = &[
+    (
+        "unary functions",
+        "(define x (* 0.9 (randn '(7 33))))
+         (define (f x) (sum (+ (exp x) (sin x) (cos x) (tanh x) (sigmoid x) (softplus x) (relu x)
+                               (abs x) (sqrt (+ 2 x)) (log (+ 3 x)) (log1p (abs x)) (expm1 x)
+                               (atan x) (sinh x) (cosh x) (tan (* 0.3 x)) (asin (* 0.5 (tanh x)))
+                               (acos (* 0.5 (tanh x))) (log2 (+ 2 x)) (log10 (+ 2 x)) (neg x)
+                               (* x (sign x)) (heaviside x) (floor x) (round x) (ceil x))))
+         (value-and-grad f) ((value-and-grad f) x)",
+    ),
+    (
+        "binary functions with broadcasting",
+        "(define x (randn '(5 8))) (define row (randn '(8))) (define col (randn '(5 1)))
+         (define (f x r c) (sum (+ (* x r) (/ c (+ 2 (* x x))) (pow (+ 2 (abs x)) r)
+                                   (max x c) (min x r) (atan2 x c) (xlogy (abs r) (+ 1 (abs x)))
+                                   (where (> x r) (* 2 x) (- c x)) (clamp x -0.5 0.5))))
+         ((grad f :wrt '(0 1 2)) x row col)",
+    ),
+    (
+        "comparisons and selection",
+        "(define x (randn '(6 6)))
+         (define (f x) (sum (* x (+ (> x 0) (>= x 0.1) (< x -0.2) (<= x 0.3) (= x x) (/= x 0)))))
+         ((value-and-grad f) x)",
+    ),
+    (
+        "reductions over axes",
+        "(define x (randn '(4 5 6)))
+         (define (f x) (+ (sum (sum x :axis 1)) (sum (max x :axis 2)) (sum (min x :axis '(0 2)))
+                          (sum (prod (+ 1.5 (* 0.1 x)) :axis 0)) (sum (mean x :axis 1 :keepdims #t))
+                          (max x) (min x) (prod (+ 1 (* 0.01 x))) (mean x)))
+         ((value-and-grad f) x)",
+    ),
+    (
+        "logsumexp, softmax and log-softmax",
+        "(define x (* 3 (randn '(9 7))))
+         (define (f x) (+ (logsumexp x) (sum (logsumexp x :axis 1)) (sum (* x (softmax x :axis 0)))
+                          (sum (log-softmax x :axis 1))))
+         ((value-and-grad f) x)",
+    ),
+    (
+        "arg-extremes",
+        "(define x (randn '(6 9)))
+         (define (f x) (+ (sum (* x (argmax x :axis 1 :keepdims #t))) (sum (* x (argmin x :axis 0)))
+                          (* (argmax x) (sum x))))
+         ((value-and-grad f) x)",
+    ),
+    (
+        "moving elements",
+        "(define x (randn '(6 4)))
+         (define (f x) (+ (sum (* (transpose x) (randn '(4 6))))
+                          (sum (* (reshape x '(3 8)) (linspace 0 1 8)))
+                          (sum (* (slice x 1 5) (slice x 0 4)))
+                          (sum (* (slice x 1 3 :axis 1) (slice x 0 2 :axis 1)))
+                          (sum (* (roll x 2 :axis 0) x)) (sum (* (roll x 1) x))
+                          (sum (* (concat (list x x) :axis 1) (randn '(6 8))))
+                          (sum (* (stack (list x (* 2 x))) (randn '(2 6 4))))
+                          (sum (* (broadcast-to (sum x :axis 0) '(3 4)) (randn '(3 4))))
+                          (sum (* (transpose (reshape x '(2 3 4)) '(1 2 0)) (randn '(3 4 2))))))
+         ((value-and-grad f) x)",
+    ),
+    (
+        "matrix products of every rank",
+        "(define a (randn '(5 7))) (define b (randn '(7 3))) (define v (randn '(7))) (define u (randn '(5)))
+         (define s (randn '(2 5 7))) (define t (randn '(2 7 3)))
+         (define (f a b v u s t) (+ (sum (* (matmul a b) (randn '(5 3))))
+                                    (sum (* (matmul a v) u)) (sum (* (matmul u a) v)) (matmul v v)
+                                    (sum (matmul (transpose a) (randn '(5 4))))
+                                    (sum (matmul (randn '(4 5)) a))
+                                    (sum (* (matmul s t) (randn '(2 5 3)))) (sum (matmul s b))))
+         ((grad f :wrt '(0 1 2 3 4 5)) a b v u s t)",
+    ),
+    (
+        "a loop, checkpointed (revolve), with captured values",
+        "(define u0 (sin (linspace 0 3 40))) (define k (randn '(40)))
+         (define (loss u0 a)
+           (sum (* (scan (lambda (u i) (+ u (* a (- (+ (roll u 1) (roll u -1)) (* 2 u))) (* 0.001 k i)))
+                         u0 30 :checkpoint 'revolve :snapshots 4)
+                   k)))
+         ((grad loss :wrt '(0 1)) u0 0.2)",
+    ),
+    (
+        "a loop with a list state (packed values)",
+        "(define (loss x v)
+           (let ((s (scan (lambda (s i) (list (+ (first s) (* 0.1 (second s))) (- (second s) (* 0.1 (sin (first s))))))
+                          (list x v) 20 :checkpoint 'store-all)))
+             (+ (sum (* (first s) (first s))) (sum (second s)))))
+         ((grad loss :wrt '(0 1)) (randn '(8)) (randn '(8)))",
+    ),
+    (
+        "a loop over numbers (run on the host)",
+        "(define (loss a) (scan (lambda (x i) (+ x (* a (sin x)))) 0.5 25))
+         (list (loss 0.3) ((grad loss) 0.3))",
+    ),
+    (
+        "declared derivatives (defderiv)",
+        "(defderiv softclip (x) (tanh x) ((- 1 (pow (tanh x) 2))))
+         (define (f x) (sum (* x (softclip (* 2 x)))))
+         (list ((value-and-grad f) (randn '(5 4))) (hvp f (list (randn '(3))) (randn '(3))))",
+    ),
+    (
+        "forward mode and second order",
+        "(define (f x) (sum (* (tanh x) (exp (* 0.5 x)))))
+         (define x (randn '(6)))
+         (list (jvp f (list x) (list (randn '(6)))) ((hessian f) x) (vjp (lambda (x) (* x x)) (list x) (randn '(6))))",
+    ),
+    (
+        "W1: Rosenbrock gradient (n = 10^4)",
+        "(define x (linspace -1.0 1.0 10000))
+         (define (rosenbrock x)
+           (let ((a (slice x 0 -1)) (b (slice x 1)))
+             (sum (+ (* 100.0 (pow (- b (* a a)) 2)) (pow (- 1.0 a) 2)))))
+         (list ((value-and-grad rosenbrock) x) ((jit rosenbrock) x))",
+    ),
+    (
+        "W2: MLP training step (batch 32, 64-48-48-10, tanh, softmax cross-entropy)",
+        "(define (layer fan-in fan-out) (list (/ (randn (list fan-in fan-out)) (sqrt fan-in)) (zeros fan-out)))
+         (define params (append (layer 64 48) (layer 48 48) (layer 48 10)))
+         (define x (randn '(32 64)))
+         (define y (= (floor (* 10.0 (rand '(32 1)))) (arange 10)))
+         (define (loss params x y)
+           (let* ((h1 (tanh (+ (matmul x (nth params 0)) (nth params 1))))
+                  (h2 (tanh (+ (matmul h1 (nth params 2)) (nth params 3))))
+                  (logits (+ (matmul h2 (nth params 4)) (nth params 5))))
+             (neg (mean (sum (* y (log-softmax logits :axis 1)) :axis 1)))))
+         (define vg ((value-and-grad loss) params x y))
+         (list (first vg) (map (lambda (p g) (- p (* 0.01 g))) params (second vg)))",
+    ),
+    (
+        "W4: heat equation (N = 200, T = 200, revolve with 10 snapshots)",
+        "(define u0 (sin (* 3.0 (linspace 0.0 1.0 200))))
+         (define (loss u0 a)
+           (let ((u (scan (lambda (u i) (+ u (* a (- (+ (roll u 1) (roll u -1)) (* 2.0 u)))))
+                          u0 200 :checkpoint 'revolve :snapshots 10)))
+             (sum (* u u))))
+         ((grad loss :wrt '(0 1)) u0 0.25)",
+    ),
+];
+
+/// The numbers of a result, in order (lists flattened).
+pub fn numbers_of(value: &Value, into: &mut Vec<f64>) {
+    match value {
+        Value::Int(n) => into.push(*n as f64),
+        Value::Float(x) => into.push(*x),
+        Value::Bool(b) => into.push(f64::from(u8::from(*b))),
+        Value::Tensor(t) => into.extend(t.iter().copied()),
+        Value::Pair(_) => {
+            let mut rest = value.clone();
+            while let Value::Pair(pair) = rest {
+                numbers_of(&pair.car, into);
+                rest = pair.cdr.clone();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Runs `program` after `(seed! 7)` in a fresh engine; its numbers.
+pub fn numbers(program: &str) -> Vec<f64> {
+    let mut engine = Engine::new();
+    engine.eval("(seed! 7)").expect("seed! runs");
+    let value = engine
+        .eval(program)
+        .unwrap_or_else(|e| panic!("{program}\nfails: {e}"));
+    let mut out = Vec::new();
+    numbers_of(&value, &mut out);
+    out
+}
+
+/// Runs every case on the CPU and with `runner`, and checks they agree to
+/// `tolerance` relative to the largest magnitude of each result (summing
+/// orders differ between devices). Gives how many numbers were compared.
+pub fn compare_all(runner: std::rc::Rc<dyn Executor>, tolerance: f64) -> usize {
+    let mut compared = 0;
+    for (name, program) in DEVICE_CASES {
+        override_executor(None);
+        let want = numbers(program);
+        override_executor(Some(runner.clone()));
+        let got = numbers(program);
+        override_executor(None);
+        assert_eq!(got.len(), want.len(), "{name}: result sizes differ");
+        assert!(!want.is_empty(), "{name}: no numbers to compare");
+        let scale = want.iter().fold(1e-300f64, |m, x| m.max(x.abs()));
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            let agree = (g.is_nan() && w.is_nan()) || (g - w).abs() <= tolerance * scale;
+            assert!(agree, "{name}: number {k}: device {g}, cpu {w} (scale {scale})");
+        }
+        compared += want.len();
+    }
+    compared
+}
