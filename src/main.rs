@@ -93,10 +93,13 @@ fn main() -> ExitCode {
         Some(choice) => (choice.name().to_string(), "--backend"),
         None => match std::env::var("EPSILON_BACKEND") {
             Ok(name) if !name.is_empty() => (name.to_lowercase(), "EPSILON_BACKEND"),
-            _ => ("auto".to_string(), "--backend"),
+            // The default: auto, decided when the first tape runs.
+            _ => (String::new(), "--backend"),
         },
     };
-    if let Err(message) = epsilon::backends::select(&backend) {
+    if !backend.is_empty()
+        && let Err(message) = epsilon::backends::select(&backend)
+    {
         eprintln!("error: {source} {backend}: {message}");
         // An unknown name is bad usage; a known backend that is missing here
         // is a failure.

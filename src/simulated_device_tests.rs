@@ -26,10 +26,11 @@ fn every_device_case_agrees_with_the_cpu_on_the_simulated_device() {
     let Some(machine) = simulated() else { return };
     let compared = compare_all(machine.clone(), 1e-9);
     eprintln!(
-        "{compared} numbers agree over {} cases: {} launches, {} matrix products",
+        "{compared} numbers agree over {} cases: {} launches, {} matrix products; {} distinct kernels compiled by NVRTC",
         DEVICE_CASES.len(),
         machine.launches.get(),
-        machine.gemms.get()
+        machine.gemms.get(),
+        machine.nvrtc_compiled()
     );
     assert!(machine.launches.get() > 0 && machine.gemms.get() > 0);
 }

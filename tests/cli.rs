@@ -66,6 +66,19 @@ fn bad_usage_exits_2_with_a_message() {
 
 #[test]
 fn backend_cuda_fails_at_start_up_with_status_1_and_a_message() {
+    if let Ok(cuda) = epsilon::backends::cuda::Cuda::open() {
+        // A machine with a usable GPU: the CUDA backend runs the program.
+        eprintln!("a GPU is present ({}): cuda must work", cuda.info().name);
+        let out = epsilon(&[
+            "--backend",
+            "cuda",
+            "eval",
+            "((grad (lambda (x) (sum (* x x)))) [1 2])",
+        ]);
+        out.assert_code(0);
+        assert_eq!(out.stdout, "[2.0 4.0]\n");
+        return;
+    }
     for args in [
         &["--backend", "cuda", "eval", "(+ 1 2)"][..],
         &["--backend", "cuda", "run", "does-not-matter.lisp"][..],
@@ -115,6 +128,33 @@ fn backend_cpu_and_auto_work() {
         out.assert_code(0);
         assert_eq!(out.stdout, "3\n", "--backend {backend}");
     }
+    // Gradients run under every backend this machine has.
+    for backend in ["cpu", "auto"] {
+        let out = epsilon(&[
+            "--backend",
+            backend,
+            "eval",
+            "((grad (lambda (x) (sum (* x (tanh x))))) [0.5 -1.0])",
+        ]);
+        out.assert_code(0);
+        assert!(
+            out.stdout.starts_with("[0.8"),
+            "--backend {backend}: {}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn set_backend_cuda_without_a_device_is_an_error_at_its_call() {
+    if epsilon::backends::cuda::Cuda::open().is_ok() {
+        eprintln!("skipped: this machine has a usable GPU");
+        return;
+    }
+    let out = epsilon(&["eval", "(println 1)\n(set-backend! 'cuda)"]);
+    out.assert_code(1).assert_no_panic();
+    assert!(out.stderr.contains("<eval>:2:1"), "{}", out.stderr);
+    assert!(out.stderr.contains("libcuda"), "{}", out.stderr);
 }
 
 // --- eval ---------------------------------------------------------------------

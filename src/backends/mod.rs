@@ -16,15 +16,23 @@ use ndarray::ArrayD;
 use std::cell::RefCell;
 use std::fmt;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
-/// Whether tapes run on CUDA (for the whole process; each thread opens
-/// its own device handle when it first runs a tape there).
-static ON_CUDA: AtomicBool = AtomicBool::new(false);
+/// Tapes run on the CPU.
+const CPU: u8 = 0;
+/// Tapes run on CUDA.
+const CUDA_ONLY: u8 = 1;
+/// Tapes run on CUDA where a device opens at the first run, else on the
+/// CPU (the default: nothing is probed until a tape runs).
+const AUTO: u8 = 2;
+
+/// Where tapes run, for the whole process (each thread opens its own
+/// device handle when it first runs a tape there).
+static MODE: AtomicU8 = AtomicU8::new(AUTO);
 
 thread_local! {
-    /// This thread's CUDA device, opened at first use.
-    static CUDA: RefCell<Option<Rc<cuda::Cuda>>> = const { RefCell::new(None) };
+    /// This thread's CUDA device, or why it cannot be opened, once tried.
+    static CUDA: RefCell<Option<Result<Rc<cuda::Cuda>, String>>> = const { RefCell::new(None) };
     /// A runner that replaces the chosen backend on this thread (tests run
     /// tapes on a simulated device with it).
     static OVERRIDE: RefCell<Option<Rc<dyn Executor>>> = RefCell::new(None);
@@ -39,18 +47,17 @@ pub trait Executor {
     fn run(&self, tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError>;
 }
 
-/// This thread's CUDA device, opening it if needed.
+/// This thread's CUDA device, opening it the first time (a failure is
+/// remembered too: libraries do not appear while a process runs).
 fn cuda_device() -> Result<Rc<cuda::Cuda>, String> {
     CUDA.with(|slot| {
-        if let Some(device) = slot.borrow().as_ref() {
-            return Ok(Rc::clone(device));
-        }
-        let device = Rc::new(
-            cuda::Cuda::open()
-                .map_err(|reason| format!("the CUDA backend cannot be used: {reason}"))?,
-        );
-        *slot.borrow_mut() = Some(Rc::clone(&device));
-        Ok(device)
+        slot.borrow_mut()
+            .get_or_insert_with(|| {
+                cuda::Cuda::open()
+                    .map(Rc::new)
+                    .map_err(|reason| format!("the CUDA backend cannot be used: {reason}"))
+            })
+            .clone()
     })
 }
 
@@ -59,21 +66,25 @@ fn cuda_device() -> Result<Rc<cuda::Cuda>, String> {
 /// backend chosen, or why it cannot be used here. `auto` is CUDA where a
 /// device can be opened (driver, device, NVRTC and cuBLAS all present),
 /// else the CPU; `cuda` says what is missing.
+///
+/// Without any choice the backend is `auto`, decided lazily: nothing is
+/// probed until the first tape runs.
 pub fn select(name: &str) -> Result<&'static str, String> {
-    let on_cuda = match name {
-        "cpu" => false,
+    let mode = match name {
+        "cpu" => CPU,
         "cuda" => {
             cuda_device()?;
-            true
+            CUDA_ONLY
         }
-        "auto" => cuda_device().is_ok(),
+        "auto" if cuda_device().is_ok() => CUDA_ONLY,
+        "auto" => CPU,
         other => {
             return Err(format!(
                 "unknown backend {other}: the backends are cpu, cuda and auto"
             ));
         }
     };
-    ON_CUDA.store(on_cuda, Ordering::Relaxed);
+    MODE.store(mode, Ordering::Relaxed);
     Ok(active())
 }
 
@@ -82,10 +93,10 @@ pub fn active() -> &'static str {
     if let Some(name) = OVERRIDE.with(|o| o.borrow().as_ref().map(|r| r.name())) {
         return name;
     }
-    if ON_CUDA.load(Ordering::Relaxed) {
-        "cuda"
-    } else {
-        "cpu"
+    match MODE.load(Ordering::Relaxed) {
+        CUDA_ONLY => "cuda",
+        AUTO if cuda_device().is_ok() => "cuda",
+        _ => "cpu",
     }
 }
 
@@ -94,11 +105,14 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
     if let Some(runner) = OVERRIDE.with(|o| o.borrow().clone()) {
         return runner.run(tape, inputs);
     }
-    if ON_CUDA.load(Ordering::Relaxed) {
-        let device = cuda_device().map_err(BackendError)?;
-        return device.run(tape, inputs);
+    match MODE.load(Ordering::Relaxed) {
+        CUDA_ONLY => cuda_device().map_err(BackendError)?.run(tape, inputs),
+        AUTO => match cuda_device() {
+            Ok(device) => device.run(tape, inputs),
+            Err(_) => Cpu.execute(tape, inputs),
+        },
+        _ => Cpu.execute(tape, inputs),
     }
-    Cpu.execute(tape, inputs)
 }
 
 /// Makes this thread run tapes with `runner` (or, with `None`, on the

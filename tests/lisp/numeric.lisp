@@ -125,7 +125,10 @@
 ;; ---- set-backend! ----
 (set-backend! 'cpu)
 ;=> cpu
-(set-backend! 'auto)
+;; auto is cuda on a machine with a usable GPU, cpu elsewhere.
+(if (member (set-backend! 'auto) '(cpu cuda)) 'chosen 'neither)
+;=> chosen
+(set-backend! 'cpu)
 ;=> cpu
 (set-backend! 'tpu)
 ;!! unknown backend tpu

@@ -67,6 +67,10 @@ impl CudaDevice {
                 info.name
             )));
         }
+        // SAFETY: all work, cuBLAS's included, goes on this one stream, so
+        // its order alone keeps uses of memory apart; per-buffer events
+        // (two per allocation) would only add cost.
+        unsafe { context.disable_event_tracking() };
         let stream = context.default_stream();
         let blas = CudaBlas::new(stream.clone()).map_err(|e| failed(&e))?;
         // One architecture name per process: leaked once.

@@ -124,6 +124,18 @@ impl Backend for Cuda {
     }
 }
 
+/// Runs `tape` on any [`Machine`](machine::Machine) with host values in
+/// and out: the CUDA backend's executor, with the device left to the
+/// caller (benchmarks measure the executor's host-side cost with a machine
+/// that does nothing).
+pub fn run_on_machine<M: machine::Machine>(
+    machine: &M,
+    tape: &Tape,
+    inputs: &[Buf],
+) -> Result<Vec<Buf>, BackendError> {
+    runner::run_on(machine, tape, inputs)
+}
+
 /// Compiles generated `source` when NVRTC can be loaded, failing the test
 /// with NVRTC's log when it does not compile; says it skipped otherwise.
 #[cfg(test)]

@@ -19,13 +19,14 @@ pub fn run_on<M: Machine>(
     for input in inputs {
         values.push(match input {
             Buf::Scalar(x) => Datum::Host(*x),
-            Buf::Array(array) => {
-                let data: Vec<f64> = match array.as_slice() {
-                    Some(data) => data.to_vec(),
-                    None => array.iter().copied().collect(),
-                };
-                from_host(machine, &data, array.shape())?
-            }
+            Buf::Array(array) => match array.as_slice() {
+                // Straight from the array's memory when it is row-major.
+                Some(data) => from_host(machine, data, array.shape())?,
+                None => {
+                    let data: Vec<f64> = array.iter().copied().collect();
+                    from_host(machine, &data, array.shape())?
+                }
+            },
         });
     }
     let outputs = execute::run(machine, tape, &values);

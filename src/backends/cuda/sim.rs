@@ -4,6 +4,9 @@
 //! definition. The executor, the loop driver and the kernels run exactly
 //! as they would on a GPU, apart from timing and the memory model.
 //!
+//! Where the NVRTC library can be loaded, every distinct kernel is also
+//! compiled to PTX, as the GPU backend would compile it.
+//!
 //! Fresh memory is filled with NaN, so a kernel that leaves part of its
 //! output unwritten shows; a kernel that writes an operand fails.
 
@@ -11,6 +14,7 @@ use super::execute;
 use super::host_sim::{SimArg, Simulator};
 use super::launch::{GemmCall, Launch};
 use super::machine::{Arg, Machine};
+use super::probe::{compile, nvrtc_available};
 use super::runner::run_on;
 use crate::backends::cpu::Buf;
 use crate::backends::{BackendError, Executor};
@@ -28,6 +32,8 @@ pub struct SimMachine {
     pub launches: Cell<usize>,
     /// Matrix products.
     pub gemms: Cell<usize>,
+    /// Kernels already compiled by NVRTC (by source hash).
+    compiled: RefCell<std::collections::HashSet<u64>>,
 }
 
 impl SimMachine {
@@ -39,7 +45,13 @@ impl SimMachine {
             downloads: Cell::new(0),
             launches: Cell::new(0),
             gemms: Cell::new(0),
+            compiled: RefCell::default(),
         })
+    }
+
+    /// How many distinct kernels NVRTC compiled (0 without the library).
+    pub fn nvrtc_compiled(&self) -> usize {
+        self.compiled.borrow().len()
     }
 
     /// Runs a tape with device values (for tests of the executor itself).
@@ -132,6 +144,16 @@ impl Machine for SimMachine {
         out: &mut Vec<f64>,
     ) -> Result<(), BackendError> {
         self.launches.set(self.launches.get() + 1);
+        // What a GPU would compile: each distinct kernel through NVRTC,
+        // where the library is present.
+        if nvrtc_available() && self.compiled.borrow_mut().insert(launch.key) {
+            compile(&launch.source, "compute_70").map_err(|e| {
+                BackendError(format!(
+                    "{} does not compile: {e}\n{}",
+                    launch.name, launch.source
+                ))
+            })?;
+        }
         let mut buffers: Vec<Vec<f64>> = Vec::new();
         let mut params = Vec::with_capacity(args.len() + 1);
         for arg in args {
