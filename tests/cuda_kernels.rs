@@ -100,7 +100,16 @@ fn the_fused_groups_of_real_gradients_become_kernels() {
         let compiled = eps
             .compile_grad(source, shapes)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let started = std::time::Instant::now();
         let (groups, reductions) = kernels_of(compiled.tape(), what);
+        if nvrtc_available() {
+            // What a GPU run pays once, at the first call of this gradient.
+            eprintln!(
+                "{what}: {} kernels compiled by NVRTC in {:.0} ms",
+                groups + reductions,
+                started.elapsed().as_secs_f64() * 1e3
+            );
+        }
         assert!(groups > 0, "{what}: the tape has fused groups");
         if what.contains("softmax") {
             assert!(reductions > 0, "{what}: the tape has reductions");
