@@ -10,7 +10,9 @@
 
 use super::launch::{GemmCall, Launch};
 use super::machine::{Arg, Machine};
-use super::probe::{CudaUnavailable, Device, compile, nvrtc_available, probe};
+use super::probe::{
+    CudaUnavailable, Device, check_versions, compile, nvrtc_arch, nvrtc_available, probe,
+};
 use crate::backends::BackendError;
 use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
@@ -58,6 +60,7 @@ impl CudaDevice {
         if !unsafe { cudarc::cublas::sys::is_culib_present() } {
             return Err(CudaUnavailable::NoCublas);
         }
+        check_versions()?;
         let failed = |e: &dyn std::fmt::Display| CudaUnavailable::DriverFailed(e.to_string());
         let context = CudaContext::new(0).map_err(|e| failed(&e))?;
         let (major, minor) = context.compute_capability().map_err(|e| failed(&e))?;
@@ -73,8 +76,8 @@ impl CudaDevice {
         unsafe { context.disable_event_tracking() };
         let stream = context.default_stream();
         let blas = CudaBlas::new(stream.clone()).map_err(|e| failed(&e))?;
-        // One architecture name per process: leaked once.
-        let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
+        // One architecture name per device handle: leaked.
+        let arch: &'static str = Box::leak(nvrtc_arch(major, minor)?.into_boxed_str());
         Ok(CudaDevice {
             info,
             stream,

@@ -38,7 +38,10 @@ mod host_tests;
 #[cfg(test)]
 pub(crate) mod sim;
 
-pub use probe::{CudaUnavailable, Device, compile, nvrtc_available, probe};
+pub use probe::{
+    CudaUnavailable, Device, check_versions, compile, driver_version, nvrtc_arch, nvrtc_available,
+    nvrtc_version, probe,
+};
 
 use super::cpu::Buf;
 use super::{Backend, BackendError, Executor};

@@ -38,6 +38,16 @@ pub enum CudaUnavailable {
         "the cuBLAS library (libcublas) was not found: install the CUDA toolkit or the `nvidia-cublas-cu12` Python package and put its lib directory on LD_LIBRARY_PATH"
     )]
     NoCublas,
+    /// NVRTC is newer than the driver: its PTX would not load.
+    #[error(
+        "NVRTC {nvrtc} is newer than the CUDA {driver} the driver supports, so the kernels it compiles would not load: install an NVRTC of CUDA {driver} or older (for example `pip install nvidia-cuda-nvrtc-cu12=={driver}.*`), or update the NVIDIA driver"
+    )]
+    NvrtcTooNew {
+        /// NVRTC's CUDA version, as `major.minor`.
+        nvrtc: String,
+        /// The newest CUDA version the driver supports.
+        driver: String,
+    },
     /// NVRTC refused a kernel (its log).
     #[error("NVRTC could not compile a kernel: {0}")]
     CompileFailed(String),
@@ -70,6 +80,81 @@ pub fn probe() -> Result<Device, CudaUnavailable> {
 pub fn nvrtc_available() -> bool {
     // SAFETY: `is_culib_present` only tries to open the shared library.
     unsafe { cudarc::nvrtc::sys::is_culib_present() }
+}
+
+/// The CUDA version of the NVRTC library, as (major, minor).
+pub fn nvrtc_version() -> Result<(i32, i32), CudaUnavailable> {
+    if !nvrtc_available() {
+        return Err(CudaUnavailable::NoNvrtc);
+    }
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: the library is present; the call writes two integers.
+    unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }
+        .result()
+        .map_err(|e| CudaUnavailable::CompileFailed(format!("nvrtcVersion: {e:?}")))?;
+    Ok((major, minor))
+}
+
+/// The newest CUDA version the driver supports, as (major, minor).
+pub fn driver_version() -> Result<(i32, i32), CudaUnavailable> {
+    // SAFETY: `is_culib_present` only tries to open the shared library.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err(CudaUnavailable::NoDriverLibrary);
+    }
+    let mut version = 0;
+    // SAFETY: the library is present; the call writes one integer.
+    unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut version) }
+        .result()
+        .map_err(|e| CudaUnavailable::DriverFailed(e.to_string()))?;
+    Ok((version / 1000, (version % 1000) / 10))
+}
+
+/// Fails when NVRTC is newer than the driver (its PTX would not load).
+pub fn check_versions() -> Result<(), CudaUnavailable> {
+    let (nvrtc, driver) = (nvrtc_version()?, driver_version()?);
+    if nvrtc > driver {
+        return Err(CudaUnavailable::NvrtcTooNew {
+            nvrtc: format!("{}.{}", nvrtc.0, nvrtc.1),
+            driver: format!("{}.{}", driver.0, driver.1),
+        });
+    }
+    Ok(())
+}
+
+/// The architecture to compile for on a device of compute capability
+/// `major.minor`: the newest NVRTC supports that is not newer than the
+/// device (the driver compiles that PTX on for newer devices), such as
+/// `compute_86`.
+pub fn nvrtc_arch(major: i32, minor: i32) -> Result<String, CudaUnavailable> {
+    if !nvrtc_available() {
+        return Err(CudaUnavailable::NoNvrtc);
+    }
+    let failed = |e: cudarc::nvrtc::sys::nvrtcResult| {
+        CudaUnavailable::CompileFailed(format!("listing NVRTC's architectures: {e:?}"))
+    };
+    let mut count = 0;
+    // SAFETY: the library is present; the call writes one integer.
+    unsafe { cudarc::nvrtc::sys::nvrtcGetNumSupportedArchs(&mut count) }
+        .result()
+        .map_err(|e| failed(e.0))?;
+    let mut archs = vec![0; usize::try_from(count).unwrap_or(0)];
+    if !archs.is_empty() {
+        // SAFETY: `archs` has room for the `count` integers written.
+        unsafe { cudarc::nvrtc::sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) }
+            .result()
+            .map_err(|e| failed(e.0))?;
+    }
+    let device = major * 10 + minor;
+    archs
+        .into_iter()
+        .filter(|&a| a <= device)
+        .max()
+        .map(|a| format!("compute_{a}"))
+        .ok_or_else(|| {
+            CudaUnavailable::CompileFailed(format!(
+                "this NVRTC cannot compile for compute capability {major}.{minor}"
+            ))
+        })
 }
 
 /// Compiles CUDA C `source` to PTX for `arch` (such as `compute_70`), or

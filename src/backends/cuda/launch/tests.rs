@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::backends::cpu::{Buf, eval_op};
+use crate::backends::cuda::compile;
 use crate::backends::cuda::sim::column_major_gemm;
 use ndarray::{ArrayD, IxDyn};
 use std::rc::Rc;
@@ -168,4 +169,28 @@ fn every_planned_kernel_compiles_with_nvrtc() {
             compiles_if_nvrtc_is_present(&plan.source, "arg-extreme");
         }
     }
+}
+
+#[test]
+fn the_architecture_is_the_newest_nvrtc_has_up_to_the_device() {
+    use crate::backends::cuda::{CudaUnavailable, nvrtc_arch, nvrtc_available, nvrtc_version};
+    if !nvrtc_available() {
+        assert_eq!(nvrtc_arch(8, 6), Err(CudaUnavailable::NoNvrtc));
+        eprintln!("skipped: {}", CudaUnavailable::NoNvrtc);
+        return;
+    }
+    let (major, _) = nvrtc_version().unwrap();
+    assert!(major >= 11, "NVRTC {major}");
+    assert_eq!(nvrtc_arch(7, 0).unwrap(), "compute_70");
+    assert_eq!(nvrtc_arch(8, 6).unwrap(), "compute_86");
+    // A device newer than this NVRTC gets NVRTC's newest architecture,
+    // which the driver compiles on; one older than all of them, an error.
+    let newest = nvrtc_arch(99, 9).unwrap();
+    assert!(newest.starts_with("compute_"), "{newest}");
+    compile(
+        "extern \"C\" __global__ void k(double* x) { x[0] = 1.0; }",
+        Box::leak(newest.into_boxed_str()),
+    )
+    .unwrap();
+    assert!(nvrtc_arch(1, 0).is_err());
 }
