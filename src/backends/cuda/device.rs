@@ -34,7 +34,7 @@ pub struct CudaDevice {
     stream: Arc<CudaStream>,
     blas: CudaBlas,
     arch: &'static str,
-    kernels: RefCell<FxHashMap<u64, CudaFunction>>,
+    kernels: RefCell<FxHashMap<u64, (String, CudaFunction)>>,
     cache: RefCell<Cache>,
 }
 
@@ -90,7 +90,9 @@ impl CudaDevice {
 
     /// The compiled kernel of `launch`, compiling it at first use.
     fn function(&self, launch: &Launch) -> Result<CudaFunction, BackendError> {
-        if let Some(function) = self.kernels.borrow().get(&launch.key) {
+        if let Some((source, function)) = self.kernels.borrow().get(&launch.key)
+            && *source == launch.source
+        {
             return Ok(function.clone());
         }
         let ptx = compile(&launch.source, self.arch).map_err(|e| BackendError(e.to_string()))?;
@@ -100,9 +102,10 @@ impl CudaDevice {
             .load_module(Ptx::from_src(ptx))
             .map_err(driver_error)?;
         let function = module.load_function(launch.name).map_err(driver_error)?;
+        // A different source under the same hash (never seen) replaces it.
         self.kernels
             .borrow_mut()
-            .insert(launch.key, function.clone());
+            .insert(launch.key, (launch.source.clone(), function.clone()));
         Ok(function)
     }
 

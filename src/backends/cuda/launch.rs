@@ -6,7 +6,7 @@
 //! Kernels are keyed by a hash of their source: the same operation on the
 //! same shapes and layouts is compiled once per process.
 
-use super::kernels::{Access, KernelError, group_kernel};
+use super::kernels::{Access, KernelError, PRELUDE, group_kernel};
 use super::reduce::{self, arg_extreme_kernel, reduction_kernel};
 use super::structural::index_kernel;
 use crate::egraph::tensor::{ReduceOp, TOp};
@@ -41,7 +41,11 @@ pub struct Launch {
 impl Launch {
     fn new(name: &'static str, source: String, grid: usize, block: u32, zeroed: bool) -> Launch {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        source.hash(&mut hasher);
+        // Every kernel starts with the same prelude: hash what follows.
+        source
+            .strip_prefix(PRELUDE)
+            .unwrap_or(&source)
+            .hash(&mut hasher);
         Launch {
             name,
             key: hasher.finish(),
