@@ -97,9 +97,9 @@ fn main() -> ExitCode {
             _ => (String::new(), "--backend"),
         },
     };
-    if !backend.is_empty()
-        && let Err(message) = epsilon::backends::select(&backend)
-    {
+    if backend.is_empty() {
+        epsilon::backends::prefer_auto();
+    } else if let Err(message) = epsilon::backends::select(&backend) {
         eprintln!("error: {source} {backend}: {message}");
         // An unknown name is bad usage; a known backend that is missing here
         // is a failure.

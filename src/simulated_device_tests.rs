@@ -3,6 +3,7 @@
 //! CPU backend, and host-device transfers happen only at tape boundaries,
 //! loops included. Skipped with a message without a host C++ compiler.
 
+use crate::backends::cpu::Cpu;
 use crate::backends::cuda::sim::SimMachine;
 use crate::backends::{Executor, override_executor};
 use crate::{Engine, Value};

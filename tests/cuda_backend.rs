@@ -5,6 +5,7 @@
 //! device can be opened (no driver, no GPU, no NVRTC or cuBLAS) the suite
 //! prints why and passes without running; where one can, it runs.
 
+use epsilon::backends::cpu::Cpu;
 use epsilon::backends::cuda::Cuda;
 use epsilon::backends::{Executor, override_executor};
 use epsilon::{Engine, Value};
@@ -46,18 +47,24 @@ fn a_second_run_reuses_compiled_kernels() {
     let kernels = cuda.compiled_kernels();
     let second = numbers(program);
     override_executor(None);
-    assert_eq!(first, second, "the same tape gives the same numbers");
+    // Summing kernels add with atomics, in an order that may change
+    // between runs: equal to rounding.
+    for (a, b) in first.iter().zip(&second) {
+        assert!((a - b).abs() <= 1e-12 * a.abs().max(1.0), "{a} vs {b}");
+    }
     assert_eq!(cuda.compiled_kernels(), kernels, "no kernel compiled twice");
 }
 
 #[test]
-fn asking_for_cuda_without_a_device_is_an_error_not_a_panic() {
-    match epsilon::backends::select("cuda") {
-        Ok(name) => assert_eq!(name, "cuda"),
-        Err(message) => assert!(
-            message.contains("CUDA") || message.contains("NVRTC") || message.contains("cuBLAS"),
+fn opening_the_device_without_one_is_an_error_not_a_panic() {
+    // (The process-wide choice is left alone: tests run in parallel.)
+    if let Err(reason) = Cuda::open() {
+        let message = reason.to_string();
+        assert!(
+            ["CUDA", "NVRTC", "cuBLAS", "GPU", "compute capability"]
+                .iter()
+                .any(|word| message.contains(word)),
             "{message}"
-        ),
+        );
     }
-    assert_eq!(epsilon::backends::select("cpu"), Ok("cpu"));
 }

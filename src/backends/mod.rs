@@ -27,12 +27,13 @@ const CUDA_ONLY: u8 = 1;
 const AUTO: u8 = 2;
 
 /// Where tapes run, for the whole process (each thread opens its own
-/// device handle when it first runs a tape there).
-static MODE: AtomicU8 = AtomicU8::new(AUTO);
+/// device handle when it first runs a tape there). The library starts on
+/// the CPU; the `epsilon` binary starts in `auto` ([`prefer_auto`]).
+static MODE: AtomicU8 = AtomicU8::new(CPU);
 
 thread_local! {
     /// This thread's CUDA device, or why it cannot be opened, once tried.
-    static CUDA: RefCell<Option<Result<Rc<cuda::Cuda>, String>>> = const { RefCell::new(None) };
+    static CUDA: RefCell<Option<Result<Rc<cuda::Cuda>, Rc<str>>>> = const { RefCell::new(None) };
     /// A runner that replaces the chosen backend on this thread (tests run
     /// tapes on a simulated device with it).
     static OVERRIDE: RefCell<Option<Rc<dyn Executor>>> = RefCell::new(None);
@@ -47,18 +48,35 @@ pub trait Executor {
     fn run(&self, tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError>;
 }
 
+impl Executor for Cpu {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn run(&self, tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
+        self.execute(tape, inputs)
+    }
+}
+
 /// This thread's CUDA device, opening it the first time (a failure is
 /// remembered too: libraries do not appear while a process runs).
-fn cuda_device() -> Result<Rc<cuda::Cuda>, String> {
+fn cuda_device() -> Result<Rc<cuda::Cuda>, Rc<str>> {
     CUDA.with(|slot| {
         slot.borrow_mut()
             .get_or_insert_with(|| {
-                cuda::Cuda::open()
-                    .map(Rc::new)
-                    .map_err(|reason| format!("the CUDA backend cannot be used: {reason}"))
+                cuda::Cuda::open().map(Rc::new).map_err(|reason| {
+                    Rc::from(format!("the CUDA backend cannot be used: {reason}"))
+                })
             })
             .clone()
     })
+}
+
+/// Makes tapes run under `auto` decided lazily: on CUDA where a device
+/// opens when the first tape runs, else on the CPU. Nothing is probed
+/// now (the `epsilon` binary's default, so start-up stays fast).
+pub fn prefer_auto() {
+    MODE.store(AUTO, Ordering::Relaxed);
 }
 
 /// Chooses where tapes run from now on: `cpu`, `cuda` or `auto` (as
@@ -67,17 +85,18 @@ fn cuda_device() -> Result<Rc<cuda::Cuda>, String> {
 /// device can be opened (driver, device, NVRTC and cuBLAS all present),
 /// else the CPU; `cuda` says what is missing.
 ///
-/// Without any choice the backend is `auto`, decided lazily: nothing is
-/// probed until the first tape runs.
+/// Without any choice a library user's tapes run on the CPU; the
+/// `epsilon` binary calls [`prefer_auto`].
 pub fn select(name: &str) -> Result<&'static str, String> {
     let mode = match name {
         "cpu" => CPU,
         "cuda" => {
-            cuda_device()?;
+            cuda_device().map_err(|e| e.to_string())?;
             CUDA_ONLY
         }
-        "auto" if cuda_device().is_ok() => CUDA_ONLY,
-        "auto" => CPU,
+        // Decided now, so the answer can be given; a thread whose device
+        // does not open falls back to the CPU.
+        "auto" => AUTO,
         other => {
             return Err(format!(
                 "unknown backend {other}: the backends are cpu, cuda and auto"
@@ -106,7 +125,9 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
         return runner.run(tape, inputs);
     }
     match MODE.load(Ordering::Relaxed) {
-        CUDA_ONLY => cuda_device().map_err(BackendError)?.run(tape, inputs),
+        CUDA_ONLY => cuda_device()
+            .map_err(|e| BackendError(e.to_string()))?
+            .run(tape, inputs),
         AUTO => match cuda_device() {
             Ok(device) => device.run(tape, inputs),
             Err(_) => Cpu.execute(tape, inputs),

@@ -3,8 +3,8 @@
 // of every rank, loops with checkpoints, and workloads W1, W2 and W4 at
 // reduced sizes. Included (`include!`) by the CUDA integration suite
 // (`tests/cuda_backend.rs`, on a real GPU) and by the simulated-device
-// tests inside the library, which bring `Engine`, `Value`, `Executor`
-// and `override_executor` into scope first.
+// tests inside the library, which bring `Engine`, `Value`, `Executor`,
+// `Cpu` and `override_executor` into scope first.
 //
 // Each program runs in a fresh engine after `(seed! 7)`; its value (a
 // number, tensor or list of them) is compared element by element.
@@ -105,6 +105,22 @@ pub const DEVICE_CASES: &[(&str, &str)] = &[
          (list (loss 0.3) ((grad loss) 0.3))",
     ),
     (
+        "a loop over a list of numbers (run on the host, reverse included)",
+        "(define (loss a)
+           (let ((s (scan (lambda (s i) (list (+ (first s) (* a (second s))) (- (second s) (* a (first s)))))
+                          (list 1.0 0.0) 30)))
+             (+ (first s) (* 2 (second s)))))
+         (list (loss 0.1) ((grad loss) 0.1))",
+    ),
+    (
+        "many operands joined (more than one kernel's parameters)",
+        "(define (f x) (sum (* (stack (map (lambda (k) (* x (+ 1 (* 0.01 k)))) (range 150)))
+                               (randn '(150 3)))))
+         (define (g x) (sum (* (tensor (map (lambda (k) (* (sum x) k)) (range 90))) (linspace 0 1 90))))
+         (define (h x) (stack (map (lambda (k) (* x (+ 1 (* 0.01 k)))) (range 150))))
+         (list ((value-and-grad f) (randn '(3))) ((value-and-grad g) (randn '(3))) ((jit h) (randn '(3))))",
+    ),
+    (
         "declared derivatives (defderiv)",
         "(defderiv softclip (x) (tanh x) ((- 1 (pow (tanh x) 2))))
          (define (f x) (sum (* x (softclip (* 2 x)))))
@@ -179,13 +195,15 @@ pub fn numbers(program: &str) -> Vec<f64> {
     out
 }
 
-/// Runs every case on the CPU and with `runner`, and checks they agree to
+/// Runs every case on the CPU backend and with `runner`, and checks they agree to
 /// `tolerance` relative to the largest magnitude of each result (summing
 /// orders differ between devices). Gives how many numbers were compared.
 pub fn compare_all(runner: std::rc::Rc<dyn Executor>, tolerance: f64) -> usize {
     let mut compared = 0;
+    // The reference is the CPU backend itself, whatever the process chose.
+    let cpu: std::rc::Rc<dyn Executor> = std::rc::Rc::new(Cpu);
     for (name, program) in DEVICE_CASES {
-        override_executor(None);
+        override_executor(Some(cpu.clone()));
         let want = numbers(program);
         override_executor(Some(runner.clone()));
         let got = numbers(program);

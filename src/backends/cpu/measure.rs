@@ -46,19 +46,19 @@ fn update(change: impl FnOnce(&mut Measured)) {
 }
 
 /// `bytes` of values became alive.
-pub(super) fn alive(bytes: usize) {
+pub(crate) fn alive(bytes: usize) {
     let live = LIVE.get() + bytes;
     LIVE.set(live);
     update(|m| m.peak_bytes = m.peak_bytes.max(live));
 }
 
 /// `bytes` of values died.
-pub(super) fn dead(bytes: usize) {
+pub(crate) fn dead(bytes: usize) {
     LIVE.set(LIVE.get().saturating_sub(bytes));
 }
 
 /// A loop stored a snapshot (or trail) of `bytes`.
-pub(super) fn stored(bytes: usize) {
+pub(crate) fn stored(bytes: usize) {
     alive(bytes);
     let held = SNAPSHOTS.get() + bytes;
     SNAPSHOTS.set(held);
@@ -66,14 +66,14 @@ pub(super) fn stored(bytes: usize) {
 }
 
 /// A loop freed a snapshot of `bytes`.
-pub(super) fn released(bytes: usize) {
+pub(crate) fn released(bytes: usize) {
     dead(bytes);
     SNAPSHOTS.set(SNAPSHOTS.get().saturating_sub(bytes));
 }
 
 /// A loop computed `steps` steps again, each of `values` values and
 /// `flops` operations.
-pub(super) fn recomputed(steps: usize, values: usize, flops: u64) {
+pub(crate) fn recomputed(steps: usize, values: usize, flops: u64) {
     update(|m| {
         m.recomputed_values += (steps * values) as u64;
         m.recomputed_flops += steps as u64 * flops;

@@ -11,7 +11,8 @@
 use super::launch::{GemmCall, Launch};
 use super::machine::{Arg, Machine};
 use super::probe::{
-    CudaUnavailable, Device, check_versions, compile, nvrtc_arch, nvrtc_available, probe,
+    CudaUnavailable, Device, compile, compile_binary, needs_binaries, nvrtc_arch, nvrtc_available,
+    probe,
 };
 use crate::backends::BackendError;
 use cudarc::cublas::sys::cublasOperation_t;
@@ -22,6 +23,7 @@ use cudarc::driver::{
 use cudarc::nvrtc::Ptx;
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 /// The most memory the cache of released buffers keeps.
@@ -32,10 +34,29 @@ pub struct CudaDevice {
     /// What `probe` found.
     pub info: Device,
     stream: Arc<CudaStream>,
-    blas: CudaBlas,
-    arch: &'static str,
-    kernels: RefCell<FxHashMap<u64, (String, CudaFunction)>>,
+    /// Never dropped: cudarc's `CudaBlas::drop` unwraps `cublasDestroy`,
+    /// which would panic in a thread-local destructor after a device
+    /// error. The handle lives as long as the thread.
+    blas: ManuallyDrop<CudaBlas>,
+    target: Target,
+    /// Compiled kernels by source hash (with their source), and kernels
+    /// that failed to compile (with the message), so a failure is not
+    /// paid again on every run.
+    kernels: RefCell<Kernels>,
     cache: RefCell<Cache>,
+}
+
+/// Kernels by source hash: the source, and the loaded kernel or why it
+/// could not be compiled or loaded.
+type Kernels = FxHashMap<u64, (String, Result<CudaFunction, String>)>;
+
+/// What NVRTC compiles kernels to.
+#[derive(Clone, Copy, Debug)]
+enum Target {
+    /// PTX for `compute_XY`, finished by the driver.
+    Ptx(&'static str),
+    /// A cubin for `sm_XY` (NVRTC newer than the driver).
+    Binary(i32),
 }
 
 /// Released device memory by length.
@@ -60,32 +81,66 @@ impl CudaDevice {
         if !unsafe { cudarc::cublas::sys::is_culib_present() } {
             return Err(CudaUnavailable::NoCublas);
         }
-        check_versions()?;
+        let binaries = needs_binaries()?;
         let failed = |e: &dyn std::fmt::Display| CudaUnavailable::DriverFailed(e.to_string());
         let context = CudaContext::new(0).map_err(|e| failed(&e))?;
         let (major, minor) = context.compute_capability().map_err(|e| failed(&e))?;
         if major < 6 {
-            return Err(CudaUnavailable::DriverFailed(format!(
-                "{} has compute capability {major}.{minor}; Epsilon needs 6.0 or newer (double atomicAdd)",
-                info.name
-            )));
+            return Err(CudaUnavailable::OldDevice {
+                name: info.name,
+                major,
+                minor,
+            });
         }
         // SAFETY: all work, cuBLAS's included, goes on this one stream, so
         // its order alone keeps uses of memory apart; per-buffer events
         // (two per allocation) would only add cost.
         unsafe { context.disable_event_tracking() };
         let stream = context.default_stream();
-        let blas = CudaBlas::new(stream.clone()).map_err(|e| failed(&e))?;
-        // One architecture name per device handle: leaked.
-        let arch: &'static str = Box::leak(nvrtc_arch(major, minor)?.into_boxed_str());
-        Ok(CudaDevice {
+        let blas = ManuallyDrop::new(CudaBlas::new(stream.clone()).map_err(|e| failed(&e))?);
+        let arch = nvrtc_arch(major, minor)?;
+        let target = if binaries {
+            // The cubin must be for the device itself (sm_XY runs only on
+            // XY), which this NVRTC must know.
+            if arch != format!("compute_{major}{minor}") {
+                return Err(CudaUnavailable::CompileFailed(format!(
+                    "NVRTC is newer than the driver, so kernels must be compiled to machine code for the device, and this NVRTC cannot compile for compute capability {major}.{minor}"
+                )));
+            }
+            Target::Binary(major * 10 + minor)
+        } else {
+            // One architecture name per device handle: leaked.
+            Target::Ptx(Box::leak(arch.into_boxed_str()))
+        };
+        let device = CudaDevice {
             info,
             stream,
             blas,
-            arch,
+            target,
             kernels: RefCell::default(),
             cache: RefCell::default(),
-        })
+        };
+        device.test_kernel()?;
+        Ok(device)
+    }
+
+    /// Compiles, loads and runs one small kernel, so that a device that
+    /// cannot run Epsilon's kernels (an NVRTC the driver refuses, an
+    /// architecture it cannot load) is found when the backend is chosen,
+    /// where `auto` can still pick the CPU.
+    fn test_kernel(&self) -> Result<(), CudaUnavailable> {
+        let failed = |e: BackendError| CudaUnavailable::TestKernelFailed(e.0);
+        let plan = super::launch::fill(&[3]);
+        let mut out = self.alloc(3).map_err(failed)?;
+        self.launch(&plan, &[Arg::Int(3), Arg::Double(1.5)], &mut out)
+            .map_err(failed)?;
+        let values = self.download(&out, 3).map_err(failed)?;
+        if values != [1.5, 1.5, 1.5] {
+            return Err(CudaUnavailable::TestKernelFailed(format!(
+                "it wrote {values:?} instead of 1.5 three times"
+            )));
+        }
+        Ok(())
     }
 
     /// The compiled kernel of `launch`, compiling it at first use.
@@ -93,20 +148,34 @@ impl CudaDevice {
         if let Some((source, function)) = self.kernels.borrow().get(&launch.key)
             && *source == launch.source
         {
-            return Ok(function.clone());
+            return function.clone().map_err(BackendError);
         }
-        let ptx = compile(&launch.source, self.arch).map_err(|e| BackendError(e.to_string()))?;
-        let module = self
-            .stream
-            .context()
-            .load_module(Ptx::from_src(ptx))
-            .map_err(driver_error)?;
-        let function = module.load_function(launch.name).map_err(driver_error)?;
+        let function = self.load(launch);
         // A different source under the same hash (never seen) replaces it.
         self.kernels
             .borrow_mut()
             .insert(launch.key, (launch.source.clone(), function.clone()));
-        Ok(function)
+        function.map_err(BackendError)
+    }
+
+    /// Compiles and loads `launch`'s kernel.
+    fn load(&self, launch: &Launch) -> Result<CudaFunction, String> {
+        let image = match self.target {
+            Target::Ptx(arch) => {
+                Ptx::from_src(compile(&launch.source, arch).map_err(|e| e.to_string())?)
+            }
+            Target::Binary(sm) => {
+                Ptx::from_binary(compile_binary(&launch.source, sm).map_err(|e| e.to_string())?)
+            }
+        };
+        let module = self
+            .stream
+            .context()
+            .load_module(image)
+            .map_err(|e| driver_error(e).0)?;
+        module
+            .load_function(launch.name)
+            .map_err(|e| driver_error(e).0)
     }
 
     /// How many kernels have been compiled.

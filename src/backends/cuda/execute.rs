@@ -9,7 +9,7 @@ use super::launch::{self, Launch};
 use super::machine::{Arg, Datum, Machine, release};
 use super::scan;
 use crate::backends::BackendError;
-use crate::backends::cpu::apply_chunk;
+use crate::backends::cpu::{apply_chunk, measure};
 use crate::egraph::tensor::TOp;
 use crate::tape::scan::LoopTapes;
 use crate::tape::{FusedGroup, Kernel, Tape};
@@ -36,13 +36,17 @@ pub fn run<M: Machine>(
                 .collect::<Result<_, _>>()?;
             step(machine, &instruction.op, &args, &instruction.shape, inputs)?
         };
+        // Counted as the CPU backend counts (`tape-stats`).
+        measure::alive(bytes(&value));
         if let Some(old) = slots[instruction.out as usize].replace(value) {
+            measure::dead(bytes(&old));
             release(machine, old);
         }
         for &slot in &instruction.frees {
             if slot != instruction.out
                 && let Some(dead) = slots[slot as usize].take()
             {
+                measure::dead(bytes(&dead));
                 release(machine, dead);
             }
         }
@@ -57,9 +61,15 @@ pub fn run<M: Machine>(
         })
         .collect::<Result<Vec<_>, _>>()?;
     for value in slots.into_iter().flatten() {
+        measure::dead(bytes(&value));
         release(machine, value);
     }
     Ok(outputs)
+}
+
+/// The bytes a value holds (a host number counts as 8, as on the CPU).
+fn bytes<M>(value: &Datum<M>) -> usize {
+    value.len().max(1) * 8
 }
 
 /// One instruction.
@@ -107,6 +117,14 @@ fn operation<M: Machine>(
                     shape: shape.into(),
                 }),
                 operand => {
+                    if crate::backends::cuda::reduce::outputs(operand.shape(), &axes)
+                        > launch::MAX_GRID
+                    {
+                        return Err(BackendError(
+                            "a reduction with more than 2^31 - 1 results cannot run on CUDA"
+                                .to_string(),
+                        ));
+                    }
                     let plan = launch::reduction(*op, operand.shape(), &axes);
                     kernel(machine, &plan, &[operand], shape)
                 }
@@ -123,6 +141,29 @@ fn operation<M: Machine>(
         TOp::Scan(spec) | TOp::ScanVjp(spec) => {
             let tapes = LoopTapes::new(spec, matches!(op, TOp::ScanVjp(_)));
             scan::run_loop(machine, &tapes, args)
+        }
+        TOp::Concat(_) if args.len() > CONCAT_OPERANDS => {
+            // Kernel parameters are limited (4 KB): join in groups, then
+            // join the groups.
+            let axis = match op {
+                TOp::Concat(axis) => usize::from(*axis),
+                _ => unreachable!("matched a concat"),
+            };
+            let mut parts = Vec::new();
+            for chunk in args.chunks(CONCAT_OPERANDS) {
+                let mut part_shape = shape.to_vec();
+                part_shape[axis] = chunk
+                    .iter()
+                    .map(|a| a.shape().get(axis).copied().unwrap_or(1))
+                    .sum();
+                parts.push(operation(machine, op, chunk, &part_shape)?);
+            }
+            let refs: Vec<&Datum<M::Mem>> = parts.iter().collect();
+            let joined = operation(machine, op, &refs, shape);
+            for part in parts {
+                release(machine, part);
+            }
+            joined
         }
         other => {
             // Operations that move elements read device arrays.
@@ -143,6 +184,9 @@ fn operation<M: Machine>(
         }
     }
 }
+
+/// The most operands one concat kernel takes.
+const CONCAT_OPERANDS: usize = 64;
 
 /// Runs a kernel whose parameters are its operands' memory then the
 /// output (reductions, index maps; `n` first for index maps).

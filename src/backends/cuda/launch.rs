@@ -21,6 +21,9 @@ pub const THREADS: u32 = 256;
 /// the elements beyond.
 const MAX_BLOCKS: usize = 4096;
 
+/// The most blocks a grid may have along x (2^31 - 1).
+pub const MAX_GRID: usize = (1 << 31) - 1;
+
 /// One kernel launch: the kernel's source and name, and its grid.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Launch {
@@ -50,7 +53,7 @@ impl Launch {
             name,
             key: hasher.finish(),
             source,
-            grid: u32::try_from(grid.max(1)).unwrap_or(u32::MAX),
+            grid: u32::try_from(grid.clamp(1, MAX_GRID)).unwrap_or(1),
             block,
             zeroed,
         }

@@ -39,8 +39,8 @@ mod host_tests;
 pub(crate) mod sim;
 
 pub use probe::{
-    CudaUnavailable, Device, check_versions, compile, driver_version, nvrtc_arch, nvrtc_available,
-    nvrtc_version, probe,
+    CudaUnavailable, Device, compile, compile_binary, driver_version, needs_binaries, nvrtc_arch,
+    nvrtc_available, nvrtc_version, probe,
 };
 
 use super::cpu::Buf;

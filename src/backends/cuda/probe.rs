@@ -38,7 +38,8 @@ pub enum CudaUnavailable {
         "the cuBLAS library (libcublas) was not found: install the CUDA toolkit or the `nvidia-cublas-cu12` Python package and put its lib directory on LD_LIBRARY_PATH"
     )]
     NoCublas,
-    /// NVRTC is newer than the driver: its PTX would not load.
+    /// NVRTC is of a newer major version than the driver: neither its PTX
+    /// nor its cubins would load.
     #[error(
         "NVRTC {nvrtc} is newer than the CUDA {driver} the driver supports, so the kernels it compiles would not load: install an NVRTC of CUDA {driver} or older (for example `pip install nvidia-cuda-nvrtc-cu12=={driver}.*`), or update the NVIDIA driver"
     )]
@@ -48,6 +49,21 @@ pub enum CudaUnavailable {
         /// The newest CUDA version the driver supports.
         driver: String,
     },
+    /// The device is older than the kernels need.
+    #[error(
+        "{name} has compute capability {major}.{minor}; Epsilon's kernels need 6.0 or newer (double-precision atomicAdd): use --backend cpu"
+    )]
+    OldDevice {
+        /// The device's name.
+        name: String,
+        /// Compute capability, major.
+        major: i32,
+        /// Compute capability, minor.
+        minor: i32,
+    },
+    /// A test kernel did not run on the device.
+    #[error("a test kernel did not run on the GPU ({0}): use --backend cpu")]
+    TestKernelFailed(String),
     /// NVRTC refused a kernel (its log).
     #[error("NVRTC could not compile a kernel: {0}")]
     CompileFailed(String),
@@ -109,16 +125,19 @@ pub fn driver_version() -> Result<(i32, i32), CudaUnavailable> {
     Ok((version / 1000, (version % 1000) / 10))
 }
 
-/// Fails when NVRTC is newer than the driver (its PTX would not load).
-pub fn check_versions() -> Result<(), CudaUnavailable> {
+/// What kernels are compiled to for this driver: PTX when NVRTC is not
+/// newer than the driver (`Ok(false)`), cubins when it is newer within the
+/// same major version (`Ok(true)`: the driver would refuse the PTX), and
+/// an error naming the NVRTC to install when it is a newer major version.
+pub fn needs_binaries() -> Result<bool, CudaUnavailable> {
     let (nvrtc, driver) = (nvrtc_version()?, driver_version()?);
-    if nvrtc > driver {
+    if nvrtc.0 > driver.0 {
         return Err(CudaUnavailable::NvrtcTooNew {
             nvrtc: format!("{}.{}", nvrtc.0, nvrtc.1),
             driver: format!("{}.{}", driver.0, driver.1),
         });
     }
-    Ok(())
+    Ok(nvrtc > driver)
 }
 
 /// The architecture to compile for on a device of compute capability
@@ -175,6 +194,61 @@ pub fn compile(source: &str, arch: &'static str) -> Result<String, CudaUnavailab
     nvrtc::compile_ptx_with_opts(source, options)
         .map(|ptx| ptx.to_src())
         .map_err(|error| CudaUnavailable::CompileFailed(compile_message(&error)))
+}
+
+/// Compiles CUDA C `source` to a cubin (machine code) for `sm_{arch}`:
+/// what a driver older than NVRTC loads (CUDA's minor-version
+/// compatibility covers cubins, not PTX).
+pub fn compile_binary(source: &str, arch: i32) -> Result<Vec<u8>, CudaUnavailable> {
+    use cudarc::nvrtc::{result, sys};
+    if !nvrtc_available() {
+        return Err(CudaUnavailable::NoNvrtc);
+    }
+    let failed = |what: &str, e: result::NvrtcError| {
+        CudaUnavailable::CompileFailed(format!("{what}: {e:?}"))
+    };
+    let text = std::ffi::CString::new(source)
+        .map_err(|_| CudaUnavailable::CompileFailed("a NUL byte in kernel source".into()))?;
+    let program =
+        result::create_program(&text, None).map_err(|e| failed("nvrtcCreateProgram", e))?;
+    let options = [
+        format!("--gpu-architecture=sm_{arch}"),
+        "--prec-div=true".to_string(),
+        "--prec-sqrt=true".to_string(),
+        "--fmad=false".to_string(),
+    ];
+    // SAFETY: `program` was just created and is destroyed once, below.
+    let outcome = unsafe {
+        match result::compile_program(program, &options) {
+            Err(_) => {
+                let log = result::get_program_log(program).unwrap_or_default();
+                let log: Vec<u8> = log
+                    .iter()
+                    .map(|&c| c as u8)
+                    .take_while(|&c| c != 0)
+                    .collect();
+                Err(CudaUnavailable::CompileFailed(
+                    String::from_utf8_lossy(&log).into_owned(),
+                ))
+            }
+            Ok(()) => {
+                let mut size = 0usize;
+                sys::nvrtcGetCUBINSize(program, &mut size)
+                    .result()
+                    .map_err(|e| failed("nvrtcGetCUBINSize", e))
+                    .and_then(|()| {
+                        let mut binary = vec![0u8; size];
+                        sys::nvrtcGetCUBIN(program, binary.as_mut_ptr().cast())
+                            .result()
+                            .map(|()| binary)
+                            .map_err(|e| failed("nvrtcGetCUBIN", e))
+                    })
+            }
+        }
+    };
+    // SAFETY: created above, not destroyed before.
+    let _ = unsafe { result::destroy_program(program) };
+    outcome
 }
 
 /// NVRTC's log when it has one, else the error itself.

@@ -6,9 +6,9 @@
 
 use super::execute::{self, elementwise, filled, on_device};
 use super::launch::single_step;
-use super::machine::{Datum, Machine, from_host, release};
+use super::machine::{Datum, Machine, from_host, release, to_host};
 use crate::backends::BackendError;
-use crate::backends::cpu::{self, Buf, cancel};
+use crate::backends::cpu::{self, Buf, cancel, measure};
 use crate::egraph::language::Math;
 use crate::egraph::tensor::{Shape, TOp};
 use crate::tape::checkpoint::Action;
@@ -23,14 +23,23 @@ pub fn run_loop<M: Machine>(
     tapes: &LoopTapes,
     args: &[&Datum<M::Mem>],
 ) -> Result<Datum<M::Mem>, BackendError> {
-    let numbers: Option<Vec<Buf>> = args
+    // A loop over numbers (state and captures; a reverse loop's cotangent
+    // may be a packed array of them) runs on the CPU.
+    let operands = tapes.spec.leaves.len() + tapes.spec.captures.len();
+    let numbers: Option<Vec<Buf>> = args[..operands.min(args.len())]
         .iter()
         .map(|a| match a {
             Datum::Host(x) => Some(Buf::Scalar(*x)),
             Datum::Device { .. } => None,
         })
         .collect();
-    if let Some(numbers) = numbers {
+    if let Some(mut numbers) = numbers {
+        for extra in &args[numbers.len()..] {
+            let data = to_host(machine, extra)?;
+            let array = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(extra.shape()), data)
+                .map_err(|e| BackendError(format!("a loop cotangent of the wrong size: {e}")))?;
+            numbers.push(Buf::from_array(Rc::new(array)));
+        }
         let result = cpu::run_loop(tapes, &numbers);
         let array = result.to_array();
         let data: Vec<f64> = array.iter().copied().collect();
@@ -75,13 +84,26 @@ fn reverse<M: Machine>(
         vec![None; spec.differentiable.iter().filter(|d| **d).count()];
     let mut snapshots: FxHashMap<usize, Vec<Datum<M::Mem>>> = FxHashMap::default();
     let schedule = tapes.schedule();
+    // Counted as the CPU backend counts (`tape-stats`).
+    let state_bytes: usize = spec
+        .leaves
+        .iter()
+        .map(|s| s.iter().product::<usize>() * 8)
+        .sum();
+    let (values, flops) = (tapes.body.stats.values, tapes.body.stats.flops);
     for (at, action) in schedule.actions.iter().enumerate() {
         if at % 64 == 0 && cancel::requested() {
             break;
         }
         match *action {
-            Action::Advance { from, to } => advance(machine, tapes, &mut working, from, to)?,
+            Action::Advance { from, to } => {
+                if at >= schedule.forward_prefix {
+                    measure::recomputed(to - from, values, flops);
+                }
+                advance(machine, tapes, &mut working, from, to)?
+            }
             Action::Store(i) => {
+                measure::stored(state_bytes);
                 snapshots.insert(i, working[..leaves].to_vec());
             }
             Action::Restore(i) => {
@@ -91,11 +113,14 @@ fn reverse<M: Machine>(
                 working[..leaves].clone_from_slice(snapshot);
             }
             Action::Free(i) => {
+                measure::released(state_bytes);
                 for value in snapshots.remove(&i).into_iter().flatten() {
                     release(machine, value);
                 }
             }
             Action::Reverse(i) => {
+                // The reverse step recomputes the step's intermediates.
+                measure::recomputed(1, values, flops);
                 working[leaves] = Datum::Host(i as f64);
                 let mut inputs = working.clone();
                 inputs.append(&mut cotangents);

@@ -194,3 +194,16 @@ fn the_architecture_is_the_newest_nvrtc_has_up_to_the_device() {
     .unwrap();
     assert!(nvrtc_arch(1, 0).is_err());
 }
+
+#[test]
+fn kernels_compile_to_machine_code_for_drivers_older_than_nvrtc() {
+    use crate::backends::cuda::{compile_binary, nvrtc_available};
+    if !nvrtc_available() {
+        eprintln!("skipped: no NVRTC");
+        return;
+    }
+    let binary = compile_binary(&fill(&[4]).source, 70).unwrap();
+    assert_eq!(&binary[..4], b"\x7fELF", "a cubin is an ELF image");
+    let error = compile_binary("this is not CUDA", 70).unwrap_err();
+    assert!(error.to_string().contains("error"), "{error}");
+}
