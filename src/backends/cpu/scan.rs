@@ -49,11 +49,7 @@ pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Buf {
         vec![None; spec.differentiable.iter().filter(|d| **d).count()];
     let mut snapshots: FxHashMap<usize, Vec<Buf>> = FxHashMap::default();
     let schedule = tapes.schedule();
-    let state_bytes: usize = spec
-        .leaves
-        .iter()
-        .map(|s| s.iter().product::<usize>() * 8)
-        .sum();
+    let state_bytes = spec.state_bytes();
     let (values, flops) = (tapes.body.stats.values, tapes.body.stats.flops);
     for (at, action) in schedule.actions.iter().enumerate() {
         if at % 64 == 0 && cancel::requested() {

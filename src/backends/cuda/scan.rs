@@ -85,11 +85,7 @@ fn reverse<M: Machine>(
     let mut snapshots: FxHashMap<usize, Vec<Datum<M::Mem>>> = FxHashMap::default();
     let schedule = tapes.schedule();
     // Counted as the CPU backend counts (`tape-stats`).
-    let state_bytes: usize = spec
-        .leaves
-        .iter()
-        .map(|s| s.iter().product::<usize>() * 8)
-        .sum();
+    let state_bytes = spec.state_bytes();
     let (values, flops) = (tapes.body.stats.values, tapes.body.stats.flops);
     for (at, action) in schedule.actions.iter().enumerate() {
         if at % 64 == 0 && cancel::requested() {

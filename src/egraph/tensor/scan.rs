@@ -112,6 +112,14 @@ impl ScanSpec {
         }
     }
 
+    /// The bytes of one state (all leaves), as a snapshot holds them.
+    pub fn state_bytes(&self) -> usize {
+        self.leaves
+            .iter()
+            .map(|s| s.iter().product::<usize>() * 8)
+            .sum()
+    }
+
     /// The shape of the scan's result: its one leaf's, or a flat vector
     /// of all leaves.
     pub fn output_shape(&self) -> Shape {
