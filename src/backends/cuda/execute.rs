@@ -142,13 +142,10 @@ fn operation<M: Machine>(
             let tapes = LoopTapes::new(spec, matches!(op, TOp::ScanVjp(_)));
             scan::run_loop(machine, &tapes, args)
         }
-        TOp::Concat(_) if args.len() > CONCAT_OPERANDS => {
+        TOp::Concat(axis) if args.len() > CONCAT_OPERANDS => {
             // Kernel parameters are limited (4 KB): join in groups, then
             // join the groups.
-            let axis = match op {
-                TOp::Concat(axis) => usize::from(*axis),
-                _ => unreachable!("matched a concat"),
-            };
+            let axis = usize::from(*axis);
             let mut parts = Vec::new();
             for chunk in args.chunks(CONCAT_OPERANDS) {
                 let mut part_shape = shape.to_vec();
