@@ -61,14 +61,7 @@ fn close(got: f64, want: f64, relative: f64) -> bool {
 fn a_summing_group_adds_every_element_across_blocks() {
     let Some(mut sim) = simulator() else { return };
     // sum((x - c)^2) over 1000 elements.
-    let group = crate::backends::cuda::kernels::tests::squared_distance_sum(1000);
-    let source = group_kernel(
-        &group,
-        &[1000],
-        &[Access::Elementwise, Access::Uniform],
-        "total",
-    )
-    .expect("elementwise");
+    let source = crate::backends::cuda::kernels::tests::squared_distance_kernel(1000);
     let x = values(1000, |i| (0.37 * i).sin() * 3.0 + 0.001 * i);
     let c = 0.25;
     let want: f64 = x.iter().map(|x| (x - c) * (x - c)).sum();

@@ -172,17 +172,22 @@ pub(crate) fn squared_distance_sum(n: usize) -> FusedGroup {
     }
 }
 
-#[test]
-fn a_summing_group_reduces_in_blocks() {
-    // sum((x - 1)^2) over 1000 elements, the shape of W1's fused sums.
-    let group = squared_distance_sum(1000);
-    let source = group_kernel(
-        &group,
-        &[1000],
+/// The kernel `total` of [`squared_distance_sum`], `x` read elementwise
+/// and `c` passed by value.
+pub(crate) fn squared_distance_kernel(n: usize) -> String {
+    group_kernel(
+        &squared_distance_sum(n),
+        &[n],
         &[Access::Elementwise, Access::Uniform],
         "total",
     )
-    .expect("elementwise");
+    .expect("elementwise")
+}
+
+#[test]
+fn a_summing_group_reduces_in_blocks() {
+    // sum((x - 1)^2) over 1000 elements, the shape of W1's fused sums.
+    let source = squared_distance_kernel(1000);
     assert!(source.contains("double acc = 0.0;"));
     assert!(source.contains("acc += r3;"));
     assert!(
