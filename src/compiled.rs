@@ -52,8 +52,8 @@ impl CompiledGrad {
         for (slot, arg) in inputs.iter_mut().zip(args) {
             *slot = Buf::from_array(Rc::new(arg.clone()));
         }
-        let outputs =
-            crate::backends::run(&self.call.compiled.tape, &inputs).map_err(|e| Error::msg(e.0))?;
+        let outputs = crate::backends::run(&self.call.compiled.tape, &inputs)
+            .map_err(|e| Error::msg(e.message))?;
         // The executor's results are usually not shared: moved, not copied.
         let mut arrays = outputs.into_iter().map(|b| match b {
             Buf::Scalar(x) => ArrayD::from_elem(IxDyn(&[]), x),

@@ -22,6 +22,7 @@ pub mod egraph;
 mod engine;
 mod error;
 pub mod lisp;
+pub mod ops;
 pub mod reader;
 pub mod repl;
 pub mod scalar;

@@ -52,6 +52,8 @@ mod review;
 mod scan;
 #[path = "numeric/scan_review.rs"]
 mod scan_review;
+#[path = "numeric/table.rs"]
+mod table;
 
 // ---------------------------------------------------------------- helpers
 
@@ -211,6 +213,8 @@ enum Domain {
     Away(f64, f64),
     /// 0.0 or 1.0: a mask for `where`.
     Mask,
+    /// A whole number in [lo, hi]: an index.
+    Whole(i64, i64),
 }
 
 impl Domain {
@@ -225,6 +229,7 @@ impl Domain {
                     magnitude
                 }
             }
+            Domain::Whole(lo, hi) => (lo + (rng.next_u64() % (hi - lo + 1) as u64) as i64) as f64,
             Domain::Mask => {
                 if rng.unit() < 0.5 {
                     0.0

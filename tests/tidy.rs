@@ -173,3 +173,21 @@ fn tensor_programs_know_nothing_of_lisp_or_execution() {
         ],
     );
 }
+
+#[test]
+fn the_operation_table_knows_nothing_of_lisp_tapes_or_executors() {
+    // Each operation says everything about itself in terms of shapes,
+    // arrays and the tensor language; executors and the Lisp layer call it.
+    assert_no_use(
+        "ops",
+        &[
+            "crate::lisp",
+            "crate::reader",
+            "crate::tape",
+            "crate::backends",
+            "crate::engine",
+            "Value::",
+            "crate::Value",
+        ],
+    );
+}

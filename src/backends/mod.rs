@@ -126,7 +126,7 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
     }
     match MODE.load(Ordering::Relaxed) {
         CUDA_ONLY => cuda_device()
-            .map_err(|e| BackendError(e.to_string()))?
+            .map_err(|e| BackendError::new(e.to_string()))?
             .run(tape, inputs),
         AUTO => match cuda_device() {
             Ok(device) => device.run(tape, inputs),
@@ -148,7 +148,7 @@ pub fn check_inputs<'a>(
     shapes: impl ExactSizeIterator<Item = &'a [usize]>,
 ) -> Result<(), BackendError> {
     if shapes.len() != tape.input_shapes.len() {
-        return Err(BackendError(format!(
+        return Err(BackendError::new(format!(
             "the tape takes {} inputs, got {}",
             tape.input_shapes.len(),
             shapes.len()
@@ -156,7 +156,7 @@ pub fn check_inputs<'a>(
     }
     for (k, (shape, expected)) in shapes.zip(&tape.input_shapes).enumerate() {
         if shape != &expected[..] {
-            return Err(BackendError(format!(
+            return Err(BackendError::new(format!(
                 "input {k} has shape {}, the tape was compiled for {}",
                 show(shape),
                 show(expected)
@@ -166,13 +166,39 @@ pub fn check_inputs<'a>(
     Ok(())
 }
 
-/// A failure while running a tape (a device error, a wrong input shape).
+/// A failure while running a tape (a device error, a wrong input shape,
+/// an operation of the table refusing its values).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BackendError(pub String);
+pub struct BackendError {
+    /// What went wrong.
+    pub message: String,
+    /// For a failing operation of the table, where it was called
+    /// (`crate::ops::Site`; 0 when unknown).
+    pub site: u32,
+}
+
+impl BackendError {
+    /// An error with `message` and no call site.
+    pub fn new(message: impl Into<String>) -> BackendError {
+        BackendError {
+            message: message.into(),
+            site: 0,
+        }
+    }
+
+    /// The failure of operation `op` of the table: its name, the kernel's
+    /// message and where it was called.
+    pub fn from_op(op: &crate::ops::Op, error: crate::ops::OpError) -> BackendError {
+        BackendError {
+            message: format!("{}: {}", op.name(), error.message),
+            site: op.site().0,
+        }
+    }
+}
 
 impl fmt::Display for BackendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 

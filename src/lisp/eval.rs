@@ -169,7 +169,13 @@ impl Interp {
         let concrete;
         let (args, traced) = if traced && crate::lisp::trace::ops::reads_values(builtin.name, &args)
         {
-            concrete = crate::lisp::trace::ops::concrete_args(args.values);
+            concrete = match crate::lisp::trace::ops::concrete_args(args.values) {
+                Ok(values) => values,
+                Err(error) => {
+                    self.call_span = saved;
+                    return Err(error.at(span));
+                }
+            };
             let options = args.options;
             (
                 Args {

@@ -17,6 +17,7 @@ pub mod node;
 pub mod printer;
 pub mod procedure;
 pub mod quasi;
+pub mod sites;
 pub mod source;
 pub mod symbol;
 pub mod symbolic;

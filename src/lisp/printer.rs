@@ -70,8 +70,9 @@ fn write_value(out: &mut String, value: &Value, readable: bool) {
         }
         Value::Tensor(t) => write_tensor(out, t),
         Value::Traced(t) => match t.concrete_value() {
-            Value::Tensor(t) => write_tensor(out, &t),
-            other => out.push_str(&other.to_string()),
+            Ok(Value::Tensor(t)) => write_tensor(out, &t),
+            Ok(other) => out.push_str(&other.to_string()),
+            Err(e) => out.push_str(&format!("#<traced value: {}>", e.message)),
         },
         Value::Procedure(p) => {
             let kind = match &**p {

@@ -223,6 +223,10 @@ fn kernel_flops(kernel: &Kernel, args: &[usize], shapes: &[Shape], shape: &[usiz
         }
         Kernel::Op(op) if op.is_elementwise() => n,
         Kernel::Op(TOp::Reduce { .. } | TOp::ArgExtreme { .. }) => numel(&shapes[args[0]]) as u64,
+        Kernel::Op(TOp::Op(op)) => {
+            let operands: SmallVec<[&[usize]; 3]> = args.iter().map(|&a| &shapes[a][..]).collect();
+            op.flops(&operands, shape)
+        }
         Kernel::Op(_) => 0,
         Kernel::Loop(tapes) => tapes.flops(),
     }

@@ -57,7 +57,7 @@ fn check_symmetric(what: &str, m: &ndarray::Array2<f64>, tol: f64) -> Result<(),
 /// `(hessian f)` at x: symmetric, equal to `(jacobian (grad f))` (itself
 /// symmetric), to central finite differences of `(grad f)`, and `hvp`
 /// equal to `H v`.
-fn check_hessian(
+pub(crate) fn check_hessian(
     engine: &mut Engine,
     name: &str,
     x: &ArrayD<f64>,

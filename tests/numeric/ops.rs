@@ -76,15 +76,15 @@ fn draws() -> impl Strategy<Value = Draw> {
 
 /// One argument of an op under test.
 #[derive(Clone, Debug)]
-struct Arg {
-    shape: Vec<usize>,
-    domain: Domain,
+pub(crate) struct Arg {
+    pub(crate) shape: Vec<usize>,
+    pub(crate) domain: Domain,
     /// Differentiated (and perturbed by finite differences); otherwise a
     /// fixed input whose cotangent must be zero.
-    diff: bool,
+    pub(crate) diff: bool,
 }
 
-fn arg(shape: Vec<usize>, domain: Domain) -> Arg {
+pub(crate) fn arg(shape: Vec<usize>, domain: Domain) -> Arg {
     Arg {
         shape,
         domain,
@@ -92,7 +92,7 @@ fn arg(shape: Vec<usize>, domain: Domain) -> Arg {
     }
 }
 
-fn fixed(shape: Vec<usize>, domain: Domain) -> Arg {
+pub(crate) fn fixed(shape: Vec<usize>, domain: Domain) -> Arg {
     Arg {
         shape,
         domain,
@@ -102,16 +102,16 @@ fn fixed(shape: Vec<usize>, domain: Domain) -> Arg {
 
 /// One concrete test of an op: a Lisp function and its arguments.
 #[derive(Clone, Debug)]
-struct Instance {
+pub(crate) struct Instance {
     /// `(lambda (a b ...) ...)` returning a number or tensor.
-    source: String,
-    args: Vec<Arg>,
+    pub(crate) source: String,
+    pub(crate) args: Vec<Arg>,
     /// Functions of the same arguments whose values (elementwise) must stay
     /// more than 1e-3 away from 0: the op's kinks and jumps.
     kinks: Vec<String>,
 }
 
-fn instance(source: impl Into<String>, args: Vec<Arg>) -> Instance {
+pub(crate) fn instance(source: impl Into<String>, args: Vec<Arg>) -> Instance {
     Instance {
         source: source.into(),
         args,
@@ -129,7 +129,11 @@ impl Instance {
 /// Checks one instance: `grad` and `vjp` against finite differences of
 /// `sum(w * f)` for a random weight `w`, `jvp` against a directional
 /// finite difference, and the values they return against `f`'s.
-fn check_instance(engine: &mut Engine, inst: &Instance, seed: u64) -> Result<(), String> {
+pub(crate) fn check_instance(
+    engine: &mut Engine,
+    inst: &Instance,
+    seed: u64,
+) -> Result<(), String> {
     let mut rng = Rng(seed);
     let xs: Vec<ArrayD<f64>> = inst
         .args

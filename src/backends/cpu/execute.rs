@@ -163,8 +163,13 @@ fn single_step(op: &TOp, inputs: usize) -> FusedGroup {
 }
 
 /// Runs one operation (not `Input`) on executor values.
-fn step(op: &TOp, args: &[&Val], shape: &[usize], pool: Option<Vec<f64>>) -> Val {
-    match op {
+fn step(
+    op: &TOp,
+    args: &[&Val],
+    shape: &[usize],
+    pool: Option<Vec<f64>>,
+) -> Result<Val, BackendError> {
+    Ok(match op {
         TOp::Input { .. } => unreachable!("inputs are loaded by the executor"),
         TOp::Scalar(c) => Val::Scalar(c.get()),
         op if op.is_elementwise() => run_group(&single_step(op, args.len()), args, shape, pool),
@@ -184,7 +189,7 @@ fn step(op: &TOp, args: &[&Val], shape: &[usize], pool: Option<Vec<f64>>) -> Val
             },
             other => {
                 let owned = Rc::new(other.cow().into_owned());
-                step(op, &[&Val::Array(owned)], shape, None)
+                return step(op, &[&Val::Array(owned)], shape, None);
             }
         },
         TOp::Pad {
@@ -201,7 +206,7 @@ fn step(op: &TOp, args: &[&Val], shape: &[usize], pool: Option<Vec<f64>>) -> Val
         TOp::Scan(spec) | TOp::ScanVjp(spec) => {
             // The tracer looking at a loop's value: compile it here.
             let tapes = LoopTapes::new(spec, matches!(op, TOp::ScanVjp(_)));
-            run_loop(&tapes, args)
+            run_loop(&tapes, args)?
         }
         TOp::Broadcast(_) if matches!(args[0], Val::Scalar(_)) => match args[0] {
             Val::Scalar(value) => Val::Full {
@@ -210,19 +215,28 @@ fn step(op: &TOp, args: &[&Val], shape: &[usize], pool: Option<Vec<f64>>) -> Val
             },
             _ => unreachable!("matched a scalar"),
         },
+        TOp::Op(table_op) => {
+            let cows: SmallVec<[CowArray<'_, f64, IxDyn>; 3]> =
+                args.iter().map(|v| v.cow()).collect();
+            let views: SmallVec<[ArrayViewD<'_, f64>; 3]> = cows.iter().map(|c| c.view()).collect();
+            let result = table_op
+                .cpu(&views, shape)
+                .map_err(|e| BackendError::from_op(table_op, e))?;
+            Val::from_array(result)
+        }
         other => {
             let cows: SmallVec<[CowArray<'_, f64, IxDyn>; 3]> =
                 args.iter().map(|v| v.cow()).collect();
             let views: SmallVec<[ArrayViewD<'_, f64>; 3]> = cows.iter().map(|c| c.view()).collect();
             Val::from_array(structural(other, &views, shape))
         }
-    }
+    })
 }
 
 /// A loop (or its reverse) on executor values.
-fn run_loop(tapes: &LoopTapes, args: &[&Val]) -> Val {
+fn run_loop(tapes: &LoopTapes, args: &[&Val]) -> Result<Val, BackendError> {
     let bufs: Vec<Buf> = args.iter().map(|v| (*v).clone().into_buf()).collect();
-    Val::from_buf(&super::run_loop(tapes, &bufs))
+    Ok(Val::from_buf(&super::run_loop(tapes, &bufs)?))
 }
 
 /// A value's elements as one contiguous run (copied only when they are not
@@ -267,13 +281,13 @@ fn flat(value: &Val) -> Flat {
 /// Evaluates one operation on concrete operands (used by the tracer to
 /// look at values that control flow depends on). `Input` leaves are not
 /// operations and give `None`.
-pub fn eval_op(op: &TOp, args: &[&Buf], shape: &[usize]) -> Option<Buf> {
+pub fn eval_op(op: &TOp, args: &[&Buf], shape: &[usize]) -> Option<Result<Buf, BackendError>> {
     if let TOp::Input { .. } = op {
         return None;
     }
     let vals: SmallVec<[Val; 3]> = args.iter().map(|b| Val::from_buf(b)).collect();
     let refs: SmallVec<[&Val; 3]> = vals.iter().collect();
-    Some(step(op, &refs, shape, None).into_buf())
+    Some(step(op, &refs, shape, None).map(Val::into_buf))
 }
 
 /// Runs `tape` on `inputs`.
@@ -295,7 +309,7 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
             match &instruction.op {
                 Kernel::Op(TOp::Input { index, .. }) => Val::from_buf(&inputs[*index as usize]),
                 Kernel::Fused(group) => run_group(group, &args, &instruction.shape, take(n)),
-                Kernel::Loop(tapes) => run_loop(tapes, &args),
+                Kernel::Loop(tapes) => run_loop(tapes, &args)?,
                 Kernel::Gemm { ta, tb } => {
                     Val::from_array(gemm(&args[0].cow().view(), &args[1].cow().view(), *ta, *tb))
                 }
@@ -319,7 +333,7 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
                 }
                 Kernel::Op(op) => {
                     let recycled = if op.is_elementwise() { take(n) } else { None };
-                    step(op, &args, &instruction.shape, recycled)
+                    step(op, &args, &instruction.shape, recycled)?
                 }
             }
         };

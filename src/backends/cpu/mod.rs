@@ -27,7 +27,10 @@ use std::rc::Rc;
 /// Runs a loop (`scan`) or its reverse on buffers: the operands are the
 /// initial state's leaves and the captured values (and, for the reverse,
 /// the result's cotangent).
-pub fn run_loop(tapes: &crate::tape::scan::LoopTapes, args: &[Buf]) -> Buf {
+pub fn run_loop(
+    tapes: &crate::tape::scan::LoopTapes,
+    args: &[Buf],
+) -> Result<Buf, crate::backends::BackendError> {
     if tapes.reverse {
         scan::reverse(tapes, args)
     } else {

@@ -4,6 +4,7 @@
 
 use super::execute::{Buf, run};
 use super::{cancel, measure, scalar_loop};
+use crate::backends::BackendError;
 use crate::tape::checkpoint::Action;
 use crate::tape::scan::LoopTapes;
 use ndarray::{Array1, ArrayD, IxDyn};
@@ -11,26 +12,28 @@ use rustc_hash::FxHashMap;
 use std::rc::Rc;
 
 /// The loop's final state (packed when it has several leaves).
-pub fn forward(tapes: &LoopTapes, args: &[Buf]) -> Buf {
+pub fn forward(tapes: &LoopTapes, args: &[Buf]) -> Result<Buf, BackendError> {
     let spec = &tapes.spec;
     let leaves = spec.leaves.len();
     if let (Some(numbers), Some(program)) = (numbers(args), scalar_loop::prepare(tapes)) {
         let state = program.forward(tapes, &numbers[..leaves], &numbers[leaves..]);
-        return pack(&state.into_iter().map(Buf::Scalar).collect::<Vec<_>>());
+        return Ok(pack(
+            &state.into_iter().map(Buf::Scalar).collect::<Vec<_>>(),
+        ));
     }
     let mut inputs = body_inputs(&args[..leaves], &args[leaves..]);
-    advance(tapes, &mut inputs, 0, spec.n);
-    pack(&inputs[..leaves])
+    advance(tapes, &mut inputs, 0, spec.n)?;
+    Ok(pack(&inputs[..leaves]))
 }
 
 /// The cotangents of the initial state's leaves and of the differentiable
 /// captures, flat, given the operands and the result's cotangent.
-pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Buf {
+pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Result<Buf, BackendError> {
     let spec = &tapes.spec;
     let adjoint = tapes
         .adjoint
         .as_ref()
-        .expect("a reverse loop has its reverse body");
+        .ok_or_else(|| BackendError::new("a reverse loop without its reverse body"))?;
     let (leaves, captures) = (spec.leaves.len(), spec.captures.len());
     let operands = &args[..leaves + captures];
     if let (Some(numbers), Some(program)) = (numbers(operands), scalar_loop::prepare(tapes)) {
@@ -41,7 +44,7 @@ pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Buf {
             &numbers[leaves..leaves + captures],
             &cotangent,
         );
-        return flat(&all.into_iter().map(Buf::Scalar).collect::<Vec<_>>());
+        return Ok(flat(&all.into_iter().map(Buf::Scalar).collect::<Vec<_>>()));
     }
     let mut working = body_inputs(&args[..leaves], &args[leaves..leaves + captures]);
     let mut cotangents = unpack(&args[leaves + captures], &spec.leaves);
@@ -60,7 +63,7 @@ pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Buf {
                 if at >= schedule.forward_prefix {
                     measure::recomputed(to - from, values, flops);
                 }
-                advance(tapes, &mut working, from, to)
+                advance(tapes, &mut working, from, to)?
             }
             Action::Store(i) => {
                 measure::stored(state_bytes);
@@ -79,7 +82,7 @@ pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Buf {
                 working[leaves] = Buf::Scalar(i as f64);
                 let mut inputs = working.clone();
                 inputs.append(&mut cotangents);
-                let outputs = run(adjoint, &inputs).expect("the reverse body fits its inputs");
+                let outputs = run(adjoint, &inputs)?;
                 let mut outputs = outputs.into_iter();
                 cotangents.extend(outputs.by_ref().take(leaves));
                 for (total, term) in captured.iter_mut().zip(outputs) {
@@ -96,7 +99,7 @@ pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Buf {
     for (total, shape) in captured.into_iter().zip(&shapes[leaves..]) {
         all.push(total.unwrap_or_else(|| zeros(shape)));
     }
-    flat(&all)
+    Ok(flat(&all))
 }
 
 /// The operands as numbers, when all are.
@@ -118,18 +121,24 @@ fn body_inputs(state: &[Buf], captures: &[Buf]) -> Vec<Buf> {
 }
 
 /// Runs steps `from..to` on the state in `inputs`.
-fn advance(tapes: &LoopTapes, inputs: &mut [Buf], from: usize, to: usize) {
+fn advance(
+    tapes: &LoopTapes,
+    inputs: &mut [Buf],
+    from: usize,
+    to: usize,
+) -> Result<(), BackendError> {
     let leaves = tapes.spec.leaves.len();
     for i in from..to {
         if i % 64 == 0 && cancel::requested() {
-            return;
+            return Ok(());
         }
         inputs[leaves] = Buf::Scalar(i as f64);
-        let next = run(&tapes.body, inputs).expect("the body fits its inputs");
+        let next = run(&tapes.body, inputs)?;
         for (slot, value) in inputs.iter_mut().zip(next) {
             *slot = value;
         }
     }
+    Ok(())
 }
 
 /// A state as the scan's result: one leaf as it is, several flattened and

@@ -67,7 +67,7 @@ struct Cache {
 }
 
 fn driver_error(error: impl std::fmt::Display) -> BackendError {
-    BackendError(format!("CUDA: {error}"))
+    BackendError::new(format!("CUDA: {error}"))
 }
 
 impl CudaDevice {
@@ -129,7 +129,7 @@ impl CudaDevice {
     /// architecture it cannot load) is found when the backend is chosen,
     /// where `auto` can still pick the CPU.
     fn test_kernel(&self) -> Result<(), CudaUnavailable> {
-        let failed = |e: BackendError| CudaUnavailable::TestKernelFailed(e.0);
+        let failed = |e: BackendError| CudaUnavailable::TestKernelFailed(e.message);
         let plan = super::launch::fill(&[3]);
         let mut out = self.alloc(3).map_err(failed)?;
         self.launch(&plan, &[Arg::Int(3), Arg::Double(1.5)], &mut out)
@@ -148,14 +148,14 @@ impl CudaDevice {
         if let Some((source, function)) = self.kernels.borrow().get(&launch.key)
             && *source == launch.source
         {
-            return function.clone().map_err(BackendError);
+            return function.clone().map_err(BackendError::new);
         }
         let function = self.load(launch);
         // A different source under the same hash (never seen) replaces it.
         self.kernels
             .borrow_mut()
             .insert(launch.key, (launch.source.clone(), function.clone()));
-        function.map_err(BackendError)
+        function.map_err(BackendError::new)
     }
 
     /// Compiles and loads `launch`'s kernel.
@@ -172,10 +172,10 @@ impl CudaDevice {
             .stream
             .context()
             .load_module(image)
-            .map_err(|e| driver_error(e).0)?;
+            .map_err(|e| driver_error(e).message)?;
         module
             .load_function(launch.name)
-            .map_err(|e| driver_error(e).0)
+            .map_err(|e| driver_error(e).message)
     }
 
     /// How many kernels have been compiled.
@@ -198,7 +198,7 @@ fn operation(transpose: bool) -> cublasOperation_t {
 }
 
 fn int(x: usize) -> Result<i32, BackendError> {
-    i32::try_from(x).map_err(|_| BackendError(format!("{x} is too large for cuBLAS")))
+    i32::try_from(x).map_err(|_| BackendError::new(format!("{x} is too large for cuBLAS")))
 }
 
 impl Machine for CudaDevice {
@@ -324,7 +324,7 @@ impl Machine for CudaDevice {
             // SAFETY: as above; the strides are whole matrices.
             unsafe { self.blas.gemm_strided_batched(batched, a, b, c) }
         };
-        result.map_err(|e| BackendError(format!("cuBLAS: {e}")))
+        result.map_err(|e| BackendError::new(format!("cuBLAS: {e}")))
     }
 
     fn copy(

@@ -30,7 +30,7 @@ pub fn run<M: Machine>(
                 .iter()
                 .map(|&s| {
                     slots[s as usize].as_ref().ok_or_else(|| {
-                        BackendError(format!("slot {s} is read before it is written"))
+                        BackendError::new(format!("slot {s} is read before it is written"))
                     })
                 })
                 .collect::<Result<_, _>>()?;
@@ -57,7 +57,7 @@ pub fn run<M: Machine>(
         .map(|&s| {
             slots[s as usize]
                 .clone()
-                .ok_or_else(|| BackendError(format!("output slot {s} was never written")))
+                .ok_or_else(|| BackendError::new(format!("output slot {s} was never written")))
         })
         .collect::<Result<Vec<_>, _>>()?;
     for value in slots.into_iter().flatten() {
@@ -84,7 +84,7 @@ fn step<M: Machine>(
         Kernel::Op(TOp::Input { index, .. }) => inputs
             .get(*index as usize)
             .cloned()
-            .ok_or_else(|| BackendError(format!("the tape has no input {index}"))),
+            .ok_or_else(|| BackendError::new(format!("the tape has no input {index}"))),
         Kernel::Fused(group) => elementwise(machine, group, args, shape),
         Kernel::Gemm { ta, tb } => matmul(machine, args[0], args[1], *ta, *tb, shape),
         Kernel::Loop(tapes) => scan::run_loop(machine, tapes, args),
@@ -100,7 +100,9 @@ fn operation<M: Machine>(
     shape: &[usize],
 ) -> Result<Datum<M::Mem>, BackendError> {
     match op {
-        TOp::Input { .. } => Err(BackendError("an input outside the executor".to_string())),
+        TOp::Input { .. } => Err(BackendError::new(
+            "an input outside the executor".to_string(),
+        )),
         TOp::Scalar(c) => Ok(Datum::Host(c.get())),
         op if op.is_elementwise() => {
             elementwise(machine, &launch::single_step(op, args.len()), args, shape)
@@ -120,7 +122,7 @@ fn operation<M: Machine>(
                     if crate::backends::cuda::reduce::outputs(operand.shape(), &axes)
                         > launch::MAX_GRID
                     {
-                        return Err(BackendError(
+                        return Err(BackendError::new(
                             "a reduction with more than 2^31 - 1 results cannot run on CUDA"
                                 .to_string(),
                         ));
@@ -142,6 +144,7 @@ fn operation<M: Machine>(
             let tapes = LoopTapes::new(spec, matches!(op, TOp::ScanVjp(_)));
             scan::run_loop(machine, &tapes, args)
         }
+        TOp::Op(table) => table_operation(machine, table, args, shape),
         TOp::Concat(axis) if args.len() > CONCAT_OPERANDS => {
             // Kernel parameters are limited (4 KB): join in groups, then
             // join the groups.
@@ -170,7 +173,7 @@ fn operation<M: Machine>(
             }
             let shapes: Vec<Vec<usize>> = owned.iter().map(|v| v.shape().to_vec()).collect();
             let plan = launch::index(other, &shapes, shape).ok_or_else(|| {
-                BackendError(format!("the CUDA backend cannot run {other:?} yet"))
+                BackendError::new(format!("the CUDA backend cannot run {other:?} yet"))
             })?;
             let refs: Vec<&Datum<M::Mem>> = owned.iter().collect();
             let result = kernel(machine, &plan, &refs, shape);
@@ -180,6 +183,61 @@ fn operation<M: Machine>(
             result
         }
     }
+}
+
+/// An operation of the table: its CUDA kernel where it has one, else its
+/// CPU kernel on the host (operands copied to the host, the result back).
+fn table_operation<M: Machine>(
+    machine: &M,
+    op: &crate::ops::Op,
+    args: &[&Datum<M::Mem>],
+    shape: &[usize],
+) -> Result<Datum<M::Mem>, BackendError> {
+    let shapes: Vec<&[usize]> = args.iter().map(|a| a.shape()).collect();
+    let n: usize = shape.iter().product();
+    if let Some(cuda) = op.cuda(&shapes, shape) {
+        let mut owned = Vec::with_capacity(args.len());
+        for arg in args {
+            owned.push(on_device(machine, arg)?);
+        }
+        let mut out = if cuda.zeroed {
+            machine.zeros(n)?
+        } else {
+            machine.alloc(n)?
+        };
+        if cuda.copy_first
+            && let Some(Datum::Device { mem, .. }) = owned.first()
+        {
+            machine.copy(mem, 0, &mut out, 0, n)?;
+        }
+        if cuda.threads > 0 {
+            let plan = launch::table(&cuda);
+            let mut params: Vec<Arg<'_, M::Mem>> = vec![Arg::Int(cuda.threads as i64)];
+            for value in &owned {
+                if let Datum::Device { mem, .. } = value {
+                    params.push(Arg::Mem(mem));
+                }
+            }
+            machine.launch(&plan, &params, &mut out)?;
+        }
+        for value in owned {
+            release(machine, value);
+        }
+        return Ok(Datum::device(out, shape));
+    }
+    let mut host = Vec::with_capacity(args.len());
+    for arg in args {
+        let data = crate::backends::cuda::machine::to_host(machine, arg)?;
+        let array = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(arg.shape()), data)
+            .map_err(|e| BackendError::new(format!("an operand of the wrong size: {e}")))?;
+        host.push(array);
+    }
+    let views: Vec<ndarray::ArrayViewD<'_, f64>> = host.iter().map(|a| a.view()).collect();
+    let result = op
+        .cpu(&views, shape)
+        .map_err(|e| BackendError::from_op(op, e))?;
+    let data: Vec<f64> = result.iter().copied().collect();
+    crate::backends::cuda::machine::from_host(machine, &data, shape)
 }
 
 /// The most operands one concat kernel takes.
@@ -204,7 +262,7 @@ fn kernel<M: Machine>(
             match operand {
                 Datum::Device { mem, .. } => args.push(Arg::Mem(mem)),
                 Datum::Host(_) => {
-                    return Err(BackendError(
+                    return Err(BackendError::new(
                         "a kernel reads a host number as device memory".to_string(),
                     ));
                 }
@@ -265,7 +323,7 @@ pub fn elementwise<M: Machine>(
     shape: &[usize],
 ) -> Result<Datum<M::Mem>, BackendError> {
     if group.results.len() != 1 {
-        return Err(BackendError(format!(
+        return Err(BackendError::new(format!(
             "a fused group with {} results cannot run on CUDA",
             group.results.len()
         )));
@@ -291,7 +349,7 @@ pub fn elementwise<M: Machine>(
         })
         .collect();
     let plan = launch::group(group, over, &accesses)
-        .map_err(|e| BackendError(format!("no CUDA kernel for a fused group: {e}")))?;
+        .map_err(|e| BackendError::new(format!("no CUDA kernel for a fused group: {e}")))?;
     let n: usize = over.iter().product();
     let out_len: usize = shape.iter().product();
     let mut out = if plan.zeroed {
@@ -337,7 +395,7 @@ fn matmul<M: Machine>(
     tb: bool,
     shape: &[usize],
 ) -> Result<Datum<M::Mem>, BackendError> {
-    let call = launch::gemm_call(a.shape(), b.shape(), ta, tb).map_err(BackendError)?;
+    let call = launch::gemm_call(a.shape(), b.shape(), ta, tb).map_err(BackendError::new)?;
     let n: usize = shape.iter().product();
     let [full_a, full_b] = &call.broadcast;
     let a = broadcast_to(machine, a, full_a.as_deref())?;
@@ -371,7 +429,7 @@ fn broadcast_to<M: Machine>(
     let operand = on_device(machine, value)?;
     let op = TOp::Broadcast(shape.into());
     let plan = launch::index(&op, &[operand.shape().to_vec()], shape)
-        .ok_or_else(|| BackendError("no broadcast kernel".to_string()))?;
+        .ok_or_else(|| BackendError::new("no broadcast kernel".to_string()))?;
     let result = kernel(machine, &plan, &[&operand], shape);
     release(machine, operand);
     result

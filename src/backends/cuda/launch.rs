@@ -122,6 +122,19 @@ pub fn fill(shape: &[usize]) -> Launch {
     group(&copy, shape, &[Access::Uniform]).expect("a copy has one operand")
 }
 
+/// The CUDA kernel of an operation of the table (`crate::ops`): one
+/// thread per element of its work, in a grid-stride loop.
+pub fn table(kernel: &crate::ops::CudaKernel) -> Launch {
+    let source = format!("{PRELUDE}{}", kernel.source);
+    Launch::new(
+        kernel.name,
+        source,
+        blocks(kernel.threads),
+        THREADS,
+        kernel.zeroed,
+    )
+}
+
 /// A reduction of `shape` over `axes`: one block per output element.
 pub fn reduction(op: ReduceOp, shape: &[usize], axes: &[usize]) -> Launch {
     let source = reduction_kernel(op, shape, axes, "reduce");

@@ -111,7 +111,7 @@ impl Backend for Cuda {
     fn download(&self, buffer: &DeviceValue) -> Result<ArrayD<f64>, BackendError> {
         let data = to_host(&self.device, buffer)?;
         ArrayD::from_shape_vec(IxDyn(buffer.shape()), data)
-            .map_err(|e| BackendError(format!("a buffer of the wrong size: {e}")))
+            .map_err(|e| BackendError::new(format!("a buffer of the wrong size: {e}")))
     }
 
     fn execute(

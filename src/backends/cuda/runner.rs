@@ -40,7 +40,7 @@ pub fn run_on<M: Machine>(
             Datum::Device { shape, .. } => {
                 let data = to_host(machine, &value)?;
                 let array = ArrayD::from_shape_vec(IxDyn(shape), data)
-                    .map_err(|e| BackendError(format!("a result of the wrong size: {e}")))?;
+                    .map_err(|e| BackendError::new(format!("a result of the wrong size: {e}")))?;
                 Buf::from_array(Rc::new(array))
             }
         };

@@ -37,10 +37,12 @@ pub fn run_loop<M: Machine>(
         for extra in &args[numbers.len()..] {
             let data = to_host(machine, extra)?;
             let array = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(extra.shape()), data)
-                .map_err(|e| BackendError(format!("a loop cotangent of the wrong size: {e}")))?;
+                .map_err(|e| {
+                    BackendError::new(format!("a loop cotangent of the wrong size: {e}"))
+                })?;
             numbers.push(Buf::from_array(Rc::new(array)));
         }
-        let result = cpu::run_loop(tapes, &numbers);
+        let result = cpu::run_loop(tapes, &numbers)?;
         let array = result.to_array();
         let data: Vec<f64> = array.iter().copied().collect();
         return from_host(machine, &data, array.shape());
@@ -76,7 +78,7 @@ fn reverse<M: Machine>(
     let adjoint = tapes
         .adjoint
         .as_ref()
-        .ok_or_else(|| BackendError("a reverse loop without its reverse body".to_string()))?;
+        .ok_or_else(|| BackendError::new("a reverse loop without its reverse body".to_string()))?;
     let (leaves, captures) = (spec.leaves.len(), spec.captures.len());
     let mut working = body_inputs(&args[..leaves], &args[leaves..leaves + captures]);
     let mut cotangents = unpack(machine, &args[leaves + captures], &spec.leaves)?;
@@ -105,7 +107,7 @@ fn reverse<M: Machine>(
             Action::Restore(i) => {
                 let snapshot = snapshots
                     .get(&i)
-                    .ok_or_else(|| BackendError(format!("no snapshot of step {i}")))?;
+                    .ok_or_else(|| BackendError::new(format!("no snapshot of step {i}")))?;
                 working[..leaves].clone_from_slice(snapshot);
             }
             Action::Free(i) => {
@@ -216,7 +218,7 @@ fn unpack<M: Machine>(
     }
     let packed = on_device(machine, packed)?;
     let Datum::Device { mem, .. } = &packed else {
-        return Err(BackendError(
+        return Err(BackendError::new(
             "a packed loop value is not an array".to_string(),
         ));
     };

@@ -134,7 +134,7 @@ impl Machine for SimMachine {
         self.downloads.set(self.downloads.get() + 1);
         mem.get(..len)
             .map(<[f64]>::to_vec)
-            .ok_or_else(|| BackendError(format!("download of {len} from {}", mem.len())))
+            .ok_or_else(|| BackendError::new(format!("download of {len} from {}", mem.len())))
     }
 
     fn launch(
@@ -148,7 +148,7 @@ impl Machine for SimMachine {
         // where the library is present.
         if nvrtc_available() && self.compiled.borrow_mut().insert(launch.key) {
             compile(&launch.source, "compute_70").map_err(|e| {
-                BackendError(format!(
+                BackendError::new(format!(
                     "{} does not compile: {e}\n{}",
                     launch.name, launch.source
                 ))
@@ -179,7 +179,7 @@ impl Machine for SimMachine {
                 &params,
                 &mut buffers,
             )
-            .map_err(|e| BackendError(format!("simulated launch of {}: {e}", launch.name)))?;
+            .map_err(|e| BackendError::new(format!("simulated launch of {}: {e}", launch.name)))?;
         *out = buffers.pop().expect("the output was pushed last");
         for (k, (before, after)) in operands.iter().zip(&buffers).enumerate() {
             let same = before
@@ -187,7 +187,7 @@ impl Machine for SimMachine {
                 .zip(after)
                 .all(|(x, y)| x.to_bits() == y.to_bits());
             if !same {
-                return Err(BackendError(format!(
+                return Err(BackendError::new(format!(
                     "kernel {} wrote its operand {k}",
                     launch.name
                 )));
@@ -204,7 +204,7 @@ impl Machine for SimMachine {
         c: &mut Vec<f64>,
     ) -> Result<(), BackendError> {
         self.gemms.set(self.gemms.get() + 1);
-        let product = column_major_gemm(call, a, b).map_err(BackendError)?;
+        let product = column_major_gemm(call, a, b).map_err(BackendError::new)?;
         let len = c.len().min(product.len());
         c[..len].copy_from_slice(&product[..len]);
         Ok(())

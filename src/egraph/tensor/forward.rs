@@ -301,6 +301,7 @@ impl Sweep<'_> {
                     .add_valid(TOp::Concat(self.shifted(*axis)), &operands)
             }
             TOp::Tag(_) => inputs[0].expect("one operand"),
+            TOp::Op(op) => op.clone().jvp(self.graph, self.batch, id, inputs),
             TOp::Linearized => {
                 // The sum of partial times tangent over the arguments; the
                 // value's and the partials' own tangents do not enter.

@@ -201,6 +201,9 @@ pub enum TOp {
     /// cotangent times `p_k` and the forward sweep sums `p_k t_k`. The `p_k`
     /// depend on the `x_k`, so a second derivative differentiates them.
     Linearized,
+    /// An operation of the table (`crate::ops`): indexing, sequences,
+    /// linear algebra. Its definition there says everything about it.
+    Op(crate::ops::Op),
     /// A loop (`scan`): operands are the initial state's leaves, then the
     /// captured values; the result is the final state (see `scan`).
     Scan(super::scan::Scan),
@@ -267,10 +270,11 @@ impl TNode {
 
     /// Whether derivatives pass through this node to its operands.
     pub fn is_differentiable(&self) -> bool {
-        !matches!(
-            self.op,
-            TOp::Compare(_) | TOp::Round(_) | TOp::ArgExtreme { .. } | TOp::StopGradient
-        )
+        match &self.op {
+            TOp::Compare(_) | TOp::Round(_) | TOp::ArgExtreme { .. } | TOp::StopGradient => false,
+            TOp::Op(op) => (0..self.children.len()).any(|k| op.differentiable(k)),
+            _ => true,
+        }
     }
 }
 
@@ -354,6 +358,7 @@ impl fmt::Display for TOp {
             TOp::StopGradient => write!(f, "stop-gradient"),
             TOp::Tag(tag) => write!(f, "tag{tag}"),
             TOp::Linearized => write!(f, "linearized"),
+            TOp::Op(op) => write!(f, "{op}"),
             TOp::Scan(scan) => write!(f, "scan[{} {:?}]", scan.n, scan.strategy),
             TOp::ScanVjp(scan) => write!(f, "scan-vjp[{} {:?}]", scan.n, scan.strategy),
         }

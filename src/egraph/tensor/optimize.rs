@@ -111,6 +111,7 @@ pub fn op_cost(op: &TOp, shape: &[usize], operand_shapes: &[&[usize]]) -> u64 {
             let inner = operand_shapes[0].last().copied().unwrap_or(1) as u64;
             2 * n * inner + 2 * (n + reads)
         }
+        TOp::Op(op) => op.flops(operand_shapes, shape) + 2 * (n + reads),
         _ => 2 * (n + reads),
     }
 }

@@ -226,6 +226,7 @@ fn pullback(graph: &mut TensorGraph, id: Id, g: Id) -> SmallVec<[Option<Id>; 3]>
             children.iter().map(|_| None).collect()
         }
         TOp::Scan(scan) => scan_pullback(graph, scan, &children, g),
+        TOp::Op(op) => op.vjp(graph, id, g),
         // Refused before any sweep reaches it (`refusal`).
         TOp::ScanVjp(_) => children.iter().map(|_| None).collect(),
         TOp::Map(_) => {

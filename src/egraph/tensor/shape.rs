@@ -259,6 +259,7 @@ pub fn infer(op: &TOp, shapes: &[&[usize]]) -> Result<Shape, ShapeError> {
             axis_in(*axis, one(0).len())?;
             SmallVec::from_slice(one(0))
         }
+        TOp::Op(op) => op.shape(shapes)?,
     })
 }
 

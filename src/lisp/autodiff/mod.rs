@@ -176,7 +176,7 @@ pub fn run(
                 crate::backends::run(&compiled.tape, &inputs)
             });
             interp.check_interrupt()?;
-            let outputs = outputs.map_err(|e| EvalError::type_error(e.0))?;
+            let outputs = outputs.map_err(crate::lisp::sites::eval_error)?;
             (
                 outputs.into_iter().map(buf_to_value).collect(),
                 Some(hit),

@@ -421,6 +421,7 @@ fn run_now(
     let tapes = compiled_loop(interp, spec);
     let result = with_cancel(interp.interrupt_flag(), || run_loop(&tapes, &args));
     interp.check_interrupt()?;
+    let result = result.map_err(crate::lisp::sites::eval_error)?;
     Ok(unpack(result, shapes))
 }
 

@@ -100,8 +100,9 @@ fn traced_comparison(a: &Value, b: &Value, compare: fn(&Value, &Value) -> bool) 
         (Value::Traced(x), Value::Traced(y)) if Rc::ptr_eq(&x.trace, &y.trace) && x.id == y.id => {
             Some(true)
         }
-        (Value::Traced(x), other) => Some(compare(&x.concrete_value(), other)),
-        (other, Value::Traced(y)) => Some(compare(other, &y.concrete_value())),
+        // A value that cannot be computed equals nothing.
+        (Value::Traced(x), other) => Some(x.concrete_value().is_ok_and(|v| compare(&v, other))),
+        (other, Value::Traced(y)) => Some(y.concrete_value().is_ok_and(|v| compare(other, &v))),
         _ => None,
     }
 }

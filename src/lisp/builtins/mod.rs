@@ -3,10 +3,14 @@
 //! (shown by `doc`), its arity and the keyword options it accepts; the
 //! evaluator checks arity and splits options before calling it.
 
+pub(crate) mod apply;
+mod arrays;
 mod autodiff;
 pub mod compare;
 mod custom;
 mod data;
+mod indexing;
+mod linalg;
 mod lists;
 mod numeric;
 mod optim;
@@ -35,6 +39,9 @@ pub const TABLES: &[&[Builtin]] = &[
     system::BUILTINS,
     tensor_make::BUILTINS,
     tensor_ops::BUILTINS,
+    indexing::BUILTINS,
+    arrays::BUILTINS,
+    linalg::BUILTINS,
     reduce::BUILTINS,
     sort::BUILTINS,
     data::BUILTINS,

@@ -334,7 +334,7 @@ fn run_compiled(compiled: &Compiled, args: &[Value]) -> EvalResult<Value> {
             tape
         }
     };
-    let outputs = crate::backends::run(&tape, &inputs).map_err(|e| EvalError::shape(e.0))?;
+    let outputs = crate::backends::run(&tape, &inputs).map_err(|e| EvalError::shape(e.message))?;
     let values: Vec<Value> = outputs.into_iter().map(buf_to_value).collect();
     Ok(compiled.nesting.rebuild(&values))
 }

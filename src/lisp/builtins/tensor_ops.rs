@@ -278,50 +278,6 @@ fn index(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     Ok(to_value(view.to_owned()))
 }
 
-/// Integer positions from a list of integers or a tensor of whole numbers.
-fn positions(value: &Value, len: usize) -> EvalResult<Vec<usize>> {
-    let raw: Vec<f64> = match value {
-        Value::Tensor(t) if t.ndim() <= 1 => t.iter().copied().collect(),
-        Value::Tensor(t) => {
-            return Err(EvalError::shape(format!(
-                "gather needs a list or a vector of indices, got a tensor of shape {}",
-                format_shape(t.shape())
-            )));
-        }
-        other => other
-            .list_to_vec()?
-            .iter()
-            .map(Value::as_f64)
-            .collect::<EvalResult<_>>()?,
-    };
-    raw.into_iter()
-        .map(|k| {
-            if k.fract() != 0.0 || !k.is_finite() {
-                return Err(EvalError::type_error(format!(
-                    "index {k} is not a whole number"
-                )));
-            }
-            let resolved = if k < 0.0 { k + len as f64 } else { k };
-            if resolved < 0.0 || resolved >= len as f64 {
-                return Err(EvalError::range(format!(
-                    "index {k} is out of range for an axis of length {len}"
-                )));
-            }
-            Ok(resolved as usize)
-        })
-        .collect()
-}
-
-fn gather(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    let t = args[0].as_tensor()?;
-    if t.ndim() == 0 {
-        return Err(EvalError::shape("cannot gather from a number"));
-    }
-    let axis = axis_option(args, t.ndim(), 0)?;
-    let picks = positions(&args[1], t.shape()[axis])?;
-    Ok(Value::tensor(t.select(Axis(axis), &picks)))
-}
-
 fn roll_axis(t: &ArrayD<f64>, shift: i64, axis: usize) -> ArrayD<f64> {
     let len = t.shape()[axis];
     if len == 0 {
@@ -372,7 +328,6 @@ pub const BUILTINS: &[Builtin] = &[
     with_options(builtin("concat", "(concat (list a b ...) :axis k)", "Joins tensors along an existing axis (default 0).", 1, Some(1), concat), &["axis"]),
     with_options(builtin("stack", "(stack (list a b ...) :axis k)", "Joins equal-shape tensors along a new axis (default 0).", 1, Some(1), stack), &["axis"]),
     with_options(builtin("slice", "(slice t start end :axis k :step s)", "Elements start (inclusive) to end (exclusive) along axis k (default 0); negative bounds count from the end; end () means to the end.", 2, Some(3), slice), &["axis", "step"]),
-    with_options(builtin("gather", "(gather t indices :axis k)", "The slices of t at the given integer positions along axis k (default 0), in that order: (gather x (permutation n)) shuffles rows. Indices are a list or a vector; negative ones count from the end.", 2, Some(2), gather), &["axis"]),
     builtin("index", "(index t i j ...)", "The element or sub-tensor at integer indices on the leading axes (negative counts from the end); a float when every axis is indexed.", 1, None, index),
     with_options(builtin("roll", "(roll t shift :axis k)", "Elements moved shift places toward higher indices, wrapping around; without :axis, over the flattened tensor.", 2, Some(2), roll), &["axis"]),
 ];

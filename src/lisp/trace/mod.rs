@@ -97,8 +97,9 @@ impl Trace {
         }
     }
 
-    /// The concrete value of node `id`, computing what it needs.
-    pub fn concrete(&mut self, id: Id) -> Buf {
+    /// The concrete value of node `id`, computing what it needs (an
+    /// operation may refuse its values: a singular matrix, say).
+    pub fn concrete(&mut self, id: Id) -> Result<Buf, crate::backends::BackendError> {
         self.inspected = true;
         if self.values.len() < self.graph.len() {
             self.values.resize(self.graph.len(), None);
@@ -137,20 +138,29 @@ impl Trace {
                                 .expect("computed above")
                         })
                         .collect();
-                    eval_op(op, &args, self.graph.shape(top)).expect("leaves are handled")
+                    eval_op(op, &args, self.graph.shape(top)).unwrap_or_else(|| {
+                        Err(crate::backends::BackendError::new(
+                            "internal: an input without its value",
+                        ))
+                    })?
                 }
             };
             self.values[usize::from(top)] = Some(value);
             stack.pop();
         }
-        self.values[usize::from(id)].clone().expect("just computed")
+        self.values[usize::from(id)]
+            .clone()
+            .ok_or_else(|| crate::backends::BackendError::new("internal: a value was not computed"))
     }
 }
 
 impl Traced {
     /// The value as a Lisp value, computing it if needed.
-    pub fn concrete_value(&self) -> Value {
-        buf_to_value(self.trace.borrow_mut().concrete(self.id))
+    pub fn concrete_value(&self) -> EvalResult<Value> {
+        let computed = self.trace.borrow_mut().concrete(self.id);
+        computed
+            .map(buf_to_value)
+            .map_err(crate::lisp::sites::eval_error)
     }
 
     /// Whether it is a scalar.
@@ -173,7 +183,10 @@ pub fn value_to_buf(value: &Value) -> EvalResult<Buf> {
         Value::Int(n) => Ok(Buf::Scalar(*n as f64)),
         Value::Float(x) => Ok(Buf::Scalar(*x)),
         Value::Tensor(t) => Ok(Buf::from_array(Rc::clone(t))),
-        Value::Traced(t) => Ok(t.trace.borrow_mut().concrete(t.id)),
+        Value::Traced(t) => {
+            let computed = t.trace.borrow_mut().concrete(t.id);
+            computed.map_err(crate::lisp::sites::eval_error)
+        }
         other => Err(EvalError::type_error(format!(
             "expected a number or tensor, got {} {}",
             other.type_name(),

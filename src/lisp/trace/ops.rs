@@ -27,11 +27,11 @@ pub fn reads_values(name: &str, args: &Args) -> bool {
 }
 
 /// The arguments with traced values replaced by their numbers.
-pub fn concrete_args(args: &[Value]) -> Vec<Value> {
+pub fn concrete_args(args: &[Value]) -> EvalResult<Vec<Value>> {
     args.iter()
         .map(|value| match value {
             Value::Traced(t) => t.concrete_value(),
-            other => other.clone(),
+            other => Ok(other.clone()),
         })
         .collect()
 }

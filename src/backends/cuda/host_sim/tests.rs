@@ -49,7 +49,9 @@ fn on_cpu(op: &TOp, inputs: &[Operand<'_>], shape: &[usize]) -> Vec<f64> {
         })
         .collect();
     let refs: Vec<&Buf> = bufs.iter().collect();
-    let result = eval_op(op, &refs, shape).expect("an operation");
+    let result = eval_op(op, &refs, shape)
+        .expect("an operation")
+        .expect("it runs");
     result.to_array().iter().copied().collect()
 }
 

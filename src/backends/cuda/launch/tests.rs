@@ -48,7 +48,10 @@ fn cpu_product(a: &ArrayD<f64>, b: &ArrayD<f64>, ta: bool, tb: bool) -> ArrayD<f
         }
     };
     let (a, b) = (Buf::from_array(Rc::new(a)), Buf::from_array(Rc::new(b)));
-    eval_op(&TOp::MatMul, &[&a, &b], &shape).unwrap().to_array()
+    eval_op(&TOp::MatMul, &[&a, &b], &shape)
+        .unwrap()
+        .unwrap()
+        .to_array()
 }
 
 fn check(a_shape: &[usize], b_shape: &[usize], ta: bool, tb: bool) {

@@ -1,0 +1,119 @@
+//! Indexing with integer tensors (SPEC section 7, "Indexing and arrays"):
+//! `gather`, `scatter-add`, `index-set`. Each is one operation of the
+//! table (`crate::ops::indexing`), recorded inside traced functions and
+//! computed at once otherwise (`apply`).
+
+use super::apply::Apply;
+use super::{builtin, with_options};
+use crate::egraph::tensor::{Shape, TOp};
+use crate::lisp::error::{EvalError, EvalResult};
+use crate::lisp::interp::Interp;
+use crate::lisp::procedure::{Args, Builtin};
+use crate::lisp::tensor::{format_shape, normalize_axis};
+use crate::lisp::value::Value;
+use crate::ops::Op;
+use crate::ops::indexing::{Gather, IndexSet, ScatterAdd, positions};
+
+/// The `:axis` option (default `default`; negative counts from the end).
+pub(crate) fn axis_option(args: &Args, rank: usize, default: i64) -> EvalResult<usize> {
+    let axis = match args.option("axis") {
+        Some(value) => value.as_i64()?,
+        None => default,
+    };
+    normalize_axis(axis, rank)
+}
+
+/// The indices of a call, as a tensor value; when they are known now
+/// (not traced), checked against an axis of length `len`, so a bad index
+/// is reported at the call.
+fn indices(apply: &Apply, value: &Value, len: usize) -> EvalResult<Value> {
+    let idx = apply.tensor_of(value)?;
+    if let Value::Tensor(t) = &idx {
+        positions(&t.view(), len).map_err(|e| EvalError::range(e.message))?;
+    }
+    if let Value::Int(_) | Value::Float(_) = &idx {
+        let k = idx.as_f64()?;
+        let one = ndarray::arr0(k).into_dyn();
+        positions(&one.view(), len).map_err(|e| EvalError::range(e.message))?;
+    }
+    Ok(idx)
+}
+
+/// The tensor and axis of an indexing call.
+fn target(apply: &Apply, args: &Args, what: &str) -> EvalResult<(Shape, usize)> {
+    let shape = apply.shape(&args[0])?;
+    if shape.is_empty() {
+        return Err(EvalError::shape(format!("cannot {what} a number")));
+    }
+    let axis = axis_option(args, shape.len(), 0)?;
+    Ok((shape, axis))
+}
+
+fn gather(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let apply = Apply::new(interp, args.values);
+    let (shape, axis) = target(&apply, args, "gather from")?;
+    let idx = indices(&apply, &args[1], shape[axis])?;
+    let op = Gather {
+        axis: axis as u8,
+        site: apply.site(),
+    };
+    apply.table(Op::Gather(op), &[&args[0], &idx])
+}
+
+/// The updates of a scatter, broadcast to the shape the indices select.
+fn updates(
+    apply: &Apply,
+    t: &[usize],
+    idx: &Value,
+    axis: usize,
+    values: &Value,
+) -> EvalResult<Value> {
+    let mut selected: Shape = t[..axis].iter().copied().collect();
+    selected.extend_from_slice(&apply.shape(idx)?);
+    selected.extend_from_slice(&t[axis + 1..]);
+    let given = apply.shape(values)?;
+    if given == selected {
+        return Ok(values.clone());
+    }
+    if !crate::egraph::tensor::shape::broadcasts_to(&given, &selected) {
+        return Err(EvalError::shape(format!(
+            "the values have shape {}, the positions select {} from a tensor of shape {}",
+            format_shape(&given),
+            format_shape(&selected),
+            format_shape(t)
+        )));
+    }
+    apply.op(TOp::Broadcast(selected), &[values])
+}
+
+fn scatter_add(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let apply = Apply::new(interp, args.values);
+    let (shape, axis) = target(&apply, args, "scatter into")?;
+    let idx = indices(&apply, &args[1], shape[axis])?;
+    let values = updates(&apply, &shape, &idx, axis, &args[2])?;
+    let op = ScatterAdd {
+        axis: axis as u8,
+        site: apply.site(),
+    };
+    apply.table(Op::ScatterAdd(op), &[&args[0], &idx, &values])
+}
+
+fn index_set(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let apply = Apply::new(interp, args.values);
+    let (shape, axis) = target(&apply, args, "set elements of")?;
+    let idx = indices(&apply, &args[1], shape[axis])?;
+    let values = updates(&apply, &shape, &idx, axis, &args[2])?;
+    let op = IndexSet {
+        axis: axis as u8,
+        site: apply.site(),
+    };
+    apply.table(Op::IndexSet(op), &[&args[0], &idx, &values])
+}
+
+/// The built-ins of this family, with their docstrings.
+#[rustfmt::skip]
+pub const BUILTINS: &[Builtin] = &[
+    with_options(builtin("gather", "(gather t idx :axis k)", "The slices of t at integer positions idx along axis k (default 0). idx is a list or a tensor of any shape of whole numbers (negative ones count from the end); the result is t's shape with axis k replaced by idx's shape: (gather x (permutation n)) shuffles rows, (gather table ids) looks up rows. Differentiable in t (its reverse adds the cotangent back at the positions); an index out of range is an error naming it.", 2, Some(2), gather), &["axis"]),
+    with_options(builtin("scatter-add", "(scatter-add t idx updates :axis k)", "A new tensor: t with each slice of updates added at its position in idx along axis k (default 0); repeated positions add up. updates has the shape gather would give (or broadcasts to it). t itself is unchanged. Differentiable in t and updates.", 3, Some(3), scatter_add), &["axis"]),
+    with_options(builtin("index-set", "(index-set t idx values :axis k)", "A new tensor: t with the slices at positions idx along axis k (default 0) replaced by values (of gather's shape, or broadcasting to it); of repeated positions the last one wins. t itself is unchanged. Differentiable in t and values.", 3, Some(3), index_set), &["axis"]),
+];

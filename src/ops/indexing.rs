@@ -1,0 +1,495 @@
+//! Indexing with integer tensors: `gather` (slices at positions along an
+//! axis), `scatter-add` (updates added at positions) and `index-set`
+//! (slices replaced at positions). Indices are whole numbers stored as
+//! floats; negative ones count from the end; anything else is an error
+//! naming the index. The reverse of a gather is a scatter-add and of a
+//! scatter-add a gather; `index-set`'s reverse gathers for the updates
+//! that were kept (the last one of repeated positions) and zeroes the
+//! overwritten slices for the tensor.
+//!
+//! Layout: along `axis` of `t` (shape `outer x len x inner`), an index
+//! tensor of `m` elements selects slices of `inner` contiguous numbers; the
+//! selected slices form a tensor of shape `t[..axis] ++ idx ++ t[axis+1..]`.
+
+use super::{CudaKernel, Definition, OpError, Pulled, Rules, Site};
+use crate::egraph::tensor::Shape;
+use crate::egraph::tensor::shape::{ShapeError, show};
+use egg::Id;
+use ndarray::{ArrayD, ArrayViewD, IxDyn};
+use rayon::prelude::*;
+use smallvec::SmallVec;
+
+/// Work below this many numbers runs on one thread.
+const PARALLEL: usize = 1 << 15;
+
+/// The shape of the slices `idx` selects from `t` along `axis`.
+fn gathered_shape(t: &[usize], idx: &[usize], axis: u8, what: &str) -> Result<Shape, ShapeError> {
+    let axis = usize::from(axis);
+    if axis >= t.len() {
+        return Err(ShapeError(format!(
+            "{what}: axis {axis} is out of range for a tensor of shape {}",
+            show(t)
+        )));
+    }
+    let mut out: Shape = t[..axis].iter().copied().collect();
+    out.extend_from_slice(idx);
+    out.extend_from_slice(&t[axis + 1..]);
+    Ok(out)
+}
+
+/// `(outer, len, inner)` of `shape` around `axis`.
+fn split(shape: &[usize], axis: u8) -> (usize, usize, usize) {
+    let axis = usize::from(axis);
+    (
+        shape[..axis].iter().product(),
+        shape[axis],
+        shape[axis + 1..].iter().product(),
+    )
+}
+
+/// The positions `idx` names along an axis of length `len`, checked:
+/// whole, in range (negative ones counting from the end).
+pub fn positions(idx: &ArrayViewD<'_, f64>, len: usize) -> Result<Vec<usize>, OpError> {
+    let check = |k: f64| -> Result<usize, OpError> {
+        if k.fract() != 0.0 || !k.is_finite() {
+            return Err(OpError::new(format!("index {k} is not a whole number")));
+        }
+        let resolved = if k < 0.0 { k + len as f64 } else { k };
+        if resolved < 0.0 || resolved >= len as f64 {
+            return Err(OpError::new(format!(
+                "index {k} is out of range for an axis of length {len}"
+            )));
+        }
+        Ok(resolved as usize)
+    };
+    match idx.as_slice() {
+        Some(slice) if slice.len() >= PARALLEL => slice.par_iter().map(|&k| check(k)).collect(),
+        Some(slice) => slice.iter().map(|&k| check(k)).collect(),
+        None => idx.iter().map(|&k| check(k)).collect(),
+    }
+}
+
+/// Contiguous numbers of a view (copied only when they are not).
+fn contiguous<'a>(x: &'a ArrayViewD<'_, f64>) -> std::borrow::Cow<'a, [f64]> {
+    match x.as_slice() {
+        Some(slice) => std::borrow::Cow::Borrowed(slice),
+        None => std::borrow::Cow::Owned(x.iter().copied().collect()),
+    }
+}
+
+/// `gather`: `out[o, j, i] = t[o, idx[j], i]`. Operands `(t, idx)`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Gather {
+    /// The axis of `t` the indices select along.
+    pub axis: u8,
+    /// Where it was called.
+    pub site: Site,
+}
+
+impl Definition for Gather {
+    fn describe(&self) -> String {
+        format!("gather[{}]", self.axis)
+    }
+
+    fn shape(&self, operands: &[&[usize]]) -> Result<Shape, ShapeError> {
+        gathered_shape(operands[0], operands[1], self.axis, "gather")
+    }
+
+    fn cpu(
+        &self,
+        operands: &[ArrayViewD<'_, f64>],
+        shape: &[usize],
+    ) -> Result<ArrayD<f64>, OpError> {
+        let (outer, len, inner) = split(operands[0].shape(), self.axis);
+        let picks = positions(&operands[1], len)?;
+        let source = contiguous(&operands[0]);
+        let m = picks.len();
+        let mut out = vec![0.0; outer * m * inner];
+        let fill = |(row, chunk): (usize, &mut [f64])| {
+            let (o, j) = (row / m.max(1), row % m.max(1));
+            let start = (o * len + picks[j]) * inner;
+            chunk.copy_from_slice(&source[start..start + inner]);
+        };
+        if inner == 0 {
+            // Nothing to copy.
+        } else if out.len() >= PARALLEL {
+            out.par_chunks_mut(inner).enumerate().for_each(fill);
+        } else {
+            out.chunks_mut(inner).enumerate().for_each(fill);
+        }
+        array(shape, out)
+    }
+
+    fn differentiable(&self, operand: usize) -> bool {
+        operand == 0
+    }
+
+    fn vjp(&self, rules: &mut Rules<'_>, _node: Id, operands: &[Id], g: Id) -> Pulled {
+        let (t, idx) = (operands[0], operands[1]);
+        let shape = rules.shape(t);
+        let zeros = rules.graph.full(0.0, &shape);
+        let scatter = ScatterAdd {
+            axis: self.axis,
+            site: self.site,
+        };
+        let back = rules.op(super::Op::ScatterAdd(scatter), &[zeros, idx, g]);
+        SmallVec::from_slice(&[Some(back), None])
+    }
+
+    fn jvp(
+        &self,
+        rules: &mut Rules<'_>,
+        _node: Id,
+        operands: &[Id],
+        tangents: &[Option<Id>],
+    ) -> Id {
+        let t = rules.tangent_or_zero(operands[0], tangents[0]);
+        let shifted = Gather {
+            axis: self.axis + rules.lead() as u8,
+            site: self.site,
+        };
+        rules.op(super::Op::Gather(shifted), &[t, operands[1]])
+    }
+
+    fn flops(&self, operands: &[&[usize]], shape: &[usize]) -> u64 {
+        (shape.iter().product::<usize>() + operands[1].iter().product::<usize>()) as u64
+    }
+
+    fn cuda(&self, operands: &[&[usize]], shape: &[usize]) -> Option<CudaKernel> {
+        let (outer, len, inner) = split(operands[0], self.axis);
+        let _ = outer;
+        let m: usize = operands[1].iter().product();
+        Some(CudaKernel {
+            name: "gather",
+            source: format!(
+                "extern \"C\" __global__ void gather(long long n, const double* t, const double* idx, double* out) {{
+    long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; e < n; e += (long long)gridDim.x * blockDim.x) {{
+        long long i = e % {inner}LL;
+        long long row = e / {inner}LL;
+        long long j = row % {m}LL;
+        long long o = row / {m}LL;
+        double k = idx[j];
+        if (k < 0.0) k += {len}.0;
+        out[e] = (k >= 0.0 && k < {len}.0 && k == floor(k)) ? t[(o * {len}LL + (long long)k) * {inner}LL + i] : nan(\"\");
+    }}
+}}
+",
+                inner = inner.max(1),
+                m = m.max(1),
+            ),
+            threads: shape.iter().product(),
+            zeroed: false,
+            copy_first: false,
+        })
+    }
+
+    fn site(&self) -> Site {
+        self.site
+    }
+}
+
+/// `scatter-add`: `out = t` with `out[o, idx[j], i] += u[o, j, i]`.
+/// Operands `(t, idx, updates)`; the updates have the gathered shape.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ScatterAdd {
+    /// The axis of `t` the indices select along.
+    pub axis: u8,
+    /// Where it was called.
+    pub site: Site,
+}
+
+/// Checks that `updates` has the shape `idx` selects from `t`.
+fn check_updates(
+    t: &[usize],
+    idx: &[usize],
+    updates: &[usize],
+    axis: u8,
+    what: &str,
+) -> Result<Shape, ShapeError> {
+    let expected = gathered_shape(t, idx, axis, what)?;
+    if expected[..] != *updates {
+        return Err(ShapeError(format!(
+            "{what}: the values have shape {}, the positions select {} from a tensor of shape {}",
+            show(updates),
+            show(&expected),
+            show(t)
+        )));
+    }
+    Ok(t.iter().copied().collect())
+}
+
+impl Definition for ScatterAdd {
+    fn describe(&self) -> String {
+        format!("scatter-add[{}]", self.axis)
+    }
+
+    fn shape(&self, operands: &[&[usize]]) -> Result<Shape, ShapeError> {
+        check_updates(
+            operands[0],
+            operands[1],
+            operands[2],
+            self.axis,
+            "scatter-add",
+        )
+    }
+
+    fn cpu(
+        &self,
+        operands: &[ArrayViewD<'_, f64>],
+        shape: &[usize],
+    ) -> Result<ArrayD<f64>, OpError> {
+        let (outer, len, inner) = split(shape, self.axis);
+        let picks = positions(&operands[1], len)?;
+        let mut out = contiguous(&operands[0]).into_owned();
+        let updates = contiguous(&operands[2]);
+        let m = picks.len();
+        let add = |o: usize, out: &mut [f64]| {
+            for (j, &k) in picks.iter().enumerate() {
+                let from = &updates[(o * m + j) * inner..(o * m + j + 1) * inner];
+                let to = &mut out[k * inner..(k + 1) * inner];
+                for (a, &b) in to.iter_mut().zip(from) {
+                    *a += b;
+                }
+            }
+        };
+        if outer > 1 && out.len() >= PARALLEL {
+            out.par_chunks_mut((len * inner).max(1))
+                .enumerate()
+                .for_each(|(o, block)| add(o, block));
+        } else {
+            for (o, block) in out.chunks_mut((len * inner).max(1)).enumerate() {
+                add(o, block);
+            }
+        }
+        array(shape, out)
+    }
+
+    fn differentiable(&self, operand: usize) -> bool {
+        operand != 1
+    }
+
+    fn vjp(&self, rules: &mut Rules<'_>, _node: Id, operands: &[Id], g: Id) -> Pulled {
+        let gather = Gather {
+            axis: self.axis,
+            site: self.site,
+        };
+        let to_updates = rules.op(super::Op::Gather(gather), &[g, operands[1]]);
+        SmallVec::from_slice(&[Some(g), None, Some(to_updates)])
+    }
+
+    fn jvp(
+        &self,
+        rules: &mut Rules<'_>,
+        _node: Id,
+        operands: &[Id],
+        tangents: &[Option<Id>],
+    ) -> Id {
+        let t = rules.tangent_or_zero(operands[0], tangents[0]);
+        let u = rules.tangent_or_zero(operands[2], tangents[2]);
+        let shifted = ScatterAdd {
+            axis: self.axis + rules.lead() as u8,
+            site: self.site,
+        };
+        rules.op(super::Op::ScatterAdd(shifted), &[t, operands[1], u])
+    }
+
+    fn flops(&self, operands: &[&[usize]], _shape: &[usize]) -> u64 {
+        operands[2].iter().product::<usize>() as u64
+    }
+
+    fn cuda(&self, operands: &[&[usize]], _shape: &[usize]) -> Option<CudaKernel> {
+        let (_, len, inner) = split(operands[0], self.axis);
+        let m: usize = operands[1].iter().product();
+        Some(CudaKernel {
+            name: "scatter_add",
+            source: format!(
+                "extern \"C\" __global__ void scatter_add(long long n, const double* t, const double* idx, const double* u, double* out) {{
+    long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; e < n; e += (long long)gridDim.x * blockDim.x) {{
+        long long i = e % {inner}LL;
+        long long row = e / {inner}LL;
+        long long j = row % {m}LL;
+        long long o = row / {m}LL;
+        double k = idx[j];
+        if (k < 0.0) k += {len}.0;
+        if (k >= 0.0 && k < {len}.0 && k == floor(k)) atomicAdd(&out[(o * {len}LL + (long long)k) * {inner}LL + i], u[e]);
+    }}
+}}
+",
+                inner = inner.max(1),
+                m = m.max(1),
+            ),
+            threads: operands[2].iter().product(),
+            zeroed: false,
+            copy_first: true,
+        })
+    }
+
+    fn site(&self) -> Site {
+        self.site
+    }
+}
+
+/// `index-set`: `out = t` with `out[o, idx[j], i] = v[o, j, i]`; of
+/// repeated positions the last one is kept. Operands `(t, idx, values)`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IndexSet {
+    /// The axis of `t` the indices select along.
+    pub axis: u8,
+    /// Where it was called.
+    pub site: Site,
+}
+
+impl Definition for IndexSet {
+    fn describe(&self) -> String {
+        format!("index-set[{}]", self.axis)
+    }
+
+    fn shape(&self, operands: &[&[usize]]) -> Result<Shape, ShapeError> {
+        check_updates(
+            operands[0],
+            operands[1],
+            operands[2],
+            self.axis,
+            "index-set",
+        )
+    }
+
+    fn cpu(
+        &self,
+        operands: &[ArrayViewD<'_, f64>],
+        shape: &[usize],
+    ) -> Result<ArrayD<f64>, OpError> {
+        let (outer, len, inner) = split(shape, self.axis);
+        let picks = positions(&operands[1], len)?;
+        let mut out = contiguous(&operands[0]).into_owned();
+        let values = contiguous(&operands[2]);
+        let m = picks.len();
+        for o in 0..outer {
+            for (j, &k) in picks.iter().enumerate() {
+                let from = &values[(o * m + j) * inner..(o * m + j + 1) * inner];
+                let start = (o * len + k) * inner;
+                out[start..start + inner].copy_from_slice(from);
+            }
+        }
+        array(shape, out)
+    }
+
+    fn differentiable(&self, operand: usize) -> bool {
+        operand != 1
+    }
+
+    fn vjp(&self, rules: &mut Rules<'_>, _node: Id, operands: &[Id], g: Id) -> Pulled {
+        let (idx, values) = (operands[1], operands[2]);
+        let value_shape = rules.shape(values);
+        let zeros = rules.graph.full(0.0, &value_shape);
+        let cleared = rules.op(super::Op::IndexSet(self.clone()), &[g, idx, zeros]);
+        let gather = Gather {
+            axis: self.axis,
+            site: self.site,
+        };
+        let picked = rules.op(super::Op::Gather(gather), &[g, idx]);
+        // Only the last of repeated positions was written: the others get
+        // no cotangent.
+        let len = rules.shape(operands[0])[usize::from(self.axis)];
+        let kept = rules.op(super::Op::LastOccurrence(LastOccurrence { len }), &[idx]);
+        let idx_rank = rules.rank(idx);
+        let mut kept_shape: Shape = std::iter::repeat_n(1, usize::from(self.axis)).collect();
+        kept_shape.extend_from_slice(&rules.shape(idx));
+        kept_shape.extend(std::iter::repeat_n(
+            1,
+            value_shape.len() - usize::from(self.axis) - idx_rank,
+        ));
+        let kept = rules.reshape(kept, &kept_shape);
+        let to_values = rules.mul(picked, kept);
+        SmallVec::from_slice(&[Some(cleared), None, Some(to_values)])
+    }
+
+    fn jvp(
+        &self,
+        rules: &mut Rules<'_>,
+        _node: Id,
+        operands: &[Id],
+        tangents: &[Option<Id>],
+    ) -> Id {
+        let t = rules.tangent_or_zero(operands[0], tangents[0]);
+        let v = rules.tangent_or_zero(operands[2], tangents[2]);
+        let shifted = IndexSet {
+            axis: self.axis + rules.lead() as u8,
+            site: self.site,
+        };
+        rules.op(super::Op::IndexSet(shifted), &[t, operands[1], v])
+    }
+
+    fn flops(&self, operands: &[&[usize]], _shape: &[usize]) -> u64 {
+        operands[2].iter().product::<usize>() as u64
+    }
+
+    fn site(&self) -> Site {
+        self.site
+    }
+}
+
+/// For each element of an index tensor (in row-major order), 1.0 where no
+/// later element names the same position along an axis of length `len`,
+/// else 0.0. Not differentiable (the indices carry no derivative).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LastOccurrence {
+    /// The length of the axis the indices select along.
+    pub len: usize,
+}
+
+impl Definition for LastOccurrence {
+    fn describe(&self) -> String {
+        format!("last-occurrence[{}]", self.len)
+    }
+
+    fn shape(&self, operands: &[&[usize]]) -> Result<Shape, ShapeError> {
+        Ok(operands[0].iter().copied().collect())
+    }
+
+    fn cpu(
+        &self,
+        operands: &[ArrayViewD<'_, f64>],
+        shape: &[usize],
+    ) -> Result<ArrayD<f64>, OpError> {
+        let picks = positions(&operands[0], self.len)?;
+        let mut seen = vec![false; self.len];
+        let mut out = vec![0.0; picks.len()];
+        for (j, &k) in picks.iter().enumerate().rev() {
+            if !std::mem::replace(&mut seen[k], true) {
+                out[j] = 1.0;
+            }
+        }
+        array(shape, out)
+    }
+
+    fn differentiable(&self, _operand: usize) -> bool {
+        false
+    }
+
+    fn vjp(&self, _rules: &mut Rules<'_>, _node: Id, _operands: &[Id], _g: Id) -> Pulled {
+        SmallVec::from_slice(&[None])
+    }
+
+    fn jvp(
+        &self,
+        rules: &mut Rules<'_>,
+        node: Id,
+        _operands: &[Id],
+        _tangents: &[Option<Id>],
+    ) -> Id {
+        rules.zero_tangent(node)
+    }
+
+    fn flops(&self, operands: &[&[usize]], _shape: &[usize]) -> u64 {
+        operands[0].iter().product::<usize>() as u64
+    }
+}
+
+/// `data` as an array of `shape`.
+pub(crate) fn array(shape: &[usize], data: Vec<f64>) -> Result<ArrayD<f64>, OpError> {
+    ArrayD::from_shape_vec(IxDyn(shape), data)
+        .map_err(|e| OpError::new(format!("internal: a result of the wrong size ({e})")))
+}
