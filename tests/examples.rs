@@ -1,7 +1,7 @@
 //! Every example in examples/ runs (at a reduced size where it has one) and
 //! prints what it promises: the Rosenbrock minimum, the digits accuracy, the
 //! recovered diffusion coefficient, the hyperelastic checks, a falling
-//! attention loss; the picture and graph files are written and readable.
+//! attention loss, the Gaussian process's fitted noise; the picture and graph files are written and readable.
 
 mod common;
 
@@ -144,6 +144,39 @@ fn heat_recovers_the_diffusion_coefficient() {
         revolve > 0.0 && revolve * 10.0 < store_all,
         "{}",
         out.stdout
+    );
+}
+
+#[test]
+fn gp_fits_the_noise_level_and_covers_the_truth() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let png = dir.path().join("gp.png");
+    let out = run_example(
+        "gp.lisp",
+        &[
+            "--points",
+            "30",
+            "--grid",
+            "80",
+            "--plot",
+            png.to_str().expect("UTF-8"),
+        ],
+    );
+    check_png(&png);
+    let text = &out.stdout;
+    assert!(number_after(text, "max relative error") < 1e-6, "{text}");
+    assert!(text.contains("gradient norm below gtol"), "{text}");
+    // The data's noise is 0.1: the fitted noise level recovers it.
+    let fitted = text
+        .lines()
+        .find(|l| l.starts_with("fitted:"))
+        .expect("printed");
+    let fitted_noise = number_after(fitted, "noise");
+    assert!((fitted_noise - 0.1).abs() < 0.05, "{text}");
+    assert!(number_after(text, "rmse") < 0.3, "{text}");
+    assert!(
+        number_after(text, "two standard deviations at") >= 80.0,
+        "{text}"
     );
 }
 

@@ -163,6 +163,31 @@ pub const DEVICE_CASES: &[(&str, &str)] = &[
              (sum (* u u))))
          ((grad loss :wrt '(0 1)) u0 0.25)",
     ),
+    (
+        "indexing: gather and scatter-add kernels, index-set on the host",
+        "(define t (randn '(7 5))) (define u (randn '(3 2 5)))
+         (define idx [[0 6] [3 -1] [3 2]])
+         (define (f t u) (+ (sum (* (gather t idx) u)) (sum (* (gather t [1 1 4] :axis 1) (gather t [2 0 0] :axis 1)))
+                            (sum (* t (scatter-add t [6 0 6] (reshape (slice u 0 1 :axis 1) '(3 5)) :axis 0)))
+                            (sum (* t (index-set t [2 2] (* 2 (gather t [4 5])))))))
+         ((value-and-grad f :wrt '(0 1)) t u)",
+    ),
+    (
+        "sequences and triangles",
+        "(define x (randn '(4 6)))
+         (define (f x) (sum (* x (+ (cumsum x :axis 1) (cumprod (* 0.5 x) :axis 0) (flip x :axis 1)))))
+         (define (g x) (let ((m (matmul x (transpose x)))) (sum (* (tril m) (triu m 1) (diag (diagonal m))))))
+         (list ((value-and-grad f) x) ((value-and-grad g) x))",
+    ),
+    (
+        "linear algebra on the host",
+        "(define b (randn '(2 4 4))) (define r (randn '(2 4 3)))
+         (define (f b r) (let* ((a (+ (matmul b (transpose b '(0 2 1))) (* 4 (eye 4))))
+                               (l (cholesky a)))
+                          (+ (sum (* r (triangular-solve l r))) (sum (solve a r))
+                             (sum (triangular-solve l r :transpose #t :lower #t)) (sum (inv a)))))
+         ((value-and-grad f :wrt '(0 1)) b r)",
+    ),
 ];
 
 /// The numbers of a result, in order (lists flattened).
