@@ -354,11 +354,16 @@ mod tests {
 
     #[test]
     fn an_index_tensor_is_shared_by_extra_leading_axes() {
-        let t = ArrayD::from_shape_fn(IxDyn(&[2, 2, 3]), |i| (i[0] * 100 + i[1] * 10 + i[2]) as f64);
+        let t = ArrayD::from_shape_fn(IxDyn(&[2, 2, 3]), |i| {
+            (i[0] * 100 + i[1] * 10 + i[2]) as f64
+        });
         let idx = array![[2.0], [0.0]].into_dyn();
         let out = take(&t, &idx, 2).unwrap();
         assert_eq!(out.shape(), &[2, 2, 1]);
-        assert_eq!(out.iter().copied().collect::<Vec<_>>(), vec![2.0, 10.0, 102.0, 110.0]);
+        assert_eq!(
+            out.iter().copied().collect::<Vec<_>>(),
+            vec![2.0, 10.0, 102.0, 110.0]
+        );
     }
 
     #[test]
@@ -369,7 +374,10 @@ mod tests {
         let error = take(&t, &array![[0.5], [0.0]].into_dyn(), 1).unwrap_err();
         assert!(error.message.contains("0.5"), "{error}");
         let error = take(&t, &array![[0.0, 1.0, 0.0]].into_dyn(), 1).unwrap_err();
-        assert!(error.message.contains("[1 3]") && error.message.contains("[2 2]"), "{error}");
+        assert!(
+            error.message.contains("[1 3]") && error.message.contains("[2 2]"),
+            "{error}"
+        );
     }
 
     #[test]

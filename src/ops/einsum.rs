@@ -467,8 +467,14 @@ impl Planner {
             let (x, y) = (self.reshape(&a_t, &a_shape), self.reshape(&b_t, &b_shape));
             self.push(map_op(&Math::Mul([Id::from(0); 2])), &[x, y])
         } else {
-            let a_t = self.transpose(&a, &[batch.clone(), a_free.clone(), summed.clone()].concat());
-            let b_t = self.transpose(&b, &[batch.clone(), summed.clone(), b_free.clone()].concat());
+            let a_t = self.transpose(
+                &a,
+                &[batch.clone(), a_free.clone(), summed.clone()].concat(),
+            );
+            let b_t = self.transpose(
+                &b,
+                &[batch.clone(), summed.clone(), b_free.clone()].concat(),
+            );
             let product = |d: &[usize]| d.iter().product::<usize>();
             let (nb, nc) = (product(&batch_dims), product(&size(&a, &summed)));
             let (na, nf) = (product(&a_dims), product(&b_dims));
@@ -584,9 +590,9 @@ pub fn plan(subscripts: &str, shapes: &[&[usize]]) -> Result<Plan, EinsumError> 
         let joined = planner.contract(a, b, &keep);
         terms.insert(i, joined);
     }
-    let last = terms.pop().ok_or_else(|| {
-        EinsumError(format!("\"{subscripts}\" needs at least one operand"))
-    })?;
+    let last = terms
+        .pop()
+        .ok_or_else(|| EinsumError(format!("\"{subscripts}\" needs at least one operand")))?;
     let last = planner.sum_out(last, |l| !output.contains(&l));
     let last = planner.transpose(&last, &output);
     Ok(Plan {

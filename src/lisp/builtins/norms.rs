@@ -203,7 +203,11 @@ fn order(args: &Args) -> EvalResult<Option<Order>> {
 fn vector_norm(c: &Compose, x: &Value, axes: &[usize], p: f64, keep: bool) -> EvalResult<Value> {
     let zero = Value::Float(0.0);
     if p == f64::INFINITY || p == f64::NEG_INFINITY {
-        let op = if p > 0.0 { ReduceOp::Max } else { ReduceOp::Min };
+        let op = if p > 0.0 {
+            ReduceOp::Max
+        } else {
+            ReduceOp::Min
+        };
         return c.reduce(op, &c.abs(x)?, axes, keep);
     }
     if p == 0.0 {
@@ -257,7 +261,11 @@ fn matrix_norm(
             )));
         }
     };
-    let op = if p > 0.0 { ReduceOp::Max } else { ReduceOp::Min };
+    let op = if p > 0.0 {
+        ReduceOp::Max
+    } else {
+        ReduceOp::Min
+    };
     let sums = c.sum(&c.abs(x)?, &[summed], keep)?;
     let extreme = if !keep && summed < extreme {
         extreme - 1
@@ -306,13 +314,13 @@ fn norm(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
             format_shape(&shape)
         ))),
         (Some(axes), None) if axes.len() == 1 => vector_norm(&c, &x, &axes, 2.0, keep),
-        (Some(axes), Some(Order::P(p))) if axes.len() == 1 => {
-            vector_norm(&c, &x, &axes, p, keep)
-        }
+        (Some(axes), Some(Order::P(p))) if axes.len() == 1 => vector_norm(&c, &x, &axes, p, keep),
         (Some(axes), Some(_)) if axes.len() == 1 => Err(EvalError::range(
             "'fro and 'nuc are matrix norms: give :axis as a list of two axes",
         )),
-        (Some(axes), ord) => matrix_norm(&c, &x, (axes[0], axes[1]), ord.unwrap_or(Order::Fro), keep),
+        (Some(axes), ord) => {
+            matrix_norm(&c, &x, (axes[0], axes[1]), ord.unwrap_or(Order::Fro), keep)
+        }
     }
 }
 
