@@ -145,7 +145,7 @@ fn ddof(args: &Args) -> EvalResult<f64> {
 /// The variance over the axes of `args`, NumPy's way: the mean of the
 /// squared deviations, divided by `n - ddof`.
 fn variance(c: &Compose, args: &Args) -> EvalResult<Value> {
-    let x = &args[0];
+    let x = &c.apply.tensor_of(&args[0])?;
     let shape = c.apply.shape(x)?;
     let axes = reduced_axes(args, shape.len())?;
     let n: usize = axes.iter().map(|&a| shape[a]).product();
