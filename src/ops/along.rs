@@ -99,6 +99,29 @@ fn cuda_position(b: Blocks) -> String {
     )
 }
 
+/// Runs `f(o, row)` on each row of `row_len` numbers of `out`, rows
+/// grouped into tasks of about `PARALLEL / 8` numbers when there is
+/// enough work for threads.
+fn for_rows(out: &mut [f64], row_len: usize, f: impl Fn(usize, &mut [f64]) + Sync) {
+    if row_len == 0 {
+        return;
+    }
+    if out.len() < PARALLEL {
+        out.chunks_mut(row_len)
+            .enumerate()
+            .for_each(|(o, row)| f(o, row));
+        return;
+    }
+    let rows = (PARALLEL / 8 / row_len).max(1);
+    out.par_chunks_mut(rows * row_len)
+        .enumerate()
+        .for_each(|(task, chunk)| {
+            for (r, row) in chunk.chunks_mut(row_len).enumerate() {
+                f(task * rows + r, row);
+            }
+        });
+}
+
 /// `take-along`: `out[o, j, i] = t[o, idx[o', j, i], i]` (`o'` the index
 /// tensor's own leading block of `o`). Operands `(t, idx)`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -128,20 +151,19 @@ impl Definition for TakeAlong {
         let source = contiguous(&operands[0]);
         let block = b.m * b.inner;
         let mut out = vec![0.0; b.outer * block];
-        let fill = |(o, chunk): (usize, &mut [f64])| {
-            let picked = &picks[(o % b.idx_outer.max(1)) * block..];
-            let lane = &source[o * b.len * b.inner..];
-            for (e, slot) in chunk.iter_mut().enumerate() {
-                *slot = lane[picked[e] * b.inner + e % b.inner];
+        for_rows(&mut out, block, |o, row| {
+            let picked = &picks[(o % b.idx_outer.max(1)) * block..][..block];
+            let lane = &source[o * b.len * b.inner..][..b.len * b.inner];
+            if b.inner == 1 {
+                for (slot, &k) in row.iter_mut().zip(picked) {
+                    *slot = lane[k];
+                }
+            } else {
+                for (e, (slot, &k)) in row.iter_mut().zip(picked).enumerate() {
+                    *slot = lane[k * b.inner + e % b.inner];
+                }
             }
-        };
-        if block == 0 {
-            // Nothing to pick.
-        } else if out.len() >= PARALLEL {
-            out.par_chunks_mut(block).enumerate().for_each(fill);
-        } else {
-            out.chunks_mut(block).enumerate().for_each(fill);
-        }
+        });
         array(shape, out)
     }
 
@@ -245,20 +267,14 @@ impl Definition for PutAlongAdd {
         let mut out = contiguous(&operands[0]).into_owned();
         let updates = contiguous(&operands[2]);
         let block = b.m * b.inner;
-        let add = |(o, lane): (usize, &mut [f64])| {
-            let picked = &picks[(o % b.idx_outer.max(1)) * block..];
-            let from = &updates[o * block..];
-            for e in 0..block {
-                lane[picked[e] * b.inner + e % b.inner] += from[e];
-            }
-        };
-        let lane = b.len * b.inner;
-        if lane == 0 || block == 0 {
-            // Nothing to add.
-        } else if b.outer > 1 && out.len() >= PARALLEL {
-            out.par_chunks_mut(lane).enumerate().for_each(add);
-        } else {
-            out.chunks_mut(lane).enumerate().for_each(add);
+        if block > 0 {
+            for_rows(&mut out, b.len * b.inner, |o, lane| {
+                let picked = &picks[(o % b.idx_outer.max(1)) * block..][..block];
+                let from = &updates[o * block..][..block];
+                for (e, (&k, &u)) in picked.iter().zip(from).enumerate() {
+                    lane[k * b.inner + e % b.inner] += u;
+                }
+            });
         }
         array(shape, out)
     }

@@ -356,7 +356,7 @@ fn norm_gradients_at_the_origin_are_finite() {
             ),
             (
                 "grad of a matrix",
-                format!("((grad (lambda (x) (norm x :ord 'fro))) [[0.0 0.0] [0.0 0.0]])"),
+                "((grad (lambda (x) (norm x :ord 'fro))) [[0.0 0.0] [0.0 0.0]])".to_string(),
             ),
         ] {
             let g = parts(&eval(&mut e, &source)).unwrap();

@@ -146,7 +146,14 @@ fn take_along(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     } else {
         apply.op(TOp::Broadcast(t_target), &[&args[0]])?
     };
-    let idx = indices(&apply, &idx, shape[axis])?;
+    // Positions known now are checked at the call when the tensor is
+    // traced (the kernel runs later); otherwise the kernel, run at once,
+    // checks them.
+    let idx = if crate::lisp::trace::ops::involves_traced(&args[0]) {
+        indices(&apply, &idx, shape[axis])?
+    } else {
+        idx
+    };
     let idx = if idx_target == idx_shape {
         idx
     } else {

@@ -202,7 +202,7 @@ fn order(args: &Args) -> EvalResult<Option<Order>> {
 /// The vector norm of order `p` of `x` over `axes`.
 fn vector_norm(c: &Compose, x: &Value, axes: &[usize], p: f64, keep: bool) -> EvalResult<Value> {
     let zero = Value::Float(0.0);
-    if p == f64::INFINITY || p == f64::NEG_INFINITY {
+    if p.is_infinite() {
         let op = if p > 0.0 {
             ReduceOp::Max
         } else {
