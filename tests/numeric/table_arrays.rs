@@ -78,6 +78,51 @@ fn take_along_values_as_numpy_gives_them() {
 }
 
 #[test]
+fn take_along_of_many_rows_runs_on_threads_and_agrees_with_a_loop() {
+    // Sizes past the kernels' threshold for threads, against loops here.
+    let (rows, len, m) = (20_000, 7, 3);
+    let mut rng = Rng(5);
+    let t = rng.array(&[rows, len], R2);
+    let idx = rng.array(&[rows, m], Domain::Whole(-(len as i64), len as i64 - 1));
+    let w = rng.array(&[rows, m], R1);
+    let mut e = engine();
+    e.set("*t*", value_of(&t));
+    e.set("*idx*", value_of(&idx));
+    e.set("*w*", value_of(&w));
+    let at = |i: usize, j: usize| {
+        let k = idx[[i, j]];
+        if k < 0.0 {
+            (k + len as f64) as usize
+        } else {
+            k as usize
+        }
+    };
+    let picked = array(&eval(&mut e, "(take-along *t* *idx* :axis 1)")).unwrap();
+    let want = ArrayD::from_shape_fn(IxDyn(&[rows, m]), |i| t[[i[0], at(i[0], i[1])]]);
+    compare("take-along", &picked, &want, 0.0).unwrap();
+    let g = array(&eval(
+        &mut e,
+        "((grad (lambda (t) (sum (* *w* (take-along t *idx* :axis 1))))) *t*)",
+    ))
+    .unwrap();
+    let mut want = ArrayD::zeros(IxDyn(&[rows, len]));
+    for i in 0..rows {
+        for j in 0..m {
+            want[[i, at(i, j)]] += w[[i, j]];
+        }
+    }
+    compare("put-along-add", &g, &want, 1e-15).unwrap();
+    // Along the first axis: rows of 20,000 numbers at each position.
+    let columns = array(&eval(
+        &mut e,
+        "(take-along (transpose *t*) (transpose *idx*) :axis 0)",
+    ))
+    .unwrap();
+    let want = ArrayD::from_shape_fn(IxDyn(&[m, rows]), |i| t[[i[1], at(i[1], i[0])]]);
+    compare("take-along axis 0", &columns, &want, 0.0).unwrap();
+}
+
+#[test]
 fn take_along_errors_name_the_index_and_the_shapes() {
     let mut e = engine();
     let cases = [
