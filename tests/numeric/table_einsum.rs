@@ -110,6 +110,28 @@ fn einsum_equals_the_compositions_it_stands_for() {
 }
 
 #[test]
+fn einsum_compiles_to_the_tape_of_the_matmul_it_stands_for() {
+    let mut e = engine();
+    eval(
+        &mut e,
+        "(define a (ones '(4 3 5))) (define b (ones '(4 5 2)))
+         (define (stats f) (let ((s (tape-stats f (list a))))
+           (map (lambda (key) (assoc key s)) '(instructions flops peak-bytes optimized-nodes))))",
+    );
+    for (left, right) in [
+        ("(einsum \"bij,bjk->bik\" a b)", "(matmul a b)"),
+        (
+            "(einsum \"bij,bjk->bki\" a b)",
+            "(transpose (matmul a b) '(0 2 1))",
+        ),
+    ] {
+        let einsum = eval(&mut e, &format!("(stats (lambda (a) (sum (sin {left}))))"));
+        let matmul = eval(&mut e, &format!("(stats (lambda (a) (sum (sin {right}))))"));
+        assert_eq!(einsum.to_string(), matmul.to_string(), "{left}");
+    }
+}
+
+#[test]
 fn einsum_errors_name_the_subscripts_and_shapes() {
     let mut e = engine();
     let cases = [
