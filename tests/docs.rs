@@ -189,3 +189,8 @@ fn the_differentiation_guide_transcripts_run_as_shown() {
 fn the_stdlib_guide_transcripts_run_as_shown() {
     check_transcripts("stdlib.md");
 }
+
+#[test]
+fn the_arrays_guide_transcripts_run_as_shown() {
+    check_transcripts("arrays.md");
+}

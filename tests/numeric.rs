@@ -54,6 +54,10 @@ mod scan;
 mod scan_review;
 #[path = "numeric/table.rs"]
 mod table;
+#[path = "numeric/table_arrays.rs"]
+mod table_arrays;
+#[path = "numeric/table_einsum.rs"]
+mod table_einsum;
 
 // ---------------------------------------------------------------- helpers
 

@@ -20,7 +20,7 @@ use rayon::prelude::*;
 use smallvec::SmallVec;
 
 /// Work below this many numbers runs on one thread.
-const PARALLEL: usize = 1 << 15;
+pub(super) const PARALLEL: usize = 1 << 15;
 
 /// The shape of the slices `idx` selects from `t` along `axis`.
 fn gathered_shape(t: &[usize], idx: &[usize], axis: u8, what: &str) -> Result<Shape, ShapeError> {
@@ -38,7 +38,7 @@ fn gathered_shape(t: &[usize], idx: &[usize], axis: u8, what: &str) -> Result<Sh
 }
 
 /// `(outer, len, inner)` of `shape` around `axis`.
-fn split(shape: &[usize], axis: u8) -> (usize, usize, usize) {
+pub(super) fn split(shape: &[usize], axis: u8) -> (usize, usize, usize) {
     let axis = usize::from(axis);
     (
         shape[..axis].iter().product(),
@@ -70,7 +70,7 @@ pub fn positions(idx: &ArrayViewD<'_, f64>, len: usize) -> Result<Vec<usize>, Op
 }
 
 /// Contiguous numbers of a view (copied only when they are not).
-fn contiguous<'a>(x: &'a ArrayViewD<'_, f64>) -> std::borrow::Cow<'a, [f64]> {
+pub(super) fn contiguous<'a>(x: &'a ArrayViewD<'_, f64>) -> std::borrow::Cow<'a, [f64]> {
     match x.as_slice() {
         Some(slice) => std::borrow::Cow::Borrowed(slice),
         None => std::borrow::Cow::Owned(x.iter().copied().collect()),

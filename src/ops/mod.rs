@@ -22,6 +22,8 @@
 //! (`egraph::tensor`) and arrays; it knows nothing of Lisp values, tapes or
 //! how executors schedule work.
 
+pub mod along;
+pub mod einsum;
 pub mod indexing;
 pub mod linalg;
 mod rules;
@@ -211,6 +213,10 @@ table! {
     TriangularSolve(linalg::TriangularSolve),
     /// A general solve (LU).
     Solve(linalg::Solve),
+    /// `take-along`: elements at positions along an axis, slice by slice.
+    TakeAlong(along::TakeAlong),
+    /// `take-along`'s adjoint: updates added at positions along an axis.
+    PutAlongAdd(along::PutAlongAdd),
 }
 
 impl Op {

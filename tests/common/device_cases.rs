@@ -188,6 +188,20 @@ pub const DEVICE_CASES: &[(&str, &str)] = &[
                              (sum (triangular-solve l r :transpose #t :lower #t)) (sum (inv a)))))
          ((value-and-grad f :wrt '(0 1)) b r)",
     ),
+    (
+        "take-along and its reverse, put-along-add",
+        "(define x (randn '(6 9))) (define rows (floor (* 8.99 (rand '(6 4)))))
+         (define cols (floor (* 5.99 (rand '(3 9)))))
+         (define (f x) (let ((a (take-along x rows :axis 1)) (b (take-along x cols :axis 0)))
+                         (+ (sum (* a a)) (sum (* b (sin b))))))
+         ((value-and-grad f) x)",
+    ),
+    (
+        "einsum as batched products",
+        "(define a (randn '(4 3 5))) (define b (randn '(4 5 2)))
+         (define (f a) (+ (sum (einsum \"bij,bjk->bik\" a b)) (einsum \"bij,bij->\" a a)))
+         ((value-and-grad f) a)",
+    ),
 ];
 
 /// The numbers of a result, in order (lists flattened).

@@ -33,7 +33,8 @@ const HESSIAN_CASES_PER_FUNCTION: u32 = 12;
 
 /// An n x n view of a Hessian-shaped array.
 fn square(h: &ArrayD<f64>, n: usize) -> Result<ndarray::Array2<f64>, String> {
-    h.clone()
+    h.as_standard_layout()
+        .into_owned()
         .into_shape_with_order((n, n))
         .map_err(|e| format!("a Hessian of {} elements is not {n} x {n}: {e}", h.len()))
 }
@@ -105,7 +106,10 @@ pub(crate) fn check_hessian(
                 *slot += delta;
             }
             let g = array(&call(engine, &grad, &[value_of(&moved)])?)?;
-            Ok(g.into_shape_with_order(n)
+            // A tape may return a transposed layout.
+            Ok(g.as_standard_layout()
+                .into_owned()
+                .into_shape_with_order(n)
                 .map_err(|e| e.to_string())?
                 .into_dyn())
         };

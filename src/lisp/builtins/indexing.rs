@@ -1,7 +1,8 @@
 //! Indexing with integer tensors (SPEC section 7, "Indexing and arrays"):
-//! `gather`, `scatter-add`, `index-set`. Each is one operation of the
-//! table (`crate::ops::indexing`), recorded inside traced functions and
-//! computed at once otherwise (`apply`).
+//! `gather`, `scatter-add`, `index-set`, `take-along`. Each is one
+//! operation of the table (`crate::ops::indexing`, `crate::ops::along`),
+//! recorded inside traced functions and computed at once otherwise
+//! (`apply`).
 
 use super::apply::Apply;
 use super::{builtin, with_options};
@@ -12,6 +13,7 @@ use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::tensor::{format_shape, normalize_axis};
 use crate::lisp::value::Value;
 use crate::ops::Op;
+use crate::ops::along::TakeAlong;
 use crate::ops::indexing::{Gather, IndexSet, ScatterAdd, positions};
 
 /// The `:axis` option (default `default`; negative counts from the end).
@@ -110,10 +112,65 @@ fn index_set(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     apply.table(Op::IndexSet(op), &[&args[0], &idx, &values])
 }
 
+fn take_along(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let apply = Apply::new(interp, args.values);
+    let shape = apply.shape(&args[0])?;
+    if shape.is_empty() {
+        return Err(EvalError::shape("cannot take along a number"));
+    }
+    let idx = apply.tensor_of(&args[1])?;
+    let idx_shape = apply.shape(&idx)?;
+    let axis = axis_option(args, shape.len(), -1)?;
+    let misfit = || {
+        EvalError::shape(format!(
+            "positions of shape {} do not fit a tensor of shape {} along axis {axis} (the same rank, other axes equal or 1)",
+            format_shape(&idx_shape),
+            format_shape(&shape)
+        ))
+    };
+    if idx_shape.len() != shape.len() {
+        return Err(misfit());
+    }
+    // NumPy: the axes other than `axis` broadcast against each other.
+    let (mut t_target, mut idx_target) = (shape.clone(), idx_shape.clone());
+    for d in (0..shape.len()).filter(|&d| d != axis) {
+        match (shape[d], idx_shape[d]) {
+            (a, b) if a == b => {}
+            (1, b) => t_target[d] = b,
+            (a, 1) => idx_target[d] = a,
+            _ => return Err(misfit()),
+        }
+    }
+    let t = if t_target == shape {
+        args[0].clone()
+    } else {
+        apply.op(TOp::Broadcast(t_target), &[&args[0]])?
+    };
+    // Positions known now are checked at the call when the tensor is
+    // traced (the kernel runs later); otherwise the kernel, run at once,
+    // checks them.
+    let idx = if crate::lisp::trace::ops::involves_traced(&args[0]) {
+        indices(&apply, &idx, shape[axis])?
+    } else {
+        idx
+    };
+    let idx = if idx_target == idx_shape {
+        idx
+    } else {
+        apply.op(TOp::Broadcast(idx_target), &[&idx])?
+    };
+    let op = TakeAlong {
+        axis: axis as u8,
+        site: apply.site(),
+    };
+    apply.table(Op::TakeAlong(op), &[&t, &idx])
+}
+
 /// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
     with_options(builtin("gather", "(gather t idx :axis k)", "The slices of t at integer positions idx along axis k (default 0). idx is a list or a tensor of any shape of whole numbers (negative ones count from the end); the result is t's shape with axis k replaced by idx's shape: (gather x (permutation n)) shuffles rows, (gather table ids) looks up rows. Differentiable in t (its reverse adds the cotangent back at the positions); an index out of range is an error naming it.", 2, Some(2), gather), &["axis"]),
     with_options(builtin("scatter-add", "(scatter-add t idx updates :axis k)", "A new tensor: t with each slice of updates added at its position in idx along axis k (default 0); repeated positions add up. updates has the shape gather would give (or broadcasts to it). t itself is unchanged. Differentiable in t and updates.", 3, Some(3), scatter_add), &["axis"]),
     with_options(builtin("index-set", "(index-set t idx values :axis k)", "A new tensor: t with the slices at positions idx along axis k (default 0) replaced by values (of gather's shape, or broadcasting to it); of repeated positions the last one wins. t itself is unchanged. Differentiable in t and values.", 3, Some(3), index_set), &["axis"]),
+    with_options(builtin("take-along", "(take-along t idx :axis k)", "NumPy's take_along_axis: in each 1-d slice of t along axis k (default -1, the last), the elements at the positions in the matching slice of idx. idx has t's rank; along k it may have any length (the result's), and its other axes equal t's or are 1 (either side broadcasts). (take-along x (argmax x :axis 1 :keepdims #t) :axis 1) gives the row maxima, (take-along p (reshape labels '(n 1)) :axis 1) picks one column per row. Differentiable in t (its reverse adds the cotangent back at the positions); an index that is not whole or out of range is an error naming it.", 2, Some(2), take_along), &["axis"]),
 ];

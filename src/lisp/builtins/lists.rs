@@ -93,6 +93,9 @@ fn length(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     match &args[0] {
         Value::Str(s) => Ok(Value::Int(s.chars().count() as i64)),
         Value::Tensor(t) if t.ndim() > 0 => Ok(Value::Int(t.shape()[0] as i64)),
+        // A traced tensor's first axis has a static length (the same on
+        // every call of a compiled function of these shapes).
+        Value::Traced(t) if !t.shape.is_empty() => Ok(Value::Int(t.shape[0] as i64)),
         other => Ok(Value::Int(other.list_to_vec()?.len() as i64)),
     }
 }

@@ -9,9 +9,11 @@ mod autodiff;
 pub mod compare;
 mod custom;
 mod data;
+mod einsum;
 mod indexing;
 mod linalg;
 mod lists;
+mod norms;
 mod numeric;
 mod optim;
 mod plot;
@@ -51,6 +53,8 @@ pub const TABLES: &[&[Builtin]] = &[
     symbolic::BUILTINS,
     autodiff::BUILTINS,
     custom::BUILTINS,
+    norms::BUILTINS,
+    einsum::BUILTINS,
 ];
 
 /// Binds every built-in and constant in `interp`'s global environment.
