@@ -209,11 +209,13 @@ fn kernel_flops(kernel: &Kernel, args: &[usize], shapes: &[Shape], shape: &[usiz
     let n = numel(shape) as u64;
     match kernel {
         Kernel::Gemm { ta, .. } => {
+            // The contracted axis: the last of the first operand (its
+            // first for a transposed matrix); stacks contract their last.
             let a = &shapes[args[0]];
             let inner = match a.len() {
                 1 => a[0],
-                _ if *ta => a[0],
-                _ => a[1],
+                2 if *ta => a[0],
+                rank => a[rank - 1],
             };
             2 * n * inner as u64
         }
