@@ -18,6 +18,7 @@ mod plot;
 pub(crate) mod progress;
 pub(crate) mod reduce;
 mod sort;
+mod special;
 mod symbolic;
 pub(crate) mod system;
 pub(crate) mod tensor_make;
@@ -51,6 +52,7 @@ pub const TABLES: &[&[Builtin]] = &[
     symbolic::BUILTINS,
     autodiff::BUILTINS,
     custom::BUILTINS,
+    special::BUILTINS,
 ];
 
 /// Binds every built-in and constant in `interp`'s global environment.
