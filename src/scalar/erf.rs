@@ -15,7 +15,7 @@
 /// erf(x) = x (c0 + c1 x^2 + ...) for |x| < 1/2: the Taylor coefficients
 /// 2/sqrt(pi) (-1)^n / (n! (2n + 1)).
 pub(crate) const ERF_TAYLOR: [f64; 14] = [
-    1.128_379_167_095_512_6,
+    core::f64::consts::FRAC_2_SQRT_PI,
     -0.376_126_389_031_837_54,
     0.112_837_916_709_551_26,
     -0.026_866_170_645_131_252,

@@ -323,6 +323,12 @@ pub fn polygamma(n: f64, x: f64) -> f64 {
     if x < 0.0 {
         return polygamma_reflected(n as usize, x);
     }
+    polygamma_positive(n, x)
+}
+
+/// ψ⁽ⁿ⁾(x) = (-1)^(n+1) n! ζ(n + 1, x) for whole n in [1, 170] and x > 0.
+fn polygamma_positive(n: f64, x: f64) -> f64 {
+    let sign = if n % 2.0 == 0.0 { -1.0 } else { 1.0 };
     sign * factorial(n) * hurwitz_zeta(n + 1.0, x)
 }
 
@@ -391,7 +397,11 @@ fn polygamma_reflected(n: usize, x: f64) -> f64 {
     let angle = PI * reduce(x);
     let c = angle.cos() / angle.sin();
     let cot_part = PI.powi(n as i32 + 1) * poly(&p[..n + 2], c);
-    let mirrored = polygamma(n as f64, 1.0 - x);
-    let mirrored = if n % 2 == 0 { mirrored } else { -mirrored };
+    let mirrored = polygamma_positive(n as f64, 1.0 - x);
+    let mirrored = if n.is_multiple_of(2) {
+        mirrored
+    } else {
+        -mirrored
+    };
     mirrored - cot_part
 }

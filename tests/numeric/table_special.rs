@@ -138,34 +138,53 @@ fn gradient_of_lgamma_is_digamma_and_its_hessian_is_trigamma() {
     }
 }
 
+/// The parts of `form`'s value with native kernels on and off (this
+/// thread only), and how many kernels the first run compiled.
+fn native_and_interpreted(engine: &mut Engine, form: &str) -> (Vec<f64>, Vec<f64>, usize) {
+    use epsilon::backends::cpu::native;
+    let flat = |value: &Value| -> Vec<f64> {
+        parts(value)
+            .unwrap_or_else(|message| panic!("{message}"))
+            .iter()
+            .flat_map(|a| a.iter().copied().collect::<Vec<_>>())
+            .collect()
+    };
+    native::set_native_kernels(true);
+    let before = native::kernels_compiled();
+    let on = flat(&eval(engine, form));
+    let compiled = native::kernels_compiled() - before;
+    native::set_native_kernels(false);
+    let off = flat(&eval(engine, form));
+    native::set_native_kernels(true);
+    (on, off, compiled)
+}
+
 #[test]
-fn native_kernels_agree_with_the_interpreter_on_large_tensors() {
-    // Over native::MIN_ELEMENTS elements a jitted group runs as native
-    // code; the same function on a few elements runs in the interpreter.
-    // Both call the same Rust functions, so the bits agree.
+fn native_kernels_give_the_interpreters_bits() {
+    // Tensors over native::MIN_ELEMENTS elements (poles, negative
+    // arguments and the tail of erfc included), their gradients, and a
+    // loop over numbers (the native whole-loop and reverse-step kernels).
     let mut engine = engine();
     eval(
         &mut engine,
         "(define (special x) (list (lgamma x) (digamma x) (polygamma 2 x) (erf x) (erfc x) (multigammaln (abs x) 2)))",
     );
-    eval(&mut engine, "(define big (linspace -12.3 30.7 9001))");
-    let whole = eval(&mut engine, "((jit special) big)");
-    let pieces = eval(
-        &mut engine,
-        "(map (lambda (k) ((jit special) (slice big k (+ k 7)))) (range 0 9001 1000))",
-    );
-    let list = |value: &Value| items(value).unwrap_or_else(|message| panic!("{message}"));
-    let whole: Vec<Vec<f64>> = list(&whole).iter().map(numbers).collect();
-    for (piece, start) in list(&pieces).iter().zip((0..9001).step_by(1000)) {
-        for (f, values) in list(piece).iter().enumerate() {
-            for (k, got) in numbers(values).into_iter().enumerate() {
-                let want = whole[f][start + k];
-                assert!(
-                    got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
-                    "function {f} at element {}: interpreter {got:e}, native {want:e}",
-                    start + k
-                );
-            }
+    eval(&mut engine, "(define big (linspace -12.5 30.5 9001))");
+    for form in [
+        "((jit special) big)",
+        "((grad (lambda (x) (sum (* (lgamma x) (erfc x) (digamma (abs x)))))) big)",
+        "((grad (lambda (x) (scan (lambda (s i) (+ (* 0.5 s) (lgamma (+ 1.5 (* s s))) (erf s) (digamma (+ 2 (* s s))))) x 40))) 0.3)",
+    ] {
+        let (on, off, compiled) = native_and_interpreted(&mut engine, form);
+        assert_eq!(on.len(), off.len(), "{form}");
+        for (k, (a, b)) in on.iter().zip(&off).enumerate() {
+            assert!(
+                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                "{form}: element {k}: native {a:e}, interpreted {b:e} ({compiled} kernels)"
+            );
+        }
+        if !form.contains("scan") {
+            assert!(compiled > 0, "{form}: no native kernel was compiled");
         }
     }
 }

@@ -108,7 +108,12 @@ __device__ double eps_hurwitz_zeta(double s, double x) {
     }
     return head + (pow(a, power + 1.0) / (s - 1.0) + 0.5 * a_s + tail);
 }
-__device__ double eps_polygamma(double n, double x);
+__device__ double eps_polygamma_positive(double n, double x) {
+    const double sign = fmod(n, 2.0) == 0.0 ? -1.0 : 1.0;
+    double factorial = 1.0;
+    for (double k = 2.0; k <= n; k += 1.0) factorial *= k;
+    return sign * factorial * eps_hurwitz_zeta(n + 1.0, x);
+}
 __device__ double eps_polygamma_reflected(int n, double x) {
     if (n > {MAX_REFLECTED_ORDER}) return eps_nan();
     double p[{MAX_REFLECTED_ORDER} + 2], next[{MAX_REFLECTED_ORDER} + 2];
@@ -126,7 +131,7 @@ __device__ double eps_polygamma_reflected(int n, double x) {
     const double angle = {PI} * eps_reduce(x);
     const double c = cos(angle) / sin(angle);
     const double cot_part = pow({PI}, (double)(n + 1)) * eps_poly(p, n + 2, c);
-    const double mirrored = eps_polygamma((double)n, 1.0 - x);
+    const double mirrored = eps_polygamma_positive((double)n, 1.0 - x);
     return (n % 2 == 0 ? mirrored : -mirrored) - cot_part;
 }
 __device__ double eps_polygamma(double n, double x) {
@@ -137,9 +142,7 @@ __device__ double eps_polygamma(double n, double x) {
     if (x == -eps_inf()) return eps_nan();
     if (eps_is_pole(x)) return sign * eps_inf();
     if (x < 0.0) return eps_polygamma_reflected((int)n, x);
-    double factorial = 1.0;
-    for (double k = 2.0; k <= n; k += 1.0) factorial *= k;
-    return sign * factorial * eps_hurwitz_zeta(n + 1.0, x);
+    return eps_polygamma_positive(n, x);
 }
 __device__ double eps_erfc_positive(double z) {
     if (z > 27.3) return 0.0;
