@@ -107,10 +107,12 @@ fn erfc_positive(z: f64) -> f64 {
     }
     let t = 2.0 / (2.0 + z);
     let u = (2.0 - z) / (2.0 + z);
-    // Clenshaw's recurrence for sum c_k T_k(u).
+    // Clenshaw's recurrence for sum c_k T_k(u), written so that only one
+    // multiplication and one addition depend on the previous step.
+    let two_u = 2.0 * u;
     let (mut b1, mut b2) = (0.0, 0.0);
     for &c in ERFC_CHEBYSHEV[1..].iter().rev() {
-        let b0 = 2.0 * u * b1 - b2 + c;
+        let b0 = (c - b2) + two_u * b1;
         b2 = b1;
         b1 = b0;
     }

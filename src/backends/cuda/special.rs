@@ -148,9 +148,10 @@ __device__ double eps_erfc_positive(double z) {
     if (z > 27.3) return 0.0;
     const double t = 2.0 / (2.0 + z);
     const double u = (2.0 - z) / (2.0 + z);
+    const double two_u = 2.0 * u;
     double b1 = 0.0, b2 = 0.0;
     for (int k = {N_ERFC_CHEBYSHEV} - 1; k >= 1; --k) {
-        const double b0 = 2.0 * u * b1 - b2 + eps_erfc_chebyshev_c[k];
+        const double b0 = (eps_erfc_chebyshev_c[k] - b2) + two_u * b1;
         b2 = b1;
         b1 = b0;
     }
