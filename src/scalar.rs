@@ -2,7 +2,12 @@
 //! constant folding and evaluation, and (later) the backends. One definition
 //! per function keeps every path computing the same number.
 //!
-//! This module knows nothing but `f64`.
+//! This module knows nothing but `f64`. The special functions live in
+//! its submodules: `gamma` (`lgamma`, `digamma`, `polygamma`) and `erf`
+//! (`erf`, `erfc`).
+
+pub mod erf;
+pub mod gamma;
 
 /// The logistic function 1 / (1 + exp(-x)), computed without overflow.
 pub fn sigmoid(x: f64) -> f64 {

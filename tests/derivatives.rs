@@ -207,14 +207,14 @@ fn check_row(row: &Row) -> Result<(), String> {
 #[test]
 fn sympy_table_values_finite_differences_and_grad_agree() {
     let rows = read_table();
-    assert_eq!(rows.len(), 500, "rows in the table");
+    assert_eq!(rows.len(), 551, "rows in the table");
     let mut cases: Vec<(&str, &str)> = rows
         .iter()
         .map(|r| (r.expr.as_str(), r.var.as_str()))
         .collect();
     cases.sort_unstable();
     cases.dedup();
-    assert_eq!(cases.len(), 165, "distinct (expr, var) cases");
+    assert_eq!(cases.len(), 182, "distinct (expr, var) cases");
     let mut failures = String::new();
     let mut count = 0;
     for row in &rows {

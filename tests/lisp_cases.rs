@@ -265,6 +265,7 @@ const FILES: &[&str] = &[
     "data_files.lisp",
     "symbolic.lisp",
     "numeric.lisp",
+    "special.lisp",
 ];
 
 macro_rules! table_tests {
@@ -290,6 +291,7 @@ table_tests! {
     data_files => "data_files.lisp",
     symbolic => "symbolic.lisp",
     numeric => "numeric.lisp",
+    special => "special.lisp",
 }
 
 #[test]

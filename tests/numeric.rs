@@ -58,6 +58,8 @@ mod table;
 mod table_arrays;
 #[path = "numeric/table_einsum.rs"]
 mod table_einsum;
+#[path = "numeric/table_special.rs"]
+mod table_special;
 
 // ---------------------------------------------------------------- helpers
 

@@ -244,6 +244,14 @@ const FACT_CASES: &[&str] = &[
     "(tan x)",
     "(sinh x)",
     "(cosh x)",
+    "(erf x)",
+    "(erfc x)",
+    "(lgamma (exp x))",
+    "(digamma (exp x))",
+    "(polygamma 1 (exp x))",
+    "(polygamma 2 (exp x))",
+    "(lgamma x)",
+    "(polygamma 1 x)",
 ];
 
 #[test]

@@ -30,6 +30,9 @@ fn expression(depth: u32) -> BoxedStrategy<String> {
             Just("expm1"),
             Just("sinh"),
             Just("abs"),
+            Just("erf"),
+            Just("erfc"),
+            Just("lgamma"),
         ];
         let binary = prop_oneof![
             Just("+"),

@@ -74,6 +74,13 @@ fn scalar_kernels_depend_on_nothing() {
         !text.contains("use "),
         "src/scalar.rs must stay free of imports"
     );
+    for (path, text) in src("scalar") {
+        assert!(
+            !text.contains("use "),
+            "{} must stay free of imports",
+            path.display()
+        );
+    }
 }
 
 #[test]

@@ -198,6 +198,21 @@ NEW_CASES = [
      ["x=0.7 w=1.2 m=1.5 l=0.8", "x=1.9 w=-0.6 m=0.5 l=1.2", "x=-0.4 w=0.3 m=2.0 l=0.5"]),
     ("(neg (/ 1 (sqrt (+ (* x x) (* y y) (* z z)))))", "xy", XYZ3),
     ("(neg (+ (* x (log x)) (* (- 1 x) (log (- 1 x)))))", "x", ["x=0.3", "x=0.7", "x=0.45"]),
+    # special functions (arguments of the gamma family kept positive)
+    ("(lgamma x)", "x", XPOS),
+    ("(lgamma (+ 1 (* x x)))", "x", X3),
+    ("(* x (lgamma (+ 2 y)))", "xy", XY3),
+    ("(digamma (+ 2 x))", "x", X3),
+    ("(digamma (exp x))", "x", X3),
+    ("(polygamma 1 (+ 1 (* x x)))", "x", X3),
+    ("(polygamma 2 (+ 3 x))", "x", X3),
+    ("(erf x)", "x", X3),
+    ("(erf (* x y))", "xy", XY3),
+    ("(erfc (* 2 x))", "x", X3),
+    ("(- 1 (erfc (sin x)))", "x", X3),
+    ("(multigammaln (+ 2 (* x x)) 3)", "x", X3),
+    ("(multigammaln (exp x) 1)", "x", X3),
+    ("(- (lgamma (+ x y)) (lgamma x) (lgamma y))", "xy", XYPOS),
 ]
 
 

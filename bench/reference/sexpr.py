@@ -10,7 +10,9 @@ Shared by derivative_table.py and symbolic_w3.py. Three things:
 * ``evaluate(tree, env)`` computes the value in plain float arithmetic with the
   ``math`` module (independent of SymPy; used for finite differences). It raises
   ``DomainError`` when a point is outside an op's domain or within ``KINK`` of a
-  kink of abs / relu / min / max.
+  kink of abs / relu / min / max. The special functions (lgamma, digamma,
+  polygamma, erf, erfc, multigammaln) come from ``math`` and
+  ``scipy.special``; their arguments must stay on the positive axis.
 
 ``to_text(tree)`` prints a tree back in canonical spelling (one space between
 items), so a string is valid exactly when ``to_text(parse(s)) == s``.
@@ -18,14 +20,19 @@ items), so a string is valid exactly when ``to_text(parse(s)) == s``.
 import math
 import re
 
+import scipy.special
 import sympy
 
 NARY = {"+", "-", "*"}  # binary, or n-ary folded left
-BINARY = {"/", "pow", "atan2", "min", "max"}
+BINARY = {"/", "pow", "atan2", "min", "max", "polygamma", "multigammaln"}
 UNARY = {
     "neg", "exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "asin",
     "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "relu", "softplus", "abs",
+    "lgamma", "digamma", "erf", "erfc",
 }
+# Operators whose argument at this position must be a whole-number literal:
+# the order of polygamma, the dimension of multigammaln.
+INTEGER_ARGUMENT = {"polygamma": 0, "multigammaln": 1}
 OPS = NARY | BINARY | UNARY
 
 NUMBER_RE = re.compile(r"-?[0-9]+(\.[0-9]+)?\Z")
@@ -79,6 +86,8 @@ def parse(text):
         n = len(args)
         if (op in UNARY and n != 1) or (op in BINARY and n != 2) or (op in NARY and n < 2):
             raise SyntaxError(f"{op} with {n} arguments in {text!r}")
+        if op in INTEGER_ARGUMENT and not _is_int_literal(args[INTEGER_ARGUMENT[op]]):
+            raise SyntaxError(f"{op} needs a whole-number literal in {text!r}")
         return (op, *args)
 
     tree = read()
@@ -147,6 +156,12 @@ def to_sympy(tree, syms=None, **assumptions):
         return sympy.Min(a[0], a[1])
     if op == "max":
         return sympy.Max(a[0], a[1])
+    if op == "polygamma":
+        return sympy.polygamma(a[0], a[1])
+    if op == "multigammaln":
+        p = int(tree[2][1])
+        return p * (p - 1) * sympy.log(sympy.pi) / 4 + sum(
+            sympy.loggamma(a[0] + sympy.Rational(1 - j, 2)) for j in range(1, p + 1))
     (u,) = a
     return {
         "neg": lambda: -u,
@@ -168,6 +183,10 @@ def to_sympy(tree, syms=None, **assumptions):
         "relu": lambda: sympy.Max(u, 0),
         "softplus": lambda: sympy.log(1 + sympy.exp(u)),
         "abs": lambda: sympy.Abs(u),
+        "lgamma": lambda: sympy.loggamma(u),
+        "digamma": lambda: sympy.polygamma(0, u),
+        "erf": lambda: sympy.erf(u),
+        "erfc": lambda: sympy.erfc(u),
     }[op]()
 
 
@@ -207,7 +226,19 @@ def evaluate(tree, env):
         if abs(a[0] - a[1]) < KINK:
             raise DomainError(f"{op} within {KINK} of its kink")
         return min(a) if op == "min" else max(a)
+    if op == "polygamma":
+        if a[1] <= 0:
+            raise DomainError(f"polygamma of {a[1]}")
+        return float(scipy.special.polygamma(int(a[0]), a[1]))
+    if op == "multigammaln":
+        p = int(a[1])
+        if a[0] <= (p - 1) / 2:
+            raise DomainError(f"multigammaln of {a[0]} in dimension {p}")
+        return p * (p - 1) / 4 * math.log(math.pi) + sum(
+            math.lgamma(a[0] + (1 - j) / 2) for j in range(1, p + 1))
     (u,) = a
+    if op in ("lgamma", "digamma") and u <= 0:
+        raise DomainError(f"{op} of {u}")
     if op in ("abs", "relu") and abs(u) < KINK:
         raise DomainError(f"{op} within {KINK} of its kink")
     if op in ("log", "sqrt") and u <= 0:
@@ -238,4 +269,8 @@ def evaluate(tree, env):
         "relu": lambda: max(u, 0.0),
         "softplus": lambda: math.log1p(math.exp(u)),
         "abs": lambda: abs(u),
+        "lgamma": lambda: math.lgamma(u),
+        "digamma": lambda: float(scipy.special.psi(u)),
+        "erf": lambda: math.erf(u),
+        "erfc": lambda: math.erfc(u),
     }[op]()

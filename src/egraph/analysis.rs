@@ -195,6 +195,14 @@ fn signs_of(egraph: &MathGraph, node: &Math) -> Signs {
         Math::Neg([a]) => s(a).negate(),
         Math::Pow([a, b]) => pow_signs(s(a), constant(b).map(Constant::get)),
         Math::Exp(_) | Math::Cosh(_) | Math::Sigmoid(_) | Math::Softplus(_) => Signs::POS,
+        Math::Erfc(_) => Signs::POS,
+        Math::Erf([a]) => s(a),
+        // psi^(n) has the sign (-1)^(n+1) on the positive axis.
+        Math::Polygamma([n, x]) if s(x).is_pos() => match constant(n).map(Constant::get) {
+            Some(n) if n >= 1.0 && n.fract() == 0.0 && n % 2.0 == 1.0 => Signs::POS,
+            Some(n) if n >= 1.0 && n.fract() == 0.0 => Signs::NEG,
+            _ => Signs::ANY,
+        },
         Math::Log1p([a]) | Math::Expm1([a]) | Math::Asin([a]) | Math::Atan([a]) => s(a),
         Math::Sinh([a]) | Math::Tanh([a]) | Math::Sign([a]) => s(a),
         Math::Sqrt([a]) => s(a).without(Signs::NEG).or_any(),
@@ -219,6 +227,9 @@ fn signs_of(egraph: &MathGraph, node: &Math) -> Signs {
         | Math::Tan(_)
         | Math::Atan2(_)
         | Math::Xlogy(_)
+        | Math::Lgamma(_)
+        | Math::Digamma(_)
+        | Math::Polygamma(_)
         | Math::Call(..) => Signs::ANY,
     }
 }
@@ -259,6 +270,14 @@ fn total_of(egraph: &MathGraph, node: &Math) -> bool {
         Math::Log([a]) | Math::Xlogy([_, a]) => facts(a).signs.is_pos(),
         Math::Log1p([a]) | Math::Sqrt([a]) => facts(a).signs.is_non_neg(),
         Math::Tan(_) | Math::Asin(_) | Math::Acos(_) | Math::Call(..) => false,
+        // Poles at 0, -1, -2, ...: defined everywhere on the positive axis.
+        Math::Lgamma([a]) | Math::Digamma([a]) => facts(a).signs.is_pos(),
+        Math::Polygamma([n, a]) => {
+            facts(a).signs.is_pos()
+                && facts(n)
+                    .constant
+                    .is_some_and(|n| n.is_integer() && (0.0..=170.0).contains(&n.get()))
+        }
         Math::Pow([a, b]) => match facts(b).constant.map(Constant::get) {
             Some(n) if n.fract() == 0.0 && n >= 0.0 => true,
             Some(n) if n.fract() == 0.0 => facts(a).signs.is_non_zero(),

@@ -19,6 +19,8 @@ fn arithmetic_cost(node: &Math) -> u64 {
         Math::Min(_) | Math::Max(_) => 0,
         Math::Div(_) | Math::Sqrt(_) => 2,
         Math::Pow(_) => 4,
+        Math::Lgamma(_) | Math::Digamma(_) | Math::Polygamma(_) => 12,
+        Math::Erf(_) | Math::Erfc(_) => 8,
         _ => 6,
     }
 }

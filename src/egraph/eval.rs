@@ -42,6 +42,11 @@ pub fn apply_op(node: &Math, value_of: impl Fn(Id) -> f64) -> Option<f64> {
         Math::Xlogy(ids) => binary(ids, scalar::xlogy),
         Math::Min(ids) => binary(ids, scalar::nan_min),
         Math::Max(ids) => binary(ids, scalar::nan_max),
+        Math::Lgamma(ids) => unary(ids, scalar::gamma::lgamma),
+        Math::Digamma(ids) => unary(ids, scalar::gamma::digamma),
+        Math::Polygamma(ids) => binary(ids, scalar::gamma::polygamma),
+        Math::Erf(ids) => unary(ids, scalar::erf::erf),
+        Math::Erfc(ids) => unary(ids, scalar::erf::erfc),
         Math::Num(value) => value.get(),
         // A user function is evaluated through its body (`lift`), never
         // folded here.

@@ -48,6 +48,11 @@ define_language! {
         "xlogy" = Xlogy([Id; 2]),
         "min" = Min([Id; 2]),
         "max" = Max([Id; 2]),
+        "lgamma" = Lgamma([Id; 1]),
+        "digamma" = Digamma([Id; 1]),
+        "polygamma" = Polygamma([Id; 2]),
+        "erf" = Erf([Id; 1]),
+        "erfc" = Erfc([Id; 1]),
         Num(Constant),
         Var(Symbol),
         // A call of a user function (`defderiv`) by name: its value and
@@ -89,6 +94,11 @@ pub const OPERATORS: &[(&str, usize)] = &[
     ("xlogy", 2),
     ("min", 2),
     ("max", 2),
+    ("lgamma", 1),
+    ("digamma", 1),
+    ("polygamma", 2),
+    ("erf", 1),
+    ("erfc", 1),
 ];
 
 /// The arity of an operator name, if `Math` has it.

@@ -7,6 +7,10 @@
 //! user functions (`defderiv`) take the partials their definition declares
 //! (`functions.rs`).
 //!
+//! The special functions: d lgamma = digamma, d digamma = polygamma of
+//! order 1, d polygamma(n, x) / dx = polygamma(n + 1, x) (none in the
+//! order n, a whole number), d erf = 2/sqrt(pi) exp(-x^2) = -d erfc.
+//!
 //! Conventions at kinks: `relu'(0) = 0`, `abs'(0) = sign(0) = 0`, and the
 //! derivatives of `min`/`max` split ties evenly (1/2 each), so the partials
 //! of `(max x x)` still add up to 1.
@@ -199,6 +203,29 @@ pub fn local_partials<B: PartialBuilder>(
         }
         Math::Sign(_) => smallvec![None],
         Math::Heaviside(_) => smallvec![None, None],
+        Math::Lgamma([x]) => smallvec![Some(b.add(Math::Digamma([x])))],
+        Math::Digamma([x]) => {
+            let order = b.num(1.0);
+            smallvec![Some(b.add(Math::Polygamma([order, x])))]
+        }
+        Math::Polygamma([n, x]) => {
+            // The order is a whole number: no derivative in it.
+            let next = b.add2(n, one);
+            smallvec![None, Some(b.add(Math::Polygamma([next, x])))]
+        }
+        Math::Erf([x]) | Math::Erfc([x]) => {
+            // ±2/sqrt(pi) exp(-x^2).
+            let square = b.mul(x, x);
+            let minus_square = b.neg(square);
+            let gauss = b.add(Math::Exp([minus_square]));
+            let scale = if matches!(node, Math::Erf(_)) {
+                std::f64::consts::FRAC_2_SQRT_PI
+            } else {
+                -std::f64::consts::FRAC_2_SQRT_PI
+            };
+            let scale = b.num(scale);
+            smallvec![Some(b.mul(scale, gauss))]
+        }
         Math::Min([x, y]) | Math::Max([x, y]) => {
             let half = b.num(0.5);
             let (x_minus_y, y_minus_x) = (b.sub(x, y), b.sub(y, x));

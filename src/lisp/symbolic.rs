@@ -84,7 +84,34 @@ pub fn is_expression(value: &Value, functions: &Functions) -> bool {
 }
 
 fn is_operator_name(name: &str) -> bool {
-    operator_arity(name).is_some()
+    operator_arity(name).is_some() || name == "multigammaln"
+}
+
+/// `(multigammaln x p)` for a whole number p (a literal): the sum
+/// p (p - 1)/4 ln(pi) + lgamma(x) + lgamma(x - 1/2) + ... + lgamma(x - (p-1)/2),
+/// which every symbolic operation then differentiates and simplifies.
+fn multigammaln(args: &[Id], builder: &mut ExprBuilder) -> Result<Id, String> {
+    let p = match builder.constant(args[1]) {
+        Some(p) if p.fract() == 0.0 && (1.0..=100.0).contains(&p) => p,
+        _ => {
+            return Err(
+                "multigammaln takes a whole number p from 1 to 100 as its second argument in a symbolic expression"
+                    .to_string(),
+            );
+        }
+    };
+    let x = args[0];
+    let mut sum = builder.add(Math::Lgamma([x]));
+    let mut j = 2.0;
+    while j <= p {
+        let offset = builder.num((1.0 - j) / 2.0);
+        let shifted = builder.add2(x, offset);
+        let term = builder.add(Math::Lgamma([shifted]));
+        sum = builder.add2(sum, term);
+        j += 1.0;
+    }
+    let constant = builder.num(p * (p - 1.0) / 4.0 * std::f64::consts::PI.ln());
+    Ok(builder.add2(constant, sum))
 }
 
 /// Adds `value` — one expression or a (nested) list of them — to `builder`,
@@ -233,6 +260,10 @@ fn call_node(
         ("/", _) => Ok(fold(builder, Math::Div)),
         ("min", _) => Ok(fold(builder, Math::Min)),
         ("max", _) => Ok(fold(builder, Math::Max)),
+        ("multigammaln", 2) => multigammaln(args, builder),
+        ("multigammaln", n) => Err(format!(
+            "multigammaln takes 2 arguments in a symbolic expression, got {n}"
+        )),
         _ => match operator_arity(op) {
             Some(arity) if arity == args.len() => Math::from_op_name(op, args)
                 .map(|node| builder.add(node))

@@ -202,6 +202,14 @@ pub const DEVICE_CASES: &[(&str, &str)] = &[
          (define (f a) (+ (sum (einsum \"bij,bjk->bik\" a b)) (einsum \"bij,bij->\" a a)))
          ((value-and-grad f) a)",
     ),
+    (
+        "special functions (lgamma, digamma, polygamma, erf, erfc, multigammaln)",
+        "(define x (randn '(6 40)))
+         (define (f x) (let ((p (+ 0.2 (abs x))))
+           (sum (+ (lgamma p) (lgamma (- -1.5 (* 0.3 (tanh x)))) (digamma p) (polygamma 1 p)
+                   (polygamma 2 (+ 1 p)) (erf x) (erfc (* 3 x)) (multigammaln (+ 1.5 p) 3)))))
+         (list ((value-and-grad f) x) ((hessian (lambda (v) (f v))) (slice (flatten x) 0 5)))",
+    ),
 ];
 
 /// The numbers of a result, in order (lists flattened).

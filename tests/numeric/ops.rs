@@ -692,4 +692,12 @@ op_tests! {
     to_list: |d| unary_source("(lambda (x) (tree-sum (to-list x)))", R2, d),
     item: |d| item_case(d),
     tensor: |d| tensor_of(d),
+    // special functions, away from the poles of the gamma family
+    lgamma: |d| unary("lgamma", Domain::Range(0.3, 6.0), d),
+    lgamma_negative: |d| unary("lgamma", Domain::Range(-2.9, -2.1), d),
+    digamma: |d| unary("digamma", Domain::Range(0.3, 6.0), d),
+    trigamma: |d| unary_source("(lambda (x) (polygamma 1 x))", Domain::Range(0.5, 5.0), d),
+    erf: |d| unary("erf", R2, d),
+    erfc: |d| unary("erfc", R3, d),
+    multigammaln: |d| unary_source("(lambda (x) (multigammaln x 3))", Domain::Range(1.3, 6.0), d),
 }

@@ -70,8 +70,11 @@ pub fn run_on_host(
 ) -> Result<Vec<Vec<Vec<f64>>>, String> {
     let mut program = String::from(HOST_HEADER);
     program.push_str(PRELUDE);
+    let special = super::special::prelude();
+    program.push_str(special);
     for run in runs {
-        program.push_str(run.source.strip_prefix(PRELUDE).unwrap_or(run.source));
+        let source = run.source.strip_prefix(PRELUDE).unwrap_or(run.source);
+        program.push_str(source.strip_prefix(special).unwrap_or(source));
     }
     program.push_str("\nint main() {\n");
     for (r, run) in runs.iter().enumerate() {

@@ -7,7 +7,9 @@
 //! (`exp`, `log1p`, `atan2`, ...) call it; the rest (`sigmoid`, `relu`,
 //! NaN-propagating `min`/`max`, ...) are device functions of [`PRELUDE`]
 //! written after `crate::scalar`, so they treat NaN, signed zeros and
-//! infinities alike. CUDA's math library rounds some functions differently
+//! infinities alike. The special functions (`lgamma`, `erf`, ...) are
+//! device functions of `special::prelude`, added to the kernels that call
+//! them. CUDA's math library rounds some functions differently
 //! from the host's libm (within a few units in the last place), so the two
 //! backends agree to rounding, not to the bit.
 //!
@@ -124,6 +126,11 @@ pub fn expression(op: &TOp, a: &[String]) -> Option<String> {
             Math::Relu(_) => call("eps_relu"),
             Math::Softplus(_) => call("eps_softplus"),
             Math::Sign(_) => call("eps_sign"),
+            Math::Lgamma(_) => call("eps_lgamma"),
+            Math::Digamma(_) => call("eps_digamma"),
+            Math::Polygamma(_) => call2("eps_polygamma"),
+            Math::Erf(_) => call("eps_erf"),
+            Math::Erfc(_) => call("eps_erfc"),
         },
         TOp::Compare(cmp) => {
             let symbol = match cmp {
@@ -238,6 +245,14 @@ pub fn group_kernel(
         params.push(format!("double* __restrict__ out{k}"));
     }
     let mut source = String::from(PRELUDE);
+    // The special functions' device code only where a step calls one.
+    if group
+        .steps
+        .iter()
+        .any(|(op, _)| matches!(op, TOp::Map(math) if super::special::needs_prelude(math)))
+    {
+        source.push_str(super::special::prelude());
+    }
     let _ = writeln!(
         source,
         "\nextern \"C\" __global__ void {name}({}) {{",

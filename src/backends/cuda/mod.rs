@@ -5,6 +5,8 @@
 //! - `kernels`, `reduce`, `structural`: CUDA C source of fused elementwise
 //!   groups, reductions and arg-extremes, and operations that move
 //!   elements.
+//! - `special`: device code of the special functions (`lgamma`, `erf`,
+//!   ...), after `crate::scalar`'s.
 //! - `launch`: the plan of one instruction (kernel, grid, cuBLAS call).
 //! - `machine`: what the executor needs from a device, and device values.
 //! - `execute`, `scan`: running tapes and loops on any such machine.
@@ -27,6 +29,7 @@ mod probe;
 pub mod reduce;
 mod runner;
 mod scan;
+pub mod special;
 pub mod structural;
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! The simplification rule set, in families (`arith`, `exp_log`, `trig`),
-//! and the guards that keep every rule inside the domain of definition.
+//! The simplification rule set, in families (`arith`, `exp_log`, `trig`,
+//! `special`), and the guards that keep every rule inside the domain of
+//! definition.
 //!
 //! Invariant: a rule may only fire where both sides are defined exactly
 //! where the left side is. `(/ ?a ?a) => 1` needs `?a` non-zero and total;
@@ -9,6 +10,7 @@
 mod arith;
 pub mod check;
 mod exp_log;
+mod special;
 mod trig;
 
 use super::analysis::{Facts, FactsAnalysis, MathGraph, Signs};
@@ -23,6 +25,7 @@ static RULES: LazyLock<Vec<MathRewrite>> = LazyLock::new(|| {
     let mut rules = arith::rules();
     rules.extend(exp_log::rules());
     rules.extend(trig::rules());
+    rules.extend(special::rules());
     rules
 });
 

@@ -20,6 +20,7 @@ mod plot;
 pub(crate) mod progress;
 pub(crate) mod reduce;
 mod sort;
+mod special;
 mod symbolic;
 pub(crate) mod system;
 pub(crate) mod tensor_make;
@@ -55,6 +56,7 @@ pub const TABLES: &[&[Builtin]] = &[
     custom::BUILTINS,
     norms::BUILTINS,
     einsum::BUILTINS,
+    special::BUILTINS,
 ];
 
 /// Binds every built-in and constant in `interp`'s global environment.

@@ -56,6 +56,7 @@ pub fn lowering(op: &TOp) -> Option<Lowering> {
             Math::Xlogy(_) => Lowering::Binary(xlogy),
             Math::Min(_) => Lowering::Binary(nan_min),
             Math::Max(_) => Lowering::Binary(nan_max),
+            Math::Polygamma(_) => Lowering::Binary(polygamma),
             Math::Exp(_) => Lowering::Unary(exp),
             Math::Log(_) => Lowering::Unary(ln),
             Math::Log1p(_) => Lowering::Unary(ln_1p),
@@ -73,6 +74,10 @@ pub fn lowering(op: &TOp) -> Option<Lowering> {
             Math::Relu(_) => Lowering::Unary(relu),
             Math::Softplus(_) => Lowering::Unary(softplus),
             Math::Sign(_) => Lowering::Unary(sign),
+            Math::Lgamma(_) => Lowering::Unary(lgamma),
+            Math::Digamma(_) => Lowering::Unary(digamma),
+            Math::Erf(_) => Lowering::Unary(erf),
+            Math::Erfc(_) => Lowering::Unary(erfc),
         },
         TOp::Compare(cmp) => Lowering::Compare(*cmp),
         TOp::Round(RoundOp::Floor) => Lowering::Unary(floor),
@@ -99,6 +104,7 @@ callable! {
     xlogy(x, y) = scalar::xlogy;
     nan_min(x, y) = scalar::nan_min;
     nan_max(x, y) = scalar::nan_max;
+    polygamma(n, x) = scalar::gamma::polygamma;
     exp(x) = scalar::exp;
     ln(x) = f64::ln;
     ln_1p(x) = f64::ln_1p;
@@ -116,6 +122,10 @@ callable! {
     relu(x) = scalar::relu;
     softplus(x) = scalar::softplus;
     sign(x) = scalar::sign;
+    lgamma(x) = scalar::gamma::lgamma;
+    digamma(x) = scalar::gamma::digamma;
+    erf(x) = scalar::erf::erf;
+    erfc(x) = scalar::erf::erfc;
     floor(x) = f64::floor;
     ceil(x) = f64::ceil;
     round_ties_even(x) = f64::round_ties_even;

@@ -25,6 +25,7 @@ pub(crate) fn operations() -> Vec<(TOp, usize)> {
         Math::Xlogy([a; 2]),
         Math::Min([a; 2]),
         Math::Max([a; 2]),
+        Math::Polygamma([a; 2]),
     ]
     .into_iter()
     .map(|m| (TOp::Map(m), 2))
@@ -51,6 +52,10 @@ pub(crate) fn operations() -> Vec<(TOp, usize)> {
             Math::Softplus([a]),
             Math::Abs([a]),
             Math::Sign([a]),
+            Math::Lgamma([a]),
+            Math::Digamma([a]),
+            Math::Erf([a]),
+            Math::Erfc([a]),
         ]
         .into_iter()
         .map(|m| (TOp::Map(m), 1)),

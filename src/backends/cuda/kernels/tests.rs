@@ -50,6 +50,11 @@ fn operations() -> Vec<(TOp, usize, &'static str)> {
         (m(Math::Relu([id(); 1])), 1, "eps_relu(r0)"),
         (m(Math::Softplus([id(); 1])), 1, "eps_softplus(r0)"),
         (m(Math::Sign([id(); 1])), 1, "eps_sign(r0)"),
+        (m(Math::Lgamma([id(); 1])), 1, "eps_lgamma(r0)"),
+        (m(Math::Digamma([id(); 1])), 1, "eps_digamma(r0)"),
+        (m(Math::Polygamma([id(); 2])), 2, "eps_polygamma(r0, r1)"),
+        (m(Math::Erf([id(); 1])), 1, "eps_erf(r0)"),
+        (m(Math::Erfc([id(); 1])), 1, "eps_erfc(r0)"),
         (m(Math::Num(Constant::new(0.1).expect("finite"))), 0, "0.1"),
         (
             m(Math::Num(Constant::new(-2.5e-300).expect("finite"))),
