@@ -88,7 +88,11 @@ pub fn broadcast_strided(
 }
 
 /// `source` (contiguous, row-major, of shape `from`) broadcast to `shape`.
-pub fn broadcast_contiguous(source: &[f64], from: &[usize], shape: &[usize]) -> Option<ArrayD<f64>> {
+pub fn broadcast_contiguous(
+    source: &[f64],
+    from: &[usize],
+    shape: &[usize],
+) -> Option<ArrayD<f64>> {
     broadcast_strided(source, 0, from, &row_major_strides(from), shape)
 }
 
@@ -141,7 +145,11 @@ mod tests {
             let got = broadcast_contiguous(source.as_slice().expect("contiguous"), from, to)
                 .expect("broadcasts");
             assert_eq!(got.shape(), *to);
-            assert_eq!(got.iter().copied().collect::<Vec<_>>(), reference(&source.view(), to), "{from:?} -> {to:?}");
+            assert_eq!(
+                got.iter().copied().collect::<Vec<_>>(),
+                reference(&source.view(), to),
+                "{from:?} -> {to:?}"
+            );
         }
         assert!(broadcast_contiguous(&[1.0, 2.0], &[2], &[3]).is_none());
     }
@@ -160,7 +168,10 @@ mod tests {
         ] {
             let view = base.slice_axis(Axis(axis), Slice::from(start..end));
             let got = slice_broadcast(data, &[3, 4, 5], axis, start, end, &to).expect("broadcasts");
-            assert_eq!(got.iter().copied().collect::<Vec<_>>(), reference(&view, &to));
+            assert_eq!(
+                got.iter().copied().collect::<Vec<_>>(),
+                reference(&view, &to)
+            );
         }
     }
 }

@@ -6,6 +6,7 @@
 pub mod cancel;
 mod elementwise;
 mod execute;
+mod layout;
 pub mod measure;
 pub mod native;
 mod native_task;

@@ -80,16 +80,37 @@ pub fn expand(operands: &[&Val], shape: &[usize]) -> Vec<Option<ArrayD<f64>>> {
             Val::Full { shape: full, .. } => full[..] == *shape,
             Val::Padded { shape: padded, .. } => padded[..] == *shape,
         };
-        expanded.push((!in_place).then(|| {
-            operand
-                .cow()
-                .broadcast(IxDyn(shape))
-                .expect("tape shapes broadcast")
-                .as_standard_layout()
-                .into_owned()
-        }));
+        expanded.push((!in_place).then(|| expand_one(operand, shape)));
     }
     expanded
+}
+
+/// One operand broadcast to `shape` in row-major order: contiguous data
+/// and slices of it are copied run by run (`layout`), anything else
+/// through ndarray.
+fn expand_one(operand: &Val, shape: &[usize]) -> ArrayD<f64> {
+    let fast = match operand {
+        Val::Array(a) => a
+            .as_slice()
+            .and_then(|data| super::layout::broadcast_contiguous(data, a.shape(), shape)),
+        Val::Slice {
+            base,
+            axis,
+            start,
+            end,
+        } => base.as_slice().and_then(|data| {
+            super::layout::slice_broadcast(data, base.shape(), *axis, *start, *end, shape)
+        }),
+        _ => None,
+    };
+    fast.unwrap_or_else(|| {
+        operand
+            .cow()
+            .broadcast(IxDyn(shape))
+            .expect("tape shapes broadcast")
+            .as_standard_layout()
+            .into_owned()
+    })
 }
 
 /// The operands as sources, reading the copies `expand` made.
