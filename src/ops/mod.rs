@@ -211,6 +211,20 @@ table! {
     TriangularSolve(linalg::TriangularSolve),
     /// A general solve (LU).
     Solve(linalg::Solve),
+    /// The determinant.
+    Det(linalg::Det),
+    /// The sign and log-absolute determinant, packed.
+    Slogdet(linalg::Slogdet),
+    /// The symmetric eigendecomposition, packed (eigenvalues, vectors).
+    Eigh(linalg::Eigh),
+    /// The thin SVD, packed (u, s, vt).
+    Svd(linalg::Svd),
+    /// The thin QR factorization, packed (q, r).
+    Qr(linalg::Qr),
+    /// The identity on triangular factors, checking they have full rank.
+    FullRank(linalg::FullRank),
+    /// The matrix exponential.
+    MatrixExp(linalg::MatrixExp),
 }
 
 impl Op {

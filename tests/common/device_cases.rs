@@ -163,6 +163,15 @@ pub const DEVICE_CASES: &[(&str, &str)] = &[
              (sum (* u u))))
          ((grad loss :wrt '(0 1)) u0 0.25)",
     ),
+    (
+        "dense linear algebra (run on the host)",
+        "(define a (randn '(2 4 4))) (define t (randn '(5 3))) (define b (randn '(5)))
+         (define (f a t) (+ (sum (det a)) (sum (second (slogdet (+ a (* 6 (eye 4))))))
+                            (sum (* (car (eigh a)) (car (eigh a)))) (sum (* (second (svd t)) (second (svd t))))
+                            (sum (* (second (qr t)) (second (qr t)))) (sum (lstsq t b))
+                            (sum (matrix-exp (* 0.5 a)))))
+         (list (f a t) ((grad f :wrt '(0 1)) a t))",
+    ),
 ];
 
 /// The numbers of a result, in order (lists flattened).
