@@ -8,13 +8,15 @@
 //! Rules: the Fréchet derivative `L(a, e)` is the upper-right block of
 //! `exp([[a, e], [0, a]])` (Mathias 1996; Higham 2008, "Functions of
 //! matrices", 3.2). Forward: `dx = L(a, da)`; reverse: `ā = L(aᵀ, x̄)`
-//! (the adjoint of `L(a, ·)`). Both are this operation on a matrix twice
+//! (the adjoint of `L(a, ·)`), with `e` scaled to the 1-norm of `a` first
+//! (`L` is linear in `e`). Both are this operation on a matrix twice
 //! the size, so derivatives of every order go through the same rule.
 
 use super::lu::Lu;
 use super::{Batched, leading, run_batch, square_dim, to_mat, write_mat};
+use crate::egraph::language::Math;
 use crate::egraph::tensor::shape::{ShapeError, broadcast};
-use crate::egraph::tensor::{Shape, TOp};
+use crate::egraph::tensor::{CmpOp, ReduceOp, Shape, TOp};
 use crate::ops::{Definition, Op, OpError, Pulled, Rules, Site};
 use egg::Id;
 use faer::linalg::matmul::matmul;
@@ -199,6 +201,12 @@ fn frechet(rules: &mut Rules<'_>, a: Id, e: Id, site: Site) -> Id {
         .expect("a derivative's operand broadcasts with the matrix it is of");
     let a = rules.graph.expand_to(a, &full);
     let e = rules.graph.expand_to(e, &full);
+    // L is linear in e: L(a, e) = L(a, κ e) / κ for any κ > 0. Scaling e
+    // to the size of a keeps the block's norm (and so the number of
+    // squarings) that of a; κ is a constant for the derivatives, which
+    // hold for every κ.
+    let kappa = balance(rules, a, e);
+    let e = rules.mul(kappa, e);
     let zero = rules.graph.full(0.0, &full);
     let rank = full.len() as u8;
     let top = rules.graph.add_valid(TOp::Concat(rank - 1), &[a, e]);
@@ -213,14 +221,46 @@ fn frechet(rules: &mut Rules<'_>, a: Id, e: Id, site: Site) -> Id {
         },
         &[exp],
     );
-    rules.graph.add_valid(
+    let block = rules.graph.add_valid(
         TOp::Slice {
             axis: rank - 1,
             start: n,
             end: 2 * n,
         },
         &[rows],
+    );
+    rules.div(block, kappa)
+}
+
+/// The 1-norm (largest column sum of magnitudes) of each matrix of `x`,
+/// as `[.., 1, 1]`.
+fn one_norm(rules: &mut Rules<'_>, x: Id) -> Id {
+    let rank = rules.rank(x) as u8;
+    let magnitude = rules.map1(Math::Abs([Id::from(0)]), x);
+    let columns = rules.sum_axes(magnitude, &[usize::from(rank - 2)], true);
+    rules.graph.add_valid(
+        TOp::Reduce {
+            op: ReduceOp::Max,
+            axes: SmallVec::from_slice(&[rank - 1]),
+            keepdims: true,
+        },
+        &[columns],
     )
+}
+
+/// `κ = max(|a|₁, 1) / |e|₁` per matrix (1 where `e` is 0), with no
+/// derivative.
+fn balance(rules: &mut Rules<'_>, a: Id, e: Id) -> Id {
+    let (size_a, size_e) = (one_norm(rules, a), one_norm(rules, e));
+    let (zero, one) = (rules.num(0.0), rules.num(1.0));
+    let target = rules.graph.map(Math::Max([Id::from(0); 2]), &[size_a, one]);
+    let nonzero = rules
+        .graph
+        .add_valid(TOp::Compare(CmpOp::Gt), &[size_e, zero]);
+    let safe = rules.select(nonzero, size_e, one);
+    let ratio = rules.div(target, safe);
+    let kappa = rules.select(nonzero, ratio, one);
+    rules.graph.add_valid(TOp::StopGradient, &[kappa])
 }
 
 impl Definition for MatrixExp {
