@@ -60,6 +60,10 @@ mod table_arrays;
 mod table_einsum;
 #[path = "numeric/table_special.rs"]
 mod table_special;
+#[path = "numeric/table_linalg.rs"]
+mod table_linalg;
+#[path = "numeric/table_linalg_values.rs"]
+mod table_linalg_values;
 
 // ---------------------------------------------------------------- helpers
 
@@ -118,7 +122,7 @@ fn array(value: &Value) -> Result<ArrayD<f64>, String> {
     match value {
         Value::Int(n) => Ok(ArrayD::from_elem(IxDyn(&[]), *n as f64)),
         Value::Float(x) => Ok(ArrayD::from_elem(IxDyn(&[]), *x)),
-        Value::Tensor(t) => Ok(t.as_ref().clone()),
+        Value::Tensor(t) => Ok(t.as_standard_layout().into_owned()),
         other => Err(format!("expected a number or tensor, got {other}")),
     }
 }

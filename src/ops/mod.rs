@@ -217,6 +217,20 @@ table! {
     TakeAlong(along::TakeAlong),
     /// `take-along`'s adjoint: updates added at positions along an axis.
     PutAlongAdd(along::PutAlongAdd),
+    /// The determinant.
+    Det(linalg::Det),
+    /// The sign and log-absolute determinant, packed.
+    Slogdet(linalg::Slogdet),
+    /// The symmetric eigendecomposition, packed (eigenvalues, vectors).
+    Eigh(linalg::Eigh),
+    /// The thin SVD, packed (u, s, vt).
+    Svd(linalg::Svd),
+    /// The thin QR factorization, packed (q, r).
+    Qr(linalg::Qr),
+    /// The identity on triangular factors, checking they have full rank.
+    FullRank(linalg::FullRank),
+    /// The matrix exponential.
+    MatrixExp(linalg::MatrixExp),
 }
 
 impl Op {

@@ -210,6 +210,15 @@ pub const DEVICE_CASES: &[(&str, &str)] = &[
                    (polygamma 2 (+ 1 p)) (erf x) (erfc (* 3 x)) (multigammaln (+ 1.5 p) 3)))))
          (list ((value-and-grad f) x) ((hessian (lambda (v) (f v))) (slice (flatten x) 0 5)))",
     ),
+    (
+        "dense linear algebra (run on the host)",
+        "(define a (randn '(2 4 4))) (define t (randn '(5 3))) (define b (randn '(5)))
+         (define (f a t) (+ (sum (det a)) (sum (second (slogdet (+ a (* 6 (eye 4))))))
+                            (sum (* (car (eigh a)) (car (eigh a)))) (sum (* (second (svd t)) (second (svd t))))
+                            (sum (* (second (qr t)) (second (qr t)))) (sum (lstsq t b))
+                            (sum (matrix-exp (* 0.5 a)))))
+         (list (f a t) ((grad f :wrt '(0 1)) a t))",
+    ),
 ];
 
 /// The numbers of a result, in order (lists flattened).

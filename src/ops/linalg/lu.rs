@@ -1,5 +1,6 @@
 //! The LU factorization with partial pivoting of one square matrix (faer),
-//! shared by the general solve and the determinants.
+//! shared by the general solve and the determinants (the sign of the row
+//! permutation, the pivots' signs and logarithms).
 
 use super::to_mat;
 use crate::ops::OpError;
@@ -49,6 +50,52 @@ impl Lu {
     /// The diagonal of `u`.
     pub fn pivots(&self) -> impl Iterator<Item = f64> + '_ {
         (0..self.lu.nrows()).map(|i| self.lu[(i, i)])
+    }
+
+    /// The sign of the row permutation: `(-1)^(transpositions)`, from its
+    /// cycles (a cycle of length `l` is `l - 1` transpositions).
+    pub fn permutation_sign(&self) -> f64 {
+        let n = self.forward.len();
+        let mut seen = vec![false; n];
+        let mut transpositions = 0usize;
+        for start in 0..n {
+            let mut at = start;
+            let mut length = 0usize;
+            while !seen[at] {
+                seen[at] = true;
+                at = self.forward[at];
+                length += 1;
+            }
+            transpositions += length.saturating_sub(1);
+        }
+        if transpositions.is_multiple_of(2) {
+            1.0
+        } else {
+            -1.0
+        }
+    }
+
+    /// The determinant's sign (0 for a singular matrix) and the logarithm
+    /// of its absolute value (`-inf` for a singular matrix), so that very
+    /// large or small determinants keep their digits.
+    pub fn sign_and_log(&self) -> (f64, f64) {
+        let mut sign = self.permutation_sign();
+        let mut log = 0.0;
+        for p in self.pivots() {
+            if p == 0.0 {
+                return (0.0, f64::NEG_INFINITY);
+            }
+            sign *= p.signum();
+            log += p.abs().ln();
+        }
+        (sign, log)
+    }
+
+    /// The determinant: the permutation's sign times the pivots' product
+    /// (exactly 0 when a pivot is).
+    pub fn determinant(&self) -> f64 {
+        self.pivots()
+            .fold(self.permutation_sign(), |acc, p| acc * p)
     }
 
     /// The first zero pivot, if the matrix is singular.

@@ -1,7 +1,9 @@
 //! Dense linear algebra, batched over leading axes: triangles and
 //! diagonals (`triangle`), Cholesky factors, triangular and general
-//! solves (`cholesky`, `solve`). Factorizations come from faer (pure Rust,
-//! no system LAPACK). Each operation's derivative rules are written in the
+//! solves (`cholesky`, `solve`), determinants (`det`), the symmetric
+//! eigendecomposition (`eigh`), the thin SVD (`svd`), the thin QR
+//! factorization (`qr`) and the matrix exponential (`expm`).
+//! Factorizations come from faer (pure Rust, no system LAPACK). Each operation's derivative rules are written in the
 //! operations of this table and the tensor language, so second
 //! derivatives, loops and compiled functions go through them.
 //!
@@ -9,14 +11,29 @@
 //! broadcast (NumPy's stacks of matrices). A kernel runs one matrix at a
 //! time: over a batch the matrices are spread across threads (each one
 //! factored sequentially), a single large matrix uses faer's own threads.
+//!
+//! Operations with several results (`slogdet`, `eigh`, `svd`, `qr`) write
+//! them packed (`run_packed`): every matrix's first part, then every
+//! matrix's second part, and so on, the layout `ops::unpack` reads.
 
 mod cholesky;
+mod det;
+mod eigh;
+mod expm;
 mod lu;
+mod qr;
 mod solve;
+mod spectral;
+mod svd;
 mod triangle;
 
 pub use cholesky::Cholesky;
+pub use det::{Det, Slogdet};
+pub use eigh::Eigh;
+pub use expm::MatrixExp;
+pub use qr::{FullRank, Qr};
 pub use solve::{Solve, TriangularSolve};
+pub use svd::Svd;
 pub use triangle::{Diag, Diagonal, Triangle};
 
 use super::OpError;
@@ -146,6 +163,46 @@ pub(crate) fn run_batch(
             .try_for_each(|(b, chunk)| kernel(b, Par::Seq, chunk).map_err(|e| label(b, e)))?;
     }
     super::indexing::array(shape, out)
+}
+
+/// Runs `kernel` on every core of a batch like [`run_batch`], each core
+/// writing its results one after another (`parts` numbers each), and
+/// lays them out packed: part 0 of every core, then part 1 of every
+/// core, and so on (one flat vector).
+pub(crate) fn run_packed(
+    count: usize,
+    parts: &[usize],
+    side: usize,
+    kernel: impl Fn(usize, Par, &mut [f64]) -> Result<(), OpError> + Sync,
+) -> Result<ArrayD<f64>, OpError> {
+    let per: usize = parts.iter().sum();
+    let joined = run_batch(count, per, side, &[count * per], kernel)?;
+    let data = joined
+        .as_slice()
+        .ok_or_else(|| OpError::new("internal: a batch result is not contiguous"))?;
+    let mut out = Vec::with_capacity(count * per);
+    let mut inner = 0;
+    for &size in parts {
+        for b in 0..count {
+            let start = b * per + inner;
+            out.extend_from_slice(&data[start..start + size]);
+        }
+        inner += size;
+    }
+    super::indexing::array(&[count * per], out)
+}
+
+/// The leading (batch) axes of a stack of matrices.
+pub(crate) fn leading(shape: &[usize]) -> Shape {
+    shape[..shape.len().saturating_sub(2)]
+        .iter()
+        .copied()
+        .collect()
+}
+
+/// `lead` followed by `core`.
+pub(crate) fn with_core(lead: &[usize], core: &[usize]) -> Shape {
+    lead.iter().chain(core).copied().collect()
 }
 
 /// A row-major `rows x cols` block as a faer matrix.
