@@ -194,3 +194,8 @@ fn the_stdlib_guide_transcripts_run_as_shown() {
 fn the_arrays_guide_transcripts_run_as_shown() {
     check_transcripts("arrays.md");
 }
+
+#[test]
+fn the_linear_algebra_guide_transcripts_run_as_shown() {
+    check_transcripts("linear-algebra.md");
+}

@@ -58,12 +58,12 @@ mod table;
 mod table_arrays;
 #[path = "numeric/table_einsum.rs"]
 mod table_einsum;
-#[path = "numeric/table_special.rs"]
-mod table_special;
 #[path = "numeric/table_linalg.rs"]
 mod table_linalg;
 #[path = "numeric/table_linalg_values.rs"]
 mod table_linalg_values;
+#[path = "numeric/table_special.rs"]
+mod table_special;
 
 // ---------------------------------------------------------------- helpers
 

@@ -211,7 +211,12 @@ impl Interp {
         self.call_span = saved;
         result.map_err(|mut error| {
             let raised_by_program = error.kind == EvalErrorKind::User || error.is_uncatchable();
-            if !error.span.is_known() && !raised_by_program {
+            // The built-in's name goes in front, unless the message already
+            // starts with it ("cholesky needs square matrices").
+            if !error.span.is_known()
+                && !raised_by_program
+                && !error.message.starts_with(builtin.name)
+            {
                 error.message = format!("{}: {}", builtin.name, error.message);
             }
             error.at(span)
