@@ -115,7 +115,7 @@ pub fn run_group(
         return Val::Scalar(run_scalar(group, operands));
     }
     let expanded = sources::expand(operands, shape);
-    let sources = sources::sources(operands, &expanded);
+    let sources = sources::sources(operands, &expanded, shape);
     // Native code for large groups; the interpreter for the rest.
     let kernels = Kernels::new(group, &sources, n);
     let native = kernels.as_ref().map(|k| NativeTask::new(k, &sources, n));
@@ -206,6 +206,7 @@ impl Interpreted<'_> {
             let crosses = match source {
                 Source::Shifted { data, start } => !inside(*start, start + data.len()),
                 Source::Window { start, end, .. } => !inside(*start, *end),
+                Source::Strided(_) => true,
                 _ => false,
             };
             if crosses {

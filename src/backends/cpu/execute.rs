@@ -208,6 +208,18 @@ fn step(
             let tapes = LoopTapes::new(spec, matches!(op, TOp::ScanVjp(_)));
             run_loop(&tapes, args)?
         }
+        TOp::Broadcast(target) if matches!(args[0], Val::Array(a) if a.is_standard_layout()) => {
+            let Val::Array(a) = args[0] else {
+                unreachable!("matched an array")
+            };
+            match a
+                .as_slice()
+                .and_then(|data| super::layout::broadcast_contiguous(data, a.shape(), target))
+            {
+                Some(array) => Val::from_array(array),
+                None => Val::from_array(structural(op, &[a.view()], shape)),
+            }
+        }
         TOp::Broadcast(_) if matches!(args[0], Val::Scalar(_)) => match args[0] {
             Val::Scalar(value) => Val::Full {
                 value: *value,

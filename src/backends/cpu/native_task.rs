@@ -68,7 +68,7 @@ impl<'a> NativeTask<'a> {
             .iter()
             .map(|s| match s {
                 Source::Scalar(value) | Source::Window { value, .. } => *value,
-                Source::Slice(_) | Source::Shifted { .. } => f64::NAN,
+                Source::Slice(_) | Source::Shifted { .. } | Source::Strided(_) => f64::NAN,
             })
             .collect();
         NativeTask {
@@ -91,6 +91,8 @@ impl<'a> NativeTask<'a> {
                 Source::Scalar(_) | Source::Window { .. } => &self.values[k..k + 1],
                 Source::Slice(data) => &data[start..end],
                 Source::Shifted { data, start: at } => &data[start - at..end - at],
+                // Never inside: `interior` is empty with a strided source.
+                Source::Strided(_) => &[],
             })
             .collect();
         self.inside.run(&operands, out);
@@ -107,7 +109,8 @@ impl<'a> NativeTask<'a> {
             let at = start + c * CHUNK;
             let len = block.len();
             for (source, buffer) in self.sources.iter().zip(buffers.chunks_mut(CHUNK)) {
-                if let Source::Shifted { .. } | Source::Window { .. } = source {
+                if let Source::Shifted { .. } | Source::Window { .. } | Source::Strided(_) = source
+                {
                     source.fill(at, &mut buffer[..len]);
                 }
             }
@@ -119,7 +122,9 @@ impl<'a> NativeTask<'a> {
                 .map(|(k, (source, buffer))| match source {
                     Source::Scalar(_) => &self.values[k..k + 1],
                     Source::Slice(data) => &data[at..at + len],
-                    Source::Shifted { .. } | Source::Window { .. } => &buffer[..len],
+                    Source::Shifted { .. } | Source::Window { .. } | Source::Strided(_) => {
+                        &buffer[..len]
+                    }
                 })
                 .collect();
             self.edge.run(&operands, block);

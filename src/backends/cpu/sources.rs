@@ -21,6 +21,76 @@ pub enum Source<'a> {
         start: usize,
         end: usize,
     },
+    /// A broadcast or strided view of contiguous data, read chunk by chunk
+    /// into a buffer (never copied whole).
+    Strided(Strided<'a>),
+}
+
+/// A view of contiguous `data`: element `i` (row-major over `shape`) is
+/// `data[offset + sum_k i_k * strides[k]]`, a stride 0 repeating along a
+/// broadcast axis.
+pub struct Strided<'a> {
+    data: &'a [f64],
+    offset: usize,
+    strides: Vec<usize>,
+    shape: Vec<usize>,
+}
+
+impl Strided<'_> {
+    /// Writes elements `at..at + out.len()` into `out`, run by run along
+    /// the last axis.
+    fn fill(&self, at: usize, out: &mut [f64]) {
+        let rank = self.shape.len();
+        if rank == 0 {
+            out.fill(self.data[self.offset]);
+            return;
+        }
+        // The multi-index of `at`, and where it reads.
+        let mut index = vec![0usize; rank];
+        let mut rest = at;
+        let mut base = self.offset;
+        for k in (0..rank).rev() {
+            let dim = self.shape[k].max(1);
+            index[k] = rest % dim;
+            rest /= dim;
+            base += index[k] * self.strides[k];
+        }
+        let (len, step) = (self.shape[rank - 1], self.strides[rank - 1]);
+        let mut written = 0;
+        while written < out.len() {
+            let from = index[rank - 1];
+            let run = (len - from).min(out.len() - written);
+            let target = &mut out[written..written + run];
+            match step {
+                1 => target.copy_from_slice(&self.data[base..base + run]),
+                0 => target.fill(self.data[base]),
+                _ => {
+                    for (k, slot) in target.iter_mut().enumerate() {
+                        *slot = self.data[base + k * step];
+                    }
+                }
+            }
+            written += run;
+            // Move to the start of the next run: the last axis wraps, the
+            // odometer carries into the outer axes.
+            base -= from * step;
+            index[rank - 1] = 0;
+            let mut axis = rank - 1;
+            loop {
+                if axis == 0 {
+                    break;
+                }
+                axis -= 1;
+                index[axis] += 1;
+                base += self.strides[axis];
+                if index[axis] < self.shape[axis] {
+                    break;
+                }
+                base -= self.strides[axis] * self.shape[axis];
+                index[axis] = 0;
+            }
+        }
+    }
 }
 
 impl Source<'_> {
@@ -48,6 +118,7 @@ impl Source<'_> {
                 out[lo - at..hi - at].fill(*value);
                 out[hi - at..].fill(0.0);
             }
+            Source::Strided(view) => view.fill(at, out),
         }
     }
 }
@@ -80,48 +151,83 @@ pub fn expand(operands: &[&Val], shape: &[usize]) -> Vec<Option<ArrayD<f64>>> {
             Val::Full { shape: full, .. } => full[..] == *shape,
             Val::Padded { shape: padded, .. } => padded[..] == *shape,
         };
-        expanded.push((!in_place).then(|| expand_one(operand, shape)));
+        let viewed = strided_view(operand, shape).is_some();
+        expanded.push((!in_place && !viewed).then(|| expand_one(operand, shape)));
     }
     expanded
 }
 
-/// One operand broadcast to `shape` in row-major order: contiguous data
-/// and slices of it are copied run by run (`layout`), anything else
-/// through ndarray.
-fn expand_one(operand: &Val, shape: &[usize]) -> ArrayD<f64> {
-    let fast = match operand {
-        Val::Array(a) => a
-            .as_slice()
-            .and_then(|data| super::layout::broadcast_contiguous(data, a.shape(), shape)),
+/// A view of an operand broadcast to `shape`, when it is contiguous data
+/// or a slice of it: `(data, offset, strides)`.
+fn strided_view<'a>(operand: &'a Val, shape: &[usize]) -> Option<(&'a [f64], usize, Vec<usize>)> {
+    let (data, from, from_strides, offset) = match operand {
+        Val::Array(a) => {
+            let data = a.as_slice()?;
+            (
+                data,
+                a.shape().to_vec(),
+                super::layout::row_major_strides(a.shape()),
+                0,
+            )
+        }
         Val::Slice {
             base,
             axis,
             start,
             end,
-        } => base.as_slice().and_then(|data| {
-            super::layout::slice_broadcast(data, base.shape(), *axis, *start, *end, shape)
-        }),
-        _ => None,
+        } => {
+            let data = base.as_slice()?;
+            let strides = super::layout::row_major_strides(base.shape());
+            let mut from = base.shape().to_vec();
+            from[*axis] = end - start;
+            let offset = start * strides[*axis];
+            (data, from, strides, offset)
+        }
+        _ => return None,
     };
-    fast.unwrap_or_else(|| {
-        operand
-            .cow()
-            .broadcast(IxDyn(shape))
-            .expect("tape shapes broadcast")
-            .as_standard_layout()
-            .into_owned()
+    let strides = super::layout::broadcast_strides(&from, &from_strides, shape)?;
+    Some((data, offset, strides))
+}
+
+/// One operand broadcast to `shape` in row-major order (for operands that
+/// are neither contiguous data nor slices of it).
+fn expand_one(operand: &Val, shape: &[usize]) -> ArrayD<f64> {
+    operand
+        .cow()
+        .broadcast(IxDyn(shape))
+        .expect("tape shapes broadcast")
+        .as_standard_layout()
+        .into_owned()
+}
+
+/// The strided source of an operand `expand` left as a view.
+fn strided_source<'a>(operand: &'a Val, shape: &[usize]) -> Source<'a> {
+    let (data, offset, strides) =
+        strided_view(operand, shape).expect("expand copies operands that are not views");
+    Source::Strided(Strided {
+        data,
+        offset,
+        strides,
+        shape: shape.to_vec(),
     })
 }
 
-/// The operands as sources, reading the copies `expand` made.
-pub fn sources<'a>(operands: &[&'a Val], expanded: &'a [Option<ArrayD<f64>>]) -> Vec<Source<'a>> {
+/// The operands as sources over `shape`, reading the copies `expand` made.
+pub fn sources<'a>(
+    operands: &[&'a Val],
+    expanded: &'a [Option<ArrayD<f64>>],
+    shape: &[usize],
+) -> Vec<Source<'a>> {
     operands
         .iter()
         .zip(expanded)
         .map(|(operand, e)| match (operand, e) {
             (_, Some(e)) => Source::Slice(e.as_slice().expect("standard layout")),
             (Val::Scalar(x), None) => Source::Scalar(*x),
-            (Val::Array(a), None) => Source::Slice(a.as_slice().expect("checked contiguous")),
+            (Val::Array(a), None) if a.shape() == shape && a.as_slice().is_some() => {
+                Source::Slice(a.as_slice().expect("checked contiguous"))
+            }
+            (Val::Array(_), None) => strided_source(operand, shape),
             (
                 Val::Slice {
                     base,
@@ -130,10 +236,15 @@ pub fn sources<'a>(operands: &[&'a Val], expanded: &'a [Option<ArrayD<f64>>]) ->
                     end,
                 },
                 None,
-            ) => Source::Slice(
-                contiguous(&base.slice_axis(Axis(*axis), ndarray::Slice::from(*start..*end)))
-                    .expect("checked contiguous"),
-            ),
+            ) => {
+                match contiguous(&base.slice_axis(Axis(*axis), ndarray::Slice::from(*start..*end)))
+                {
+                    Some(data) if data.len() == shape.iter().product::<usize>() => {
+                        Source::Slice(data)
+                    }
+                    _ => strided_source(operand, shape),
+                }
+            }
             (Val::Full { value, .. }, None) => Source::Scalar(*value),
             (Val::Padded { inner, before, .. }, None) => match inner {
                 Flat::Data { base, start, len } => Source::Shifted {
@@ -159,9 +270,94 @@ pub fn interior(sources: &[Source<'_>], n: usize) -> Range<usize> {
             Source::Shifted { data, start } => (*start, start + data.len()),
             Source::Window { start, end, .. } => (*start, *end),
             Source::Scalar(_) | Source::Slice(_) => continue,
+            // Read through a buffer everywhere.
+            Source::Strided(_) => (0, 0),
         };
         range.start = range.start.max(start);
         range.end = range.end.min(end);
     }
     range.start..range.end.max(range.start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array;
+    use std::rc::Rc;
+
+    /// Every element of a strided source, read in chunks of `chunk`.
+    fn read(source: &Source<'_>, n: usize, chunk: usize) -> Vec<f64> {
+        let mut out = vec![f64::NAN; n];
+        for (c, block) in out.chunks_mut(chunk).enumerate() {
+            source.fill(c * chunk, block);
+        }
+        out
+    }
+
+    #[test]
+    fn strided_sources_read_broadcasts_and_slices_as_ndarray_does() {
+        let base = Rc::new(
+            Array::from_iter((0..60).map(|k| k as f64 * 0.5 - 3.0))
+                .into_shape_with_order(IxDyn(&[3, 4, 5]))
+                .expect("sizes agree"),
+        );
+        let cases: Vec<(Val, Vec<usize>)> = vec![
+            (Val::Array(Rc::clone(&base)), vec![2, 3, 4, 5]),
+            (
+                Val::Slice {
+                    base: Rc::clone(&base),
+                    axis: 2,
+                    start: 1,
+                    end: 4,
+                },
+                vec![3, 4, 3],
+            ),
+            (
+                Val::Slice {
+                    base: Rc::clone(&base),
+                    axis: 2,
+                    start: 2,
+                    end: 3,
+                },
+                vec![2, 3, 4, 6],
+            ),
+            (
+                Val::Slice {
+                    base: Rc::clone(&base),
+                    axis: 0,
+                    start: 1,
+                    end: 2,
+                },
+                vec![5, 4, 5],
+            ),
+            (
+                Val::Slice {
+                    base: Rc::clone(&base),
+                    axis: 1,
+                    start: 3,
+                    end: 4,
+                },
+                vec![3, 7, 5],
+            ),
+        ];
+        for (operand, shape) in &cases {
+            let want: Vec<f64> = operand
+                .cow()
+                .broadcast(IxDyn(shape))
+                .expect("broadcasts")
+                .iter()
+                .copied()
+                .collect();
+            let source = strided_source(operand, shape);
+            assert!(matches!(source, Source::Strided(_)));
+            let n: usize = shape.iter().product();
+            for chunk in [1, 3, 7, 256] {
+                assert_eq!(
+                    read(&source, n, chunk),
+                    want,
+                    "{shape:?} in chunks of {chunk}"
+                );
+            }
+        }
+    }
 }
