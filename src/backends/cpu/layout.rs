@@ -111,7 +111,7 @@ pub fn broadcast_contiguous(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndarray::{Array, ArrayViewD, Axis, Slice};
+    use ndarray::{Array, ArrayViewD};
 
     fn reference(view: &ArrayViewD<'_, f64>, shape: &[usize]) -> Vec<f64> {
         view.broadcast(IxDyn(shape))
