@@ -3,7 +3,7 @@
 //! array read with a shift, a broadcast number), expanded otherwise.
 
 use super::execute::{Flat, Val};
-use ndarray::{ArrayD, Axis, IxDyn};
+use ndarray::{ArrayD, Axis};
 use std::ops::Range;
 
 /// An operand of a group as the loop reads it.
@@ -77,17 +77,12 @@ pub fn expand(operands: &[&Val], shape: &[usize]) -> Vec<Option<ArrayD<f64>>> {
                 let view = base.slice_axis(Axis(*axis), ndarray::Slice::from(*start..*end));
                 view.shape() == shape && contiguous(&view).is_some()
             }
+            Val::Permuted { .. } => false,
             Val::Full { shape: full, .. } => full[..] == *shape,
             Val::Padded { shape: padded, .. } => padded[..] == *shape,
         };
-        expanded.push((!in_place).then(|| {
-            operand
-                .cow()
-                .broadcast(IxDyn(shape))
-                .expect("tape shapes broadcast")
-                .as_standard_layout()
-                .into_owned()
-        }));
+        expanded
+            .push((!in_place).then(|| super::broadcast::broadcast(&operand.cow().view(), shape)));
     }
     expanded
 }
@@ -114,6 +109,7 @@ pub fn sources<'a>(operands: &[&'a Val], expanded: &'a [Option<ArrayD<f64>>]) ->
                     .expect("checked contiguous"),
             ),
             (Val::Full { value, .. }, None) => Source::Scalar(*value),
+            (Val::Permuted { .. }, None) => unreachable!("permuted operands are expanded"),
             (Val::Padded { inner, before, .. }, None) => match inner {
                 Flat::Data { base, start, len } => Source::Shifted {
                     data: &base.as_slice().expect("padded data is contiguous")[*start..start + len],
