@@ -20,11 +20,13 @@ const PARALLEL: usize = 1 << 15;
 const BLOCK: usize = 1 << 12;
 
 /// Index `k` along an axis of length `len`: whole, in range (negative ones
-/// counting from the end).
+/// counting from the end). (No rounding call: `k` is whole when it
+/// survives a round trip through an integer; NaN and infinities do not.)
 #[inline(always)]
 pub(super) fn position(k: f64, len: usize) -> Result<usize, OpError> {
-    let resolved = if k < 0.0 { k + len as f64 } else { k };
-    if resolved >= 0.0 && resolved < len as f64 && k.fract() == 0.0 {
+    let whole = k as i64;
+    let resolved = if whole < 0 { whole + len as i64 } else { whole };
+    if whole as f64 == k && resolved >= 0 && (resolved as u64) < len as u64 {
         Ok(resolved as usize)
     } else {
         Err(bad_index(k, len))
@@ -102,6 +104,11 @@ pub(super) fn gather(
     Ok(out)
 }
 
+/// Indices checked per round of a copy loop: the checks first, then the
+/// copies, which have no calls or branches between them and so keep many
+/// reads of random rows in flight.
+const ROUND: usize = 64;
+
 /// Rows of `N` numbers picked by `idx` from `source` into `dst`.
 #[inline(always)]
 fn copy_rows<const N: usize>(
@@ -112,8 +119,14 @@ fn copy_rows<const N: usize>(
 ) -> Result<(), OpError> {
     let (rows, _) = source.as_chunks::<N>();
     let (out, _) = dst.as_chunks_mut::<N>();
-    for (row, &k) in out.iter_mut().zip(idx) {
-        *row = rows[position(k, len)?];
+    let mut at = [0usize; ROUND];
+    for (idx, out) in idx.chunks(ROUND).zip(out.chunks_mut(ROUND)) {
+        for (p, &k) in at.iter_mut().zip(idx) {
+            *p = position(k, len)?;
+        }
+        for (row, &p) in out.iter_mut().zip(&at) {
+            *row = rows[p];
+        }
     }
     Ok(())
 }
@@ -200,12 +213,22 @@ fn add_rows<const N: usize>(
 ) {
     let (out, _) = dst.as_chunks_mut::<N>();
     let (updates, _) = updates.as_chunks::<N>();
-    for (update, &k) in updates.iter().zip(idx) {
-        let row = base + resolve(k, len);
-        if row >= first && row < end {
-            let target = &mut out[row - first];
-            for (a, &x) in target.iter_mut().zip(update) {
-                *a += x;
+    let mut at = [0usize; ROUND];
+    for (idx, updates) in idx.chunks(ROUND).zip(updates.chunks(ROUND)) {
+        // Rows outside this part become `usize::MAX` and are skipped.
+        for (p, &k) in at.iter_mut().zip(idx) {
+            let row = base + resolve(k, len);
+            *p = if row >= first && row < end {
+                row - first
+            } else {
+                usize::MAX
+            };
+        }
+        for (update, &p) in updates.iter().zip(&at) {
+            if let Some(target) = out.get_mut(p) {
+                for (a, &x) in target.iter_mut().zip(update) {
+                    *a += x;
+                }
             }
         }
     }

@@ -26,6 +26,8 @@ use crate::scalar;
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use rayon::prelude::*;
 use std::borrow::Cow;
+use std::iter::StepBy;
+use std::ops::Range;
 
 /// Numbers folded per block of a row; blocks are combined in order.
 const ROW_BLOCK: usize = 4096;
@@ -48,6 +50,12 @@ trait Fold: Copy + Send + Sync + 'static {
     const INIT: f64;
     /// Adds `x` to the accumulated `acc`.
     fn op(acc: f64, x: f64) -> f64;
+    /// Folds a run of numbers: in eight lanes, combined as `scalar::sum`
+    /// combines them (the order fixes the rounding of sums and products).
+    #[inline(always)]
+    fn run(values: &[f64]) -> f64 {
+        fold_lanes::<Self>(values)
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -78,17 +86,28 @@ impl Fold for Mul {
 // A NaN, once taken, stays: no number compares above or below it.
 impl Fold for Max {
     const INIT: f64 = f64::NEG_INFINITY;
+    /// Extremes do not depend on the order: more lanes, shorter chains.
+    #[inline(always)]
+    fn run(values: &[f64]) -> f64 {
+        wide_lanes::<Self>(values)
+    }
     #[inline(always)]
     fn op(acc: f64, x: f64) -> f64 {
-        if x > acc || x.is_nan() { x } else { acc }
+        // `|`, not `||`: no branch, so loops of it vectorize.
+        if (x > acc) | x.is_nan() { x } else { acc }
     }
 }
 
 impl Fold for Min {
     const INIT: f64 = f64::INFINITY;
+    /// Extremes do not depend on the order: more lanes, shorter chains.
+    #[inline(always)]
+    fn run(values: &[f64]) -> f64 {
+        wide_lanes::<Self>(values)
+    }
     #[inline(always)]
     fn op(acc: f64, x: f64) -> f64 {
-        if x < acc || x.is_nan() { x } else { acc }
+        if (x < acc) | x.is_nan() { x } else { acc }
     }
 }
 
@@ -180,14 +199,96 @@ fn fold_lanes<F: Fold>(values: &[f64]) -> f64 {
     total
 }
 
+/// Folds `values` in 32 lanes (for folds whose result does not depend on
+/// the order).
+#[inline(always)]
+fn wide_lanes<F: Fold>(values: &[f64]) -> f64 {
+    let mut lanes = [F::INIT; 32];
+    let blocks = values.chunks_exact(32);
+    let rest = blocks.remainder();
+    for block in blocks {
+        for (lane, &x) in lanes.iter_mut().zip(block) {
+            *lane = F::op(*lane, x);
+        }
+    }
+    let mut total = lanes.iter().fold(F::INIT, |acc, &x| F::op(acc, x));
+    for &x in rest {
+        total = F::op(total, x);
+    }
+    total
+}
+
 /// One row folded block by block, the blocks combined in order.
+#[inline(always)]
 fn fold_row<F: Fold>(row: &[f64]) -> f64 {
     if row.len() <= ROW_BLOCK {
-        return fold_lanes::<F>(row);
+        return F::run(row);
     }
-    let mut blocks = row.chunks(ROW_BLOCK).map(fold_lanes::<F>);
+    let mut blocks = row.chunks(ROW_BLOCK).map(F::run);
     let first = blocks.next().unwrap_or(F::INIT);
     blocks.fold(first, F::op)
+}
+
+/// Generic functions over a `Fold` compiled for the widest SIMD the host
+/// has (AVX-512, AVX2 or the baseline), chosen at run time. The versions
+/// do the same IEEE operations in the same order, so the same bits.
+macro_rules! widest {
+    ($(fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)? = $body:ident;)*) => {$(
+        fn $name<F: Fold>($($arg: $ty),*) $(-> $ret)? {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f")]
+                fn avx512<F: Fold>($($arg: $ty),*) $(-> $ret)? {
+                    $body::<F>($($arg),*)
+                }
+                #[target_feature(enable = "avx2")]
+                fn avx2<F: Fold>($($arg: $ty),*) $(-> $ret)? {
+                    $body::<F>($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the host has AVX-512F, checked just above.
+                    return unsafe { avx512::<F>($($arg),*) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the host has AVX2, checked just above.
+                    return unsafe { avx2::<F>($($arg),*) };
+                }
+            }
+            $body::<F>($($arg),*)
+        }
+    )*};
+}
+
+widest! {
+    fn rows_widest(out: &mut [f64], values: &[f64], len: usize) = rows;
+    fn lanes_widest(values: &[f64]) -> f64 = run;
+    fn accumulate_widest(acc: &mut [f64], values: &[f64], starts: StepBy<Range<usize>>) = accumulate;
+}
+
+/// `F::run`, as a function `widest!` can name.
+#[inline(always)]
+fn run<F: Fold>(values: &[f64]) -> f64 {
+    F::run(values)
+}
+
+/// `out[o]` = the fold of row `o` of `values` (rows of `len` numbers).
+#[inline(always)]
+fn rows<F: Fold>(out: &mut [f64], values: &[f64], len: usize) {
+    for (o, row) in out.iter_mut().zip(values.chunks_exact(len)) {
+        *o = fold_row::<F>(row);
+    }
+}
+
+/// Folds into `acc` the runs of `acc.len()` numbers of `values` that
+/// start at `starts`, in order.
+#[inline(always)]
+fn accumulate<F: Fold>(acc: &mut [f64], values: &[f64], starts: StepBy<Range<usize>>) {
+    let width = acc.len();
+    for start in starts {
+        for (a, &x) in acc.iter_mut().zip(&values[start..start + width]) {
+            *a = F::op(*a, x);
+        }
+    }
 }
 
 /// `out[o] = fold(values[o * len..(o + 1) * len])`.
@@ -197,19 +298,13 @@ fn fold_rows<F: Fold>(values: &[f64], outer: usize, len: usize) -> Vec<f64> {
     }
     let mut out = vec![0.0; outer];
     if values.len() < PARALLEL {
-        for (o, row) in out.iter_mut().zip(values.chunks_exact(len)) {
-            *o = fold_row::<F>(row);
-        }
+        rows_widest::<F>(&mut out, values, len);
     } else if len <= ROW_BLOCK || outer >= 2 * rayon::current_num_threads() {
         // Enough rows to share out: whole rows per task.
         let rows = (PARALLEL / len).max(1);
         out.par_chunks_mut(rows)
             .zip(values.par_chunks(rows * len))
-            .for_each(|(out, values)| {
-                for (o, row) in out.iter_mut().zip(values.chunks_exact(len)) {
-                    *o = fold_row::<F>(row);
-                }
-            });
+            .for_each(|(out, values)| rows_widest::<F>(out, values, len));
     } else {
         // A few long rows: their blocks in parallel, combined as `fold_row`
         // combines them.
@@ -220,7 +315,7 @@ fn fold_rows<F: Fold>(values: &[f64], outer: usize, len: usize) -> Vec<f64> {
                 let (o, k) = (b / per_row, b % per_row);
                 let start = o * len + k * ROW_BLOCK;
                 let end = o * len + len.min((k + 1) * ROW_BLOCK);
-                fold_lanes::<F>(&values[start..end])
+                lanes_widest::<F>(&values[start..end])
             })
             .collect();
         for (o, blocks) in out.iter_mut().zip(partial.chunks_exact(per_row)) {
@@ -242,13 +337,9 @@ fn fold_columns<F: Fold>(values: &[f64], outer: usize, len: usize, inner: usize)
     let piece = |index: usize, acc: &mut [f64], columns: std::ops::Range<usize>| {
         let (o, p) = (index / pieces, index % pieces);
         let end = len.min((p + 1) * rows);
-        for j in p * rows..end {
-            let start = (o * len + j) * inner;
-            let row = &values[start + columns.start..start + columns.end];
-            for (a, &x) in acc.iter_mut().zip(row) {
-                *a = F::op(*a, x);
-            }
-        }
+        let first = (o * len + p * rows) * inner + columns.start;
+        let last = (o * len + end) * inner + columns.start;
+        accumulate_widest::<F>(acc, values, (first..last).step_by(inner));
     };
     let blocks = |index: usize, out: &mut [f64]| {
         for (b, acc) in out.chunks_mut(COLUMNS).enumerate() {
@@ -292,8 +383,8 @@ pub(crate) fn reduce_all(op: ReduceOp, slice: &[f64]) -> f64 {
     let fold = |chunk: &[f64]| match op {
         ReduceOp::Sum => scalar::sum(chunk),
         ReduceOp::Prod => fold_lanes::<Mul>(chunk),
-        ReduceOp::Max => fold_lanes::<Max>(chunk),
-        ReduceOp::Min => fold_lanes::<Min>(chunk),
+        ReduceOp::Max => Max::run(chunk),
+        ReduceOp::Min => Min::run(chunk),
     };
     let combine = |a: f64, b: f64| match op {
         ReduceOp::Sum => a + b,
