@@ -54,6 +54,8 @@ mod scan;
 mod scan_review;
 #[path = "numeric/table.rs"]
 mod table;
+#[path = "numeric/table_reduce.rs"]
+mod table_reduce;
 
 // ---------------------------------------------------------------- helpers
 

@@ -24,6 +24,7 @@
 
 pub mod indexing;
 pub mod linalg;
+pub mod reduction;
 mod rules;
 pub mod sequence;
 
@@ -211,6 +212,8 @@ table! {
     TriangularSolve(linalg::TriangularSolve),
     /// A general solve (LU).
     Solve(linalg::Solve),
+    /// `logsumexp` over any axes in two passes.
+    LogSumExp(reduction::LogSumExp),
 }
 
 impl Op {

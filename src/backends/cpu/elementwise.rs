@@ -54,7 +54,7 @@ pub fn apply_chunk(op: &TOp, ins: &[&[f64]], out: &mut [f64]) {
             Math::Min(_) => binary!(scalar::nan_min),
             Math::Max(_) => binary!(scalar::nan_max),
             Math::Neg(_) => unary!(|x: f64| -x),
-            Math::Exp(_) => widest_exp(ins[0], out),
+            Math::Exp(_) => scalar::exp_slice(ins[0], out),
             Math::Log(_) => unary!(f64::ln),
             Math::Log1p(_) => unary!(f64::ln_1p),
             Math::Expm1(_) => unary!(f64::exp_m1),
@@ -67,8 +67,8 @@ pub fn apply_chunk(op: &TOp, ins: &[&[f64]], out: &mut [f64]) {
             Math::Atan(_) => unary!(f64::atan),
             Math::Sinh(_) => unary!(f64::sinh),
             Math::Cosh(_) => unary!(f64::cosh),
-            Math::Tanh(_) => widest_tanh(ins[0], out),
-            Math::Sigmoid(_) => widest_sigmoid(ins[0], out),
+            Math::Tanh(_) => scalar::tanh_slice(ins[0], out),
+            Math::Sigmoid(_) => scalar::sigmoid_slice(ins[0], out),
             Math::Relu(_) => unary!(scalar::relu),
             Math::Softplus(_) => unary!(scalar::softplus),
             Math::Abs(_) => unary!(f64::abs),
@@ -93,51 +93,7 @@ pub fn apply_chunk(op: &TOp, ins: &[&[f64]], out: &mut [f64]) {
     }
 }
 
-/// Loops of `out[i] = f(x[i])` for a function written to vectorize (no
-/// branches on the data), compiled for the widest SIMD the host has
-/// (AVX-512, AVX2 or the baseline), chosen at run time. Every version does
-/// the same IEEE operations on each lane (Rust never fuses a multiply and
-/// an add), so all give the same bits as `f` called on each number.
-macro_rules! widest {
-    ($($name:ident = $f:path;)*) => {$(
-        fn $name(x: &[f64], out: &mut [f64]) {
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx512f")]
-                fn avx512(x: &[f64], out: &mut [f64]) {
-                    for (o, &v) in out.iter_mut().zip(x) {
-                        *o = $f(v);
-                    }
-                }
-                #[target_feature(enable = "avx2")]
-                fn avx2(x: &[f64], out: &mut [f64]) {
-                    for (o, &v) in out.iter_mut().zip(x) {
-                        *o = $f(v);
-                    }
-                }
-                if std::arch::is_x86_feature_detected!("avx512f") {
-                    // SAFETY: the host has AVX-512F, checked just above.
-                    return unsafe { avx512(x, out) };
-                }
-                if std::arch::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the host has AVX2, checked just above.
-                    return unsafe { avx2(x, out) };
-                }
-            }
-            for (o, &v) in out.iter_mut().zip(x) {
-                *o = $f(v);
-            }
-        }
-    )*};
-}
-
-widest! {
-    widest_exp = scalar::exp;
-    widest_tanh = scalar::tanh;
-    widest_sigmoid = scalar::sigmoid;
-}
-
-/// Whether the interpreter's loop for `op` is vectorized (`widest`): a
+/// Whether the interpreter's loop for `op` is vectorized (`scalar::exp_slice`, ...): a
 /// group with such a step runs faster interpreted, chunk by chunk, than
 /// natively, where the function is called once per number.
 pub(super) fn vectorized(op: &TOp) -> bool {
@@ -358,7 +314,6 @@ fn run_scalar(group: &FusedGroup, operands: &[&Val]) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{widest_exp, widest_sigmoid, widest_tanh};
     use crate::scalar;
 
     /// The vectorized loops give the bits of the scalar functions, on
@@ -395,9 +350,9 @@ mod tests {
         }
         type Loop = fn(&[f64], &mut [f64]);
         let functions: [(Loop, fn(f64) -> f64); 3] = [
-            (widest_exp, scalar::exp),
-            (widest_tanh, scalar::tanh),
-            (widest_sigmoid, scalar::sigmoid),
+            (scalar::exp_slice, scalar::exp),
+            (scalar::tanh_slice, scalar::tanh),
+            (scalar::sigmoid_slice, scalar::sigmoid),
         ];
         for (vectorized, scalar) in functions {
             let mut out = vec![0.0; values.len()];

@@ -5,17 +5,17 @@
 
 use super::numeric::binary;
 use super::{builtin, with_options};
-use crate::backends::cpu::{apply_chunk, broadcast, reduce, row_major};
-use crate::egraph::language::Math;
-use crate::egraph::tensor::{ReduceOp, TOp};
+use crate::backends::cpu::reduce;
+use crate::egraph::tensor::ReduceOp;
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::tensor::{format_shape, normalize_axis, to_value};
 use crate::lisp::value::Value;
+use crate::ops::Op;
+use crate::ops::reduction::LogSumExp;
 use crate::scalar::{nan_max, nan_min};
-use ndarray::{ArrayD, ArrayViewD, ArrayViewMut1, Axis, IxDyn, Zip};
-use rayon::prelude::*;
+use ndarray::{ArrayD, ArrayViewD, ArrayViewMut1, Axis, IxDyn};
 
 /// The axes to reduce: all, or those named by `:axis`, sorted and distinct.
 pub(crate) fn reduced_axes(args: &Args, ndim: usize) -> EvalResult<Vec<usize>> {
@@ -221,43 +221,20 @@ fn shifted_logsumexp<'a>(lane: impl Iterator<Item = &'a f64> + Clone) -> (f64, f
     (top, lane.map(|x| (x - top).exp()).sum::<f64>().ln())
 }
 
-/// log(sum(exp(t))) over the chosen axes without overflow: the largest
-/// element of each lane is shifted out (a lane whose largest element is
-/// not finite gives that element).
+/// log(sum(exp(t))) over the chosen axes without overflow, by the
+/// operation compiled tapes run (`ops::reduction::LogSumExp`): each lane
+/// is shifted by its largest element when that is finite.
 fn logsumexp(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let t = args[0].as_tensor()?;
-    let (axes, top) = reduce_op(args, &t, ReduceOp::Max)?;
-    // exp(x - top), by the same vectorized loop as compiled tapes; a lane
-    // whose top is not finite adds nothing.
-    let mut shifted = broadcast(&top.view(), t.shape());
-    let x = row_major(&t.view());
-    let x = x.as_slice().unwrap_or(&[]);
-    let exp = TOp::Map(Math::Exp([egg::Id::from(0usize)]));
-    let shift = |(out, x): (&mut [f64], &[f64])| {
-        let mut difference = [0.0; 256];
-        for (out, x) in out.chunks_mut(256).zip(x.chunks(256)) {
-            let difference = &mut difference[..out.len()];
-            for ((d, &m), &v) in difference.iter_mut().zip(out.iter()).zip(x) {
-                *d = if m.is_finite() {
-                    v - m
-                } else {
-                    f64::NEG_INFINITY
-                };
-            }
-            apply_chunk(&exp, &[difference], out);
-        }
-    };
-    if let Some(out) = shifted.as_slice_mut() {
-        out.par_chunks_mut(1 << 14)
-            .zip(x.par_chunks(1 << 14))
-            .for_each(shift);
-    }
+    let axes = reduced_axes(args, t.ndim())?;
     let (narrow, kept) = kernel_axes(&t, &axes)?;
-    let total = reduce(ReduceOp::Sum, &shifted.view(), &narrow, &kept);
-    let result = Zip::from(&top)
-        .and(&total)
-        .map_collect(|&m, &s| if m.is_finite() { m + s.ln() } else { m });
-    finish(args, &t, &axes, result)
+    let op = Op::LogSumExp(LogSumExp {
+        axes: narrow.into_iter().collect(),
+    });
+    let lse = op
+        .cpu(&[t.view()], &kept)
+        .map_err(|e| EvalError::shape(e.message))?;
+    finish(args, &t, &axes, lse)
 }
 
 /// Applies `normalise` to every lane along the axis (default -1).
