@@ -196,6 +196,54 @@ pub fn exp(x: f64) -> f64 {
     }
 }
 
+/// Loops `out[i] = f(x[i])` for a function written without branches on
+/// the data, compiled for the widest SIMD the host has (AVX-512, AVX2 or
+/// the baseline), chosen at run time. Every version does the same IEEE
+/// operations on each lane (Rust never fuses a multiply and an add), so
+/// all give the bits of `f` called on each number.
+macro_rules! widest {
+    ($($(#[$doc:meta])* $name:ident = $f:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(x: &[f64], out: &mut [f64]) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f")]
+                fn avx512(x: &[f64], out: &mut [f64]) {
+                    for (o, &v) in out.iter_mut().zip(x) {
+                        *o = $f(v);
+                    }
+                }
+                #[target_feature(enable = "avx2")]
+                fn avx2(x: &[f64], out: &mut [f64]) {
+                    for (o, &v) in out.iter_mut().zip(x) {
+                        *o = $f(v);
+                    }
+                }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the host has AVX-512F, checked just above.
+                    return unsafe { avx512(x, out) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the host has AVX2, checked just above.
+                    return unsafe { avx2(x, out) };
+                }
+            }
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = $f(v);
+            }
+        }
+    )*};
+}
+
+widest! {
+    /// `out[i] = exp(x[i])` in the host's widest vectors.
+    exp_slice = exp;
+    /// `out[i] = tanh(x[i])` in the host's widest vectors.
+    tanh_slice = tanh;
+    /// `out[i] = sigmoid(x[i])` in the host's widest vectors.
+    sigmoid_slice = sigmoid;
+}
+
 /// tanh(x) from exp(2|x|) - 1 without cancellation near 0, within 4 ulps
 /// of the correctly rounded result in tests; branch-free on the data like
 /// `exp`.

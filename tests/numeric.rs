@@ -62,6 +62,8 @@ mod table_einsum;
 mod table_linalg;
 #[path = "numeric/table_linalg_values.rs"]
 mod table_linalg_values;
+#[path = "numeric/table_reduce.rs"]
+mod table_reduce;
 #[path = "numeric/table_special.rs"]
 mod table_special;
 

@@ -11,6 +11,9 @@
 //! tensor of `m` elements selects slices of `inner` contiguous numbers; the
 //! selected slices form a tensor of shape `t[..axis] ++ idx ++ t[axis+1..]`.
 
+#[path = "indexing_kernels.rs"]
+mod kernels;
+
 use super::{CudaKernel, Definition, OpError, Pulled, Rules, Site};
 use crate::egraph::tensor::Shape;
 use crate::egraph::tensor::shape::{ShapeError, show};
@@ -50,23 +53,18 @@ pub(super) fn split(shape: &[usize], axis: u8) -> (usize, usize, usize) {
 /// The positions `idx` names along an axis of length `len`, checked:
 /// whole, in range (negative ones counting from the end).
 pub fn positions(idx: &ArrayViewD<'_, f64>, len: usize) -> Result<Vec<usize>, OpError> {
-    let check = |k: f64| -> Result<usize, OpError> {
-        if k.fract() != 0.0 || !k.is_finite() {
-            return Err(OpError::new(format!("index {k} is not a whole number")));
-        }
-        let resolved = if k < 0.0 { k + len as f64 } else { k };
-        if resolved < 0.0 || resolved >= len as f64 {
-            return Err(OpError::new(format!(
-                "index {k} is out of range for an axis of length {len}"
-            )));
-        }
-        Ok(resolved as usize)
-    };
+    let check = |&k: &f64| kernels::position(k, len);
     match idx.as_slice() {
-        Some(slice) if slice.len() >= PARALLEL => slice.par_iter().map(|&k| check(k)).collect(),
-        Some(slice) => slice.iter().map(|&k| check(k)).collect(),
-        None => idx.iter().map(|&k| check(k)).collect(),
+        Some(slice) if slice.len() >= PARALLEL => slice.par_iter().map(check).collect(),
+        Some(slice) => slice.iter().map(check).collect(),
+        None => idx.iter().map(check).collect(),
     }
+}
+
+/// Checks the positions `idx` names along an axis of length `len` (as
+/// `positions` does, without keeping them).
+pub fn check_positions(idx: &ArrayViewD<'_, f64>, len: usize) -> Result<(), OpError> {
+    kernels::check(&contiguous(idx), len)
 }
 
 /// Contiguous numbers of a view (copied only when they are not).
@@ -101,23 +99,9 @@ impl Definition for Gather {
         shape: &[usize],
     ) -> Result<ArrayD<f64>, OpError> {
         let (outer, len, inner) = split(operands[0].shape(), self.axis);
-        let picks = positions(&operands[1], len)?;
         let source = contiguous(&operands[0]);
-        let m = picks.len();
-        let mut out = vec![0.0; outer * m * inner];
-        let fill = |(row, chunk): (usize, &mut [f64])| {
-            let (o, j) = (row / m.max(1), row % m.max(1));
-            let start = (o * len + picks[j]) * inner;
-            chunk.copy_from_slice(&source[start..start + inner]);
-        };
-        if inner == 0 {
-            // Nothing to copy.
-        } else if out.len() >= PARALLEL {
-            out.par_chunks_mut(inner).enumerate().for_each(fill);
-        } else {
-            out.chunks_mut(inner).enumerate().for_each(fill);
-        }
-        array(shape, out)
+        let idx = contiguous(&operands[1]);
+        array(shape, kernels::gather(&source, &idx, outer, len, inner)?)
     }
 
     fn differentiable(&self, operand: usize) -> bool {
@@ -240,29 +224,12 @@ impl Definition for ScatterAdd {
         shape: &[usize],
     ) -> Result<ArrayD<f64>, OpError> {
         let (outer, len, inner) = split(shape, self.axis);
-        let picks = positions(&operands[1], len)?;
-        let mut out = contiguous(&operands[0]).into_owned();
+        let (t, idx) = (contiguous(&operands[0]), contiguous(&operands[1]));
         let updates = contiguous(&operands[2]);
-        let m = picks.len();
-        let add = |o: usize, out: &mut [f64]| {
-            for (j, &k) in picks.iter().enumerate() {
-                let from = &updates[(o * m + j) * inner..(o * m + j + 1) * inner];
-                let to = &mut out[k * inner..(k + 1) * inner];
-                for (a, &b) in to.iter_mut().zip(from) {
-                    *a += b;
-                }
-            }
-        };
-        if outer > 1 && out.len() >= PARALLEL {
-            out.par_chunks_mut((len * inner).max(1))
-                .enumerate()
-                .for_each(|(o, block)| add(o, block));
-        } else {
-            for (o, block) in out.chunks_mut((len * inner).max(1)).enumerate() {
-                add(o, block);
-            }
-        }
-        array(shape, out)
+        array(
+            shape,
+            kernels::scatter_add(&t, &idx, &updates, outer, len, inner)?,
+        )
     }
 
     fn differentiable(&self, operand: usize) -> bool {

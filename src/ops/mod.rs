@@ -26,6 +26,7 @@ pub mod along;
 pub mod einsum;
 pub mod indexing;
 pub mod linalg;
+pub mod reduction;
 mod rules;
 pub mod sequence;
 
@@ -231,6 +232,8 @@ table! {
     FullRank(linalg::FullRank),
     /// The matrix exponential.
     MatrixExp(linalg::MatrixExp),
+    /// `logsumexp` over any axes in two passes.
+    LogSumExp(reduction::LogSumExp),
 }
 
 impl Op {

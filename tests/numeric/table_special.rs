@@ -172,7 +172,9 @@ fn native_kernels_give_the_interpreters_bits() {
     eval(&mut engine, "(define big (linspace -12.5 30.5 9001))");
     for form in [
         "((jit special) big)",
-        "((grad (lambda (x) (sum (* (lgamma x) (erfc x) (digamma (abs x)))))) big)",
+        // (erf and erfc have exp in their derivatives, whose groups run
+        // interpreted; their forward kernels are compiled just above.)
+        "((grad (lambda (x) (sum (* (lgamma x) (digamma (abs x)))))) big)",
         "((grad (lambda (x) (scan (lambda (s i) (+ (* 0.5 s) (lgamma (+ 1.5 (* s s))) (erf s) (digamma (+ 2 (* s s))))) x 40))) 0.3)",
     ] {
         let (on, off, compiled) = native_and_interpreted(&mut engine, form);

@@ -65,6 +65,12 @@ pub(crate) enum Val {
         start: usize,
         end: usize,
     },
+    /// `base` with its axes permuted (a transpose), not copied: a matrix
+    /// product reads a transposed stack where it is.
+    Permuted {
+        base: Rc<ArrayD<f64>>,
+        perm: SmallVec<[usize; 4]>,
+    },
     /// `value` everywhere (a broadcast number), not made.
     Full { value: f64, shape: Shape },
     /// Zeros, then the elements of `inner` (row-major), then zeros: a pad
@@ -124,6 +130,7 @@ impl Val {
                 start,
                 end,
             } => CowArray::from(base.slice_axis(Axis(*axis), Slice::from(*start..*end))),
+            Val::Permuted { base, perm } => CowArray::from(base.view().permuted_axes(IxDyn(perm))),
             Val::Full { value, shape } => CowArray::from(ArrayD::from_elem(IxDyn(shape), *value)),
             Val::Padded {
                 inner,
@@ -148,7 +155,7 @@ impl Val {
         match self {
             Val::Scalar(x) => Buf::Scalar(x),
             Val::Array(a) => Buf::Array(a),
-            other => Buf::from_array(Rc::new(other.cow().into_owned())),
+            other => Buf::from_array(Rc::new(super::broadcast::standard(&other.cow().view()))),
         }
     }
 }
@@ -180,6 +187,24 @@ fn step(
             false,
         )),
         TOp::StopGradient | TOp::Tag(_) | TOp::Linearized => args[0].clone(),
+        TOp::Transpose(perm) => {
+            let perm = perm.iter().map(|&p| usize::from(p));
+            match args[0] {
+                Val::Array(base) => Val::Permuted {
+                    base: Rc::clone(base),
+                    perm: perm.collect(),
+                },
+                // Axis i of the result is axis inner[perm[i]] of the base.
+                Val::Permuted { base, perm: inner } => Val::Permuted {
+                    base: Rc::clone(base),
+                    perm: perm.map(|p| inner[p]).collect(),
+                },
+                other => {
+                    let owned = Rc::new(super::broadcast::standard(&other.cow().view()));
+                    return step(op, &[&Val::Array(owned)], shape, None);
+                }
+            }
+        }
         TOp::Slice { axis, start, end } => match args[0] {
             Val::Array(base) => Val::Slice {
                 base: Rc::clone(base),
@@ -188,7 +213,7 @@ fn step(
                 end: *end,
             },
             other => {
-                let owned = Rc::new(other.cow().into_owned());
+                let owned = Rc::new(super::broadcast::standard(&other.cow().view()));
                 return step(op, &[&Val::Array(owned)], shape, None);
             }
         },
@@ -362,7 +387,11 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
                 super::measure::dead(owned_bytes(freed));
             }
             match freed {
-                Some(Val::Array(array) | Val::Slice { base: array, .. })
+                Some(
+                    Val::Array(array)
+                    | Val::Slice { base: array, .. }
+                    | Val::Permuted { base: array, .. },
+                )
                 | Some(Val::Padded {
                     inner: Flat::Data { base: array, .. },
                     ..
@@ -431,7 +460,7 @@ pub(crate) fn take(n: usize) -> Option<Vec<f64>> {
 }
 
 /// Keeps the storage of a dead array for a later result of its size.
-fn recycle(array: Rc<ArrayD<f64>>) {
+pub(crate) fn recycle(array: Rc<ArrayD<f64>>) {
     let Ok(array) = Rc::try_unwrap(array) else {
         return;
     };

@@ -1,15 +1,19 @@
 //! The CPU backend: ndarray arrays, rayon for large elementwise work and
-//! reductions, and matrixmultiply's threaded gemm for matrix products.
+//! reductions, and faer's gemm for matrix products (one thread per product
+//! across a stack, faer's threads inside a large one).
 //! Scalars live in registers (`Buf::Scalar`), so scalar-heavy tapes run
 //! without an allocation per instruction.
 
+mod broadcast;
 pub mod cancel;
 mod elementwise;
 mod execute;
 mod layout;
+mod matmul;
 pub mod measure;
 pub mod native;
 mod native_task;
+mod reduce;
 mod scalar_loop;
 mod scan;
 
@@ -17,8 +21,11 @@ pub use scan::unpack;
 mod sources;
 mod structural;
 
+pub use broadcast::{broadcast, row_major};
 pub use elementwise::apply_chunk;
 pub use execute::{Buf, eval_op};
+pub use matmul::matmul;
+pub use reduce::reduce;
 
 use super::{Backend, BackendError};
 use crate::tape::Tape;

@@ -5,7 +5,7 @@
 //! The few chunks where a padded operand crosses its edge are filled into
 //! buffers first and run by a kernel that streams them.
 
-use super::elementwise::{CHUNK, Task};
+use super::elementwise::{CHUNK, Task, vectorized};
 use super::native::{self, Handle, Kernel, Operand};
 use super::sources::{self, Source};
 use crate::scalar;
@@ -22,8 +22,13 @@ pub(super) struct Kernels {
 
 impl Kernels {
     /// The kernels for `group` over these sources and `n` elements, when
-    /// it should run natively (see `native::kernel_for`).
+    /// it should run natively (see `native::kernel_for`; not when a step
+    /// is one the interpreter vectorizes, `elementwise::vectorized`).
     pub(super) fn new(group: &FusedGroup, sources: &[Source<'_>], n: usize) -> Option<Kernels> {
+        // The interpreter's vectorized loops beat a call per number.
+        if group.steps.iter().any(|(op, _)| vectorized(op)) {
+            return None;
+        }
         // Inside, numbers and windows are known; near the edges, windows
         // are streamed from buffers.
         let layout = |windows_known: bool| -> Vec<Operand> {

@@ -3,7 +3,7 @@
 //! array read with a shift, a broadcast number), expanded otherwise.
 
 use super::execute::{Flat, Val};
-use ndarray::{ArrayD, Axis, IxDyn};
+use ndarray::{ArrayD, Axis};
 use std::ops::Range;
 
 /// An operand of a group as the loop reads it.
@@ -148,11 +148,15 @@ pub fn expand(operands: &[&Val], shape: &[usize]) -> Vec<Option<ArrayD<f64>>> {
                 let view = base.slice_axis(Axis(*axis), ndarray::Slice::from(*start..*end));
                 view.shape() == shape && contiguous(&view).is_some()
             }
+            Val::Permuted { .. } => false,
             Val::Full { shape: full, .. } => full[..] == *shape,
             Val::Padded { shape: padded, .. } => padded[..] == *shape,
         };
         let viewed = strided_view(operand, shape).is_some();
-        expanded.push((!in_place && !viewed).then(|| expand_one(operand, shape)));
+        expanded.push(
+            (!in_place && !viewed)
+                .then(|| super::broadcast::broadcast(&operand.cow().view(), shape)),
+        );
     }
     expanded
 }
@@ -187,17 +191,6 @@ fn strided_view<'a>(operand: &'a Val, shape: &[usize]) -> Option<(&'a [f64], usi
     };
     let strides = super::layout::broadcast_strides(&from, &from_strides, shape)?;
     Some((data, offset, strides))
-}
-
-/// One operand broadcast to `shape` in row-major order (for operands that
-/// are neither contiguous data nor slices of it).
-fn expand_one(operand: &Val, shape: &[usize]) -> ArrayD<f64> {
-    operand
-        .cow()
-        .broadcast(IxDyn(shape))
-        .expect("tape shapes broadcast")
-        .as_standard_layout()
-        .into_owned()
 }
 
 /// The strided source of an operand `expand` left as a view.
@@ -246,6 +239,7 @@ pub fn sources<'a>(
                 }
             }
             (Val::Full { value, .. }, None) => Source::Scalar(*value),
+            (Val::Permuted { .. }, None) => unreachable!("permuted operands are expanded"),
             (Val::Padded { inner, before, .. }, None) => match inner {
                 Flat::Data { base, start, len } => Source::Shifted {
                     data: &base.as_slice().expect("padded data is contiguous")[*start..start + len],
@@ -282,7 +276,7 @@ pub fn interior(sources: &[Source<'_>], n: usize) -> Range<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndarray::Array;
+    use ndarray::{Array, IxDyn};
     use std::rc::Rc;
 
     /// Every element of a strided source, read in chunks of `chunk`.

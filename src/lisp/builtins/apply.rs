@@ -143,4 +143,10 @@ impl Apply {
     pub fn number(x: f64) -> Value {
         Value::Float(x)
     }
+
+    /// Whether operations are recorded (an argument is traced) rather
+    /// than computed at once.
+    pub fn records(&self) -> bool {
+        self.trace.is_some()
+    }
 }

@@ -14,7 +14,7 @@ use crate::lisp::tensor::{format_shape, normalize_axis};
 use crate::lisp::value::Value;
 use crate::ops::Op;
 use crate::ops::along::TakeAlong;
-use crate::ops::indexing::{Gather, IndexSet, ScatterAdd, positions};
+use crate::ops::indexing::{Gather, IndexSet, ScatterAdd, check_positions, positions};
 
 /// The `:axis` option (default `default`; negative counts from the end).
 pub(crate) fn axis_option(args: &Args, rank: usize, default: i64) -> EvalResult<usize> {
@@ -26,12 +26,15 @@ pub(crate) fn axis_option(args: &Args, rank: usize, default: i64) -> EvalResult<
 }
 
 /// The indices of a call, as a tensor value; when they are known now
-/// (not traced), checked against an axis of length `len`, so a bad index
-/// is reported at the call.
+/// (not traced) but the operation is recorded, checked against an axis of
+/// length `len`, so a bad index is reported at the call. (An operation
+/// computed at once reports it from its kernel, with the same message.)
 fn indices(apply: &Apply, value: &Value, len: usize) -> EvalResult<Value> {
     let idx = apply.tensor_of(value)?;
-    if let Value::Tensor(t) = &idx {
-        positions(&t.view(), len).map_err(|e| EvalError::range(e.message))?;
+    if let Value::Tensor(t) = &idx
+        && apply.records()
+    {
+        check_positions(&t.view(), len).map_err(|e| EvalError::range(e.message))?;
     }
     if let Value::Int(_) | Value::Float(_) = &idx {
         let k = idx.as_f64()?;

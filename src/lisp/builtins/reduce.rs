@@ -5,11 +5,15 @@
 
 use super::numeric::binary;
 use super::{builtin, with_options};
+use crate::backends::cpu::reduce;
+use crate::egraph::tensor::ReduceOp;
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::tensor::{format_shape, normalize_axis, to_value};
 use crate::lisp::value::Value;
+use crate::ops::Op;
+use crate::ops::reduction::LogSumExp;
 use crate::scalar::{nan_max, nan_min};
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMut1, Axis, IxDyn};
 
@@ -36,63 +40,65 @@ pub(crate) fn keepdims(args: &Args) -> bool {
     args.option("keepdims").is_some_and(Value::is_truthy)
 }
 
-/// Reduces `t` over the chosen axes with `fold` applied to each lane.
-fn reduce_with(
-    args: &Args,
-    t: &ArrayD<f64>,
-    fold: impl Fn(ArrayViewD<'_, f64>) -> f64,
-) -> EvalResult<Value> {
-    let axes = reduced_axes(args, t.ndim())?;
-    let keep = keepdims(args);
-    let mut shape_kept = t.shape().to_vec();
-    for axis in &axes {
-        shape_kept[*axis] = 1;
+/// The axes of a reduction as the CPU kernel takes them, and the result's
+/// shape with the reduced axes kept as length 1.
+fn kernel_axes(t: &ArrayD<f64>, axes: &[usize]) -> EvalResult<(Vec<u8>, Vec<usize>)> {
+    let narrow = axes
+        .iter()
+        .map(|&a| u8::try_from(a).map_err(|_| EvalError::shape(format!("axis {a} is too large"))))
+        .collect::<EvalResult<Vec<u8>>>()?;
+    let mut kept = t.shape().to_vec();
+    for &axis in axes {
+        kept[axis] = 1;
     }
-    let out_shape: Vec<usize> = t
+    Ok((narrow, kept))
+}
+
+/// The result of a reduction whose kept-axes form is `kept`: as it is
+/// with `:keepdims`, without the reduced axes otherwise.
+fn finish(args: &Args, t: &ArrayD<f64>, axes: &[usize], kept: ArrayD<f64>) -> EvalResult<Value> {
+    if keepdims(args) {
+        return Ok(to_value(kept));
+    }
+    let shape: Vec<usize> = t
         .shape()
         .iter()
         .enumerate()
         .filter(|(axis, _)| !axes.contains(axis))
         .map(|(_, d)| *d)
         .collect();
-    // Move the reduced axes last, then fold each contiguous group of them.
-    let mut order: Vec<usize> = (0..t.ndim()).filter(|a| !axes.contains(a)).collect();
-    order.extend(axes.iter().copied());
-    let permuted = t.view().permuted_axes(IxDyn(&order));
-    let standard = permuted.as_standard_layout();
-    let group: usize = axes.iter().map(|a| t.shape()[*a]).product();
-    let outer: usize = out_shape.iter().product();
-    let reduced_shape: Vec<usize> = axes.iter().map(|a| t.shape()[*a]).collect();
-    let data = standard.as_slice().unwrap_or(&[]);
-    let mut values = Vec::with_capacity(outer);
-    for block in 0..outer {
-        let chunk = data.get(block * group..(block + 1) * group).unwrap_or(&[]);
-        let lane = ArrayViewD::from_shape(IxDyn(&reduced_shape), chunk)
-            .map_err(|e| EvalError::shape(e.to_string()))?;
-        values.push(fold(lane));
-    }
-    let final_shape = if keep { shape_kept } else { out_shape };
-    ArrayD::from_shape_vec(IxDyn(&final_shape), values)
+    kept.into_shape_with_order(IxDyn(&shape))
         .map(to_value)
         .map_err(|e| EvalError::shape(e.to_string()))
 }
 
+/// `t` reduced by `op` over the chosen axes, with the CPU backend's kernel
+/// (the one compiled tapes run).
+fn reduce_op(args: &Args, t: &ArrayD<f64>, op: ReduceOp) -> EvalResult<(Vec<usize>, ArrayD<f64>)> {
+    let axes = reduced_axes(args, t.ndim())?;
+    let (narrow, kept) = kernel_axes(t, &axes)?;
+    Ok((axes, reduce(op, &t.view(), &narrow, &kept)))
+}
+
 fn sum(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    reduce_with(args, &*args[0].as_tensor()?, |lane| lane.sum())
+    let t = args[0].as_tensor()?;
+    let (axes, total) = reduce_op(args, &t, ReduceOp::Sum)?;
+    finish(args, &t, &axes, total)
 }
 
 fn mean(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    reduce_with(args, &*args[0].as_tensor()?, |lane| {
-        if lane.is_empty() {
-            f64::NAN
-        } else {
-            lane.sum() / lane.len() as f64
-        }
-    })
+    let t = args[0].as_tensor()?;
+    let (axes, mut total) = reduce_op(args, &t, ReduceOp::Sum)?;
+    // An empty lane gives 0 / 0, NaN.
+    let count: usize = axes.iter().map(|&a| t.shape()[a]).product();
+    total.mapv_inplace(|x| x / count as f64);
+    finish(args, &t, &axes, total)
 }
 
 fn prod(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    reduce_with(args, &*args[0].as_tensor()?, |lane| lane.product())
+    let t = args[0].as_tensor()?;
+    let (axes, product) = reduce_op(args, &t, ReduceOp::Prod)?;
+    finish(args, &t, &axes, product)
 }
 
 /// `max`/`min`: elementwise over several arguments, a reduction over one tensor.
@@ -112,11 +118,13 @@ fn extremum(args: &Args, pick: fn(f64, f64) -> f64, name: &str) -> EvalResult<Va
                         format_shape(t.shape())
                     )));
                 }
-                reduce_with(args, t, |lane| {
-                    lane.iter()
-                        .copied()
-                        .fold(lane.iter().next().copied().unwrap_or(f64::NAN), pick)
-                })
+                let op = if name == "max" {
+                    ReduceOp::Max
+                } else {
+                    ReduceOp::Min
+                };
+                let (axes, extreme) = reduce_op(args, t, op)?;
+                finish(args, t, &axes, extreme)
             }
             other => {
                 super::numeric::operand(other)?;
@@ -213,16 +221,20 @@ fn shifted_logsumexp<'a>(lane: impl Iterator<Item = &'a f64> + Clone) -> (f64, f
     (top, lane.map(|x| (x - top).exp()).sum::<f64>().ln())
 }
 
-/// log(sum(exp(lane))) without overflow.
-fn logsumexp_lane<'a>(lane: impl Iterator<Item = &'a f64> + Clone) -> f64 {
-    let (top, rest) = shifted_logsumexp(lane);
-    top + rest
-}
-
+/// log(sum(exp(t))) over the chosen axes without overflow, by the
+/// operation compiled tapes run (`ops::reduction::LogSumExp`): each lane
+/// is shifted by its largest element when that is finite.
 fn logsumexp(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    reduce_with(args, &*args[0].as_tensor()?, |lane| {
-        logsumexp_lane(lane.iter())
-    })
+    let t = args[0].as_tensor()?;
+    let axes = reduced_axes(args, t.ndim())?;
+    let (narrow, kept) = kernel_axes(&t, &axes)?;
+    let op = Op::LogSumExp(LogSumExp {
+        axes: narrow.into_iter().collect(),
+    });
+    let lse = op
+        .cpu(&[t.view()], &kept)
+        .map_err(|e| EvalError::shape(e.message))?;
+    finish(args, &t, &axes, lse)
 }
 
 /// Applies `normalise` to every lane along the axis (default -1).

@@ -9,7 +9,7 @@ use crate::lisp::tensor::{
     broadcast_shape, check_allocation, format_shape, normalize_axis, to_value,
 };
 use crate::lisp::value::Value;
-use ndarray::{Array2, ArrayD, ArrayView2, Axis, Ix2, IxDyn, Slice, Zip};
+use ndarray::{ArrayD, ArrayView2, Axis, Ix2, IxDyn, Slice, Zip};
 
 fn as_matrix(t: &ArrayD<f64>) -> EvalResult<ArrayView2<'_, f64>> {
     t.view()
@@ -18,35 +18,17 @@ fn as_matrix(t: &ArrayD<f64>) -> EvalResult<ArrayView2<'_, f64>> {
 }
 
 /// NumPy `matmul`: vectors are promoted to matrices and the added axis is
-/// removed afterwards; leading (batch) axes broadcast.
+/// removed afterwards; leading (batch) axes broadcast. Runs the CPU
+/// backend's kernel (the one compiled tapes run).
 pub fn matmul_arrays(a: &ArrayD<f64>, b: &ArrayD<f64>) -> EvalResult<ArrayD<f64>> {
     if a.ndim() == 0 || b.ndim() == 0 {
         return Err(EvalError::shape(
             "matmul needs tensors of rank 1 or more (use * for scalars)",
         ));
     }
-    if a.ndim() == 2 && b.ndim() == 1 && a.shape()[1] == b.shape()[0] {
-        // Matrix times vector: ndarray's direct product, not a one-column gemm.
-        let vector = b
-            .view()
-            .into_dimensionality::<ndarray::Ix1>()
-            .map_err(|e| EvalError::shape(e.to_string()))?;
-        return Ok(as_matrix(a)?.dot(&vector).into_dyn());
-    }
-    let a_vector = a.ndim() == 1;
-    let b_vector = b.ndim() == 1;
-    let a2 = if a_vector {
-        a.view().insert_axis(Axis(0)).to_owned()
-    } else {
-        a.clone()
-    };
-    let b2 = if b_vector {
-        b.view().insert_axis(Axis(1)).to_owned()
-    } else {
-        b.clone()
-    };
-    let (n, k) = (a2.shape()[a2.ndim() - 2], a2.shape()[a2.ndim() - 1]);
-    let (k2, m) = (b2.shape()[b2.ndim() - 2], b2.shape()[b2.ndim() - 1]);
+    let (ra, rb) = (a.ndim(), b.ndim());
+    let k = a.shape()[ra - 1];
+    let k2 = b.shape()[if rb == 1 { 0 } else { rb - 2 }];
     if k != k2 {
         return Err(EvalError::shape(format!(
             "shapes {} and {} do not align ({k} != {k2})",
@@ -54,49 +36,37 @@ pub fn matmul_arrays(a: &ArrayD<f64>, b: &ArrayD<f64>) -> EvalResult<ArrayD<f64>
             format_shape(b.shape())
         )));
     }
-    let batch = broadcast_shape(&a2.shape()[..a2.ndim() - 2], &b2.shape()[..b2.ndim() - 2])?;
-    let mut out_shape = batch.clone();
-    out_shape.extend([n, m]);
-    check_allocation(&out_shape)?;
-    let mut out = ArrayD::<f64>::zeros(IxDyn(&out_shape));
-    if batch.is_empty() {
-        let product = as_matrix(&a2)?.dot(&as_matrix(&b2)?);
-        out.assign(&product.into_dyn());
+    // Vectors beside stacks: promoted here, the added axis removed after.
+    let stacked = ra > 2 || rb > 2;
+    let a_view = if ra == 1 && stacked {
+        a.view().insert_axis(Axis(0))
     } else {
-        let mut a_shape = batch.clone();
-        a_shape.extend([n, k]);
-        let mut b_shape = batch.clone();
-        b_shape.extend([k, m]);
-        let a_b = a2
-            .broadcast(IxDyn(&a_shape))
-            .ok_or_else(|| EvalError::shape("matmul: batch axes do not broadcast"))?;
-        let b_b = b2
-            .broadcast(IxDyn(&b_shape))
-            .ok_or_else(|| EvalError::shape("matmul: batch axes do not broadcast"))?;
-        let count: usize = batch.iter().product();
-        let a_flat = a_b
-            .to_shape((count, n, k))
-            .map_err(|e| EvalError::shape(e.to_string()))?;
-        let b_flat = b_b
-            .to_shape((count, k, m))
-            .map_err(|e| EvalError::shape(e.to_string()))?;
-        let mut out_flat = Vec::with_capacity(count * n * m);
-        for index in 0..count {
-            let product: Array2<f64> = a_flat
-                .index_axis(Axis(0), index)
-                .dot(&b_flat.index_axis(Axis(0), index));
-            out_flat.extend(product.iter().copied());
-        }
-        out = ArrayD::from_shape_vec(IxDyn(&out_shape), out_flat)
-            .map_err(|e| EvalError::shape(e.to_string()))?;
+        a.view()
+    };
+    let b_view = if rb == 1 && stacked {
+        b.view().insert_axis(Axis(1))
+    } else {
+        b.view()
+    };
+    let (sa, sb) = (a_view.shape(), b_view.shape());
+    let mut out_shape = broadcast_shape(
+        &sa[..sa.len().saturating_sub(2)],
+        &sb[..sb.len().saturating_sub(2)],
+    )?;
+    if sa.len() >= 2 {
+        out_shape.push(sa[sa.len() - 2]);
     }
-    let mut result = out;
-    if b_vector {
+    if sb.len() >= 2 {
+        out_shape.push(sb[sb.len() - 1]);
+    }
+    check_allocation(&out_shape)?;
+    let mut result = crate::backends::cpu::matmul(&a_view, &b_view, false, false);
+    if rb == 1 && stacked {
         let last = result.ndim() - 1;
         result = result.index_axis_move(Axis(last), 0);
     }
-    if a_vector {
-        let row_axis = result.ndim() - if b_vector { 1 } else { 2 };
+    if ra == 1 && stacked {
+        let row_axis = result.ndim() - if rb == 1 { 1 } else { 2 };
         result = result.index_axis_move(Axis(row_axis), 0);
     }
     Ok(result)

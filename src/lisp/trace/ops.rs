@@ -14,6 +14,8 @@ use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::procedure::Args;
 use crate::lisp::tensor::normalize_axis;
 use crate::lisp::value::Value;
+use crate::ops::Op;
+use crate::ops::reduction::LogSumExp;
 use egg::Id;
 use smallvec::SmallVec;
 
@@ -166,33 +168,15 @@ impl Recorder<'_> {
         normalize_axis(axis, rank)
     }
 
-    /// `logsumexp` over the axes of `args` with the max shifted out (its
-    /// gradient is the softmax; the shift carries none).
+    /// `logsumexp` over `axes`: one operation of the table
+    /// (`ops::reduction::LogSumExp`), which shifts out each lane's largest
+    /// element; its gradient is the softmax.
     fn logsumexp(&self, x: Id, axes: &[u8], keep: bool) -> EvalResult<Id> {
         let shape = self.shape(x);
-        let top = self.add(
-            TOp::Reduce {
-                op: ReduceOp::Max,
-                axes: SmallVec::from_slice(axes),
-                keepdims: true,
-            },
-            &[x],
-        )?;
-        // An infinite maximum (all -inf) must not turn x - top into NaN.
-        let finite = self.map(Math::Max([Id::from(0); 2]), &[top, self.num(-f64::MAX)])?;
-        let top = self.add(TOp::StopGradient, &[finite])?;
-        let shifted = self.map(Math::Sub([Id::from(0); 2]), &[x, top])?;
-        let exp = self.map(Math::Exp([Id::from(0)]), &[shifted])?;
-        let total = self.add(
-            TOp::Reduce {
-                op: ReduceOp::Sum,
-                axes: SmallVec::from_slice(axes),
-                keepdims: true,
-            },
-            &[exp],
-        )?;
-        let log = self.map(Math::Log([Id::from(0)]), &[total])?;
-        let result = self.map(Math::Add([Id::from(0); 2]), &[log, top])?;
+        let op = LogSumExp {
+            axes: SmallVec::from_slice(axes),
+        };
+        let result = self.add(TOp::Op(Op::LogSumExp(op)), &[x])?;
         if keep {
             Ok(result)
         } else {

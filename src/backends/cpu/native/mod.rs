@@ -7,8 +7,9 @@
 //! Kernels are cached per thread by the group's structure, so a tape run
 //! again (or another tape with the same group) does not compile again. The
 //! interpreter in `elementwise` remains the fallback: for small tensors,
-//! groups of more than 64 operands, where the host has no Cranelift
-//! backend, and when `EPSILON_NATIVE=0`. "The same bits" excepts the sign
+//! groups of more than 64 operands, groups with a step the interpreter
+//! vectorizes (`exp`, `tanh`, `sigmoid`: `native_task` leaves them to it),
+//! where the host has no Cranelift backend, and when `EPSILON_NATIVE=0`. "The same bits" excepts the sign
 //! and payload of NaNs: which NaN operand an instruction keeps is the
 //! hardware's and the compiler's choice (the interpreter's vectorized
 //! loops do not keep one either).

@@ -1,0 +1,254 @@
+//! New row-major arrays from views: `broadcast` to a larger shape, by runs
+//! (the axes of the target are grouped into runs that the operand either
+//! has, copied, or lacks, repeated, so the copy is a few nested loops of
+//! `copy_from_slice` and `fill`, not a walk element by element), and
+//! `standard` for views in another memory order (a stack of transposed
+//! matrices is copied tile by tile).
+//!
+//! Knows ndarray views, nothing of tapes.
+
+use ndarray::{ArrayD, ArrayViewD, CowArray, IxDyn};
+use rayon::prelude::*;
+
+/// Rows and columns of the tiles a transpose copies.
+const TILE: usize = 32;
+
+/// Outputs of at least this many numbers are written by several threads.
+const PARALLEL: usize = 1 << 16;
+
+/// `x` broadcast to `shape` (NumPy's rules: `x`'s axes align with the
+/// last ones of `shape`), as a standard-layout array.
+pub fn broadcast(x: &ArrayViewD<'_, f64>, shape: &[usize]) -> ArrayD<f64> {
+    x.broadcast(IxDyn(shape)).expect("tape shapes broadcast");
+    let n: usize = shape.iter().product();
+    let lead = shape.len() - x.ndim();
+    if n == 0 {
+        return ArrayD::zeros(IxDyn(shape));
+    }
+    if x.shape() == shape {
+        return standard(x);
+    }
+    let standard = row_major(x);
+    let data = standard
+        .as_slice()
+        .expect("a standard-layout array is contiguous");
+    // Runs of (length, repeated): an axis is repeated where x has length 1
+    // (or lacks it) and the target does not.
+    let mut runs: Vec<(usize, bool)> = Vec::with_capacity(shape.len());
+    for (axis, &len) in shape.iter().enumerate() {
+        if len == 1 {
+            continue;
+        }
+        let repeated = axis < lead || x.shape()[axis - lead] == 1;
+        match runs.last_mut() {
+            Some((run, kind)) if *kind == repeated => *run *= len,
+            _ => runs.push((len, repeated)),
+        }
+    }
+    // Every number is written: recycled storage needs no clearing.
+    let mut out = super::execute::take(n).unwrap_or_else(|| vec![0.0; n]);
+    expand(data, &runs, &mut out, n >= PARALLEL);
+    ArrayD::from_shape_vec(IxDyn(shape), out).expect("sizes agree")
+}
+
+/// `x` itself when it is row-major, else a row-major copy.
+pub fn row_major<'a>(x: &ArrayViewD<'a, f64>) -> CowArray<'a, f64, IxDyn> {
+    if x.is_standard_layout() {
+        CowArray::from(x.clone())
+    } else {
+        CowArray::from(standard(x))
+    }
+}
+
+/// `x` as a new row-major array. A view whose last two axes are swapped
+/// against row-major order (a transposed matrix or stack of them) is
+/// copied tile by tile; other orders element by element.
+pub fn standard(x: &ArrayViewD<'_, f64>) -> ArrayD<f64> {
+    if let Some(data) = x.as_slice() {
+        let data = match super::execute::take(data.len()) {
+            Some(mut copy) => {
+                copy.copy_from_slice(data);
+                copy
+            }
+            None => data.to_vec(),
+        };
+        return ArrayD::from_shape_vec(x.raw_dim(), data).expect("sizes agree");
+    }
+    let rank = x.ndim();
+    if rank >= 2 {
+        let mut stored = x.clone();
+        stored.swap_axes(rank - 2, rank - 1);
+        if let Some(data) = stored.as_slice() {
+            // Each matrix is stored `rows x cols` and read transposed.
+            let (rows, cols) = (stored.shape()[rank - 2], stored.shape()[rank - 1]);
+            let mut out = super::execute::take(data.len()).unwrap_or_else(|| vec![0.0; data.len()]);
+            let size = (rows * cols).max(1);
+            for (src, dst) in data.chunks_exact(size).zip(out.chunks_exact_mut(size)) {
+                transpose(src, rows, cols, dst);
+            }
+            return ArrayD::from_shape_vec(x.raw_dim(), out).expect("sizes agree");
+        }
+    }
+    x.as_standard_layout().into_owned()
+}
+
+/// `dst` (`cols x rows`, row-major) = the transpose of `src` (`rows x
+/// cols`), a band of `TILE` rows of `dst` at a time (in parallel for large
+/// matrices), each band tile by tile.
+fn transpose(src: &[f64], rows: usize, cols: usize, dst: &mut [f64]) {
+    if rows == 0 || cols == 0 {
+        return;
+    }
+    let band = |(b, out): (usize, &mut [f64])| {
+        let j0 = b * TILE;
+        let height = out.len() / rows;
+        for i0 in (0..rows).step_by(TILE) {
+            for i in i0..rows.min(i0 + TILE) {
+                let row = &src[i * cols + j0..i * cols + j0 + height];
+                for (j, &value) in row.iter().enumerate() {
+                    out[j * rows + i] = value;
+                }
+            }
+        }
+    };
+    if src.len() >= PARALLEL {
+        dst.par_chunks_mut(TILE * rows).enumerate().for_each(band);
+    } else {
+        dst.chunks_mut(TILE * rows).enumerate().for_each(band);
+    }
+}
+
+/// Writes `src` expanded by `runs` into `out` (whose length is the
+/// product of the runs; `src` holds the product of the copied ones).
+fn expand(src: &[f64], runs: &[(usize, bool)], out: &mut [f64], parallel: bool) {
+    let Some((&(len, repeated), rest)) = runs.split_first() else {
+        out[0] = src[0];
+        return;
+    };
+    let block = out.len() / len;
+    match (rest, repeated) {
+        ([], true) => out.fill(src[0]),
+        ([], false) => out.copy_from_slice(src),
+        ([(_, true)], false) if !parallel => {
+            // Rows of one repeated number each: the common broadcast of a
+            // reduction's cotangent.
+            for (row, &value) in out.chunks_exact_mut(block).zip(src) {
+                row.fill(value);
+            }
+        }
+        (_, true) => {
+            let (first, others) = out.split_at_mut(block);
+            expand(src, rest, first, parallel);
+            if parallel {
+                others
+                    .par_chunks_mut(block)
+                    .for_each(|copy| copy.copy_from_slice(first));
+            } else {
+                for copy in others.chunks_exact_mut(block) {
+                    copy.copy_from_slice(first);
+                }
+            }
+        }
+        (_, false) => {
+            let from = src.len() / len;
+            if parallel {
+                out.par_chunks_mut(block)
+                    .zip(src.par_chunks(from))
+                    .for_each(|(out, src)| expand(src, rest, out, false));
+            } else {
+                for (out, src) in out.chunks_exact_mut(block).zip(src.chunks_exact(from)) {
+                    expand(src, rest, out, false);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{broadcast, standard};
+    use ndarray::{ArrayD, IxDyn};
+    use proptest::prelude::*;
+
+    /// A shape of at most 4 axes and one that broadcasts to it.
+    fn shapes() -> impl Strategy<Value = (Vec<usize>, Vec<usize>)> {
+        prop::collection::vec(
+            prop_oneof![Just(0usize), Just(1), 2usize..5, 20usize..300],
+            0..5,
+        )
+        .prop_filter("at most 300,000 numbers", |t| {
+            t.iter().product::<usize>() <= 300_000
+        })
+        .prop_flat_map(|target| {
+            let rank = target.len();
+            (
+                Just(target),
+                prop::collection::vec(any::<bool>(), rank),
+                0..=rank,
+            )
+        })
+        .prop_map(|(target, ones, drop)| {
+            let source = target[drop..]
+                .iter()
+                .zip(&ones[drop..])
+                .map(|(&len, &one)| if one { 1 } else { len })
+                .collect();
+            (target, source)
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn broadcast_matches_ndarray((target, source) in shapes(), transposed in any::<bool>()) {
+            let n: usize = source.iter().product();
+            let values: Vec<f64> = (0..n).map(|i| i as f64 * 0.5 - 3.0).collect();
+            let x = if transposed {
+                let reversed: Vec<usize> = source.iter().rev().copied().collect();
+                ArrayD::from_shape_vec(IxDyn(&reversed), values).expect("sizes agree").reversed_axes()
+            } else {
+                ArrayD::from_shape_vec(IxDyn(&source), values).expect("sizes agree")
+            };
+            let got = broadcast(&x.view(), &target);
+            let want = x.broadcast(IxDyn(&target)).expect("broadcasts").to_owned();
+            prop_assert_eq!(got.shape(), want.shape());
+            prop_assert!(got.iter().eq(want.iter()));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn standard_copies_any_permutation(
+            shape in prop::collection::vec(prop_oneof![Just(0usize), Just(1), 2usize..5, 30usize..90], 1..5)
+                .prop_filter("at most 300,000 numbers", |s| s.iter().product::<usize>() <= 300_000),
+            order in any::<u64>(),
+            swap_last in any::<bool>(),
+        ) {
+            let n: usize = shape.iter().product();
+            let x = ArrayD::from_shape_vec(IxDyn(&shape), (0..n).map(|i| i as f64).collect())
+                .expect("sizes agree");
+            let rank = shape.len();
+            let perm: Vec<usize> = if swap_last && rank >= 2 {
+                let mut p: Vec<usize> = (0..rank).collect();
+                p.swap(rank - 2, rank - 1);
+                p
+            } else {
+                let mut p: Vec<usize> = (0..rank).collect();
+                let mut state = order | 1;
+                for i in (1..rank).rev() {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    p.swap(i, (state >> 33) as usize % (i + 1));
+                }
+                p
+            };
+            let view = x.view().permuted_axes(IxDyn(&perm));
+            let got = standard(&view);
+            prop_assert!(got.is_standard_layout());
+            prop_assert_eq!(got.shape(), view.shape());
+            prop_assert!(got.iter().eq(view.iter()));
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! Matrix products on the CPU with faer's gemm (AVX2/AVX-512 kernels
+//! chosen at run time, nano-gemm for tiny matrices): NumPy `matmul` for
+//! vectors, matrices and stacks of matrices whose leading (batch) axes
+//! broadcast, either operand optionally transposed.
+//!
+//! Operands are read where they are: a matrix of a stack is a slice of
+//! its row-major operand, a broadcast batch axis repeats the same slice,
+//! and a transposed operand (a flag, or a view with its last two axes
+//! swapped) is the same slice read column by column; only a view in
+//! another order is copied first. A stack of many
+//! products is spread over rayon's threads, one single-threaded product
+//! per task; fewer products than threads use faer's threads inside each
+//! large product. A stack times one broadcast matrix is a single product
+//! of the stacked rows.
+//!
+//! Knows ndarray views and faer, nothing of tapes.
+
+use faer::linalg::matmul::matmul as faer_matmul;
+use faer::{Accum, MatMut, MatRef, Par};
+use ndarray::{ArrayD, ArrayViewD, CowArray, IxDyn};
+use rayon::prelude::*;
+
+/// Products of at least this many multiply-adds use several threads.
+const THREADED: usize = 1 << 18;
+
+/// NumPy `matmul` of `a` and `b`, each transposed (its last two axes
+/// swapped) first when its flag is set. Shapes are the tape's, checked by
+/// shape inference: the inner sizes agree and the batch axes broadcast.
+pub fn matmul(a: &ArrayViewD<'_, f64>, b: &ArrayViewD<'_, f64>, ta: bool, tb: bool) -> ArrayD<f64> {
+    let (a_stored, a_swapped) = stored(a);
+    let (b_stored, b_swapped) = stored(b);
+    // A vector is a one-row matrix on the left, a one-column one on the right.
+    let left = match a_stored.shape() {
+        [k] => Operand::new(numbers(&a_stored), &[1, *k], false),
+        shape => Operand::new(numbers(&a_stored), shape, ta != a_swapped),
+    };
+    let right = match b_stored.shape() {
+        [k] => Operand::new(numbers(&b_stored), &[*k, 1], false),
+        shape => Operand::new(numbers(&b_stored), shape, tb != b_swapped),
+    };
+    let (m, k, n) = (left.rows(), left.cols(), right.cols());
+    debug_assert_eq!(k, right.rows(), "shape inference checks the inner sizes");
+    let batch = broadcast_batch(&left.batch, &right.batch);
+    let count: usize = batch.iter().product();
+    let mut out = vec![0.0; count * m * n];
+    if !out.is_empty() {
+        products(&left, &right, &batch, &mut out);
+    }
+    let mut shape = batch;
+    if a.ndim() > 1 {
+        shape.push(m);
+    }
+    if b.ndim() > 1 {
+        shape.push(n);
+    }
+    ArrayD::from_shape_vec(IxDyn(&shape), out).expect("sizes agree")
+}
+
+/// The numbers of `x` in row-major order, and whether they hold `x` with
+/// its last two axes swapped (a transposed view, read as it is stored);
+/// copied only for other layouts.
+fn stored<'a>(x: &ArrayViewD<'a, f64>) -> (CowArray<'a, f64, IxDyn>, bool) {
+    let rank = x.ndim();
+    if !x.is_standard_layout() && rank >= 2 {
+        let mut swapped = x.clone();
+        swapped.swap_axes(rank - 2, rank - 1);
+        if swapped.is_standard_layout() {
+            return (CowArray::from(swapped), true);
+        }
+    }
+    (super::broadcast::row_major(x), false)
+}
+
+fn numbers<'a>(x: &'a CowArray<'_, f64, IxDyn>) -> &'a [f64] {
+    x.as_slice().expect("a standard-layout array is contiguous")
+}
+
+/// One operand: row-major numbers, its batch axes, the matrix as stored
+/// and whether it is read transposed.
+struct Operand<'a> {
+    data: &'a [f64],
+    batch: Vec<usize>,
+    stored: (usize, usize),
+    transposed: bool,
+}
+
+impl<'a> Operand<'a> {
+    fn new(data: &'a [f64], shape: &[usize], transposed: bool) -> Operand<'a> {
+        let rank = shape.len();
+        Operand {
+            data,
+            batch: shape[..rank - 2].to_vec(),
+            stored: (shape[rank - 2], shape[rank - 1]),
+            transposed,
+        }
+    }
+
+    fn rows(&self) -> usize {
+        if self.transposed {
+            self.stored.1
+        } else {
+            self.stored.0
+        }
+    }
+
+    fn cols(&self) -> usize {
+        if self.transposed {
+            self.stored.0
+        } else {
+            self.stored.1
+        }
+    }
+
+    fn size(&self) -> usize {
+        self.stored.0 * self.stored.1
+    }
+
+    /// Where each matrix of the broadcast batch `batch` starts in `data`.
+    fn offsets(&self, batch: &[usize]) -> Vec<usize> {
+        let lead = batch.len() - self.batch.len();
+        // Numbers between consecutive matrices along each batch axis; 0
+        // along an axis this operand broadcasts.
+        let mut strides = vec![0; batch.len()];
+        let mut step = self.size();
+        for axis in (lead..batch.len()).rev() {
+            let len = self.batch[axis - lead];
+            if len != 1 {
+                strides[axis] = step;
+            }
+            step *= len;
+        }
+        let count: usize = batch.iter().product();
+        let mut index = vec![0; batch.len()];
+        let mut offsets = Vec::with_capacity(count);
+        let mut offset = 0;
+        for _ in 0..count {
+            offsets.push(offset);
+            // The next index, last axis fastest.
+            for axis in (0..batch.len()).rev() {
+                index[axis] += 1;
+                offset += strides[axis];
+                if index[axis] < batch[axis] {
+                    break;
+                }
+                offset -= strides[axis] * index[axis];
+                index[axis] = 0;
+            }
+        }
+        offsets
+    }
+
+    /// The matrix whose numbers start at `offset`.
+    fn matrix(&self, offset: usize) -> MatRef<'a, f64> {
+        let (rows, cols) = self.stored;
+        let numbers = &self.data[offset..offset + rows * cols];
+        let matrix = MatRef::from_row_major_slice(numbers, rows, cols);
+        if self.transposed {
+            matrix.transpose()
+        } else {
+            matrix
+        }
+    }
+}
+
+/// The broadcast of two batch shapes (aligned at their last axes).
+fn broadcast_batch(a: &[usize], b: &[usize]) -> Vec<usize> {
+    let rank = a.len().max(b.len());
+    let at = |s: &[usize], axis: usize| (axis + s.len()).checked_sub(rank).map_or(1, |i| s[i]);
+    (0..rank)
+        .map(|axis| {
+            let (x, y) = (at(a, axis), at(b, axis));
+            if x == 1 { y } else { x }
+        })
+        .collect()
+}
+
+/// Fills `out` (row-major, `batch` x rows x columns) with the products.
+fn products(left: &Operand<'_>, right: &Operand<'_>, batch: &[usize], out: &mut [f64]) {
+    let (m, k, n) = (left.rows(), left.cols(), right.cols());
+    let count: usize = batch.iter().product();
+    let work = m * n * k;
+    let threads = rayon::current_num_threads();
+    let par = |work: usize| {
+        if work >= THREADED && threads > 1 {
+            Par::rayon(0)
+        } else {
+            Par::Seq
+        }
+    };
+    let product = |out: &mut [f64], a: MatRef<'_, f64>, b: MatRef<'_, f64>, par: Par| {
+        let rows = a.nrows();
+        let dst = MatMut::from_row_major_slice_mut(out, rows, n);
+        faer_matmul(dst, Accum::Replace, a, b, 1.0, par);
+    };
+    let a_offsets = left.offsets(batch);
+    let b_offsets = right.offsets(batch);
+    let right_shared = b_offsets.iter().all(|&o| o == 0);
+    let left_stacked = a_offsets.iter().enumerate().all(|(i, &o)| o == i * m * k);
+    if count > 1 && right_shared && left_stacked && !left.transposed {
+        // The stacked rows of the left operand times one matrix.
+        let rows = count * m;
+        let a = MatRef::from_row_major_slice(&left.data[..rows * k], rows, k);
+        product(out, a, right.matrix(0), par(rows * n * k));
+        return;
+    }
+    let one = |(b, out): (usize, &mut [f64]), par: Par| {
+        product(
+            out,
+            left.matrix(a_offsets[b]),
+            right.matrix(b_offsets[b]),
+            par,
+        );
+    };
+    if count < threads || count * work < THREADED {
+        // Few products (each threaded when large) or little work in all.
+        for item in out.chunks_exact_mut(m * n).enumerate() {
+            one(item, par(work));
+        }
+    } else {
+        out.par_chunks_mut(m * n)
+            .enumerate()
+            .for_each(|item| one(item, Par::Seq));
+    }
+}
+
+#[cfg(test)]
+#[path = "matmul_tests.rs"]
+mod tests;

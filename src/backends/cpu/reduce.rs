@@ -1,0 +1,413 @@
+//! Reductions (sum, product, max, min) along any axes of a row-major array.
+//!
+//! Axes of length 1 are dropped and neighbouring axes that are both reduced
+//! or both kept are merged, so a reduction is a sequence of passes over
+//! `[outer, reduced, inner]` blocks, innermost reduced group first. Each
+//! pass is one of two loops, neither calling a closure per element:
+//!
+//! - `inner == 1` (reduced numbers contiguous): each row is folded in eight
+//!   lanes (the order of `scalar::sum`) per block of `ROW_BLOCK` numbers,
+//!   the blocks combined in order;
+//! - `inner > 1`: rows of `inner` contiguous numbers are folded into
+//!   accumulators column block by column block (vectorizable loops over
+//!   contiguous numbers), the reduced axis cut into pieces of a size fixed
+//!   by the shape whose partial results are combined in order.
+//!
+//! Work is spread over rayon's threads by output rows, column blocks and
+//! pieces, all fixed by the shape: every element of the result is folded in
+//! the same order on any number of threads, so results do not depend on
+//! the thread count. A reduction over every axis of contiguous data keeps
+//! the blocked, parallel fold of `reduce_all`.
+//!
+//! This module knows arrays and `ReduceOp`, nothing of tapes.
+
+use crate::egraph::tensor::ReduceOp;
+use crate::scalar;
+use ndarray::{ArrayD, ArrayViewD, IxDyn};
+use rayon::prelude::*;
+use std::borrow::Cow;
+use std::iter::StepBy;
+use std::ops::Range;
+
+/// Numbers folded per block of a row; blocks are combined in order.
+const ROW_BLOCK: usize = 4096;
+
+/// Columns folded together (their accumulators stay in the L1 cache).
+const COLUMNS: usize = 512;
+
+/// Numbers read per piece of a column fold.
+const PIECE: usize = 1 << 15;
+
+/// Passes over fewer numbers run on the calling thread.
+const PARALLEL: usize = 1 << 15;
+
+/// Full sums of at least this many numbers run on the rayon pool.
+const PARALLEL_SUM: usize = 1 << 16;
+
+/// An associative fold with its identity.
+trait Fold: Copy + Send + Sync + 'static {
+    /// The result over no elements.
+    const INIT: f64;
+    /// Adds `x` to the accumulated `acc`.
+    fn op(acc: f64, x: f64) -> f64;
+    /// Folds a run of numbers: in eight lanes, combined as `scalar::sum`
+    /// combines them (the order fixes the rounding of sums and products).
+    #[inline(always)]
+    fn run(values: &[f64]) -> f64 {
+        fold_lanes::<Self>(values)
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Add;
+#[derive(Clone, Copy)]
+struct Mul;
+#[derive(Clone, Copy)]
+struct Max;
+#[derive(Clone, Copy)]
+struct Min;
+
+impl Fold for Add {
+    const INIT: f64 = 0.0;
+    #[inline(always)]
+    fn op(acc: f64, x: f64) -> f64 {
+        acc + x
+    }
+}
+
+impl Fold for Mul {
+    const INIT: f64 = 1.0;
+    #[inline(always)]
+    fn op(acc: f64, x: f64) -> f64 {
+        acc * x
+    }
+}
+
+// A NaN, once taken, stays: no number compares above or below it.
+impl Fold for Max {
+    const INIT: f64 = f64::NEG_INFINITY;
+    /// Extremes do not depend on the order: more lanes, shorter chains.
+    #[inline(always)]
+    fn run(values: &[f64]) -> f64 {
+        wide_lanes::<Self>(values)
+    }
+    #[inline(always)]
+    fn op(acc: f64, x: f64) -> f64 {
+        // `|`, not `||`: no branch, so loops of it vectorize.
+        if (x > acc) | x.is_nan() { x } else { acc }
+    }
+}
+
+impl Fold for Min {
+    const INIT: f64 = f64::INFINITY;
+    /// Extremes do not depend on the order: more lanes, shorter chains.
+    #[inline(always)]
+    fn run(values: &[f64]) -> f64 {
+        wide_lanes::<Self>(values)
+    }
+    #[inline(always)]
+    fn op(acc: f64, x: f64) -> f64 {
+        if (x < acc) | x.is_nan() { x } else { acc }
+    }
+}
+
+/// Reduces `x` over `axes` (sorted, distinct) into an array of `shape`
+/// (the kept axes, with or without the reduced ones as length 1).
+pub fn reduce(op: ReduceOp, x: &ArrayViewD<'_, f64>, axes: &[u8], shape: &[usize]) -> ArrayD<f64> {
+    match op {
+        ReduceOp::Sum => reduce_with::<Add>(op, x, axes, shape),
+        ReduceOp::Prod => reduce_with::<Mul>(op, x, axes, shape),
+        ReduceOp::Max => reduce_with::<Max>(op, x, axes, shape),
+        ReduceOp::Min => reduce_with::<Min>(op, x, axes, shape),
+    }
+}
+
+/// `(length, reduced)` runs of `shape`: length-1 axes dropped, neighbours
+/// of the same kind merged.
+fn runs(shape: &[usize], axes: &[u8]) -> Vec<(usize, bool)> {
+    let mut runs: Vec<(usize, bool)> = Vec::with_capacity(shape.len());
+    for (axis, &len) in shape.iter().enumerate() {
+        let reduced = axes.contains(&(axis as u8));
+        if len == 1 {
+            continue;
+        }
+        match runs.last_mut() {
+            Some((run, kind)) if *kind == reduced => *run *= len,
+            _ => runs.push((len, reduced)),
+        }
+    }
+    runs
+}
+
+fn reduce_with<F: Fold>(
+    op: ReduceOp,
+    x: &ArrayViewD<'_, f64>,
+    axes: &[u8],
+    shape: &[usize],
+) -> ArrayD<f64> {
+    let standard = x.as_standard_layout();
+    let data = standard
+        .as_slice()
+        .expect("a standard-layout array is contiguous");
+    let mut runs = runs(x.shape(), axes);
+    let values: Vec<f64> = if data.is_empty() {
+        vec![F::INIT; shape.iter().product()]
+    } else if let [(_, true)] = runs[..] {
+        vec![reduce_all(op, data)]
+    } else {
+        let mut values = Cow::Borrowed(data);
+        while let Some(last) = runs.iter().rposition(|&(_, reduced)| reduced) {
+            let outer: usize = runs[..last].iter().map(|r| r.0).product();
+            let inner: usize = runs[last + 1..].iter().map(|r| r.0).product();
+            let len = runs[last].0;
+            values = Cow::Owned(if inner == 1 {
+                fold_rows::<F>(&values, outer, len)
+            } else {
+                fold_columns::<F>(&values, outer, len, inner)
+            });
+            runs.remove(last);
+            if last > 0 && last < runs.len() {
+                // The kept runs on both sides of the removed one join.
+                let after = runs.remove(last).0;
+                runs[last - 1].0 *= after;
+            }
+        }
+        values.into_owned()
+    };
+    ArrayD::from_shape_vec(IxDyn(shape), values).expect("a reduction keeps the kept axes")
+}
+
+/// Folds `values` in eight lanes, combined as `scalar::sum` combines them.
+#[inline(always)]
+fn fold_lanes<F: Fold>(values: &[f64]) -> f64 {
+    let mut lanes = [F::INIT; 8];
+    let blocks = values.chunks_exact(8);
+    let rest = blocks.remainder();
+    for block in blocks {
+        for (lane, &x) in lanes.iter_mut().zip(block) {
+            *lane = F::op(*lane, x);
+        }
+    }
+    let [a, b, c, d, e, f, g, h] = lanes;
+    let mut total = F::op(
+        F::op(F::op(a, e), F::op(b, f)),
+        F::op(F::op(c, g), F::op(d, h)),
+    );
+    for &x in rest {
+        total = F::op(total, x);
+    }
+    total
+}
+
+/// Folds `values` in 32 lanes (for folds whose result does not depend on
+/// the order).
+#[inline(always)]
+fn wide_lanes<F: Fold>(values: &[f64]) -> f64 {
+    let mut lanes = [F::INIT; 32];
+    let blocks = values.chunks_exact(32);
+    let rest = blocks.remainder();
+    for block in blocks {
+        for (lane, &x) in lanes.iter_mut().zip(block) {
+            *lane = F::op(*lane, x);
+        }
+    }
+    let mut total = lanes.iter().fold(F::INIT, |acc, &x| F::op(acc, x));
+    for &x in rest {
+        total = F::op(total, x);
+    }
+    total
+}
+
+/// One row folded block by block, the blocks combined in order.
+#[inline(always)]
+fn fold_row<F: Fold>(row: &[f64]) -> f64 {
+    if row.len() <= ROW_BLOCK {
+        return F::run(row);
+    }
+    let mut blocks = row.chunks(ROW_BLOCK).map(F::run);
+    let first = blocks.next().unwrap_or(F::INIT);
+    blocks.fold(first, F::op)
+}
+
+/// Generic functions over a `Fold` compiled for the widest SIMD the host
+/// has (AVX-512, AVX2 or the baseline), chosen at run time. The versions
+/// do the same IEEE operations in the same order, so the same bits.
+macro_rules! widest {
+    ($(fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)? = $body:ident;)*) => {$(
+        fn $name<F: Fold>($($arg: $ty),*) $(-> $ret)? {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f")]
+                fn avx512<F: Fold>($($arg: $ty),*) $(-> $ret)? {
+                    $body::<F>($($arg),*)
+                }
+                #[target_feature(enable = "avx2")]
+                fn avx2<F: Fold>($($arg: $ty),*) $(-> $ret)? {
+                    $body::<F>($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the host has AVX-512F, checked just above.
+                    return unsafe { avx512::<F>($($arg),*) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the host has AVX2, checked just above.
+                    return unsafe { avx2::<F>($($arg),*) };
+                }
+            }
+            $body::<F>($($arg),*)
+        }
+    )*};
+}
+
+widest! {
+    fn rows_widest(out: &mut [f64], values: &[f64], len: usize) = rows;
+    fn lanes_widest(values: &[f64]) -> f64 = run;
+    fn accumulate_widest(acc: &mut [f64], values: &[f64], starts: StepBy<Range<usize>>) = accumulate;
+}
+
+/// `F::run`, as a function `widest!` can name.
+#[inline(always)]
+fn run<F: Fold>(values: &[f64]) -> f64 {
+    F::run(values)
+}
+
+/// `out[o]` = the fold of row `o` of `values` (rows of `len` numbers).
+#[inline(always)]
+fn rows<F: Fold>(out: &mut [f64], values: &[f64], len: usize) {
+    for (o, row) in out.iter_mut().zip(values.chunks_exact(len)) {
+        *o = fold_row::<F>(row);
+    }
+}
+
+/// Folds into `acc` the runs of `acc.len()` numbers of `values` that
+/// start at `starts`, in order.
+#[inline(always)]
+fn accumulate<F: Fold>(acc: &mut [f64], values: &[f64], starts: StepBy<Range<usize>>) {
+    let width = acc.len();
+    for start in starts {
+        for (a, &x) in acc.iter_mut().zip(&values[start..start + width]) {
+            *a = F::op(*a, x);
+        }
+    }
+}
+
+/// `out[o] = fold(values[o * len..(o + 1) * len])`.
+fn fold_rows<F: Fold>(values: &[f64], outer: usize, len: usize) -> Vec<f64> {
+    if len == 0 {
+        return vec![F::INIT; outer];
+    }
+    let mut out = vec![0.0; outer];
+    if values.len() < PARALLEL {
+        rows_widest::<F>(&mut out, values, len);
+    } else if len <= ROW_BLOCK || outer >= 2 * rayon::current_num_threads() {
+        // Enough rows to share out: whole rows per task.
+        let rows = (PARALLEL / len).max(1);
+        out.par_chunks_mut(rows)
+            .zip(values.par_chunks(rows * len))
+            .for_each(|(out, values)| rows_widest::<F>(out, values, len));
+    } else {
+        // A few long rows: their blocks in parallel, combined as `fold_row`
+        // combines them.
+        let per_row = len.div_ceil(ROW_BLOCK);
+        let partial: Vec<f64> = (0..outer * per_row)
+            .into_par_iter()
+            .map(|b| {
+                let (o, k) = (b / per_row, b % per_row);
+                let start = o * len + k * ROW_BLOCK;
+                let end = o * len + len.min((k + 1) * ROW_BLOCK);
+                lanes_widest::<F>(&values[start..end])
+            })
+            .collect();
+        for (o, blocks) in out.iter_mut().zip(partial.chunks_exact(per_row)) {
+            let first = blocks[0];
+            *o = blocks[1..].iter().fold(first, |acc, &x| F::op(acc, x));
+        }
+    }
+    out
+}
+
+/// `out[o, i] = fold over j of values[o, j, i]` for `values` of shape
+/// `[outer, len, inner]`.
+fn fold_columns<F: Fold>(values: &[f64], outer: usize, len: usize, inner: usize) -> Vec<f64> {
+    let rows = (PIECE / inner.min(COLUMNS)).max(1);
+    let pieces = len.div_ceil(rows).max(1);
+    let mut partial = vec![F::INIT; outer * pieces * inner];
+    // One piece of one outer index: its rows folded into `acc` (a run of
+    // `inner` accumulators), a block of columns at a time.
+    let piece = |index: usize, acc: &mut [f64], columns: std::ops::Range<usize>| {
+        let (o, p) = (index / pieces, index % pieces);
+        let end = len.min((p + 1) * rows);
+        let first = (o * len + p * rows) * inner + columns.start;
+        let last = (o * len + end) * inner + columns.start;
+        accumulate_widest::<F>(acc, values, (first..last).step_by(inner));
+    };
+    let blocks = |index: usize, out: &mut [f64]| {
+        for (b, acc) in out.chunks_mut(COLUMNS).enumerate() {
+            let from = b * COLUMNS;
+            piece(index, acc, from..from + acc.len());
+        }
+    };
+    if values.len() < PARALLEL {
+        for (index, out) in partial.chunks_mut(inner).enumerate() {
+            blocks(index, out);
+        }
+    } else {
+        partial
+            .par_chunks_mut(inner)
+            .enumerate()
+            .for_each(|(index, out)| {
+                if inner > COLUMNS {
+                    out.par_chunks_mut(COLUMNS)
+                        .enumerate()
+                        .for_each(|(b, acc)| {
+                            let from = b * COLUMNS;
+                            piece(index, acc, from..from + acc.len());
+                        });
+                } else {
+                    blocks(index, out);
+                }
+            });
+    }
+    if pieces == 1 {
+        partial
+    } else {
+        // The pieces' results, in order.
+        fold_columns::<F>(&partial, outer, pieces, inner)
+    }
+}
+
+/// A fold of all of `slice`: blocks of 1,024 (16,384 when parallel)
+/// numbers, combined in order; the rounding error grows with the log of
+/// the length, not the length.
+pub(crate) fn reduce_all(op: ReduceOp, slice: &[f64]) -> f64 {
+    let fold = |chunk: &[f64]| match op {
+        ReduceOp::Sum => scalar::sum(chunk),
+        ReduceOp::Prod => fold_lanes::<Mul>(chunk),
+        ReduceOp::Max => Max::run(chunk),
+        ReduceOp::Min => Min::run(chunk),
+    };
+    let combine = |a: f64, b: f64| match op {
+        ReduceOp::Sum => a + b,
+        ReduceOp::Prod => a * b,
+        ReduceOp::Max => Max::op(a, b),
+        ReduceOp::Min => Min::op(a, b),
+    };
+    let block = if slice.len() >= PARALLEL_SUM {
+        PARALLEL_SUM / 4
+    } else {
+        1024
+    };
+    let parts: Vec<f64> = if slice.len() >= PARALLEL_SUM {
+        slice.par_chunks(block).map(fold).collect()
+    } else {
+        slice.chunks(block).map(fold).collect()
+    };
+    parts
+        .into_iter()
+        .reduce(combine)
+        .unwrap_or_else(|| fold(&[]))
+}
+
+#[cfg(test)]
+#[path = "reduce_tests.rs"]
+mod tests;

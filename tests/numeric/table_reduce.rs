@@ -1,0 +1,100 @@
+//! `logsumexp` as one operation of the table (`ops::reduction`): the
+//! table harness (derivatives in both modes against finite differences,
+//! `jit`, `scan`, Hessians, batching) over single, several and all axes,
+//! with and without `:keepdims`, and through `softmax` and `log-softmax`;
+//! values against closed forms, lanes of infinities, and eager calls
+//! against compiled ones.
+
+use super::ops::{arg, instance};
+use super::table::run_table;
+use super::*;
+
+#[test]
+fn logsumexp_over_any_axes() {
+    run_table("logsumexp", false, |p| {
+        let [a, b, c] = p.dims;
+        let (source, shape) = match p.variant % 6 {
+            0 => ("(lambda (x) (logsumexp x))", vec![a + 1, b]),
+            1 => ("(lambda (x) (logsumexp x :axis 0))", vec![a + 1, b + 1]),
+            2 => (
+                "(lambda (x) (logsumexp x :axis 1 :keepdims #t))",
+                vec![a + 1, b + 1],
+            ),
+            // Reduced axes that are not neighbours.
+            3 => (
+                "(lambda (x) (logsumexp x :axis '(0 2)))",
+                vec![a, b + 1, c + 1],
+            ),
+            4 => ("(lambda (x) (logsumexp x :axis 1))", vec![a, b + 1, c + 1]),
+            _ => (
+                "(lambda (x) (sum (* (softmax x :axis 0) x)))",
+                vec![a + 1, b + 1],
+            ),
+        };
+        instance(source, vec![arg(shape, R3)])
+    });
+}
+
+#[test]
+fn logsumexp_along_trailing_axes_batches() {
+    run_table("logsumexp", true, |p| {
+        let [a, b, c] = p.dims;
+        let (source, shape) = match p.variant % 3 {
+            0 => ("(lambda (x) (logsumexp x :axis -1))", vec![a + 1, b + 1]),
+            1 => ("(lambda (x) (log-softmax x :axis -1))", vec![a + 1, b + 1]),
+            _ => (
+                "(lambda (x) (logsumexp x :axis '(-2 -1)))",
+                vec![a, b + 1, c + 1],
+            ),
+        };
+        instance(source, vec![arg(shape, R3)])
+    });
+}
+
+#[test]
+fn logsumexp_values_and_infinite_lanes() {
+    let mut engine = engine();
+    for (form, want) in [
+        ("(logsumexp [1000 1000])", 1000.0 + 2f64.ln()),
+        (
+            "((jit (lambda (x) (logsumexp x))) [1000 1000])",
+            1000.0 + 2f64.ln(),
+        ),
+        ("(logsumexp [-1000 -1000 -1000])", -1000.0 + 3f64.ln()),
+        ("(logsumexp (log [0 0]))", f64::NEG_INFINITY),
+        (
+            "((jit (lambda (x) (logsumexp x))) (log [0 0]))",
+            f64::NEG_INFINITY,
+        ),
+        ("(logsumexp (exp [1000 1]))", f64::INFINITY),
+        (
+            "((jit (lambda (x) (logsumexp x))) (exp [1000 1]))",
+            f64::INFINITY,
+        ),
+        ("(logsumexp (zeros '(0)))", f64::NEG_INFINITY),
+    ] {
+        let got = array(&eval(&mut engine, form)).unwrap()[[]];
+        assert!(
+            got == want || close(got, want, 1e-15),
+            "{form} gives {got}, expected {want}"
+        );
+    }
+    let nan = array(&eval(&mut engine, "(logsumexp (log [-1 0]))")).unwrap()[[]];
+    assert!(nan.is_nan(), "a NaN in the lane gives NaN, got {nan}");
+}
+
+#[test]
+fn eager_and_compiled_logsumexp_give_the_same_bits() {
+    let mut engine = engine();
+    eval(
+        &mut engine,
+        "(seed! 5) (define x (* 4 (randn '(30 40 50))))
+         (define (f x) (list (logsumexp x :axis 1) (logsumexp x :axis '(0 2)) (logsumexp x :axis 2)))",
+    );
+    let eager = parts(&eval(&mut engine, "(f x)")).unwrap();
+    let compiled = parts(&eval(&mut engine, "((jit f) x)")).unwrap();
+    for (e, c) in eager.iter().zip(&compiled) {
+        assert_eq!(e.shape(), c.shape());
+        assert!(e.iter().zip(c).all(|(a, b)| a.to_bits() == b.to_bits()));
+    }
+}
