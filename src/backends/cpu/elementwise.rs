@@ -355,7 +355,8 @@ mod tests {
             values.push((u - 0.5) * 4.0);
         }
         type Loop = fn(&[f64], &mut [f64]);
-        let functions: [(Loop, fn(f64) -> f64); 3] = [
+        type Pair = (Loop, fn(f64) -> f64);
+        let functions: [Pair; 3] = [
             (scalar::exp_slice, scalar::exp),
             (scalar::tanh_slice, scalar::tanh),
             (scalar::sigmoid_slice, scalar::sigmoid),

@@ -13,6 +13,7 @@ use crate::tape::{FusedGroup, Kernel, Tape};
 use ndarray::{ArrayD, ArrayViewD, Axis, CowArray, IxDyn, Slice};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
+use std::ops::Range;
 use std::rc::Rc;
 
 /// A value on the CPU: a scalar in a register, or an array.
@@ -73,6 +74,9 @@ pub(crate) enum Val {
     },
     /// `value` everywhere (a broadcast number), not made.
     Full { value: f64, shape: Shape },
+    /// Row-major `base` broadcast to `shape`, not made: elementwise groups
+    /// read it with zero strides, slices slice its base.
+    Broadcast { base: Rc<ArrayD<f64>>, shape: Shape },
     /// Zeros, then the elements of `inner` (row-major), then zeros: a pad
     /// along the first axis, not made.
     Padded {
@@ -132,6 +136,10 @@ impl Val {
             } => CowArray::from(base.slice_axis(Axis(*axis), Slice::from(*start..*end))),
             Val::Permuted { base, perm } => CowArray::from(base.view().permuted_axes(IxDyn(perm))),
             Val::Full { value, shape } => CowArray::from(ArrayD::from_elem(IxDyn(shape), *value)),
+            Val::Broadcast { base, shape } => CowArray::from(
+                base.broadcast(IxDyn(shape))
+                    .expect("a lazy broadcast's base broadcasts to its shape"),
+            ),
             Val::Padded {
                 inner,
                 before,
@@ -212,6 +220,9 @@ fn step(
                 start: *start,
                 end: *end,
             },
+            Val::Broadcast { base, .. } => {
+                slice_broadcast(base, usize::from(*axis), *start..*end, shape)
+            }
             other => {
                 let owned = Rc::new(super::broadcast::standard(&other.cow().view()));
                 return step(op, &[&Val::Array(owned)], shape, None);
@@ -233,16 +244,22 @@ fn step(
             let tapes = LoopTapes::new(spec, matches!(op, TOp::ScanVjp(_)));
             run_loop(&tapes, args)?
         }
-        TOp::Broadcast(target) if matches!(args[0], Val::Array(a) if a.is_standard_layout()) => {
+        TOp::Broadcast(_) if matches!(args[0], Val::Array(a) if a.is_standard_layout()) => {
             let Val::Array(a) = args[0] else {
                 unreachable!("matched an array")
             };
-            match a
-                .as_slice()
-                .and_then(|data| super::layout::broadcast_contiguous(data, a.shape(), target))
-            {
-                Some(array) => Val::from_array(array),
-                None => Val::from_array(structural(op, &[a.view()], shape)),
+            Val::Broadcast {
+                base: Rc::clone(a),
+                shape: Shape::from(shape),
+            }
+        }
+        TOp::Broadcast(_) if matches!(args[0], Val::Broadcast { .. }) => {
+            let Val::Broadcast { base, .. } = args[0] else {
+                unreachable!("matched a broadcast")
+            };
+            Val::Broadcast {
+                base: Rc::clone(base),
+                shape: Shape::from(shape),
             }
         }
         TOp::Broadcast(_) if matches!(args[0], Val::Scalar(_)) => match args[0] {
@@ -268,6 +285,30 @@ fn step(
             Val::from_array(structural(other, &views, shape))
         }
     })
+}
+
+/// Elements `range` along `axis` of `base` broadcast to a shape: the same
+/// base broadcast to the smaller `shape` when the axis is one it repeats,
+/// else the slice of the base (copied; it is the small side of the
+/// broadcast) broadcast.
+fn slice_broadcast(
+    base: &Rc<ArrayD<f64>>,
+    axis: usize,
+    range: Range<usize>,
+    shape: &[usize],
+) -> Val {
+    let lead = shape.len() - base.ndim();
+    let repeated = axis < lead || base.shape()[axis - lead] == 1;
+    let base = if repeated {
+        Rc::clone(base)
+    } else {
+        let sliced = base.slice_axis(Axis(axis - lead), Slice::from(range));
+        Rc::new(super::broadcast::standard(&sliced))
+    };
+    Val::Broadcast {
+        base,
+        shape: Shape::from(shape),
+    }
 }
 
 /// A loop (or its reverse) on executor values.
@@ -390,7 +431,8 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
                 Some(
                     Val::Array(array)
                     | Val::Slice { base: array, .. }
-                    | Val::Permuted { base: array, .. },
+                    | Val::Permuted { base: array, .. }
+                    | Val::Broadcast { base: array, .. },
                 )
                 | Some(Val::Padded {
                     inner: Flat::Data { base: array, .. },

@@ -34,12 +34,24 @@ pub struct Strided<'a> {
     offset: usize,
     strides: Vec<usize>,
     shape: Vec<usize>,
+    /// Whether the last axis is short (at most `SHORT` numbers): then the
+    /// last two axes are read as one block with two counters (`[n, 1, 3]`
+    /// or `[n, m, 1]` broadcast to `[n, m, 3]`, every third number of a
+    /// sliced column), not a run of a few numbers at a time.
+    short: bool,
 }
+
+/// A last axis at most this long is read together with the one before.
+const SHORT: usize = 16;
 
 impl Strided<'_> {
     /// Writes elements `at..at + out.len()` into `out`, run by run along
     /// the last axis.
     fn fill(&self, at: usize, out: &mut [f64]) {
+        if self.short {
+            self.fill_short(at, out);
+            return;
+        }
         let rank = self.shape.len();
         if rank == 0 {
             out.fill(self.data[self.offset]);
@@ -62,6 +74,13 @@ impl Strided<'_> {
             let run = (len - from).min(out.len() - written);
             let target = &mut out[written..written + run];
             match step {
+                // Short runs (a last axis of 2 or 3) copy number by number:
+                // a call to copy them would cost more than the numbers.
+                1 if run < 16 => {
+                    for (slot, &v) in target.iter_mut().zip(&self.data[base..base + run]) {
+                        *slot = v;
+                    }
+                }
                 1 => target.copy_from_slice(&self.data[base..base + run]),
                 0 => target.fill(self.data[base]),
                 _ => {
@@ -89,6 +108,49 @@ impl Strided<'_> {
                 base -= self.strides[axis] * self.shape[axis];
                 index[axis] = 0;
             }
+        }
+    }
+}
+
+impl Strided<'_> {
+    /// `fill` when the last axis is short: per block of the last two axes
+    /// (`rows x len`), one loop with a counter along the row and the
+    /// position in the data moved by the strides.
+    fn fill_short(&self, at: usize, out: &mut [f64]) {
+        let rank = self.shape.len();
+        let (rows, len) = (self.shape[rank - 2], self.shape[rank - 1]);
+        let (row_step, step) = (
+            self.strides[rank - 2] as isize,
+            self.strides[rank - 1] as isize,
+        );
+        // From the end of a row to the start of the next.
+        let wrap = row_step - step * len as isize;
+        let block_len = rows * len;
+        let (mut block, mut position) = (at / block_len, at % block_len);
+        let mut written = 0;
+        while written < out.len() {
+            let mut base = self.offset;
+            let mut rest = block;
+            for k in (0..rank - 2).rev() {
+                base += (rest % self.shape[k]) * self.strides[k];
+                rest /= self.shape[k];
+            }
+            let run = (block_len - position).min(out.len() - written);
+            let mut k = position % len;
+            let mut index =
+                (base + (position / len) * self.strides[rank - 2]) as isize + k as isize * step;
+            for slot in &mut out[written..written + run] {
+                *slot = self.data[index as usize];
+                index += step;
+                k += 1;
+                if k == len {
+                    k = 0;
+                    index += wrap;
+                }
+            }
+            written += run;
+            block += 1;
+            position = 0;
         }
     }
 }
@@ -148,7 +210,7 @@ pub fn expand(operands: &[&Val], shape: &[usize]) -> Vec<Option<ArrayD<f64>>> {
                 let view = base.slice_axis(Axis(*axis), ndarray::Slice::from(*start..*end));
                 view.shape() == shape && contiguous(&view).is_some()
             }
-            Val::Permuted { .. } => false,
+            Val::Permuted { .. } | Val::Broadcast { .. } => false,
             Val::Full { shape: full, .. } => full[..] == *shape,
             Val::Padded { shape: padded, .. } => padded[..] == *shape,
         };
@@ -187,6 +249,15 @@ fn strided_view<'a>(operand: &'a Val, shape: &[usize]) -> Option<(&'a [f64], usi
             let offset = start * strides[*axis];
             (data, from, strides, offset)
         }
+        Val::Broadcast { base, .. } => {
+            let data = base.as_slice()?;
+            (
+                data,
+                base.shape().to_vec(),
+                super::layout::row_major_strides(base.shape()),
+                0,
+            )
+        }
         _ => return None,
     };
     let strides = super::layout::broadcast_strides(&from, &from_strides, shape)?;
@@ -197,12 +268,42 @@ fn strided_view<'a>(operand: &'a Val, shape: &[usize]) -> Option<(&'a [f64], usi
 fn strided_source<'a>(operand: &'a Val, shape: &[usize]) -> Source<'a> {
     let (data, offset, strides) =
         strided_view(operand, shape).expect("expand copies operands that are not views");
+    let (shape, strides) = coalesce(shape, &strides);
+    let short = shape.len() >= 2 && shape[shape.len() - 1] <= SHORT;
     Source::Strided(Strided {
         data,
         offset,
         strides,
-        shape: shape.to_vec(),
+        shape,
+        short,
     })
+}
+
+/// The same row-major walk over fewer axes: axes of length 1 dropped, and
+/// an axis merged into the next one when stepping it is stepping past the
+/// whole of the next (contiguous neighbours; neighbours both repeated),
+/// so runs along the last axis are as long as they can be.
+fn coalesce(shape: &[usize], strides: &[usize]) -> (Vec<usize>, Vec<usize>) {
+    let mut dims: Vec<usize> = Vec::with_capacity(shape.len());
+    let mut steps: Vec<usize> = Vec::with_capacity(shape.len());
+    for (&dim, &stride) in shape.iter().zip(strides) {
+        if dim == 1 {
+            continue;
+        }
+        match (dims.last_mut(), steps.last()) {
+            (Some(last), Some(&step)) if step == stride * dim => *last *= dim,
+            _ => {
+                dims.push(dim);
+                steps.push(stride);
+                continue;
+            }
+        }
+        *steps.last_mut().expect("merged into an axis") = stride;
+    }
+    if shape.contains(&0) {
+        return (vec![0], vec![0]);
+    }
+    (dims, steps)
 }
 
 /// The operands as sources over `shape`, reading the copies `expand` made.
@@ -239,6 +340,7 @@ pub fn sources<'a>(
                 }
             }
             (Val::Full { value, .. }, None) => Source::Scalar(*value),
+            (Val::Broadcast { .. }, None) => strided_source(operand, shape),
             (Val::Permuted { .. }, None) => unreachable!("permuted operands are expanded"),
             (Val::Padded { inner, before, .. }, None) => match inner {
                 Flat::Data { base, start, len } => Source::Shifted {
@@ -276,6 +378,7 @@ pub fn interior(sources: &[Source<'_>], n: usize) -> Range<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::egraph::tensor::Shape;
     use ndarray::{Array, IxDyn};
     use std::rc::Rc;
 
@@ -286,6 +389,26 @@ mod tests {
             source.fill(c * chunk, block);
         }
         out
+    }
+
+    #[test]
+    fn coalescing_merges_contiguous_and_repeated_neighbours() {
+        // [2, 50, 3] read from [50, 3]: one run of 150 repeated twice.
+        assert_eq!(
+            coalesce(&[2, 50, 3], &[0, 3, 1]),
+            (vec![2, 150], vec![0, 1])
+        );
+        // A row of 3 repeated 50 times per outer index: nothing merges.
+        assert_eq!(
+            coalesce(&[2, 50, 3], &[3, 0, 1]),
+            (vec![2, 50, 3], vec![3, 0, 1])
+        );
+        // Two repeated axes merge, axes of length 1 go.
+        assert_eq!(
+            coalesce(&[4, 1, 5, 6, 2], &[0, 7, 0, 0, 1]),
+            (vec![4 * 5 * 6, 2], vec![0, 1])
+        );
+        assert_eq!(coalesce(&[1, 1], &[0, 0]), (vec![], vec![]));
     }
 
     #[test]
@@ -332,6 +455,26 @@ mod tests {
                     end: 4,
                 },
                 vec![3, 7, 5],
+            ),
+            // Lazy broadcasts: a row repeated between outer and inner
+            // axes, and a whole array repeated along a new axis.
+            (
+                Val::Broadcast {
+                    base: Rc::new(
+                        Array::from_iter((0..6).map(|k| k as f64))
+                            .into_shape_with_order(IxDyn(&[2, 1, 3]))
+                            .expect("sizes agree"),
+                    ),
+                    shape: Shape::from(&[2, 9, 3][..]),
+                },
+                vec![2, 9, 3],
+            ),
+            (
+                Val::Broadcast {
+                    base: Rc::clone(&base),
+                    shape: Shape::from(&[2, 3, 4, 5][..]),
+                },
+                vec![2, 3, 4, 5],
             ),
         ];
         for (operand, shape) in &cases {
