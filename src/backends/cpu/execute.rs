@@ -136,10 +136,11 @@ impl Val {
             } => CowArray::from(base.slice_axis(Axis(*axis), Slice::from(*start..*end))),
             Val::Permuted { base, perm } => CowArray::from(base.view().permuted_axes(IxDyn(perm))),
             Val::Full { value, shape } => CowArray::from(ArrayD::from_elem(IxDyn(shape), *value)),
-            Val::Broadcast { base, shape } => CowArray::from(
-                base.broadcast(IxDyn(shape))
-                    .expect("a lazy broadcast's base broadcasts to its shape"),
-            ),
+            // Made here, run by run, for operations that read arrays in
+            // row-major order (elementwise groups read it in place).
+            Val::Broadcast { base, shape } => {
+                CowArray::from(super::broadcast::broadcast(&base.view(), shape))
+            }
             Val::Padded {
                 inner,
                 before,
@@ -163,6 +164,9 @@ impl Val {
         match self {
             Val::Scalar(x) => Buf::Scalar(x),
             Val::Array(a) => Buf::Array(a),
+            Val::Broadcast { base, shape } => {
+                Buf::from_array(Rc::new(super::broadcast::broadcast(&base.view(), &shape)))
+            }
             other => Buf::from_array(Rc::new(super::broadcast::standard(&other.cow().view()))),
         }
     }

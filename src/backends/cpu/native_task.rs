@@ -113,9 +113,21 @@ impl<'a> NativeTask<'a> {
         for (c, block) in out.chunks_mut(CHUNK).enumerate() {
             let at = start + c * CHUNK;
             let len = block.len();
-            for (source, buffer) in self.sources.iter().zip(buffers.chunks_mut(CHUNK)) {
-                if let Source::Shifted { .. } | Source::Window { .. } | Source::Strided(_) = source
-                {
+            // Operands read where they are (slices, runs of strided views)
+            // need no buffer.
+            let places: smallvec::SmallVec<[Option<&[f64]>; 16]> =
+                self.sources.iter().map(|s| s.in_place(at, len)).collect();
+            for ((source, buffer), place) in self
+                .sources
+                .iter()
+                .zip(buffers.chunks_mut(CHUNK))
+                .zip(&places)
+            {
+                let buffered = matches!(
+                    source,
+                    Source::Shifted { .. } | Source::Window { .. } | Source::Strided(_)
+                );
+                if buffered && place.is_none() {
                     source.fill(at, &mut buffer[..len]);
                 }
             }
@@ -123,13 +135,12 @@ impl<'a> NativeTask<'a> {
                 .sources
                 .iter()
                 .zip(buffers.chunks(CHUNK))
+                .zip(&places)
                 .enumerate()
-                .map(|(k, (source, buffer))| match source {
-                    Source::Scalar(_) => &self.values[k..k + 1],
-                    Source::Slice(data) => &data[at..at + len],
-                    Source::Shifted { .. } | Source::Window { .. } | Source::Strided(_) => {
-                        &buffer[..len]
-                    }
+                .map(|(k, ((source, buffer), place))| match (source, place) {
+                    (_, Some(data)) => data,
+                    (Source::Scalar(_), None) => &self.values[k..k + 1],
+                    _ => &buffer[..len],
                 })
                 .collect();
             self.edge.run(&operands, block);

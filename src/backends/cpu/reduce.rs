@@ -203,6 +203,11 @@ fn fold_lanes<F: Fold>(values: &[f64]) -> f64 {
 /// the order).
 #[inline(always)]
 fn wide_lanes<F: Fold>(values: &[f64]) -> f64 {
+    if values.len() < 64 {
+        // A short row (the 8 numbers of a row of `[n, 8]`): setting up and
+        // combining 32 lanes would cost more than the row.
+        return fold_lanes::<F>(values);
+    }
     let mut lanes = [F::INIT; 32];
     let blocks = values.chunks_exact(32);
     let rest = blocks.remainder();

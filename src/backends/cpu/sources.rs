@@ -119,12 +119,8 @@ impl Strided<'_> {
     fn fill_short(&self, at: usize, out: &mut [f64]) {
         let rank = self.shape.len();
         let (rows, len) = (self.shape[rank - 2], self.shape[rank - 1]);
-        let (row_step, step) = (
-            self.strides[rank - 2] as isize,
-            self.strides[rank - 1] as isize,
-        );
-        // From the end of a row to the start of the next.
-        let wrap = row_step - step * len as isize;
+        let (row_step, step) = (self.strides[rank - 2], self.strides[rank - 1]);
+        let data = self.data;
         let block_len = rows * len;
         let (mut block, mut position) = (at / block_len, at % block_len);
         let mut written = 0;
@@ -136,21 +132,92 @@ impl Strided<'_> {
                 rest /= self.shape[k];
             }
             let run = (block_len - position).min(out.len() - written);
-            let mut k = position % len;
-            let mut index =
-                (base + (position / len) * self.strides[rank - 2]) as isize + k as isize * step;
-            for slot in &mut out[written..written + run] {
-                *slot = self.data[index as usize];
-                index += step;
+            let target = &mut out[written..written + run];
+            let (mut row, mut k) = (position / len, position % len);
+            let mut t = 0;
+            // The end of a row the run starts inside.
+            while k != 0 && t < run {
+                target[t] = data[base + row * row_step + k * step];
+                t += 1;
                 k += 1;
                 if k == len {
                     k = 0;
-                    index += wrap;
+                    row += 1;
                 }
+            }
+            // Whole rows, by the kind of row.
+            let whole = (run - t) / len;
+            let rows_out = target[t..t + whole * len].chunks_exact_mut(len);
+            if step == 0 {
+                // Each number repeated along the row.
+                for (r, chunk) in rows_out.enumerate() {
+                    chunk.fill(data[base + (row + r) * row_step]);
+                }
+            } else if row_step == 0 {
+                // The same row again and again.
+                let mut pattern = [0.0; SHORT];
+                for (i, slot) in pattern[..len].iter_mut().enumerate() {
+                    *slot = data[base + i * step];
+                }
+                for chunk in rows_out {
+                    for (slot, &v) in chunk.iter_mut().zip(&pattern[..len]) {
+                        *slot = v;
+                    }
+                }
+            } else {
+                for (r, chunk) in rows_out.enumerate() {
+                    let start = base + (row + r) * row_step;
+                    for (i, slot) in chunk.iter_mut().enumerate() {
+                        *slot = data[start + i * step];
+                    }
+                }
+            }
+            t += whole * len;
+            row += whole;
+            // The start of the row the run ends inside.
+            for (i, slot) in target[t..].iter_mut().enumerate() {
+                *slot = data[base + row * row_step + i * step];
             }
             written += run;
             block += 1;
             position = 0;
+        }
+    }
+}
+
+impl<'a> Strided<'a> {
+    /// Elements `at..at + len` where they lie in the data, when they are
+    /// one run of it (a chunk inside one repetition of a whole array
+    /// broadcast along leading axes, or inside a row of a slice), so they
+    /// need no copy.
+    pub fn in_place(&self, at: usize, len: usize) -> Option<&'a [f64]> {
+        let rank = self.shape.len();
+        if self.short || rank == 0 || self.strides[rank - 1] != 1 {
+            return None;
+        }
+        let run = self.shape[rank - 1];
+        let position = at % run;
+        if position + len > run {
+            return None;
+        }
+        let mut base = self.offset + position;
+        let mut rest = at / run;
+        for k in (0..rank - 1).rev() {
+            base += (rest % self.shape[k]) * self.strides[k];
+            rest /= self.shape[k];
+        }
+        Some(&self.data[base..base + len])
+    }
+}
+
+impl<'a> Source<'a> {
+    /// Elements `at..at + len` read where they are, when they need no
+    /// copy: a slice's, or a strided view's inside one of its runs.
+    pub fn in_place(&self, at: usize, len: usize) -> Option<&'a [f64]> {
+        match self {
+            Source::Slice(data) => Some(&data[at..at + len]),
+            Source::Strided(view) => view.in_place(at, len),
+            _ => None,
         }
     }
 }
@@ -494,6 +561,17 @@ mod tests {
                     want,
                     "{shape:?} in chunks of {chunk}"
                 );
+                // Where a chunk can be read in place, it holds the same.
+                for at in (0..n).step_by(chunk) {
+                    let len = chunk.min(n - at);
+                    if let Some(place) = source.in_place(at, len) {
+                        assert_eq!(
+                            place,
+                            &want[at..at + len],
+                            "{shape:?} at {at}, {len} in place"
+                        );
+                    }
+                }
             }
         }
     }

@@ -222,6 +222,17 @@ impl TensorGraph {
                     Some(self.add_valid(TOp::Reshape(shape.clone()), &[children[0]]))
                 }
             }
+            // The sum of a negation is the negation of the (smaller) sum:
+            // the reverse of a subtraction reduced to a broadcast operand's
+            // shape negates once per result, not once per element.
+            TOp::Reduce {
+                op: super::op::ReduceOp::Sum,
+                ..
+            } if matches!(self.expr[children[0]].op, TOp::Map(Math::Neg(_))) => {
+                let inner = self.expr[children[0]].children[0];
+                let total = self.add_valid(node.op.clone(), &[inner]);
+                Some(self.neg(total))
+            }
             TOp::Slice { start, end, axis } => {
                 let length = self.shapes[usize::from(children[0])][usize::from(*axis)];
                 (*start == 0 && *end == length).then_some(children[0])
