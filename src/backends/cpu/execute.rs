@@ -521,9 +521,29 @@ pub(crate) fn recycle(array: Rc<ArrayD<f64>>) {
         let mut pool = pool.borrow_mut();
         let len = data.len();
         let room = pool.free.get(&len).map_or(0, Vec::len) < POOL_PER_LENGTH;
-        if room && pool.bytes + len * 8 <= POOL_BYTES {
-            pool.bytes += len * 8;
-            pool.free.entry(len).or_default().push(data);
+        if !room || len * 8 > POOL_BYTES {
+            return;
         }
+        // A full pool gives up buffers of other lengths (the largest
+        // first): what runs now needs this length, and storage kept for
+        // an earlier program's sizes would leave every allocation of this
+        // one fresh, zeroed page by page.
+        while pool.bytes + len * 8 > POOL_BYTES {
+            let Some(&other) = pool
+                .free
+                .iter()
+                .filter(|(l, kept)| **l != len && !kept.is_empty())
+                .map(|(l, _)| l)
+                .max()
+            else {
+                return;
+            };
+            if let Some(kept) = pool.free.get_mut(&other) {
+                kept.pop();
+                pool.bytes -= other * 8;
+            }
+        }
+        pool.bytes += len * 8;
+        pool.free.entry(len).or_default().push(data);
     });
 }
