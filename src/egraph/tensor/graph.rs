@@ -233,6 +233,51 @@ impl TensorGraph {
                 let total = self.add_valid(node.op.clone(), &[inner]);
                 Some(self.neg(total))
             }
+            // A sum of a matrix product over its rows (or columns) is the
+            // product of the summed operand: sum_n (A B)[n, j] =
+            // (sum_n A[n, :]) B[:, j]. The reverse of a product by a
+            // broadcast matrix then never makes the full product.
+            TOp::Reduce {
+                op: super::op::ReduceOp::Sum,
+                axes,
+                keepdims,
+            } if axes.len() == 1 && matches!(self.expr[children[0]].op, TOp::MatMul) => {
+                let product = children[0];
+                let (a, b) = (
+                    self.expr[product].children[0],
+                    self.expr[product].children[1],
+                );
+                let rank = self.shapes[usize::from(product)].len();
+                let (rank_a, rank_b) = (
+                    self.shapes[usize::from(a)].len(),
+                    self.shapes[usize::from(b)].len(),
+                );
+                let axis = usize::from(axes[0]);
+                let summed = |this: &mut Self, x: Id, axis: usize| {
+                    this.add_valid(
+                        TOp::Reduce {
+                            op: super::op::ReduceOp::Sum,
+                            axes: SmallVec::from_slice(&[axis as u8]),
+                            keepdims: true,
+                        },
+                        &[x],
+                    )
+                };
+                let moved = if rank_a >= 2 && rank_b >= 2 && rank_a == rank && axis == rank - 2 {
+                    let rows = summed(self, a, axis);
+                    self.add_valid(TOp::MatMul, &[rows, b])
+                } else if rank_a >= 2 && rank_b >= 2 && rank_b == rank && axis == rank - 1 {
+                    let columns = summed(self, b, axis);
+                    self.add_valid(TOp::MatMul, &[a, columns])
+                } else {
+                    return None;
+                };
+                if *keepdims {
+                    Some(moved)
+                } else {
+                    Some(self.add_valid(TOp::Reshape(shape.clone()), &[moved]))
+                }
+            }
             TOp::Slice { start, end, axis } => {
                 let length = self.shapes[usize::from(children[0])][usize::from(*axis)];
                 (*start == 0 && *end == length).then_some(children[0])
