@@ -289,11 +289,42 @@ fn rows<F: Fold>(out: &mut [f64], values: &[f64], len: usize) {
 #[inline(always)]
 fn accumulate<F: Fold>(acc: &mut [f64], values: &[f64], starts: StepBy<Range<usize>>) {
     let width = acc.len();
+    // Narrow columns keep their accumulators in registers (a slice of
+    // unknown length is stored and reloaded every row).
+    match width {
+        2 => return accumulate_fixed::<F, 2>(acc, values, starts),
+        3 => return accumulate_fixed::<F, 3>(acc, values, starts),
+        4 => return accumulate_fixed::<F, 4>(acc, values, starts),
+        8 => return accumulate_fixed::<F, 8>(acc, values, starts),
+        16 => return accumulate_fixed::<F, 16>(acc, values, starts),
+        _ => {}
+    }
     for start in starts {
         for (a, &x) in acc.iter_mut().zip(&values[start..start + width]) {
             *a = F::op(*a, x);
         }
     }
+}
+
+/// `accumulate` for columns of `W` numbers: the same operations in the
+/// same order, accumulators in registers.
+#[inline(always)]
+fn accumulate_fixed<F: Fold, const W: usize>(
+    acc: &mut [f64],
+    values: &[f64],
+    starts: StepBy<Range<usize>>,
+) {
+    let mut local = [F::INIT; W];
+    local.copy_from_slice(acc);
+    for start in starts {
+        let row: &[f64; W] = values[start..start + W]
+            .try_into()
+            .expect("a row of W numbers");
+        for (a, &x) in local.iter_mut().zip(row) {
+            *a = F::op(*a, x);
+        }
+    }
+    acc.copy_from_slice(&local);
 }
 
 /// `out[o] = fold(values[o * len..(o + 1) * len])`.
