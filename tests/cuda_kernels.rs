@@ -7,7 +7,7 @@ use epsilon::Engine;
 use epsilon::backends::cuda::kernels::{Access, group_kernel};
 use epsilon::backends::cuda::launch;
 use epsilon::backends::cuda::reduce::reduction_kernel;
-use epsilon::backends::cuda::{compile, nvrtc_available, probe};
+use epsilon::backends::cuda::{compile, nvrtc_available, oldest_arch, probe};
 use epsilon::egraph::tensor::TOp;
 use epsilon::tape::{Kernel, Tape};
 use std::collections::HashMap;
@@ -47,7 +47,8 @@ fn kernels_of(tape: &Tape, what: &str) -> (usize, usize) {
             let source = group_kernel(group, &shape, &access, &format!("group{at}"))
                 .unwrap_or_else(|e| panic!("{what}, group {at}: {e}"));
             if nvrtc_available() {
-                compile(&source, "compute_70")
+                oldest_arch()
+                    .and_then(|arch| compile(&source, arch))
                     .unwrap_or_else(|e| panic!("{what}, group {at}: {e}\n{source}"));
             }
             count += 1;
@@ -60,7 +61,8 @@ fn kernels_of(tape: &Tape, what: &str) -> (usize, usize) {
             let axes: Vec<usize> = axes.iter().map(|&a| a as usize).collect();
             let source = reduction_kernel(*op, &operand, &axes, &format!("reduce{at}"));
             if nvrtc_available() {
-                compile(&source, "compute_70")
+                oldest_arch()
+                    .and_then(|arch| compile(&source, arch))
                     .unwrap_or_else(|e| panic!("{what}, reduction {at}: {e}\n{source}"));
             }
             reductions += 1;

@@ -43,7 +43,7 @@ pub(crate) mod sim;
 
 pub use probe::{
     CudaUnavailable, Device, compile, compile_binary, driver_version, needs_binaries, nvrtc_arch,
-    nvrtc_available, nvrtc_version, probe,
+    nvrtc_available, nvrtc_version, oldest_arch, probe,
 };
 
 use super::cpu::Buf;
@@ -153,7 +153,7 @@ pub(crate) fn compiles_if_nvrtc_is_present(source: &str, what: &str) {
         );
         return;
     }
-    match compile(source, "compute_70") {
+    match oldest_arch().and_then(|arch| compile(source, arch)) {
         Ok(ptx) => assert!(
             ptx.contains(".visible .entry"),
             "{what}: no entry in the PTX"

@@ -4,6 +4,7 @@
 
 use cudarc::driver::result as driver;
 use cudarc::nvrtc::{self, CompileOptions};
+use std::sync::OnceLock;
 
 /// A CUDA device found by [`probe`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -140,11 +141,9 @@ pub fn needs_binaries() -> Result<bool, CudaUnavailable> {
     Ok(nvrtc > driver)
 }
 
-/// The architecture to compile for on a device of compute capability
-/// `major.minor`: the newest NVRTC supports that is not newer than the
-/// device (the driver compiles that PTX on for newer devices), such as
-/// `compute_86`.
-pub fn nvrtc_arch(major: i32, minor: i32) -> Result<String, CudaUnavailable> {
+/// The architectures (as `major * 10 + minor`) the loaded NVRTC compiles
+/// for: NVRTC 12 starts at 50, NVRTC 13 at 75.
+fn supported_archs() -> Result<Vec<i32>, CudaUnavailable> {
     if !nvrtc_available() {
         return Err(CudaUnavailable::NoNvrtc);
     }
@@ -163,8 +162,16 @@ pub fn nvrtc_arch(major: i32, minor: i32) -> Result<String, CudaUnavailable> {
             .result()
             .map_err(|e| failed(e.0))?;
     }
+    Ok(archs)
+}
+
+/// The architecture to compile for on a device of compute capability
+/// `major.minor`: the newest NVRTC supports that is not newer than the
+/// device (the driver compiles that PTX on for newer devices), such as
+/// `compute_86`.
+pub fn nvrtc_arch(major: i32, minor: i32) -> Result<String, CudaUnavailable> {
     let device = major * 10 + minor;
-    archs
+    supported_archs()?
         .into_iter()
         .filter(|&a| a <= device)
         .max()
@@ -174,6 +181,25 @@ pub fn nvrtc_arch(major: i32, minor: i32) -> Result<String, CudaUnavailable> {
                 "this NVRTC cannot compile for compute capability {major}.{minor}"
             ))
         })
+}
+
+/// The oldest architecture the kernels can be compiled for with the
+/// loaded NVRTC: `compute_70`, or NVRTC's oldest where that is newer
+/// (NVRTC 13 starts at `compute_75`). What compilation checks without a
+/// device (tests, the simulated device) compile for.
+pub fn oldest_arch() -> Result<&'static str, CudaUnavailable> {
+    static OLDEST: OnceLock<Result<&'static str, CudaUnavailable>> = OnceLock::new();
+    OLDEST
+        .get_or_init(|| {
+            let oldest = supported_archs()?.into_iter().filter(|&a| a >= 70).min();
+            let oldest = oldest.ok_or_else(|| {
+                CudaUnavailable::CompileFailed(
+                    "this NVRTC compiles for no architecture from compute_70 on".to_string(),
+                )
+            })?;
+            Ok(&*Box::leak(format!("compute_{oldest}").into_boxed_str()))
+        })
+        .clone()
 }
 
 /// Compiles CUDA C `source` to PTX for `arch` (such as `compute_70`), or

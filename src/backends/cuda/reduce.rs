@@ -151,7 +151,7 @@ extern "C" __global__ void {name}(const double* __restrict__ x, double* __restri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backends::cuda::{CudaUnavailable, compile, nvrtc_available};
+    use crate::backends::cuda::{CudaUnavailable, compile, nvrtc_available, oldest_arch};
 
     #[test]
     fn offsets_follow_row_major_strides() {
@@ -205,7 +205,8 @@ mod tests {
         for op in [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min] {
             for (shape, axes) in cases {
                 let source = reduction_kernel(op, shape, axes, "reduce");
-                let ptx = compile(&source, "compute_70")
+                let ptx = oldest_arch()
+                    .and_then(|arch| compile(&source, arch))
                     .unwrap_or_else(|e| panic!("{op:?} over {axes:?} of {shape:?}: {e}"));
                 assert!(ptx.contains(".visible .entry reduce"));
             }

@@ -14,7 +14,7 @@ use super::execute;
 use super::host_sim::{SimArg, Simulator};
 use super::launch::{GemmCall, Launch};
 use super::machine::{Arg, Machine};
-use super::probe::{compile, nvrtc_available};
+use super::probe::{compile, nvrtc_available, oldest_arch};
 use super::runner::run_on;
 use crate::backends::cpu::Buf;
 use crate::backends::{BackendError, Executor};
@@ -147,12 +147,14 @@ impl Machine for SimMachine {
         // What a GPU would compile: each distinct kernel through NVRTC,
         // where the library is present.
         if nvrtc_available() && self.compiled.borrow_mut().insert(launch.key) {
-            compile(&launch.source, "compute_70").map_err(|e| {
-                BackendError::new(format!(
-                    "{} does not compile: {e}\n{}",
-                    launch.name, launch.source
-                ))
-            })?;
+            oldest_arch()
+                .and_then(|arch| compile(&launch.source, arch))
+                .map_err(|e| {
+                    BackendError::new(format!(
+                        "{} does not compile: {e}\n{}",
+                        launch.name, launch.source
+                    ))
+                })?;
         }
         let mut buffers: Vec<Vec<f64>> = Vec::new();
         let mut params = Vec::with_capacity(args.len() + 1);

@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::backends::cuda::{
-    CudaUnavailable, compile, compiles_if_nvrtc_is_present, nvrtc_available,
+    CudaUnavailable, compile, compiles_if_nvrtc_is_present, nvrtc_available, oldest_arch,
 };
 use crate::egraph::language::Constant;
 use egg::Id;
@@ -253,7 +253,7 @@ fn nvrtc_reports_a_compile_error_with_its_log() {
     }
     let error = compile(
         "extern \"C\" __global__ void k() { undefined_name(); }",
-        "compute_70",
+        oldest_arch().unwrap(),
     )
     .expect_err("an undefined function");
     assert!(error.to_string().contains("undefined_name"), "{error}");

@@ -176,7 +176,9 @@ fn every_planned_kernel_compiles_with_nvrtc() {
 
 #[test]
 fn the_architecture_is_the_newest_nvrtc_has_up_to_the_device() {
-    use crate::backends::cuda::{CudaUnavailable, nvrtc_arch, nvrtc_available, nvrtc_version};
+    use crate::backends::cuda::{
+        CudaUnavailable, nvrtc_arch, nvrtc_available, nvrtc_version, oldest_arch,
+    };
     if !nvrtc_available() {
         assert_eq!(nvrtc_arch(8, 6), Err(CudaUnavailable::NoNvrtc));
         eprintln!("skipped: {}", CudaUnavailable::NoNvrtc);
@@ -184,7 +186,18 @@ fn the_architecture_is_the_newest_nvrtc_has_up_to_the_device() {
     }
     let (major, _) = nvrtc_version().unwrap();
     assert!(major >= 11, "NVRTC {major}");
-    assert_eq!(nvrtc_arch(7, 0).unwrap(), "compute_70");
+    // NVRTC 12 compiles for compute_70, NVRTC 13 from compute_75 on.
+    let expected_70 = if major >= 13 {
+        "compute_75"
+    } else {
+        "compute_70"
+    };
+    assert_eq!(oldest_arch().unwrap(), expected_70);
+    if major < 13 {
+        assert_eq!(nvrtc_arch(7, 0).unwrap(), "compute_70");
+    } else {
+        assert!(nvrtc_arch(7, 0).is_err(), "NVRTC {major} has no compute_70");
+    }
     assert_eq!(nvrtc_arch(8, 6).unwrap(), "compute_86");
     // A device newer than this NVRTC gets NVRTC's newest architecture,
     // which the driver compiles on; one older than all of them, an error.
@@ -200,13 +213,14 @@ fn the_architecture_is_the_newest_nvrtc_has_up_to_the_device() {
 
 #[test]
 fn kernels_compile_to_machine_code_for_drivers_older_than_nvrtc() {
-    use crate::backends::cuda::{compile_binary, nvrtc_available};
+    use crate::backends::cuda::{compile_binary, nvrtc_available, oldest_arch};
     if !nvrtc_available() {
         eprintln!("skipped: no NVRTC");
         return;
     }
-    let binary = compile_binary(&fill(&[4]).source, 70).unwrap();
+    let sm: i32 = oldest_arch().unwrap()["compute_".len()..].parse().unwrap();
+    let binary = compile_binary(&fill(&[4]).source, sm).unwrap();
     assert_eq!(&binary[..4], b"\x7fELF", "a cubin is an ELF image");
-    let error = compile_binary("this is not CUDA", 70).unwrap_err();
+    let error = compile_binary("this is not CUDA", sm).unwrap_err();
     assert!(error.to_string().contains("error"), "{error}");
 }
