@@ -2,16 +2,19 @@
 //! constant folding and evaluation, and (later) the backends. One definition
 //! per function keeps every path computing the same number.
 //!
-//! This module knows nothing but `f64`. The special functions live in
-//! its submodules: `gamma` (`lgamma`, `digamma`, `polygamma`) and `erf`
-//! (`erf`, `erfc`).
+//! This module knows nothing but `f64` and slices of them. The special
+//! functions live in its submodules: `gamma` (`lgamma`, `digamma`,
+//! `polygamma`) and `erf` (`erf`, `erfc`); `extremes` holds the AVX-512
+//! kernels for the largest and smallest element of rows.
 
 pub mod erf;
+pub(crate) mod extremes;
 pub mod gamma;
 
 /// The logistic function 1 / (1 + exp(-x)), computed without overflow.
-pub fn sigmoid(x: f64) -> f64 {
-    let e = exp(-x.abs());
+#[inline(always)]
+fn sigmoid_kernel(x: f64) -> f64 {
+    let e = exp_kernel(-x.abs());
     if x >= 0.0 {
         1.0 / (1.0 + e)
     } else {
@@ -71,6 +74,7 @@ pub fn pow(a: f64, b: f64) -> f64 {
 /// latency of one chain), added pairwise, then the last few values. Its
 /// error bound is no worse than adding from left to right (a given input
 /// may round either way).
+#[inline]
 pub fn sum(values: &[f64]) -> f64 {
     let mut partial = [0.0; 8];
     let blocks = values.chunks_exact(8);
@@ -125,31 +129,30 @@ const EXP_MIN: f64 = -745.133_219_101_941_1;
 const LN2_HI: f64 = 0.693_147_180_369_123_8;
 const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
 
-/// exp(r) - 1 for |r| <= ln(2)/2, by its Taylor polynomial (the first
-/// neglected term is below 1e-17 relative).
+/// exp(r) - 1 for |r| <= ln(2)/2, as r + r^2 p(r) with p of degree 9
+/// fitted to (exp(r) - 1 - r) / r^2 on that interval (Chebyshev, 50
+/// digits, `bench/reference/exp_polynomial.py`): p's error is below 1.1e-16
+/// of p, so the result's below 0.3 ulp before rounding.
 #[inline(always)]
 fn expm1_reduced(r: f64) -> f64 {
-    const C: [f64; 13] = [
-        1.0 / 2.0,
-        1.0 / 6.0,
-        1.0 / 24.0,
-        1.0 / 120.0,
-        1.0 / 720.0,
-        1.0 / 5040.0,
-        1.0 / 40320.0,
-        1.0 / 362880.0,
-        1.0 / 3628800.0,
-        1.0 / 39916800.0,
-        1.0 / 479001600.0,
-        1.0 / 6227020800.0,
-        1.0 / 87178291200.0,
+    const C: [f64; 10] = [
+        0.500_000_000_000_000_1,
+        0.166_666_666_666_666_69,
+        0.041_666_666_666_624_164,
+        0.008_333_333_333_330_065,
+        0.001_388_888_891_719_671_9,
+        0.000_198_412_698_630_405_45,
+        2.480_152_132_236_869_2e-5,
+        2.755_726_848_031_002_4e-6,
+        2.762_007_587_998_336_7e-7,
+        2.510_037_583_256_123_4e-8,
     ];
-    let mut p = C[12];
-    for &c in C[..12].iter().rev() {
-        p = p * r + c;
+    let mut p = C[9];
+    for &c in C[..9].iter().rev() {
+        p = p.mul_add(r, c);
     }
     // r + r^2 * (1/2 + r/6 + ...)
-    r + (r * r) * p
+    (r * r).mul_add(p, r)
 }
 
 /// 2^k for integer-valued |k| <= 1100 (two factors, so results in the
@@ -175,32 +178,131 @@ fn round_even(x: f64) -> f64 {
     (x + magic) - magic
 }
 
-/// e^x, written without branches on the data so that loops over it
-/// vectorize; within 1 ulp of the correctly rounded result in tests. Every
-/// layer uses it (built-ins, constant folding, tapes), so they agree.
-#[inline]
-pub fn exp(x: f64) -> f64 {
+/// e^x, written without branches or selects on the data so that loops over
+/// it vectorize, with fused multiply-adds (`f64::mul_add`, exactly rounded
+/// on every machine: an instruction where the host has one, the C
+/// library's `fma` elsewhere, so every path gives the same bits); within
+/// 1 ulp of the correctly rounded result in tests.
+#[inline(always)]
+pub(crate) fn exp_kernel(x: f64) -> f64 {
     let clamped = x.clamp(EXP_MIN - 1.0, EXP_MAX + 1.0);
     let k = round_even(clamped * std::f64::consts::LOG2_E);
-    let r = (clamped - k * LN2_HI) - k * LN2_LO;
+    let r = (-k).mul_add(LN2_LO, (-k).mul_add(LN2_HI, clamped));
     let (a, b) = pow2(k);
-    let value = (1.0 + expm1_reduced(r)) * a * b;
-    if x > EXP_MAX {
-        f64::INFINITY
-    } else if x < EXP_MIN {
-        0.0
-    } else if x.is_nan() {
-        x
-    } else {
-        value
+    // No selects: beyond EXP_MAX the product overflows to infinity, below
+    // EXP_MIN it rounds to 0, and a NaN stays NaN through every step.
+    (1.0 + expm1_reduced(r)) * a * b
+}
+
+/// tanh(x) from exp(2|x|) - 1 without cancellation near 0, within 4 ulps
+/// of the correctly rounded result in tests; branch-free on the data like
+/// `exp`.
+#[inline(always)]
+fn tanh_kernel(x: f64) -> f64 {
+    let a = x.abs().min(40.0);
+    let y = 2.0 * a;
+    let k = round_even(y * std::f64::consts::LOG2_E);
+    let r = (-k).mul_add(LN2_LO, (-k).mul_add(LN2_HI, y));
+    let p = expm1_reduced(r);
+    let (s1, s2) = pow2(k);
+    // expm1(y) = 2^k (1 + p) - 1 = (2^k - 1) + 2^k p, where 2^k - 1 is
+    // exact for the k that matter (no rounding of 1 + p).
+    let s = s1 * s2;
+    let u = s.mul_add(p, s - 1.0);
+    let t = u / (u + 2.0);
+    if x.is_nan() { x } else { t.copysign(x) }
+}
+
+/// Whether the host multiplies and adds in one instruction (x86-64 with
+/// FMA3; every other target Rust builds for fuses in hardware or does
+/// not matter here).
+#[inline]
+pub(crate) fn host_fuses() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        true
     }
 }
 
-/// Loops `out[i] = f(x[i])` for a function written without branches on
-/// the data, compiled for the widest SIMD the host has (AVX-512, AVX2 or
-/// the baseline), chosen at run time. Every version does the same IEEE
-/// operations on each lane (Rust never fuses a multiply and an add), so
-/// all give the bits of `f` called on each number.
+/// Defines functions that call a body compiled for the widest SIMD the
+/// host has (AVX-512, AVX2 with FMA, or the baseline), chosen at run
+/// time: `widest_fns! { fn name(a: A, b: B) -> R = body; }` makes `name`
+/// call `body(a, b)` (an `#[inline(always)]` function, so it is compiled
+/// anew in each version). Every version does the same IEEE operations in
+/// the same order, so the same bits.
+macro_rules! widest_fns {
+    ($($(#[$doc:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)? = $body:path;)*) => {$(
+        $(#[$doc])*
+        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f")]
+                fn avx512($($arg: $ty),*) $(-> $ret)? {
+                    $body($($arg),*)
+                }
+                #[target_feature(enable = "avx2,fma")]
+                fn avx2($($arg: $ty),*) $(-> $ret)? {
+                    $body($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the host has AVX-512F, checked just above.
+                    return unsafe { avx512($($arg),*) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2") && $crate::scalar::host_fuses() {
+                    // SAFETY: the host has AVX2 and FMA, checked just above.
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            $body($($arg),*)
+        }
+    )*};
+}
+pub(crate) use widest_fns;
+
+/// One number at a time through a kernel, compiled with fused
+/// multiply-adds where the host has them (else `mul_add` calls the C
+/// library): the public `exp`, `tanh` and `sigmoid`.
+macro_rules! fused {
+    ($($(#[$doc:meta])* $name:ident = $kernel:ident;)*) => {$(
+        $(#[$doc])*
+        #[inline]
+        pub fn $name(x: f64) -> f64 {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "fma")]
+                fn with_fma(x: f64) -> f64 {
+                    $kernel(x)
+                }
+                if host_fuses() {
+                    // SAFETY: the host has FMA, checked just above.
+                    return unsafe { with_fma(x) };
+                }
+            }
+            $kernel(x)
+        }
+    )*};
+}
+
+fused! {
+    /// e^x (see `exp_kernel`). Every layer uses it (built-ins, constant
+    /// folding, tapes), so they agree.
+    exp = exp_kernel;
+    /// tanh(x) (see `tanh_kernel`).
+    tanh = tanh_kernel;
+    /// The logistic function 1 / (1 + exp(-x)), computed without overflow.
+    sigmoid = sigmoid_kernel;
+}
+
+/// Loops `out[i] = f(x[i])` for a kernel written without branches on the
+/// data, compiled for the widest SIMD the host has (AVX-512, AVX2 with
+/// FMA, or the baseline), chosen at run time. Every version does the same
+/// IEEE operations on each lane (Rust fuses a multiply and an add only
+/// where `mul_add` says so), so all give the bits of the kernel called on
+/// each number.
 macro_rules! widest {
     ($($(#[$doc:meta])* $name:ident = $f:ident;)*) => {$(
         $(#[$doc])*
@@ -213,7 +315,7 @@ macro_rules! widest {
                         *o = $f(v);
                     }
                 }
-                #[target_feature(enable = "avx2")]
+                #[target_feature(enable = "avx2,fma")]
                 fn avx2(x: &[f64], out: &mut [f64]) {
                     for (o, &v) in out.iter_mut().zip(x) {
                         *o = $f(v);
@@ -223,8 +325,8 @@ macro_rules! widest {
                     // SAFETY: the host has AVX-512F, checked just above.
                     return unsafe { avx512(x, out) };
                 }
-                if std::arch::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the host has AVX2, checked just above.
+                if std::arch::is_x86_feature_detected!("avx2") && host_fuses() {
+                    // SAFETY: the host has AVX2 and FMA, checked just above.
                     return unsafe { avx2(x, out) };
                 }
             }
@@ -237,28 +339,9 @@ macro_rules! widest {
 
 widest! {
     /// `out[i] = exp(x[i])` in the host's widest vectors.
-    exp_slice = exp;
+    exp_slice = exp_kernel;
     /// `out[i] = tanh(x[i])` in the host's widest vectors.
-    tanh_slice = tanh;
+    tanh_slice = tanh_kernel;
     /// `out[i] = sigmoid(x[i])` in the host's widest vectors.
-    sigmoid_slice = sigmoid;
-}
-
-/// tanh(x) from exp(2|x|) - 1 without cancellation near 0, within 4 ulps
-/// of the correctly rounded result in tests; branch-free on the data like
-/// `exp`.
-#[inline]
-pub fn tanh(x: f64) -> f64 {
-    let a = x.abs().min(40.0);
-    let y = 2.0 * a;
-    let k = round_even(y * std::f64::consts::LOG2_E);
-    let r = (y - k * LN2_HI) - k * LN2_LO;
-    let p = expm1_reduced(r);
-    let (s1, s2) = pow2(k);
-    // expm1(y) = 2^k (1 + p) - 1 = (2^k - 1) + 2^k p, where 2^k - 1 is
-    // exact for the k that matter (no rounding of 1 + p).
-    let s = s1 * s2;
-    let u = (s - 1.0) + s * p;
-    let t = u / (u + 2.0);
-    if x.is_nan() { x } else { t.copysign(x) }
+    sigmoid_slice = sigmoid_kernel;
 }

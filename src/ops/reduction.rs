@@ -33,6 +33,9 @@ const TASK: usize = 1 << 15;
 /// Numbers whose exponentials are taken in one vectorized call.
 const BUFFER: usize = 512;
 
+/// A set of axes.
+type Axes = SmallVec<[u8; 4]>;
+
 /// `logsumexp` over `axes` (sorted, distinct), reduced axes kept as 1.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LogSumExp {
@@ -82,6 +85,17 @@ impl Definition for LogSumExp {
         operands: &[ArrayViewD<'_, f64>],
         shape: &[usize],
     ) -> Result<ArrayD<f64>, OpError> {
+        if let Some((last, rest)) = self.split_runs(operands[0].shape()) {
+            // Reduced axes in several runs: the last run first, then the
+            // others over its result (log sum sum exp = log sum exp log sum
+            // exp), so no copy moves the reduced axes together.
+            let mut middle = operands[0].shape().to_vec();
+            for &a in &last {
+                middle[usize::from(a)] = 1;
+            }
+            let partial = LogSumExp { axes: last }.cpu(operands, &middle)?;
+            return LogSumExp { axes: rest }.cpu(&[partial.view()], shape);
+        }
         let (data, outer, len, inner) = self.layout(&operands[0]);
         let data = data
             .as_slice()
@@ -130,6 +144,37 @@ fn softmax(rules: &mut Rules<'_>, x: Id, lse: Id) -> Id {
 }
 
 impl LogSumExp {
+    /// When the reduced axes (length-1 axes aside) form more than one run
+    /// of neighbours: the axes of the last run, and the other reduced axes.
+    fn split_runs(&self, shape: &[usize]) -> Option<(Axes, Axes)> {
+        let mut runs: Vec<Axes> = Vec::new();
+        let mut previous_reduced = false;
+        for (a, &len) in shape.iter().enumerate() {
+            if len == 1 {
+                continue;
+            }
+            let reduced = self.reduced(a);
+            if reduced {
+                if !previous_reduced {
+                    runs.push(SmallVec::new());
+                }
+                runs.last_mut()?.push(a as u8);
+            }
+            previous_reduced = reduced;
+        }
+        if runs.len() < 2 {
+            return None;
+        }
+        let last = runs.pop()?;
+        let rest = self
+            .axes
+            .iter()
+            .copied()
+            .filter(|a| !last.contains(a))
+            .collect();
+        Some((last, rest))
+    }
+
     /// `x`'s numbers as `[outer, len, inner]` (kept, reduced, kept): as
     /// they are when the reduced axes are one run of neighbours (axes of
     /// length 1 aside), else copied with the reduced axes moved last.
@@ -232,7 +277,13 @@ impl LogSumExp {
 }
 
 /// The largest element of `values` (NaN if there is one).
+#[inline(always)]
 fn top(values: &[f64]) -> f64 {
+    if values.len() >= 8 && scalar::extremes::available() {
+        let mut out = [0.0];
+        scalar::extremes::rows::<true>(&mut out, values, values.len());
+        return out[0];
+    }
     let mut lanes = [f64::NEG_INFINITY; 8];
     let blocks = values.chunks_exact(8);
     let rest = blocks.remainder();
@@ -249,6 +300,7 @@ fn top(values: &[f64]) -> f64 {
 
 /// The sum of `exp(v - s)` over `values`, a vectorized buffer at a time,
 /// the buffers' sums added in order.
+#[inline(always)]
 fn exp_sum(values: &[f64], s: f64) -> f64 {
     let (mut shifted, mut exps) = ([0.0; BUFFER], [0.0; BUFFER]);
     let mut total = 0.0;
@@ -279,42 +331,67 @@ fn rows(data: &[f64], len: usize, out: &mut [f64]) {
         }
         return;
     }
-    let task = |out: &mut [f64], data: &[f64]| {
-        let (mut shifted, mut exps) = ([0.0; BUFFER], [0.0; BUFFER]);
-        if len <= BUFFER {
-            // Several short rows per vectorized call.
-            let per = BUFFER / len;
-            for (out, data) in out.chunks_mut(per).zip(data.chunks(per * len)) {
-                let mut shifts = [0.0; BUFFER];
-                for ((s, row), d) in shifts
-                    .iter_mut()
-                    .zip(data.chunks_exact(len))
-                    .zip(shifted.chunks_exact_mut(len))
-                {
-                    *s = shift(top(row));
-                    for (d, &v) in d.iter_mut().zip(row) {
-                        *d = v - *s;
-                    }
-                }
-                scalar::exp_slice(&shifted[..data.len()], &mut exps[..data.len()]);
-                for ((o, e), s) in out.iter_mut().zip(exps.chunks_exact(len)).zip(shifts) {
-                    *o = scalar::sum(e).ln() + s;
-                }
-            }
-        } else {
-            for (o, row) in out.iter_mut().zip(data.chunks_exact(len)) {
-                let s = shift(top(row));
-                *o = exp_sum(row, s).ln() + s;
-            }
-        }
-    };
     if data.len() < TASK {
-        task(out, data);
+        rows_task(out, data, len);
     } else {
         let per = (TASK / len).max(1);
         out.par_chunks_mut(per)
             .zip(data.par_chunks(per * len))
-            .for_each(|(out, data)| task(out, data));
+            .for_each(|(out, data)| rows_task(out, data, len));
+    }
+}
+
+scalar::widest_fns! {
+    /// `short_rows` compiled for the widest SIMD the host has: the largest
+    /// elements, the shifts and the sums vectorize with the exponentials.
+    fn rows_task(out: &mut [f64], data: &[f64], len: usize) = short_rows;
+    /// `piece_maxima` compiled for the widest SIMD the host has.
+    fn piece_maxima_widest(m: &mut [f64], piece: Piece<'_>) = piece_maxima;
+    /// `piece_sums` compiled for the widest SIMD the host has.
+    fn piece_sums_widest(totals: &mut [f64], shifts: &[f64], piece: Piece<'_>) = piece_sums;
+}
+
+/// `out[o]` = logsumexp of row `o` of `data`, rows of at most `TASK`
+/// numbers: several short rows per buffer of exponentials, a long row a
+/// buffer at a time.
+#[inline(always)]
+fn short_rows(out: &mut [f64], data: &[f64], len: usize) {
+    let (mut shifted, mut exps) = ([0.0; BUFFER], [0.0; BUFFER]);
+    if len <= BUFFER {
+        let per = BUFFER / len;
+        for (out, data) in out.chunks_mut(per).zip(data.chunks(per * len)) {
+            let mut shifts = [0.0; BUFFER];
+            let rows = data.len() / len;
+            if scalar::extremes::available() {
+                scalar::extremes::rows::<true>(&mut shifts[..rows], data, len);
+            } else {
+                for (s, row) in shifts.iter_mut().zip(data.chunks_exact(len)) {
+                    *s = top(row);
+                }
+            }
+            for ((s, row), d) in shifts
+                .iter_mut()
+                .zip(data.chunks_exact(len))
+                .zip(shifted.chunks_exact_mut(len))
+            {
+                *s = shift(*s);
+                for (d, &v) in d.iter_mut().zip(row) {
+                    *d = v - *s;
+                }
+            }
+            let n = data.len();
+            for (e, &v) in exps[..n].iter_mut().zip(&shifted[..n]) {
+                *e = scalar::exp_kernel(v);
+            }
+            for ((o, e), s) in out.iter_mut().zip(exps.chunks_exact(len)).zip(&shifts) {
+                *o = scalar::sum(e).ln() + s;
+            }
+        }
+    } else {
+        for (o, row) in out.iter_mut().zip(data.chunks_exact(len)) {
+            let s = shift(top(row));
+            *o = exp_sum(row, s).ln() + s;
+        }
     }
 }
 
@@ -325,24 +402,23 @@ fn rows(data: &[f64], len: usize, out: &mut [f64]) {
 /// rows add in order within a piece, pieces in order.
 fn columns(data: &[f64], (len, inner): (usize, usize), out: &mut [f64]) {
     let width = inner.min(BUFFER);
-    let per = (BUFFER / width).max(1);
-    let piece_rows = (TASK / width).max(per);
+    let piece_rows = (TASK / width).max((BUFFER / width).max(1));
     let pieces = len.div_ceil(piece_rows);
     let parallel = data.len() >= TASK;
     let block = |o: usize, from: usize, out: &mut [f64]| {
         let width = out.len();
-        let column = |j: usize| {
-            let start = (o * len + j) * inner + from;
-            &data[start..start + width]
-        };
         let span = |p: usize| p * piece_rows..len.min((p + 1) * piece_rows);
+        // Rows `rows` of this block of columns.
+        let piece = |rows: std::ops::Range<usize>| Piece {
+            data,
+            first: (o * len + rows.start) * inner + from,
+            rows: rows.len(),
+            inner,
+        };
         let maxima = |p: usize| {
             let mut m = vec![f64::NEG_INFINITY; width];
-            for j in span(p) {
-                for (m, &x) in m.iter_mut().zip(column(j)) {
-                    *m = larger(*m, x);
-                }
-            }
+            let rows = span(p);
+            piece_maxima_widest(&mut m, piece(rows));
             m
         };
         let maxima: Vec<Vec<f64>> = if parallel {
@@ -358,24 +434,9 @@ fn columns(data: &[f64], (len, inner): (usize, usize), out: &mut [f64]) {
         }
         shifts.iter_mut().for_each(|s| *s = shift(*s));
         let sums = |p: usize| {
-            let (mut shifted, mut exps) = ([0.0; BUFFER], [0.0; BUFFER]);
             let mut totals = vec![0.0; width];
             let rows = span(p);
-            for j0 in rows.clone().step_by(per) {
-                let count = per.min(rows.end - j0);
-                for (k, d) in shifted.chunks_exact_mut(width).take(count).enumerate() {
-                    for ((d, &x), &s) in d.iter_mut().zip(column(j0 + k)).zip(&shifts) {
-                        *d = x - s;
-                    }
-                }
-                let n = count * width;
-                scalar::exp_slice(&shifted[..n], &mut exps[..n]);
-                for e in exps[..n].chunks_exact(width) {
-                    for (t, &e) in totals.iter_mut().zip(e) {
-                        *t += e;
-                    }
-                }
-            }
+            piece_sums_widest(&mut totals, &shifts, piece(rows));
             totals
         };
         let sums: Vec<Vec<f64>> = if parallel {
@@ -406,6 +467,113 @@ fn columns(data: &[f64], (len, inner): (usize, usize), out: &mut [f64]) {
     } else {
         units.enumerate().for_each(unit);
     }
+}
+
+/// Rows of a block of columns: `rows` runs of numbers that start at
+/// `first` in `data`, `inner` apart.
+#[derive(Clone, Copy)]
+struct Piece<'a> {
+    data: &'a [f64],
+    first: usize,
+    rows: usize,
+    inner: usize,
+}
+
+impl<'a> Piece<'a> {
+    /// The `width` numbers of row `k`.
+    #[inline(always)]
+    fn row(&self, k: usize, width: usize) -> &'a [f64] {
+        let start = self.first + k * self.inner;
+        &self.data[start..start + width]
+    }
+
+    /// Row `k` as `W` numbers.
+    #[inline(always)]
+    fn row_of<const W: usize>(&self, k: usize) -> &'a [f64; W] {
+        self.row(k, W).try_into().expect("a row of W numbers")
+    }
+}
+
+/// Folds the rows of `piece` into `m` (one maximum per column of a block).
+#[inline(always)]
+fn piece_maxima(m: &mut [f64], piece: Piece<'_>) {
+    // Narrow blocks keep their maxima in registers.
+    match m.len() {
+        2 => return piece_maxima_fixed::<2>(m, piece),
+        4 => return piece_maxima_fixed::<4>(m, piece),
+        8 => return piece_maxima_fixed::<8>(m, piece),
+        16 => return piece_maxima_fixed::<16>(m, piece),
+        _ => {}
+    }
+    let width = m.len();
+    for k in 0..piece.rows {
+        for (m, &x) in m.iter_mut().zip(piece.row(k, width)) {
+            *m = larger(*m, x);
+        }
+    }
+}
+
+/// Adds into `totals` (one sum per column of a block) the exponentials of
+/// the rows of `piece`, each shifted by its column's shift: several rows
+/// per buffer of exponentials, the rows added in order.
+#[inline(always)]
+fn piece_sums(totals: &mut [f64], shifts: &[f64], piece: Piece<'_>) {
+    let width = totals.len();
+    match width {
+        2 => return piece_sums_fixed::<2>(totals, shifts, piece),
+        4 => return piece_sums_fixed::<4>(totals, shifts, piece),
+        8 => return piece_sums_fixed::<8>(totals, shifts, piece),
+        16 => return piece_sums_fixed::<16>(totals, shifts, piece),
+        _ => {}
+    }
+    let per = (BUFFER / width).max(1);
+    let (mut shifted, mut exps) = ([0.0; BUFFER], [0.0; BUFFER]);
+    for k0 in (0..piece.rows).step_by(per) {
+        let count = per.min(piece.rows - k0);
+        for (k, d) in shifted.chunks_exact_mut(width).take(count).enumerate() {
+            for ((d, &x), &s) in d.iter_mut().zip(piece.row(k0 + k, width)).zip(shifts) {
+                *d = x - s;
+            }
+        }
+        let n = count * width;
+        for (e, &v) in exps[..n].iter_mut().zip(&shifted[..n]) {
+            *e = scalar::exp_kernel(v);
+        }
+        for e in exps[..n].chunks_exact(width) {
+            for (t, &e) in totals.iter_mut().zip(e) {
+                *t += e;
+            }
+        }
+    }
+}
+
+/// `piece_maxima` for blocks of `W` columns: the same operations in the
+/// same order, the maxima in registers.
+#[inline(always)]
+fn piece_maxima_fixed<const W: usize>(m: &mut [f64], piece: Piece<'_>) {
+    let mut local = [f64::NEG_INFINITY; W];
+    local.copy_from_slice(m);
+    for k in 0..piece.rows {
+        for (m, &x) in local.iter_mut().zip(piece.row_of::<W>(k)) {
+            *m = larger(*m, x);
+        }
+    }
+    m.copy_from_slice(&local);
+}
+
+/// `piece_sums` for blocks of `W` columns: each row's shifted
+/// exponentials added to the totals in row order, all in registers.
+#[inline(always)]
+fn piece_sums_fixed<const W: usize>(totals: &mut [f64], shifts: &[f64], piece: Piece<'_>) {
+    let shifts: &[f64; W] = shifts.try_into().expect("W shifts");
+    let mut local = [0.0; W];
+    local.copy_from_slice(totals);
+    for k in 0..piece.rows {
+        for ((t, &x), &s) in local.iter_mut().zip(piece.row_of::<W>(k)).zip(shifts) {
+            *t += scalar::exp_kernel(x - s);
+        }
+    }
+    totals.copy_from_slice(&local);
 }
 
 #[cfg(test)]

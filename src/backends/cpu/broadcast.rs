@@ -9,6 +9,7 @@
 
 use ndarray::{ArrayD, ArrayViewD, CowArray, IxDyn};
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// Rows and columns of the tiles a transpose copies.
 const TILE: usize = 32;
@@ -45,9 +46,21 @@ pub fn broadcast(x: &ArrayViewD<'_, f64>, shape: &[usize]) -> ArrayD<f64> {
             _ => runs.push((len, repeated)),
         }
     }
-    // Every number is written: recycled storage needs no clearing.
-    let mut out = super::execute::take(n).unwrap_or_else(|| vec![0.0; n]);
-    expand(data, &runs, &mut out, n >= PARALLEL);
+    // Every number is written, so the storage (recycled, or fresh and
+    // never cleared: clearing 8 MB costs as much as filling it) starts as
+    // uninitialized capacity.
+    let mut out = super::execute::take(n).unwrap_or_default();
+    out.clear();
+    out.reserve_exact(n);
+    expand(
+        data,
+        &runs,
+        &mut out.spare_capacity_mut()[..n],
+        n >= PARALLEL,
+    );
+    // SAFETY: `expand` wrote all `n` numbers (each branch writes every
+    // element of its `out`), and the capacity is at least `n`.
+    unsafe { out.set_len(n) };
     ArrayD::from_shape_vec(IxDyn(shape), out).expect("sizes agree")
 }
 
@@ -120,32 +133,36 @@ fn transpose(src: &[f64], rows: usize, cols: usize, dst: &mut [f64]) {
 
 /// Writes `src` expanded by `runs` into `out` (whose length is the
 /// product of the runs; `src` holds the product of the copied ones).
-fn expand(src: &[f64], runs: &[(usize, bool)], out: &mut [f64], parallel: bool) {
+fn expand(src: &[f64], runs: &[(usize, bool)], out: &mut [MaybeUninit<f64>], parallel: bool) {
     let Some((&(len, repeated), rest)) = runs.split_first() else {
-        out[0] = src[0];
+        out[0].write(src[0]);
         return;
     };
     let block = out.len() / len;
     match (rest, repeated) {
-        ([], true) => out.fill(src[0]),
-        ([], false) => out.copy_from_slice(src),
+        ([], true) => fill(out, src[0]),
+        ([], false) => {
+            out.write_copy_of_slice(src);
+        }
         ([(_, true)], false) if !parallel => {
             // Rows of one repeated number each: the common broadcast of a
             // reduction's cotangent.
             for (row, &value) in out.chunks_exact_mut(block).zip(src) {
-                row.fill(value);
+                fill(row, value);
             }
         }
         (_, true) => {
             let (first, others) = out.split_at_mut(block);
             expand(src, rest, first, parallel);
+            // SAFETY: `expand` has just written every element of `first`.
+            let first: &[f64] = unsafe { first.assume_init_ref() };
             if parallel {
-                others
-                    .par_chunks_mut(block)
-                    .for_each(|copy| copy.copy_from_slice(first));
+                others.par_chunks_mut(block).for_each(|copy| {
+                    copy.write_copy_of_slice(first);
+                });
             } else {
                 for copy in others.chunks_exact_mut(block) {
-                    copy.copy_from_slice(first);
+                    copy.write_copy_of_slice(first);
                 }
             }
         }
@@ -161,6 +178,13 @@ fn expand(src: &[f64], runs: &[(usize, bool)], out: &mut [f64], parallel: bool) 
                 }
             }
         }
+    }
+}
+
+/// Writes `value` into every element of `out`.
+fn fill(out: &mut [MaybeUninit<f64>], value: f64) {
+    for x in out {
+        x.write(value);
     }
 }
 

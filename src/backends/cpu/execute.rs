@@ -9,7 +9,7 @@ use super::structural::{gemm, structural};
 use crate::backends::BackendError;
 use crate::egraph::tensor::{Shape, TOp};
 use crate::tape::scan::LoopTapes;
-use crate::tape::{FusedGroup, Kernel, Tape};
+use crate::tape::{FusedGroup, Instruction, Kernel, Tape};
 use ndarray::{ArrayD, ArrayViewD, Axis, CowArray, IxDyn, Slice};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
@@ -377,7 +377,9 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
     crate::backends::check_inputs(tape, inputs.iter().map(Buf::shape))?;
     let mut slots: Vec<Option<Val>> = vec![None; tape.slots];
     for instruction in &tape.instructions {
-        let value = {
+        let value = if let Some(reshaped) = reshape_in_place(instruction, &mut slots) {
+            reshaped
+        } else {
             let args: SmallVec<[&Val; 3]> = instruction
                 .args
                 .iter()
@@ -460,6 +462,35 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
         super::measure::dead(owned_bytes(value));
     }
     Ok(outputs)
+}
+
+/// A reshape that is the last use of a contiguous array no other value
+/// holds: the same numbers under the new shape, taken from the operand's
+/// slot instead of copied. `None` for any other instruction.
+fn reshape_in_place(instruction: &Instruction, slots: &mut [Option<Val>]) -> Option<Val> {
+    let Kernel::Op(TOp::Reshape(target)) = &instruction.op else {
+        return None;
+    };
+    let slot = *instruction.args.first()?;
+    if slot == instruction.out || !instruction.frees.contains(&slot) {
+        return None;
+    }
+    match &slots[slot as usize] {
+        Some(Val::Array(array))
+            if Rc::strong_count(array) == 1
+                && array.is_standard_layout()
+                && array.len() == target.iter().product::<usize>() => {}
+        _ => return None,
+    }
+    let Some(Val::Array(array)) = slots[slot as usize].take() else {
+        return None;
+    };
+    super::measure::dead(array.len() * 8);
+    let array = Rc::unwrap_or_clone(array);
+    let reshaped = array
+        .into_shape_with_order(IxDyn(target))
+        .expect("a standard-layout array of the target's size takes its shape");
+    Some(Val::Array(Rc::new(reshaped)))
 }
 
 /// The bytes a value owns (views of other values own none).

@@ -23,6 +23,7 @@
 
 use crate::egraph::tensor::ReduceOp;
 use crate::scalar;
+use crate::scalar::extremes;
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use rayon::prelude::*;
 use std::borrow::Cow;
@@ -48,6 +49,9 @@ const PARALLEL_SUM: usize = 1 << 16;
 trait Fold: Copy + Send + Sync + 'static {
     /// The result over no elements.
     const INIT: f64;
+    /// `Some(true)` for the largest element, `Some(false)` for the
+    /// smallest (the folds `extremes` has kernels for).
+    const EXTREME: Option<bool> = None;
     /// Adds `x` to the accumulated `acc`.
     fn op(acc: f64, x: f64) -> f64;
     /// Folds a run of numbers: in eight lanes, combined as `scalar::sum`
@@ -85,6 +89,7 @@ impl Fold for Mul {
 
 // A NaN, once taken, stays: no number compares above or below it.
 impl Fold for Max {
+    const EXTREME: Option<bool> = Some(true);
     const INIT: f64 = f64::NEG_INFINITY;
     /// Extremes do not depend on the order: more lanes, shorter chains.
     #[inline(always)]
@@ -99,6 +104,7 @@ impl Fold for Max {
 }
 
 impl Fold for Min {
+    const EXTREME: Option<bool> = Some(false);
     const INIT: f64 = f64::INFINITY;
     /// Extremes do not depend on the order: more lanes, shorter chains.
     #[inline(always)]
@@ -333,14 +339,19 @@ fn fold_rows<F: Fold>(values: &[f64], outer: usize, len: usize) -> Vec<f64> {
         return vec![F::INIT; outer];
     }
     let mut out = vec![0.0; outer];
+    let whole_rows = |out: &mut [f64], values: &[f64]| match F::EXTREME {
+        Some(true) if extremes::available() => extremes::rows::<true>(out, values, len),
+        Some(false) if extremes::available() => extremes::rows::<false>(out, values, len),
+        _ => rows_widest::<F>(out, values, len),
+    };
     if values.len() < PARALLEL {
-        rows_widest::<F>(&mut out, values, len);
+        whole_rows(&mut out, values);
     } else if len <= ROW_BLOCK || outer >= 2 * rayon::current_num_threads() {
         // Enough rows to share out: whole rows per task.
         let rows = (PARALLEL / len).max(1);
         out.par_chunks_mut(rows)
             .zip(values.par_chunks(rows * len))
-            .for_each(|(out, values)| rows_widest::<F>(out, values, len));
+            .for_each(|(out, values)| whole_rows(out, values));
     } else {
         // A few long rows: their blocks in parallel, combined as `fold_row`
         // combines them.
