@@ -26,6 +26,7 @@ pub mod ops;
 pub mod reader;
 pub mod repl;
 pub mod scalar;
+mod simd;
 pub mod symbolic;
 pub mod tape;
 

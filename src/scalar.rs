@@ -4,11 +4,9 @@
 //!
 //! This module knows nothing but `f64` and slices of them. The special
 //! functions live in its submodules: `gamma` (`lgamma`, `digamma`,
-//! `polygamma`) and `erf` (`erf`, `erfc`); `extremes` holds the AVX-512
-//! kernels for the largest and smallest element of rows.
+//! `polygamma`) and `erf` (`erf`, `erfc`).
 
 pub mod erf;
-pub(crate) mod extremes;
 pub mod gamma;
 
 /// The logistic function 1 / (1 + exp(-x)), computed without overflow.
@@ -227,41 +225,6 @@ pub(crate) fn host_fuses() -> bool {
         true
     }
 }
-
-/// Defines functions that call a body compiled for the widest SIMD the
-/// host has (AVX-512, AVX2 with FMA, or the baseline), chosen at run
-/// time: `widest_fns! { fn name(a: A, b: B) -> R = body; }` makes `name`
-/// call `body(a, b)` (an `#[inline(always)]` function, so it is compiled
-/// anew in each version). Every version does the same IEEE operations in
-/// the same order, so the same bits.
-macro_rules! widest_fns {
-    ($($(#[$doc:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)? = $body:path;)*) => {$(
-        $(#[$doc])*
-        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx512f")]
-                fn avx512($($arg: $ty),*) $(-> $ret)? {
-                    $body($($arg),*)
-                }
-                #[target_feature(enable = "avx2,fma")]
-                fn avx2($($arg: $ty),*) $(-> $ret)? {
-                    $body($($arg),*)
-                }
-                if std::arch::is_x86_feature_detected!("avx512f") {
-                    // SAFETY: the host has AVX-512F, checked just above.
-                    return unsafe { avx512($($arg),*) };
-                }
-                if std::arch::is_x86_feature_detected!("avx2") && $crate::scalar::host_fuses() {
-                    // SAFETY: the host has AVX2 and FMA, checked just above.
-                    return unsafe { avx2($($arg),*) };
-                }
-            }
-            $body($($arg),*)
-        }
-    )*};
-}
-pub(crate) use widest_fns;
 
 /// One number at a time through a kernel, compiled with fused
 /// multiply-adds where the host has them (else `mul_add` calls the C

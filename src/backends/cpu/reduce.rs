@@ -23,7 +23,7 @@
 
 use crate::egraph::tensor::ReduceOp;
 use crate::scalar;
-use crate::scalar::extremes;
+use crate::simd::row_folds;
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use rayon::prelude::*;
 use std::borrow::Cow;
@@ -49,9 +49,8 @@ const PARALLEL_SUM: usize = 1 << 16;
 trait Fold: Copy + Send + Sync + 'static {
     /// The result over no elements.
     const INIT: f64;
-    /// `Some(true)` for the largest element, `Some(false)` for the
-    /// smallest (the folds `extremes` has kernels for).
-    const EXTREME: Option<bool> = None;
+    /// Which of the folds of `simd::row_folds` this is.
+    const KIND: Option<u8>;
     /// Adds `x` to the accumulated `acc`.
     fn op(acc: f64, x: f64) -> f64;
     /// Folds a run of numbers: in eight lanes, combined as `scalar::sum`
@@ -72,6 +71,7 @@ struct Max;
 struct Min;
 
 impl Fold for Add {
+    const KIND: Option<u8> = Some(row_folds::SUM);
     const INIT: f64 = 0.0;
     #[inline(always)]
     fn op(acc: f64, x: f64) -> f64 {
@@ -80,6 +80,7 @@ impl Fold for Add {
 }
 
 impl Fold for Mul {
+    const KIND: Option<u8> = Some(row_folds::PRODUCT);
     const INIT: f64 = 1.0;
     #[inline(always)]
     fn op(acc: f64, x: f64) -> f64 {
@@ -89,7 +90,7 @@ impl Fold for Mul {
 
 // A NaN, once taken, stays: no number compares above or below it.
 impl Fold for Max {
-    const EXTREME: Option<bool> = Some(true);
+    const KIND: Option<u8> = Some(row_folds::MAX);
     const INIT: f64 = f64::NEG_INFINITY;
     /// Extremes do not depend on the order: more lanes, shorter chains.
     #[inline(always)]
@@ -104,7 +105,7 @@ impl Fold for Max {
 }
 
 impl Fold for Min {
-    const EXTREME: Option<bool> = Some(false);
+    const KIND: Option<u8> = Some(row_folds::MIN);
     const INIT: f64 = f64::INFINITY;
     /// Extremes do not depend on the order: more lanes, shorter chains.
     #[inline(always)]
@@ -339,10 +340,25 @@ fn fold_rows<F: Fold>(values: &[f64], outer: usize, len: usize) -> Vec<f64> {
         return vec![F::INIT; outer];
     }
     let mut out = vec![0.0; outer];
-    let whole_rows = |out: &mut [f64], values: &[f64]| match F::EXTREME {
-        Some(true) if extremes::available() => extremes::rows::<true>(out, values, len),
-        Some(false) if extremes::available() => extremes::rows::<false>(out, values, len),
-        _ => rows_widest::<F>(out, values, len),
+    let whole_rows = |out: &mut [f64], values: &[f64]| {
+        if !row_folds::available() {
+            return rows_widest::<F>(out, values, len);
+        }
+        match (F::KIND, len) {
+            (Some(row_folds::MAX), _) => row_folds::rows::<{ row_folds::MAX }>(out, values, len),
+            (Some(row_folds::MIN), _) => row_folds::rows::<{ row_folds::MIN }>(out, values, len),
+            // Sums and products of rows of eight, eight rows at a time with
+            // the bits of the lane fold; the rows left over as usual.
+            (Some(kind), 8) => {
+                let done = if kind == row_folds::SUM {
+                    row_folds::rows_of_eight::<{ row_folds::SUM }>(out, values)
+                } else {
+                    row_folds::rows_of_eight::<{ row_folds::PRODUCT }>(out, values)
+                };
+                rows_widest::<F>(&mut out[done..], &values[done * 8..], 8);
+            }
+            _ => rows_widest::<F>(out, values, len),
+        }
     };
     if values.len() < PARALLEL {
         whole_rows(&mut out, values);
