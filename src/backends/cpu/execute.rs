@@ -490,7 +490,8 @@ fn reshape_in_place(instruction: &Instruction, slots: &mut [Option<Val>]) -> Opt
     let reshaped = array
         .into_shape_with_order(IxDyn(target))
         .expect("a standard-layout array of the target's size takes its shape");
-    Some(Val::Array(Rc::new(reshaped)))
+    // A reshape to no axes gives a number, as every operation does.
+    Some(Val::from_array(reshaped))
 }
 
 /// The bytes a value owns (views of other values own none).
