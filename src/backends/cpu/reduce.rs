@@ -36,6 +36,10 @@ const ROW_BLOCK: usize = 4096;
 /// Columns folded together (their accumulators stay in the L1 cache).
 const COLUMNS: usize = 512;
 
+/// Rows a column fold reads side by side, eight columns at a time
+/// (`accumulate_few_rows`), rather than one after another.
+const FEW_ROWS: usize = 16;
+
 /// Numbers read per piece of a column fold.
 const PIECE: usize = 1 << 15;
 
@@ -306,11 +310,47 @@ fn accumulate<F: Fold>(acc: &mut [f64], values: &[f64], starts: StepBy<Range<usi
         16 => return accumulate_fixed::<F, 16>(acc, values, starts),
         _ => {}
     }
+    if starts.len() <= FEW_ROWS && width >= 8 {
+        return accumulate_few_rows::<F>(acc, values, starts);
+    }
     for start in starts {
         for (a, &x) in acc.iter_mut().zip(&values[start..start + width]) {
             *a = F::op(*a, x);
         }
     }
+}
+
+/// `accumulate` for a few rows: eight columns at a time, their
+/// accumulators in registers, every row read in turn, so each row is one
+/// sequential stream (the hardware prefetches it) and the accumulators
+/// are stored once. Each column folds its rows in the same order as
+/// `accumulate`, so the same bits.
+#[inline(always)]
+fn accumulate_few_rows<F: Fold>(acc: &mut [f64], values: &[f64], starts: StepBy<Range<usize>>) {
+    let starts: smallvec::SmallVec<[usize; FEW_ROWS]> = starts.collect();
+    let width = acc.len();
+    let mut blocks = acc.chunks_exact_mut(8);
+    let mut c = 0;
+    for block in &mut blocks {
+        let mut local = [F::INIT; 8];
+        local.copy_from_slice(block);
+        for &start in &starts {
+            let row: &[f64; 8] = values[start + c..start + c + 8]
+                .try_into()
+                .expect("eight numbers of a row");
+            for (a, &x) in local.iter_mut().zip(row) {
+                *a = F::op(*a, x);
+            }
+        }
+        block.copy_from_slice(&local);
+        c += 8;
+    }
+    for (k, a) in blocks.into_remainder().iter_mut().enumerate() {
+        for &start in &starts {
+            *a = F::op(*a, values[start + c + k]);
+        }
+    }
+    debug_assert_eq!(c + width % 8, width);
 }
 
 /// `accumulate` for columns of `W` numbers: the same operations in the
