@@ -15,8 +15,10 @@
 //!   `t n - C(k + t, t - 1) - (n - 1)` where `t` is the smallest integer
 //!   with `C(k + t, t) >= n`.
 //!
-//! The schedule's prefix (up to the first `Reverse`) is the forward sweep
-//! that computes the loop's result; `forward_prefix` says where it ends.
+//! The actions up to the first `Reverse` are the forward sweep that
+//! computes the loop's result. They are generated one at a time
+//! (`Schedule::actions`), never held whole: a schedule for 10^8 steps
+//! costs a stack as deep as its snapshots.
 
 pub use crate::egraph::tensor::scan::Strategy;
 
@@ -41,15 +43,16 @@ pub enum Action {
     Reverse(usize),
 }
 
-/// A schedule with its counts.
+/// A schedule: its counts, and its actions generated one at a time
+/// (`actions`), so a schedule for any number of steps takes memory for
+/// its snapshots' bookkeeping only (a stack as deep as the snapshots), not
+/// for its actions.
 #[derive(Clone, Debug)]
 pub struct Schedule {
-    /// The actions in order.
-    pub actions: Vec<Action>,
-    /// The number of leading actions that form the forward sweep (they
-    /// end with the working state at state `n - 1`, before the first
-    /// `Reverse`).
-    pub forward_prefix: usize,
+    /// The number of steps reversed.
+    n: usize,
+    /// Snapshot slots, state 0's included.
+    snapshots: usize,
     /// Steps run again after the forward sweep.
     pub recomputed_steps: usize,
     /// The most snapshots held at once.
@@ -58,121 +61,187 @@ pub struct Schedule {
 
 /// The schedule reversing `n >= 1` steps with `strategy`.
 pub fn schedule(n: usize, strategy: Strategy) -> Schedule {
-    let mut plan = Planner::default();
-    if n > 0 {
-        let snapshots = match strategy {
-            Strategy::StoreAll => n,
-            Strategy::Recompute => 1,
-            Strategy::Revolve(k) => k.clamp(1, n),
-        };
-        plan.push(Action::Store(0));
-        plan.reverse(0, n, snapshots - 1, true);
-        plan.push(Action::Free(0));
-    }
-    let forward_prefix = plan
-        .actions
-        .iter()
-        .position(|a| matches!(a, Action::Reverse(_)))
-        .unwrap_or(plan.actions.len());
-    let first_sweep: usize = advanced(&plan.actions[..forward_prefix]);
-    let recomputed_steps = advanced(&plan.actions) - first_sweep;
+    let snapshots = match strategy {
+        Strategy::StoreAll => n,
+        Strategy::Recompute => 1,
+        Strategy::Revolve(k) => k.clamp(1, n.max(1)),
+    };
+    let recomputed_steps = match strategy {
+        Strategy::StoreAll => 0,
+        Strategy::Recompute => n.saturating_sub(1) * n.saturating_sub(2) / 2,
+        Strategy::Revolve(_) => binomial_recomputations(n, snapshots),
+    };
     Schedule {
-        actions: plan.actions,
-        forward_prefix,
+        n,
+        snapshots,
         recomputed_steps,
-        max_snapshots: plan.max_held,
+        max_snapshots: if n == 0 { 0 } else { snapshots.min(n) },
     }
 }
 
-/// The number of steps the `Advance` actions run.
-fn advanced(actions: &[Action]) -> usize {
-    actions
-        .iter()
-        .map(|a| match a {
-            Action::Advance { from, to } => to - from,
-            _ => 0,
-        })
-        .sum()
-}
-
-/// Builds a schedule.
-#[derive(Default)]
-struct Planner {
-    actions: Vec<Action>,
-    held: usize,
-    max_held: usize,
-}
-
-impl Planner {
-    fn push(&mut self, action: Action) {
-        match action {
-            Action::Store(_) => {
-                self.held += 1;
-                self.max_held = self.max_held.max(self.held);
-            }
-            Action::Free(_) => self.held -= 1,
-            _ => {}
+impl Schedule {
+    /// The actions in order: the forward sweep (up to the first
+    /// `Reverse`), then the reverse with its recomputations.
+    pub fn actions(&self) -> Actions {
+        let mut actions = Actions {
+            pending: std::collections::VecDeque::new(),
+            frames: Vec::new(),
+        };
+        if self.n > 0 {
+            actions.pending.push_back(Action::Store(0));
+            actions.frames.push(Frame::Free(0));
+            actions.frames.push(Frame::Reverse {
+                a: 0,
+                b: self.n,
+                free: self.snapshots - 1,
+                current: true,
+            });
         }
-        self.actions.push(action);
+        actions
+    }
+}
+
+/// A schedule's actions, generated as they are taken: Griewank and
+/// Walther's revolve recursion run on an explicit stack of `Frame`s.
+pub struct Actions {
+    /// Actions generated and not yet taken (a few at a time).
+    pending: std::collections::VecDeque<Action>,
+    /// What is left to do, innermost last.
+    frames: Vec<Frame>,
+}
+
+/// Work left in generating a schedule.
+enum Frame {
+    /// Reverse steps `a..b` given a snapshot of state `a` and `free` more
+    /// snapshot slots; `current`: the working state holds state `a`.
+    Reverse {
+        a: usize,
+        b: usize,
+        free: usize,
+        current: bool,
+    },
+    /// Steps `m..b` are reversed: free snapshot `m`, then reverse `a..m`.
+    Resume { a: usize, m: usize, free: usize },
+    /// Enough snapshots for every state of `a..b`: advance to and store
+    /// state `i`, then the next, then reverse step `b - 1`.
+    StoreEach { a: usize, b: usize, i: usize },
+    /// Reverse steps `a..next` from their snapshots, last first.
+    FromSnapshots { a: usize, next: usize },
+    /// No free slot: reverse steps `a..next`, last first, each recomputed
+    /// from state `a`.
+    FromStart {
+        a: usize,
+        next: usize,
+        current: bool,
+    },
+    /// Free snapshot `i`.
+    Free(usize),
+}
+
+impl Iterator for Actions {
+    type Item = Action;
+
+    fn next(&mut self) -> Option<Action> {
+        loop {
+            if let Some(action) = self.pending.pop_front() {
+                return Some(action);
+            }
+            let frame = self.frames.pop()?;
+            self.expand(frame);
+        }
+    }
+}
+
+impl Actions {
+    fn emit(&mut self, action: Action) {
+        self.pending.push_back(action);
     }
 
-    /// Reverses steps `a..b` given a snapshot of state `a` and `free` more
-    /// snapshot slots; `current` says the working state already holds
-    /// state `a`. The left-hand part loops; the right-hand part recurses,
-    /// at most `free` deep (on a growing stack).
-    fn reverse(&mut self, a: usize, mut b: usize, free: usize, mut current: bool) {
-        while b > a {
-            if free + 1 >= b - a {
-                // Enough snapshots for every state: store them all.
-                if !current {
-                    self.push(Action::Restore(a));
+    /// Generates the next few actions of `frame`, leaving what remains of
+    /// it (and what it starts) on the stack.
+    fn expand(&mut self, frame: Frame) {
+        match frame {
+            Frame::Reverse {
+                a,
+                b,
+                free,
+                current,
+            } => {
+                if b <= a {
+                    return;
                 }
-                for i in a + 1..b {
-                    self.push(Action::Advance { from: i - 1, to: i });
-                    self.push(Action::Store(i));
+                if !current && (free + 1 >= b - a || b - a == 1 || free > 0) {
+                    self.emit(Action::Restore(a));
                 }
-                self.push(Action::Reverse(b - 1));
-                for i in (a..b - 1).rev() {
-                    self.push(Action::Free(i + 1));
-                    self.push(Action::Restore(i));
-                    self.push(Action::Reverse(i));
+                if free + 1 >= b - a {
+                    self.frames.push(Frame::StoreEach { a, b, i: a + 1 });
+                } else if b - a == 1 {
+                    self.emit(Action::Reverse(a));
+                } else if free == 0 {
+                    self.frames.push(Frame::FromStart {
+                        a,
+                        next: b,
+                        current,
+                    });
+                } else {
+                    let m = a + split(b - a, free + 1);
+                    self.emit(Action::Advance { from: a, to: m });
+                    self.emit(Action::Store(m));
+                    self.frames.push(Frame::Resume { a, m, free });
+                    self.frames.push(Frame::Reverse {
+                        a: m,
+                        b,
+                        free: free - 1,
+                        current: true,
+                    });
                 }
-                return;
             }
-            if b - a == 1 {
-                if !current {
-                    self.push(Action::Restore(a));
-                }
-                self.push(Action::Reverse(a));
-                return;
+            Frame::Resume { a, m, free } => {
+                self.emit(Action::Free(m));
+                self.frames.push(Frame::Reverse {
+                    a,
+                    b: m,
+                    free,
+                    current: false,
+                });
             }
-            if free == 0 {
-                // Recompute each state from state `a`.
-                for i in (a..b).rev() {
+            Frame::StoreEach { a, b, i } => {
+                if i < b {
+                    self.emit(Action::Advance { from: i - 1, to: i });
+                    self.emit(Action::Store(i));
+                    self.frames.push(Frame::StoreEach { a, b, i: i + 1 });
+                } else {
+                    self.emit(Action::Reverse(b - 1));
+                    self.frames.push(Frame::FromSnapshots { a, next: b - 1 });
+                }
+            }
+            Frame::FromSnapshots { a, next } => {
+                if next > a {
+                    let i = next - 1;
+                    self.emit(Action::Free(i + 1));
+                    self.emit(Action::Restore(i));
+                    self.emit(Action::Reverse(i));
+                    self.frames.push(Frame::FromSnapshots { a, next: i });
+                }
+            }
+            Frame::FromStart { a, next, current } => {
+                if next > a {
+                    let i = next - 1;
                     if !current {
-                        self.push(Action::Restore(a));
+                        self.emit(Action::Restore(a));
                     }
                     if i > a {
-                        self.push(Action::Advance { from: a, to: i });
+                        self.emit(Action::Advance { from: a, to: i });
                     }
-                    self.push(Action::Reverse(i));
-                    current = false;
+                    self.emit(Action::Reverse(i));
+                    self.frames.push(Frame::FromStart {
+                        a,
+                        next: i,
+                        current: false,
+                    });
                 }
-                return;
             }
-            let m = a + split(b - a, free + 1);
-            if !current {
-                self.push(Action::Restore(a));
-            }
-            self.push(Action::Advance { from: a, to: m });
-            self.push(Action::Store(m));
-            stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
-                self.reverse(m, b, free - 1, true);
-            });
-            self.push(Action::Free(m));
-            // Now steps a..m remain, from the snapshot of state a.
-            b = m;
-            current = false;
+            Frame::Free(i) => self.emit(Action::Free(i)),
         }
     }
 }

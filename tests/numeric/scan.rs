@@ -456,3 +456,41 @@ fn jvp_through_scan_matches_the_traced_loop() {
     .unwrap();
     compare("jacobian through scan", &got[0], &want[0], 1e-14).unwrap();
 }
+
+/// 10^8 steps of the logistic map differentiate with the default revolve
+/// schedule: its snapshots counted by `tape-stats` (the default
+/// ceil(sqrt n) = 10^4 numbers, no schedule entry per step), the process's
+/// peak memory under 50 MB. Ignored by default (about 16 s);
+/// `cargo test --release --test numeric -- --ignored hundred_million`
+/// runs it.
+#[test]
+#[ignore]
+fn hundred_million_logistic_steps_differentiate_in_bounded_memory() {
+    let mut engine = scan_engine();
+    eval(
+        &mut engine,
+        "(define (logistic-revolve r) (scan (lambda (x i) (* r x (- 1.0 x))) 0.3 100000000))",
+    );
+    let gradient = number(&mut engine, "((grad logistic-revolve) 2.9)");
+    // The map converges to its fixed point, and the derivative with it.
+    assert!(
+        (gradient - 0.118_906_064_209_277_95).abs() < 1e-12,
+        "{gradient}"
+    );
+    let held = number(
+        &mut engine,
+        "(second (assoc 'snapshot-bytes (tape-stats logistic-revolve (list 2.9))))",
+    );
+    // The default revolve keeps ceil(sqrt n) = 10^4 snapshots of the one
+    // number; the schedule itself is generated as it runs.
+    assert!(held <= 10_000.0 * 8.0, "{held} bytes of snapshots");
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    if let Some(line) = status.lines().find(|l| l.starts_with("VmHWM:")) {
+        let kb: f64 = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0);
+        assert!(kb < 50.0 * 1024.0, "peak resident memory {kb} kB");
+    }
+}

@@ -157,11 +157,11 @@ impl ScalarLoop {
         // reverse step recomputes a step's intermediates.
         measure::stored(schedule.max_snapshots * leaves * 8);
         measure::recomputed(schedule.recomputed_steps + tapes.spec.n, values, flops);
-        for (at, action) in schedule.actions.iter().enumerate() {
+        for (at, action) in schedule.actions().enumerate() {
             if at % 4096 == 0 && cancel::requested() {
                 break;
             }
-            match *action {
+            match action {
                 Action::Advance { from, to } => self.advance(&mut working, &mut next, from, to),
                 Action::Store(i) => {
                     snapshots.extend(working[..leaves].iter().copied());

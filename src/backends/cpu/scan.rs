@@ -54,13 +54,15 @@ pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Result<Buf, BackendError> {
     let schedule = tapes.schedule();
     let state_bytes = spec.state_bytes();
     let (values, flops) = (tapes.body.stats.values, tapes.body.stats.flops);
-    for (at, action) in schedule.actions.iter().enumerate() {
+    // Advances after the first reverse step are recomputations.
+    let mut reversing = false;
+    for (at, action) in schedule.actions().enumerate() {
         if at % 64 == 0 && cancel::requested() {
             break;
         }
-        match *action {
+        match action {
             Action::Advance { from, to } => {
-                if at >= schedule.forward_prefix {
+                if reversing {
                     measure::recomputed(to - from, values, flops);
                 }
                 advance(tapes, &mut working, from, to)?
@@ -77,6 +79,7 @@ pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Result<Buf, BackendError> {
                 snapshots.remove(&i);
             }
             Action::Reverse(i) => {
+                reversing = true;
                 // The reverse step recomputes the step's intermediates.
                 measure::recomputed(1, values, flops);
                 working[leaves] = Buf::Scalar(i as f64);

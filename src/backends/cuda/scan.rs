@@ -89,13 +89,15 @@ fn reverse<M: Machine>(
     // Counted as the CPU backend counts (`tape-stats`).
     let state_bytes = spec.state_bytes();
     let (values, flops) = (tapes.body.stats.values, tapes.body.stats.flops);
-    for (at, action) in schedule.actions.iter().enumerate() {
+    // Advances after the first reverse step are recomputations.
+    let mut reversing = false;
+    for (at, action) in schedule.actions().enumerate() {
         if at % 64 == 0 && cancel::requested() {
             break;
         }
-        match *action {
+        match action {
             Action::Advance { from, to } => {
-                if at >= schedule.forward_prefix {
+                if reversing {
                     measure::recomputed(to - from, values, flops);
                 }
                 advance(machine, tapes, &mut working, from, to)?
@@ -117,6 +119,7 @@ fn reverse<M: Machine>(
                 }
             }
             Action::Reverse(i) => {
+                reversing = true;
                 // The reverse step recomputes the step's intermediates.
                 measure::recomputed(1, values, flops);
                 working[leaves] = Datum::Host(i as f64);

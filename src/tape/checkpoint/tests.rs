@@ -12,8 +12,12 @@ fn run(n: usize, schedule: &Schedule, limit: usize) -> usize {
     let mut held: Vec<usize> = Vec::new();
     let mut next_reverse = n;
     let mut steps = 0;
-    for (at, action) in schedule.actions.iter().enumerate() {
-        match *action {
+    let mut most_held = 0;
+    for (at, action) in schedule.actions().enumerate() {
+        if matches!(action, Action::Reverse(_)) && next_reverse == n {
+            assert_eq!(working, Some(n - 1), "the forward sweep ends at n - 1");
+        }
+        match action {
             Action::Advance { from, to } => {
                 assert_eq!(working, Some(from), "action {at}: {action:?}");
                 assert!(to > from && to < n);
@@ -24,6 +28,7 @@ fn run(n: usize, schedule: &Schedule, limit: usize) -> usize {
                 assert_eq!(working, Some(i), "action {at}: {action:?}");
                 assert!(!held.contains(&i));
                 held.push(i);
+                most_held = most_held.max(held.len());
                 assert!(
                     held.len() <= limit,
                     "{} snapshots, limit {limit}",
@@ -46,12 +51,13 @@ fn run(n: usize, schedule: &Schedule, limit: usize) -> usize {
                 working = None;
             }
         }
-        if at + 1 == schedule.forward_prefix {
-            assert_eq!(working, Some(n - 1), "the forward sweep ends at n - 1");
-        }
     }
     assert_eq!(next_reverse, 0, "every step reversed");
     assert!(held.is_empty(), "snapshots left: {held:?}");
+    assert_eq!(
+        most_held, schedule.max_snapshots,
+        "the snapshots held at most"
+    );
     steps
 }
 
@@ -121,5 +127,33 @@ fn long_loops_schedule_quickly_within_their_snapshots() {
             binomial_recomputations(n, k),
             "n = {n}, k = {k}"
         );
+    }
+}
+
+/// Actions are generated as they are taken: while a schedule of a million
+/// steps runs, the generator holds a stack no deeper than its snapshots
+/// and a handful of pending actions, whatever the number of steps.
+#[test]
+fn actions_are_generated_in_memory_bounded_by_the_snapshots() {
+    for (n, strategy, k) in [
+        (1_000_000, Strategy::Revolve(20), 20),
+        (1_000_000, Strategy::Revolve(3), 3),
+        (3_000, Strategy::Recompute, 1),
+        (100_000, Strategy::StoreAll, 100_000),
+    ] {
+        let s = schedule(n, strategy);
+        let mut actions = s.actions();
+        let (mut deepest, mut most_pending, mut count) = (0, 0, 0usize);
+        while actions.next().is_some() {
+            deepest = deepest.max(actions.frames.len());
+            most_pending = most_pending.max(actions.pending.len());
+            count += 1;
+        }
+        assert!(
+            deepest <= k.min(64) + 2,
+            "{strategy:?}: a stack {deepest} deep"
+        );
+        assert!(most_pending <= 3, "{strategy:?}: {most_pending} pending");
+        assert!(count >= 2 * n, "{strategy:?}: {count} actions");
     }
 }
