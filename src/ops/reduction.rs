@@ -175,20 +175,14 @@ impl LogSumExp {
         Some((last, rest))
     }
 
-    /// `x`'s numbers as `[outer, len, inner]` (kept, reduced, kept): as
-    /// they are when the reduced axes are one run of neighbours (axes of
-    /// length 1 aside), else copied with the reduced axes moved last.
+    /// `x`'s numbers as `[outer, len, inner]` (kept, reduced, kept), for
+    /// reduced axes that form one run of neighbours (axes of length 1
+    /// aside; `cpu` splits the others first): row-major, copied only when
+    /// `x` is not.
     fn layout<'a>(
         &self,
         x: &ArrayViewD<'a, f64>,
     ) -> (CowArray<'a, f64, IxDyn>, usize, usize, usize) {
-        let reduced_runs = (0..x.ndim())
-            .filter(|&a| x.shape()[a] != 1)
-            .map(|a| self.reduced(a))
-            .fold((0, false), |(runs, previous), now| {
-                (runs + usize::from(now && !previous), now)
-            })
-            .0;
         let product = |keep: &dyn Fn(usize) -> bool| -> usize {
             (0..x.ndim())
                 .filter(|&a| keep(a))
@@ -196,25 +190,17 @@ impl LogSumExp {
                 .product()
         };
         let len = product(&|a| self.reduced(a));
-        if reduced_runs <= 1 {
-            let first = (0..x.ndim())
-                .find(|&a| self.reduced(a) && x.shape()[a] != 1)
-                .unwrap_or(x.ndim());
-            let outer = product(&|a| a < first && !self.reduced(a));
-            let inner = product(&|a| a > first && !self.reduced(a));
-            let data = if x.is_standard_layout() {
-                CowArray::from(x.clone())
-            } else {
-                CowArray::from(x.as_standard_layout().into_owned())
-            };
-            (data, outer, len, inner)
+        let first = (0..x.ndim())
+            .find(|&a| self.reduced(a) && x.shape()[a] != 1)
+            .unwrap_or(x.ndim());
+        let outer = product(&|a| a < first && !self.reduced(a));
+        let inner = product(&|a| a > first && !self.reduced(a));
+        let data = if x.is_standard_layout() {
+            CowArray::from(x.clone())
         } else {
-            let mut order: Vec<usize> = (0..x.ndim()).filter(|&a| !self.reduced(a)).collect();
-            order.extend((0..x.ndim()).filter(|&a| self.reduced(a)));
-            let moved = x.clone().permuted_axes(IxDyn(&order));
-            let copy = moved.as_standard_layout().into_owned();
-            (CowArray::from(copy), product(&|a| !self.reduced(a)), len, 1)
-        }
+            CowArray::from(x.as_standard_layout().into_owned())
+        };
+        (data, outer, len, inner)
     }
 
     /// One thread per result, looping over its lane twice.

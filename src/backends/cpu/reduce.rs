@@ -335,10 +335,7 @@ fn accumulate_few_rows<F: Fold>(acc: &mut [f64], values: &[f64], starts: StepBy<
         let mut local = [F::INIT; 8];
         local.copy_from_slice(block);
         for &start in &starts {
-            let row: &[f64; 8] = values[start + c..start + c + 8]
-                .try_into()
-                .expect("eight numbers of a row");
-            for (a, &x) in local.iter_mut().zip(row) {
+            for (a, &x) in local.iter_mut().zip(&values[start + c..start + c + 8]) {
                 *a = F::op(*a, x);
             }
         }
