@@ -4,8 +4,45 @@
 //! `Internal` error (the engine catches it); none may occur.
 
 use epsilon::lisp::builtins::TABLES;
-use epsilon::{Engine, EvalErrorKind, Value};
+use epsilon::{Engine, Error, EvalErrorKind, Value};
 use proptest::prelude::*;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long one case may run before it is interrupted, as Ctrl-C would:
+/// arguments such as `(scan + 0 9223372036854775807)` or a `while-loop`
+/// whose condition never fails are legitimate endless work.
+const DEADLINE: Duration = Duration::from_secs(2);
+
+/// Runs `work` on `engine`, interrupting it past `DEADLINE` (an
+/// interrupted case ends in an ordinary `Interrupted` error).
+fn bounded<T>(
+    engine: &mut Engine,
+    work: impl FnOnce(&mut Engine) -> Result<T, Error>,
+) -> Result<T, Error> {
+    let flag = engine.interrupt_handle();
+    let done = Arc::new(AtomicBool::new(false));
+    let watchdog = {
+        let done = Arc::clone(&done);
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            while !done.load(Ordering::Relaxed) {
+                if start.elapsed() > DEADLINE {
+                    flag.store(true, Ordering::Relaxed);
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    let result = work(engine);
+    done.store(true, Ordering::Relaxed);
+    let _ = watchdog.join();
+    // An interrupt that arrived after the work ended is not left pending.
+    engine.interrupt_handle().store(false, Ordering::Relaxed);
+    result
+}
 
 /// Built-ins left out: they write files named by their arguments.
 const SKIPPED: &[&str] = &["write-csv", "save-npy", "save-dot"];
@@ -100,7 +137,7 @@ proptest! {
         let pool = pool_values(&mut engine);
         let args: Vec<Value> = arg_indices.iter().map(|i| pool[i.index(pool.len())].clone()).collect();
         let shown: Vec<String> = arg_indices.iter().map(|i| POOL[i.index(POOL.len())].to_string()).collect();
-        if let Err(error) = engine.call_named(name, &args) {
+        if let Err(error) = bounded(&mut engine, |engine| engine.call_named(name, &args)) {
             prop_assert!(
                 error.kind() != EvalErrorKind::Internal,
                 "({} {}) panicked: {}", name, shown.join(" "), error.message()
@@ -120,7 +157,7 @@ fn every_builtin_is_exercised_with_every_arity_up_to_three_on_numbers() {
             vec![Value::Int(2), Value::Float(0.5)],
             vec![Value::Int(3); 3],
         ] {
-            if let Err(error) = engine.call_named(name, &args) {
+            if let Err(error) = bounded(&mut engine, |engine| engine.call_named(name, &args)) {
                 assert_ne!(
                     error.kind(),
                     EvalErrorKind::Internal,
@@ -175,7 +212,7 @@ proptest! {
         };
         let mut engine = Engine::new();
         engine.set_output(Box::new(Sink));
-        if let Err(error) = engine.eval(&source) {
+        if let Err(error) = bounded(&mut engine, |engine| engine.eval(&source)) {
             prop_assert!(
                 error.kind() != EvalErrorKind::Internal,
                 "{} panicked: {}", source, error.message()

@@ -1,7 +1,8 @@
 //! Every example in examples/ runs (at a reduced size where it has one) and
 //! prints what it promises: the Rosenbrock minimum, the digits accuracy, the
 //! recovered diffusion coefficient, the hyperelastic checks, a falling
-//! attention loss, the Gaussian process's fitted noise; the picture and graph files are written and readable.
+//! attention loss, the Gaussian process's fitted noise, the adaptive
+//! integrator's gradient and aim; the picture and graph files are written and readable.
 
 mod common;
 
@@ -145,6 +146,18 @@ fn heat_recovers_the_diffusion_coefficient() {
         "{}",
         out.stdout
     );
+}
+
+/// The adaptive integrator's gradient (through a while-loop whose number
+/// of steps and rejections depend on the parameters) agrees with central
+/// differences, and Newton's method on it hits the target distance.
+#[test]
+fn adaptive_integrator_gradient_matches_differences_and_aims() {
+    let out = run_example("adaptive.lisp", &["--target", "5.5"]);
+    let difference = number_after(&out.stdout, "largest relative difference:");
+    assert!(difference < 1e-5, "{}", out.stdout);
+    let landed = number_after(&out.stdout, ", lands at");
+    assert!((landed - 5.5).abs() < 1e-8, "{}", out.stdout);
 }
 
 #[test]

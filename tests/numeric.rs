@@ -40,6 +40,8 @@ mod errors;
 mod hessians;
 #[path = "numeric/linearization.rs"]
 mod linearization;
+#[path = "numeric/loop_hessians.rs"]
+mod loop_hessians;
 #[path = "numeric/native.rs"]
 mod native_kernels;
 #[path = "numeric/ops.rs"]
@@ -50,6 +52,8 @@ mod regressions;
 mod review;
 #[path = "numeric/scan.rs"]
 mod scan;
+#[path = "numeric/scan_over.rs"]
+mod scan_over;
 #[path = "numeric/scan_review.rs"]
 mod scan_review;
 #[path = "numeric/table.rs"]
@@ -66,6 +70,8 @@ mod table_linalg_values;
 mod table_reduce;
 #[path = "numeric/table_special.rs"]
 mod table_special;
+#[path = "numeric/while_loop.rs"]
+mod while_loop;
 
 // ---------------------------------------------------------------- helpers
 
@@ -98,6 +104,13 @@ fn eval(engine: &mut Engine, source: &str) -> Value {
     engine
         .eval(source)
         .unwrap_or_else(|error| panic!("{source}\n{}", error.render()))
+}
+
+/// Evaluates `form` to a number, failing the test otherwise.
+fn number(engine: &mut Engine, form: &str) -> f64 {
+    eval(engine, form)
+        .as_f64()
+        .unwrap_or_else(|e| panic!("{form}: {e}"))
 }
 
 /// Evaluates `source`; the error rendered as text.

@@ -248,7 +248,7 @@ impl Interp {
                     then,
                     otherwise,
                 } => {
-                    node = if self.eval(test, &env)?.is_truthy() {
+                    node = if truthy(&self.eval(test, &env)?)? {
                         then
                     } else {
                         otherwise
@@ -279,7 +279,7 @@ impl Interp {
                     };
                     for test in init {
                         let value = self.eval(test, &env)?;
-                        if value.is_truthy() == want {
+                        if truthy(&value)? == want {
                             return Ok(Step::Value(value));
                         }
                     }
@@ -289,7 +289,7 @@ impl Interp {
                     let mut chosen = None;
                     for clause in clauses.iter() {
                         let value = self.eval(&clause.test, &env)?;
-                        if value.is_truthy() {
+                        if truthy(&value)? {
                             chosen = Some((clause, value));
                             break;
                         }
@@ -415,7 +415,7 @@ impl Interp {
                 env: env.clone(),
             })))),
             Node::While { test, body } => {
-                while self.eval(test, env)?.is_truthy() {
+                while truthy(&self.eval(test, env)?)? {
                     self.check_interrupt()?;
                     self.eval(body, env)?;
                 }
@@ -638,4 +638,17 @@ pub fn format_duration(seconds: f64) -> String {
     } else {
         format!("{:.1} µs", seconds * 1e6)
     }
+}
+
+/// Whether a test's value is true. A comparison recorded in a
+/// `while-loop`'s condition is a traced number with no truth value yet.
+fn truthy(value: &Value) -> EvalResult<bool> {
+    if let Value::Traced(t) = value
+        && t.trace.borrow().record_comparisons
+    {
+        return Err(EvalError::type_error(
+            "a while-loop's condition is compiled once for every step, so it cannot test a comparison with if, and, or, cond or when: combine comparisons with (* a b) for and, (max a b) for or",
+        ));
+    }
+    Ok(value.is_truthy())
 }

@@ -22,6 +22,8 @@
 
 pub use crate::egraph::tensor::scan::Strategy;
 
+pub mod online;
+
 /// One action of a schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -41,6 +43,37 @@ pub enum Action {
     Free(usize),
     /// Reverse step `i`: the working state holds state `i`.
     Reverse(usize),
+}
+
+/// A backend reversing a loop: it takes a schedule's actions on its own
+/// values (`reverse_with`, `online::reverse_online`).
+pub trait Reversal {
+    /// A failure of the backend.
+    type Error;
+    /// Whether the loop, its working state holding state `i`, runs step
+    /// `i` (a `while-loop`'s condition; an error past its `:max-steps`).
+    fn go_on(&mut self, i: usize) -> Result<bool, Self::Error>;
+    /// Takes one action.
+    fn apply(&mut self, action: Action) -> Result<(), Self::Error>;
+    /// The forward sweep is over: later advances are recomputations.
+    fn reversing(&mut self);
+    /// Whether an interrupt asks to stop.
+    fn cancelled(&self) -> bool;
+}
+
+/// Takes every action of `schedule` on a backend (stopping early when it
+/// is interrupted).
+pub fn reverse_with<R: Reversal>(reversal: &mut R, schedule: &Schedule) -> Result<(), R::Error> {
+    for (at, action) in schedule.actions().enumerate() {
+        if at % 64 == 0 && reversal.cancelled() {
+            break;
+        }
+        if matches!(action, Action::Reverse(_)) {
+            reversal.reversing();
+        }
+        reversal.apply(action)?;
+    }
+    Ok(())
 }
 
 /// A schedule: its counts, and its actions generated one at a time

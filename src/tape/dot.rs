@@ -265,15 +265,17 @@ fn fused_label(group: &super::FusedGroup, shape: &Shape) -> String {
 /// (`init`, or `init.k` for a state of several leaves), a value the step
 /// reads from outside (`capture.k`), or the result's cotangent.
 fn loop_operand(spec: &Scan, p: usize) -> String {
-    let (leaves, captures) = (spec.leaves.len(), spec.captures.len());
+    let (leaves, xs, captures) = (spec.leaves.len(), spec.xs.len(), spec.captures.len());
     if p < leaves {
         if leaves == 1 {
             "init".to_string()
         } else {
             format!("init.{p}")
         }
-    } else if p < leaves + captures {
-        format!("capture.{}", p - leaves)
+    } else if p < leaves + xs {
+        format!("xs.{}", p - leaves)
+    } else if p < leaves + xs + captures {
+        format!("capture.{}", p - leaves - xs)
     } else {
         "cotangent".to_string()
     }
@@ -292,8 +294,8 @@ fn loop_label(tapes: &super::scan::LoopTapes, shape: &Shape) -> String {
         None => format!("step {body} instructions"),
     };
     format!(
-        "{what} {} steps, {:?}\n{bodies}\n{}",
-        spec.n,
+        "{what} {}, {:?}\n{bodies}\n{}",
+        spec.steps_label(),
         spec.strategy,
         show(shape)
     )
@@ -386,8 +388,8 @@ pub fn program_graph(
             TOp::Scan(spec) => (
                 Kind::Loop,
                 format!(
-                    "scan {} steps, {:?}\nstep {} nodes\n{}",
-                    spec.n,
+                    "scan {}, {:?}\nstep {} nodes\n{}",
+                    spec.steps_label(),
                     spec.strategy,
                     spec.body.nodes.len(),
                     show(shape)
@@ -396,8 +398,8 @@ pub fn program_graph(
             TOp::ScanVjp(spec) => (
                 Kind::Loop,
                 format!(
-                    "scan-vjp {} steps, {:?}\nstep {} + reverse step {} nodes\n{}",
-                    spec.n,
+                    "scan-vjp {}, {:?}\nstep {} + reverse step {} nodes\n{}",
+                    spec.steps_label(),
                     spec.strategy,
                     spec.body.nodes.len(),
                     spec.adjoint().nodes.len(),

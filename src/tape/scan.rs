@@ -19,6 +19,8 @@ pub struct LoopTapes {
     pub body: Tape,
     /// The step's reverse (for `reverse`).
     pub adjoint: Option<Tape>,
+    /// A `while-loop`'s condition, over the step's inputs.
+    pub condition: Option<Tape>,
     /// A number no other `LoopTapes` of this process has (backends key
     /// what they prepare for a loop by it).
     pub id: u64,
@@ -37,14 +39,19 @@ impl LoopTapes {
         let body = compile_body(&spec.body, &inputs);
         let adjoint = reverse.then(|| {
             let mut inputs = inputs.clone();
-            inputs.extend(spec.leaves.iter().cloned());
+            inputs.extend(spec.leaves.iter().chain(&spec.ys).cloned());
             compile_body(spec.adjoint(), &inputs)
         });
+        let condition = spec
+            .condition
+            .as_ref()
+            .map(|condition| compile_body(condition, &inputs));
         LoopTapes {
             spec: spec.clone(),
             reverse,
             body,
             adjoint,
+            condition,
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             schedule: OnceLock::new(),
         }
@@ -57,8 +64,13 @@ impl LoopTapes {
     }
 
     /// Floating-point operations of one run: the steps run forward, and
-    /// for the reverse the reversed steps too.
+    /// for the reverse the reversed steps too. A `while-loop`'s number of steps is known only as it runs: its
+    /// count is of one step (with its condition, and its reverse).
     pub fn flops(&self) -> u64 {
+        if let Some(condition) = &self.condition {
+            let reverse = self.adjoint.as_ref().map_or(0, |a| a.stats.flops);
+            return self.body.stats.flops + condition.stats.flops + reverse;
+        }
         let n = self.spec.n as u64;
         let body = self.body.stats.flops;
         match &self.adjoint {

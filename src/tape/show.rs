@@ -16,7 +16,12 @@ impl fmt::Display for Kernel {
             ),
             Kernel::Loop(tapes) => {
                 let what = if tapes.reverse { "scan-vjp" } else { "scan" };
-                write!(f, "{what}[{} {:?}]{{", tapes.spec.n, tapes.spec.strategy)?;
+                write!(
+                    f,
+                    "{what}[{} {:?}]{{",
+                    tapes.spec.steps_label(),
+                    tapes.spec.strategy
+                )?;
                 let body = tapes.adjoint.as_ref().unwrap_or(&tapes.body);
                 write!(f, "{} instructions}}", body.instructions.len())
             }

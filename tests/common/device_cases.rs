@@ -100,6 +100,26 @@ pub const DEVICE_CASES: &[(&str, &str)] = &[
          ((grad loss :wrt '(0 1)) (randn '(8)) (randn '(8)))",
     ),
     (
+        "a loop over sequences (rows of arrays and numbers in, stacked outputs out)",
+        "(define xs (randn '(12 6))) (define ts (linspace 0 1 12)) (define W (* 0.3 (randn '(6 6))))
+         (define (loss W h0 xs)
+           (let ((r (scan (lambda (h row)
+                            (let ((h (tanh (+ (matmul W h) (first row) (second row)))))
+                              (list h (list (sum h) (* (second row) h)))))
+                          h0 (list xs ts) :checkpoint 'revolve :snapshots 3)))
+             (+ (sum (first r)) (sum (first (second r))) (sum (* (second (second r)) xs)))))
+         (list (loss W (randn '(6)) xs) ((grad loss :wrt '(0 1 2)) W (randn '(6)) xs))",
+    ),
+    (
+        "a while-loop over arrays (online checkpointing), reverse and forward",
+        "(define (loss a u0)
+           (sum (while-loop (lambda (u) (< (sum (* u u)) 20.0))
+                            (lambda (u) (+ u (* a (tanh (roll u 1))) 0.05))
+                            u0 :snapshots 3)))
+         (list (loss 0.3 (linspace 0 1 16)) ((grad loss :wrt '(0 1)) 0.3 (linspace 0 1 16))
+               (jvp loss (list 0.3 (linspace 0 1 16)) (list 1.0 (ones '(16)))))",
+    ),
+    (
         "a loop over numbers (run on the host)",
         "(define (loss a) (scan (lambda (x i) (+ x (* a (sin x)))) 0.5 25))
          (list (loss 0.3) ((grad loss) 0.3))",

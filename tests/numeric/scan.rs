@@ -45,12 +45,6 @@ fn scan_engine() -> Engine {
     engine
 }
 
-fn number(engine: &mut Engine, form: &str) -> f64 {
-    eval(engine, form)
-        .as_f64()
-        .unwrap_or_else(|e| panic!("{form}: {e}"))
-}
-
 #[test]
 fn scan_computes_what_a_lisp_loop_computes() {
     let mut engine = scan_engine();
@@ -203,18 +197,6 @@ fn scan_errors_are_clear() {
             "(scan (lambda (x i) x) \"s\" 5)",
             "numbers, tensors or lists",
         ),
-        (
-            "((hessian (lambda (a) (scan (lambda (x i) (* a x)) 1.0 3))) 1.5)",
-            "hessian, hvp",
-        ),
-        (
-            "(hvp (lambda (a) (sum (scan (lambda (x i) (* a x)) [1.0 2.0] 3))) (list [1.5 1.0]) [1 0])",
-            "hessian, hvp",
-        ),
-        (
-            "((grad (grad (lambda (a) (scan (lambda (x i) (* a x)) 1.0 3)))) 1.5)",
-            "gradient through scan",
-        ),
     ] {
         let error = engine.eval(form).expect_err(form);
         assert!(
@@ -289,7 +271,7 @@ fn checkpointed_functions_have_the_same_values_and_gradients() {
         "(show-tape (lambda (W b x) (net clayer W b x)) (list W b5 h0))",
     );
     assert!(
-        shown.to_string().contains("scan-vjp[1 Recompute]"),
+        shown.to_string().contains("scan-vjp[1 steps Recompute]"),
         "{shown}"
     );
     let error = engine

@@ -147,14 +147,23 @@ fn checkpoint_keeps_integer_arguments_usable() {
     assert!(got.is_ok(), "{got:?}");
 }
 
-/// The scan step's index is a traced number: it cannot index a sequence
-/// yet, and the error says why instead of showing the tracing placeholder.
+/// The scan step's index is a traced number: it indexes tensors (`index`
+/// becomes a gather), but where a real integer is needed (a shape) the
+/// error says why instead of showing the tracing placeholder.
 #[test]
 fn the_step_index_as_an_integer_is_a_clear_error() {
     let mut engine = review_engine();
     let got = try_eval(
         &mut engine,
         "(scan (lambda (s i) (+ s (index [1.0 2.0 3.0] i))) 0.0 3)",
+    );
+    assert!(
+        matches!(&got, Ok(v) if v.as_f64().ok() == Some(6.0)),
+        "{got:?}"
+    );
+    let got = try_eval(
+        &mut engine,
+        "(scan (lambda (s i) (+ s (sum (ones (list i 2))))) 0.0 3)",
     );
     assert!(
         matches!(&got, Err(e) if e.contains("cannot be used as an integer")),

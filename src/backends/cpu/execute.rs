@@ -390,6 +390,7 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
                 })
                 .collect();
             let n: usize = instruction.shape.iter().product();
+            check_room(instruction, n)?;
             match &instruction.op {
                 Kernel::Op(TOp::Input { index, .. }) => Val::from_buf(&inputs[*index as usize]),
                 Kernel::Fused(group) => run_group(group, &args, &instruction.shape, take(n)),
@@ -524,6 +525,48 @@ thread_local! {
         free: FxHashMap::default(),
         bytes: 0,
     });
+}
+
+/// Results at least this many numbers long are allocated only after the
+/// allocator has agreed to hold them (`reserve`), so a result the machine
+/// cannot hold is an error, not an abort.
+const PROBED_LENGTH: usize = 1 << 23;
+
+/// Empty storage with room for `len` numbers, or the out-of-memory error
+/// naming what it was for (`what`), instead of the abort an allocation
+/// failure would be.
+pub(crate) fn reserve(len: usize, what: impl FnOnce() -> String) -> Result<Vec<f64>, BackendError> {
+    let mut storage: Vec<f64> = Vec::new();
+    match storage.try_reserve_exact(len) {
+        Ok(()) => Ok(storage),
+        Err(_) => Err(BackendError::new(format!(
+            "out of memory: cannot allocate {:.3} GB for {}",
+            len as f64 * 8.0 / 1e9,
+            what()
+        ))),
+    }
+}
+
+/// Checks that the allocator can hold an instruction's result of `n`
+/// numbers (only for large results; the storage is given back at once
+/// and taken again by the instruction).
+fn check_room(instruction: &Instruction, n: usize) -> Result<(), BackendError> {
+    if n < PROBED_LENGTH {
+        return Ok(());
+    }
+    reserve(n, || {
+        let what = match &instruction.op {
+            Kernel::Op(op) => op.to_string(),
+            Kernel::Fused(_) => "a fused elementwise group".to_string(),
+            Kernel::Loop(_) => "a loop".to_string(),
+            Kernel::Gemm { .. } => "a matrix product".to_string(),
+        };
+        format!(
+            "the result of {what} of shape {}",
+            crate::egraph::tensor::shape::show(&instruction.shape)
+        )
+    })
+    .map(drop)
 }
 
 /// Storage of `n` elements from the pool, if it has some (contents

@@ -16,6 +16,7 @@ mod native_task;
 mod reduce;
 mod scalar_loop;
 mod scan;
+pub(crate) use scan::snapshots_of;
 
 pub use scan::unpack;
 mod sources;

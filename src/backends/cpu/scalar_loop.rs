@@ -6,7 +6,9 @@
 //! live on a stack of numbers (the schedules store and free in LIFO order).
 
 use super::elementwise::apply_chunk;
+use super::execute::reserve;
 use super::{cancel, measure, native};
+use crate::backends::BackendError;
 use crate::egraph::tensor::TOp;
 use crate::tape::checkpoint::{Action, Strategy};
 use crate::tape::scan::LoopTapes;
@@ -89,7 +91,7 @@ impl ScalarLoop {
         state: &[f64],
         captures: &[f64],
         cotangent: &[f64],
-    ) -> Vec<f64> {
+    ) -> Result<Vec<f64>, BackendError> {
         let adjoint = self
             .adjoint
             .as_ref()
@@ -115,7 +117,9 @@ impl ScalarLoop {
             measure::stored(n * leaves * 8);
             // Each reverse step recomputes the step's intermediates.
             measure::recomputed(n, values, flops);
-            let mut trail: Vec<f64> = Vec::with_capacity(n * leaves);
+            let mut trail = reserve(n.saturating_mul(leaves), || {
+                format!("the {n} states of a loop's store-all reverse")
+            })?;
             for i in 0..n {
                 trail.extend(working[..leaves].iter().copied());
                 if i + 1 < n {
@@ -133,7 +137,7 @@ impl ScalarLoop {
                 );
                 measure::released(n * leaves * 8);
                 cotangent.extend(captured);
-                return cotangent;
+                return Ok(cotangent);
             }
             for i in (0..n).rev() {
                 copy(&mut working[..leaves], &trail[i * leaves..(i + 1) * leaves]);
@@ -148,10 +152,15 @@ impl ScalarLoop {
             measure::released(n * leaves * 8);
             let mut all = reverse_inputs[body..].to_vec();
             all.extend(captured);
-            return all;
+            return Ok(all);
         }
         let schedule = tapes.schedule();
-        let mut snapshots: Vec<f64> = Vec::with_capacity(schedule.max_snapshots * leaves);
+        let mut snapshots = reserve(schedule.max_snapshots.saturating_mul(leaves), || {
+            format!(
+                "the {} snapshots of a loop's reverse",
+                schedule.max_snapshots
+            )
+        })?;
         let mut stored: Vec<usize> = Vec::with_capacity(schedule.max_snapshots);
         // The schedule holds at most `max_snapshots` states at once; each
         // reverse step recomputes a step's intermediates.
@@ -192,7 +201,7 @@ impl ScalarLoop {
         measure::released(schedule.max_snapshots * leaves * 8);
         let mut all = reverse_inputs[working.len()..].to_vec();
         all.extend(captured);
-        all
+        Ok(all)
     }
 
     /// Steps `from..to` on the state at the start of `inputs`.

@@ -6,89 +6,227 @@ use super::execute::{Buf, run};
 use super::{cancel, measure, scalar_loop};
 use crate::backends::BackendError;
 use crate::tape::checkpoint::Action;
+use crate::tape::checkpoint::online::reverse_online;
+use crate::tape::checkpoint::{Reversal, reverse_with};
 use crate::tape::scan::LoopTapes;
-use ndarray::{Array1, ArrayD, IxDyn};
+use ndarray::{Array1, ArrayD, Axis, IxDyn};
 use rustc_hash::FxHashMap;
 use std::rc::Rc;
 
-/// The loop's final state (packed when it has several leaves).
+/// The loop's final state and stacked outputs (packed when more than one
+/// state leaf or any outputs).
 pub fn forward(tapes: &LoopTapes, args: &[Buf]) -> Result<Buf, BackendError> {
     let spec = &tapes.spec;
     let leaves = spec.leaves.len();
-    if let (Some(numbers), Some(program)) = (numbers(args), scalar_loop::prepare(tapes)) {
+    let sequences = spec.xs.len() + spec.ys.len();
+    if sequences == 0
+        && tapes.condition.is_none()
+        && let (Some(numbers), Some(program)) = (numbers(args), scalar_loop::prepare(tapes))
+    {
         let state = program.forward(tapes, &numbers[..leaves], &numbers[leaves..]);
         return Ok(pack(
             &state.into_iter().map(Buf::Scalar).collect::<Vec<_>>(),
         ));
     }
-    let mut inputs = body_inputs(&args[..leaves], &args[leaves..]);
-    advance(tapes, &mut inputs, 0, spec.n)?;
-    Ok(pack(&inputs[..leaves]))
+    let xs = Sequences::read(tapes, args)?;
+    let mut inputs = body_inputs(tapes, &args[..leaves], &args[leaves + spec.xs.len()..]);
+    if tapes.condition.is_some() {
+        let mut i = 0;
+        while go_on(tapes, &mut inputs, i)? {
+            advance(tapes, &mut inputs, &xs, None, i, i + 1)?;
+            i += 1;
+        }
+        return Ok(pack(&inputs[..leaves]));
+    }
+    let mut ys = Stacked::new(spec.n, &spec.ys)?;
+    advance(tapes, &mut inputs, &xs, Some(&mut ys), 0, spec.n)?;
+    if spec.ys.is_empty() {
+        return Ok(pack(&inputs[..leaves]));
+    }
+    let mut parts = inputs[..leaves].to_vec();
+    parts.extend(ys.finish(spec));
+    Ok(flat(&parts))
 }
 
-/// The cotangents of the initial state's leaves and of the differentiable
-/// captures, flat, given the operands and the result's cotangent.
+/// Whether a `while-loop` whose working inputs hold state `i` runs step
+/// `i`: its condition is nonzero there (an error once it has run its
+/// `:max-steps`; false when an interrupt is asked for, which the caller
+/// reports).
+fn go_on(tapes: &LoopTapes, inputs: &mut [Buf], i: usize) -> Result<bool, BackendError> {
+    let Some(condition) = &tapes.condition else {
+        return Ok(i < tapes.spec.n);
+    };
+    if i.is_multiple_of(64) && cancel::requested() {
+        return Ok(false);
+    }
+    inputs[tapes.spec.leaves.len()] = Buf::Scalar(i as f64);
+    let value = match run(condition, inputs)?.first() {
+        Some(Buf::Scalar(x)) => *x,
+        Some(Buf::Array(a)) if a.len() == 1 => a.iter().copied().next().unwrap_or(0.0),
+        _ => {
+            return Err(BackendError::new(
+                "a while-loop's condition must give one number (a comparison)",
+            ));
+        }
+    };
+    if value != 0.0 && i >= tapes.spec.n {
+        return Err(BackendError::new(format!(
+            "while-loop reached :max-steps {} with its condition still true",
+            tapes.spec.n
+        )));
+    }
+    Ok(value != 0.0)
+}
+
+/// The cotangents of the initial state's leaves, of the sequences and of
+/// the differentiable captures, flat, given the operands and the result's
+/// cotangent.
 pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Result<Buf, BackendError> {
     let spec = &tapes.spec;
-    let adjoint = tapes
-        .adjoint
-        .as_ref()
-        .ok_or_else(|| BackendError::new("a reverse loop without its reverse body"))?;
-    let (leaves, captures) = (spec.leaves.len(), spec.captures.len());
-    let operands = &args[..leaves + captures];
-    if let (Some(numbers), Some(program)) = (numbers(operands), scalar_loop::prepare(tapes)) {
+    let (leaves, xs_count, captures) = (spec.leaves.len(), spec.xs.len(), spec.captures.len());
+    let operands = &args[..leaves + xs_count + captures];
+    if xs_count + spec.ys.len() == 0
+        && tapes.condition.is_none()
+        && let (Some(numbers), Some(program)) = (numbers(operands), scalar_loop::prepare(tapes))
+    {
         let cotangent: Vec<f64> = args[leaves + captures].to_array().iter().copied().collect();
         let all = program.reverse(
             tapes,
             &numbers[..leaves],
             &numbers[leaves..leaves + captures],
             &cotangent,
-        );
+        )?;
         return Ok(flat(&all.into_iter().map(Buf::Scalar).collect::<Vec<_>>()));
     }
-    let mut working = body_inputs(&args[..leaves], &args[leaves..leaves + captures]);
-    let mut cotangents = unpack(&args[leaves + captures], &spec.leaves);
-    let mut captured: Vec<Option<Buf>> =
-        vec![None; spec.differentiable.iter().filter(|d| **d).count()];
-    let mut snapshots: FxHashMap<usize, Vec<Buf>> = FxHashMap::default();
-    let schedule = tapes.schedule();
-    let state_bytes = spec.state_bytes();
-    let (values, flops) = (tapes.body.stats.values, tapes.body.stats.flops);
-    // Advances after the first reverse step are recomputations.
-    let mut reversing = false;
-    for (at, action) in schedule.actions().enumerate() {
-        if at % 64 == 0 && cancel::requested() {
-            break;
-        }
+    let mut reverser = Reverser::new(tapes, args)?;
+    match tapes.condition {
+        None => reverse_with(&mut reverser, tapes.schedule())?,
+        Some(_) => reverse_online(&mut reverser, snapshots_of(spec.strategy))?,
+    }
+    reverser.finish()
+}
+
+/// The snapshots a `while-loop` may hold under `strategy`.
+pub(crate) fn snapshots_of(strategy: crate::tape::checkpoint::Strategy) -> usize {
+    use crate::tape::checkpoint::Strategy;
+    match strategy {
+        Strategy::StoreAll => usize::MAX / 2,
+        Strategy::Recompute => 1,
+        Strategy::Revolve(k) => k.max(1),
+    }
+}
+
+/// A loop's reverse in progress: the working inputs, the snapshots, and
+/// the cotangents gathered so far; `apply` takes one schedule action.
+struct Reverser<'a> {
+    tapes: &'a LoopTapes,
+    adjoint: &'a crate::tape::Tape,
+    working: Vec<Buf>,
+    xs: Sequences,
+    cotangents: Vec<Buf>,
+    output_cotangents: Vec<Rc<ArrayD<f64>>>,
+    sequence_cotangents: Stacked,
+    captured: Vec<Option<Buf>>,
+    snapshots: FxHashMap<usize, Vec<Buf>>,
+    /// Whether a step has been reversed (advances after it are
+    /// recomputations).
+    reversing: bool,
+}
+
+impl Reversal for Reverser<'_> {
+    type Error = BackendError;
+
+    fn go_on(&mut self, i: usize) -> Result<bool, BackendError> {
+        go_on(self.tapes, &mut self.working, i)
+    }
+
+    fn apply(&mut self, action: Action) -> Result<(), BackendError> {
+        Reverser::apply(self, action)
+    }
+
+    fn reversing(&mut self) {
+        self.reversing = true;
+    }
+
+    fn cancelled(&self) -> bool {
+        cancel::requested()
+    }
+}
+
+impl<'a> Reverser<'a> {
+    fn new(tapes: &'a LoopTapes, args: &[Buf]) -> Result<Reverser<'a>, BackendError> {
+        let spec = &tapes.spec;
+        let adjoint = tapes
+            .adjoint
+            .as_ref()
+            .ok_or_else(|| BackendError::new("a reverse loop without its reverse body"))?;
+        let (leaves, xs_count) = (spec.leaves.len(), spec.xs.len());
+        let operands = leaves + xs_count + spec.captures.len();
+        let xs = Sequences::read(tapes, args)?;
+        let working = body_inputs(tapes, &args[..leaves], &args[leaves + xs_count..operands]);
+        let mut parts = unpack(&args[operands], &spec.output_parts()).into_iter();
+        let cotangents: Vec<Buf> = parts.by_ref().take(leaves).collect();
+        let output_cotangents = parts.map(|p| Rc::new(p.to_array())).collect();
+        Ok(Reverser {
+            tapes,
+            adjoint,
+            working,
+            xs,
+            cotangents,
+            output_cotangents,
+            sequence_cotangents: Stacked::new(spec.n, &spec.xs)?,
+            captured: vec![None; spec.differentiable.iter().filter(|d| **d).count()],
+            snapshots: FxHashMap::default(),
+            reversing: false,
+        })
+    }
+
+    /// Takes one action of the schedule.
+    fn apply(&mut self, action: Action) -> Result<(), BackendError> {
+        let tapes = self.tapes;
+        let spec = &tapes.spec;
+        let leaves = spec.leaves.len();
+        let state_bytes = spec.state_bytes();
+        let (values, flops) = (tapes.body.stats.values, tapes.body.stats.flops);
         match action {
             Action::Advance { from, to } => {
-                if reversing {
+                if self.reversing {
                     measure::recomputed(to - from, values, flops);
                 }
-                advance(tapes, &mut working, from, to)?
+                advance(tapes, &mut self.working, &self.xs, None, from, to)?
             }
             Action::Store(i) => {
                 measure::stored(state_bytes);
-                snapshots.insert(i, working[..leaves].to_vec());
+                self.snapshots.insert(i, self.working[..leaves].to_vec());
             }
             Action::Restore(i) => {
-                working[..leaves].clone_from_slice(&snapshots[&i]);
+                let snapshot = self
+                    .snapshots
+                    .get(&i)
+                    .ok_or_else(|| BackendError::new(format!("no snapshot of step {i}")))?;
+                self.working[..leaves].clone_from_slice(snapshot);
             }
             Action::Free(i) => {
                 measure::released(state_bytes);
-                snapshots.remove(&i);
+                self.snapshots.remove(&i);
             }
             Action::Reverse(i) => {
-                reversing = true;
                 // The reverse step recomputes the step's intermediates.
                 measure::recomputed(1, values, flops);
-                working[leaves] = Buf::Scalar(i as f64);
-                let mut inputs = working.clone();
-                inputs.append(&mut cotangents);
-                let outputs = run(adjoint, &inputs)?;
+                self.working[leaves] = Buf::Scalar(i as f64);
+                self.xs.set_rows(&mut self.working[leaves + 1..], i);
+                let mut inputs = self.working.clone();
+                inputs.append(&mut self.cotangents);
+                for (dys, shape) in self.output_cotangents.iter().zip(&spec.ys) {
+                    inputs.push(row(dys, i, shape));
+                }
+                let outputs = run(self.adjoint, &inputs)?;
                 let mut outputs = outputs.into_iter();
-                cotangents.extend(outputs.by_ref().take(leaves));
-                for (total, term) in captured.iter_mut().zip(outputs) {
+                self.cotangents.extend(outputs.by_ref().take(leaves));
+                for (k, term) in outputs.by_ref().take(spec.xs.len()).enumerate() {
+                    self.sequence_cotangents.write(k, i, &term);
+                }
+                for (total, term) in self.captured.iter_mut().zip(outputs) {
                     *total = Some(match total.take() {
                         None => term,
                         Some(sum) => add(&sum, &term),
@@ -96,13 +234,22 @@ pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Result<Buf, BackendError> {
                 }
             }
         }
+        Ok(())
     }
-    let mut all = cotangents;
-    let shapes = spec.adjoint_shapes();
-    for (total, shape) in captured.into_iter().zip(&shapes[leaves..]) {
-        all.push(total.unwrap_or_else(|| zeros(shape)));
+
+    /// All cotangents, flat: the initial state's, the sequences', the
+    /// differentiable captures'.
+    fn finish(self) -> Result<Buf, BackendError> {
+        let spec = &self.tapes.spec;
+        let mut all = self.cotangents;
+        all.extend(self.sequence_cotangents.finish(spec));
+        let shapes = spec.adjoint_shapes();
+        let skip = spec.leaves.len() + spec.xs.len();
+        for (total, shape) in self.captured.into_iter().zip(&shapes[skip..]) {
+            all.push(total.unwrap_or_else(|| zeros(shape)));
+        }
+        Ok(flat(&all))
     }
-    Ok(flat(&all))
 }
 
 /// The operands as numbers, when all are.
@@ -115,30 +262,156 @@ fn numbers(args: &[Buf]) -> Option<Vec<f64>> {
         .collect()
 }
 
-/// The body's inputs: state leaves, the index (0 for now), captures.
-fn body_inputs(state: &[Buf], captures: &[Buf]) -> Vec<Buf> {
+/// The sequences a loop scans, each with the shape of one step's slice.
+struct Sequences {
+    rows: Vec<(Rc<ArrayD<f64>>, crate::egraph::tensor::Shape)>,
+}
+
+impl Sequences {
+    /// The sequences among a loop's operands (after the state's leaves).
+    fn read(tapes: &LoopTapes, args: &[Buf]) -> Result<Sequences, BackendError> {
+        let spec = &tapes.spec;
+        let leaves = spec.leaves.len();
+        let rows = spec
+            .xs
+            .iter()
+            .zip(&args[leaves..leaves + spec.xs.len()])
+            .map(|(step, seq)| {
+                let array = match seq {
+                    Buf::Array(a) => Rc::clone(a),
+                    Buf::Scalar(_) => {
+                        return Err(BackendError::new("a scanned sequence is a number"));
+                    }
+                };
+                if array.shape().first() != Some(&spec.n) || array.shape()[1..] != step[..] {
+                    return Err(BackendError::new(format!(
+                        "a scanned sequence of shape {:?} for {} steps of shape {:?}",
+                        array.shape(),
+                        spec.n,
+                        &step[..]
+                    )));
+                }
+                Ok((array, step.clone()))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Sequences { rows })
+    }
+
+    /// Puts row `i` of each sequence into `slots`.
+    fn set_rows(&self, slots: &mut [Buf], i: usize) {
+        for (slot, (seq, step)) in slots.iter_mut().zip(&self.rows) {
+            *slot = row(seq, i, step);
+        }
+    }
+}
+
+/// Row `i` of a sequence, as a value of one step's shape.
+fn row(seq: &ArrayD<f64>, i: usize, step: &[usize]) -> Buf {
+    let view = seq.index_axis(Axis(0), i);
+    if step.is_empty() {
+        return Buf::Scalar(view.iter().next().copied().unwrap_or(f64::NAN));
+    }
+    Buf::from_array(Rc::new(view.to_owned()))
+}
+
+/// Values of one step's shapes stacked along a new first axis, a row
+/// per step, in storage reserved up front (a failure to reserve is an
+/// error, not an abort).
+struct Stacked {
+    data: Vec<Vec<f64>>,
+    lens: Vec<usize>,
+}
+
+impl Stacked {
+    /// Zeros for `n` steps of each of `shapes`.
+    fn new(n: usize, shapes: &[crate::egraph::tensor::Shape]) -> Result<Stacked, BackendError> {
+        let mut data = Vec::with_capacity(shapes.len());
+        let mut lens = Vec::with_capacity(shapes.len());
+        for shape in shapes {
+            let len: usize = shape.iter().product();
+            let total = len.checked_mul(n).ok_or_else(|| too_large(n, shape))?;
+            let mut rows = super::execute::reserve(total, || {
+                format!("the {n} stacked steps of shape {shape:?} of a scan")
+            })?;
+            rows.resize(total, 0.0);
+            data.push(rows);
+            lens.push(len);
+        }
+        Ok(Stacked { data, lens })
+    }
+
+    /// Writes `value` as row `i` of part `k`.
+    fn write(&mut self, k: usize, i: usize, value: &Buf) {
+        let len = self.lens[k];
+        let out = &mut self.data[k][i * len..(i + 1) * len];
+        match value {
+            Buf::Scalar(x) => out[0] = *x,
+            Buf::Array(a) => {
+                for (o, x) in out.iter_mut().zip(a.iter()) {
+                    *o = *x;
+                }
+            }
+        }
+    }
+
+    /// The stacked parts as arrays of `n` rows.
+    fn finish(self, spec: &crate::egraph::tensor::scan::ScanSpec) -> Vec<Buf> {
+        self.data
+            .into_iter()
+            .zip(&self.lens)
+            .map(|(data, &len)| {
+                let shape = [spec.n, len];
+                let array = ArrayD::from_shape_vec(IxDyn(&shape), data).expect("sizes match");
+                Buf::from_array(Rc::new(array))
+            })
+            .collect()
+    }
+}
+
+/// The error for stacked outputs the machine cannot hold.
+fn too_large(n: usize, step: &[usize]) -> BackendError {
+    BackendError::new(format!(
+        "out of memory: cannot allocate the {n} stacked steps of shape {:?} of a scan",
+        step
+    ))
+}
+
+/// The body's inputs: state leaves, the index (0 for now), the slices of
+/// the sequences (placeholders until a step sets them), captures.
+fn body_inputs(tapes: &LoopTapes, state: &[Buf], captures: &[Buf]) -> Vec<Buf> {
     let mut inputs = state.to_vec();
     inputs.push(Buf::Scalar(0.0));
+    inputs.extend(tapes.spec.xs.iter().map(|_| Buf::Scalar(0.0)));
     inputs.extend_from_slice(captures);
     inputs
 }
 
-/// Runs steps `from..to` on the state in `inputs`.
+/// Runs steps `from..to` on the state in `inputs`, writing the steps'
+/// outputs into `ys` when given.
 fn advance(
     tapes: &LoopTapes,
     inputs: &mut [Buf],
+    xs: &Sequences,
+    mut ys: Option<&mut Stacked>,
     from: usize,
     to: usize,
 ) -> Result<(), BackendError> {
     let leaves = tapes.spec.leaves.len();
     for i in from..to {
-        if i % 64 == 0 && cancel::requested() {
+        if i.is_multiple_of(64) && cancel::requested() {
             return Ok(());
         }
         inputs[leaves] = Buf::Scalar(i as f64);
+        xs.set_rows(&mut inputs[leaves + 1..], i);
         let next = run(&tapes.body, inputs)?;
-        for (slot, value) in inputs.iter_mut().zip(next) {
+        let mut next = next.into_iter();
+        for (slot, value) in inputs.iter_mut().zip(next.by_ref().take(leaves)) {
             *slot = value;
+        }
+        if let Some(ys) = ys.as_deref_mut() {
+            for (k, value) in next.enumerate() {
+                ys.write(k, i, &value);
+            }
         }
     }
     Ok(())

@@ -12,6 +12,8 @@ use crate::backends::cpu::{self, Buf, cancel, measure};
 use crate::egraph::language::Math;
 use crate::egraph::tensor::{Shape, TOp};
 use crate::tape::checkpoint::Action;
+use crate::tape::checkpoint::online::reverse_online;
+use crate::tape::checkpoint::{Reversal, reverse_with};
 use crate::tape::scan::LoopTapes;
 use egg::Id;
 use rustc_hash::FxHashMap;
@@ -25,7 +27,8 @@ pub fn run_loop<M: Machine>(
 ) -> Result<Datum<M::Mem>, BackendError> {
     // A loop over numbers (state and captures; a reverse loop's cotangent
     // may be a packed array of them) runs on the CPU.
-    let operands = tapes.spec.leaves.len() + tapes.spec.captures.len();
+    let spec = &tapes.spec;
+    let operands = spec.leaves.len() + spec.xs.len() + spec.captures.len();
     let numbers: Option<Vec<Buf>> = args[..operands.min(args.len())]
         .iter()
         .map(|a| match a {
@@ -55,80 +58,207 @@ pub fn run_loop<M: Machine>(
     }
 }
 
-/// The loop's final state (packed when it has several leaves).
+/// The loop's final state and stacked outputs (packed when more than one
+/// state leaf or any outputs).
 fn forward<M: Machine>(
     machine: &M,
     tapes: &LoopTapes,
     args: &[Datum<M::Mem>],
 ) -> Result<Datum<M::Mem>, BackendError> {
-    let leaves = tapes.spec.leaves.len();
-    let mut inputs = body_inputs(&args[..leaves], &args[leaves..]);
-    advance(machine, tapes, &mut inputs, 0, tapes.spec.n)?;
-    pack(machine, &inputs[..leaves])
+    let spec = &tapes.spec;
+    let leaves = spec.leaves.len();
+    let xs = Sequences::read(machine, tapes, args)?;
+    let mut inputs = body_inputs(tapes, &args[..leaves], &args[leaves + spec.xs.len()..]);
+    if tapes.condition.is_some() {
+        let mut i = 0;
+        while go_on(machine, tapes, &mut inputs, i)? {
+            advance(machine, tapes, &mut inputs, &xs, None, i, i + 1)?;
+            i += 1;
+        }
+        return pack(machine, &inputs[..leaves]);
+    }
+    let mut ys = Stacked::new(machine, spec.n, &spec.ys)?;
+    advance(machine, tapes, &mut inputs, &xs, Some(&mut ys), 0, spec.n)?;
+    if spec.ys.is_empty() {
+        return pack(machine, &inputs[..leaves]);
+    }
+    let mut parts = inputs[..leaves].to_vec();
+    parts.extend(ys.finish(machine)?);
+    flat(machine, &parts)
 }
 
-/// The cotangents of the initial state's leaves and of the differentiable
-/// captures, flat, given the operands and the result's cotangent.
+/// Whether a `while-loop` whose working inputs hold state `i` runs step
+/// `i` (as the CPU backend decides it).
+fn go_on<M: Machine>(
+    machine: &M,
+    tapes: &LoopTapes,
+    inputs: &mut [Datum<M::Mem>],
+    i: usize,
+) -> Result<bool, BackendError> {
+    let Some(condition) = &tapes.condition else {
+        return Ok(i < tapes.spec.n);
+    };
+    if i.is_multiple_of(64) && cancel::requested() {
+        return Ok(false);
+    }
+    inputs[tapes.spec.leaves.len()] = Datum::Host(i as f64);
+    let outputs = execute::run(machine, condition, inputs)?;
+    let value = match outputs.first() {
+        Some(value) if value.len() == 1 => to_host(machine, value)?[0],
+        _ => {
+            return Err(BackendError::new(
+                "a while-loop's condition must give one number (a comparison)".to_string(),
+            ));
+        }
+    };
+    outputs.into_iter().for_each(|v| release(machine, v));
+    if value != 0.0 && i >= tapes.spec.n {
+        return Err(BackendError::new(format!(
+            "while-loop reached :max-steps {} with its condition still true",
+            tapes.spec.n
+        )));
+    }
+    Ok(value != 0.0)
+}
+
+/// The cotangents of the initial state's leaves, of the sequences and of
+/// the differentiable captures, flat, given the operands and the result's
+/// cotangent.
 fn reverse<M: Machine>(
     machine: &M,
     tapes: &LoopTapes,
     args: &[Datum<M::Mem>],
 ) -> Result<Datum<M::Mem>, BackendError> {
-    let spec = &tapes.spec;
-    let adjoint = tapes
-        .adjoint
-        .as_ref()
-        .ok_or_else(|| BackendError::new("a reverse loop without its reverse body".to_string()))?;
-    let (leaves, captures) = (spec.leaves.len(), spec.captures.len());
-    let mut working = body_inputs(&args[..leaves], &args[leaves..leaves + captures]);
-    let mut cotangents = unpack(machine, &args[leaves + captures], &spec.leaves)?;
-    let mut captured: Vec<Option<Datum<M::Mem>>> =
-        vec![None; spec.differentiable.iter().filter(|d| **d).count()];
-    let mut snapshots: FxHashMap<usize, Vec<Datum<M::Mem>>> = FxHashMap::default();
-    let schedule = tapes.schedule();
-    // Counted as the CPU backend counts (`tape-stats`).
-    let state_bytes = spec.state_bytes();
-    let (values, flops) = (tapes.body.stats.values, tapes.body.stats.flops);
-    // Advances after the first reverse step are recomputations.
-    let mut reversing = false;
-    for (at, action) in schedule.actions().enumerate() {
-        if at % 64 == 0 && cancel::requested() {
-            break;
-        }
+    let mut reverser = Reverser::new(machine, tapes, args)?;
+    match tapes.condition {
+        None => reverse_with(&mut reverser, tapes.schedule())?,
+        Some(_) => reverse_online(&mut reverser, cpu::snapshots_of(tapes.spec.strategy))?,
+    }
+    reverser.finish()
+}
+
+/// A loop's reverse in progress on a device (as `cpu::scan`'s).
+struct Reverser<'a, M: Machine> {
+    machine: &'a M,
+    tapes: &'a LoopTapes,
+    adjoint: &'a crate::tape::Tape,
+    working: Vec<Datum<M::Mem>>,
+    xs: Sequences<M::Mem>,
+    cotangents: Vec<Datum<M::Mem>>,
+    output_cotangents: Sequences<M::Mem>,
+    sequence_cotangents: Stacked<M::Mem>,
+    captured: Vec<Option<Datum<M::Mem>>>,
+    snapshots: FxHashMap<usize, Vec<Datum<M::Mem>>>,
+    reversing: bool,
+}
+
+impl<M: Machine> Reversal for Reverser<'_, M> {
+    type Error = BackendError;
+
+    fn go_on(&mut self, i: usize) -> Result<bool, BackendError> {
+        go_on(self.machine, self.tapes, &mut self.working, i)
+    }
+
+    fn apply(&mut self, action: Action) -> Result<(), BackendError> {
+        Reverser::apply(self, action)
+    }
+
+    fn reversing(&mut self) {
+        self.reversing = true;
+    }
+
+    fn cancelled(&self) -> bool {
+        cancel::requested()
+    }
+}
+
+impl<'a, M: Machine> Reverser<'a, M> {
+    fn new(
+        machine: &'a M,
+        tapes: &'a LoopTapes,
+        args: &[Datum<M::Mem>],
+    ) -> Result<Reverser<'a, M>, BackendError> {
+        let spec = &tapes.spec;
+        let adjoint = tapes.adjoint.as_ref().ok_or_else(|| {
+            BackendError::new("a reverse loop without its reverse body".to_string())
+        })?;
+        let (leaves, xs_count) = (spec.leaves.len(), spec.xs.len());
+        let operands = leaves + xs_count + spec.captures.len();
+        let xs = Sequences::read(machine, tapes, args)?;
+        let working = body_inputs(tapes, &args[..leaves], &args[leaves + xs_count..operands]);
+        let mut parts = unpack(machine, &args[operands], &spec.output_parts())?.into_iter();
+        let cotangents: Vec<Datum<M::Mem>> = parts.by_ref().take(leaves).collect();
+        let output_cotangents = Sequences {
+            rows: parts
+                .zip(&spec.ys)
+                .map(|(part, step)| Sequence::new(machine, part, step))
+                .collect::<Result<_, _>>()?,
+        };
+        Ok(Reverser {
+            machine,
+            tapes,
+            adjoint,
+            working,
+            xs,
+            cotangents,
+            output_cotangents,
+            sequence_cotangents: Stacked::new(machine, spec.n, &spec.xs)?,
+            captured: vec![None; spec.differentiable.iter().filter(|d| **d).count()],
+            snapshots: FxHashMap::default(),
+            reversing: false,
+        })
+    }
+
+    /// Takes one action of the schedule.
+    fn apply(&mut self, action: Action) -> Result<(), BackendError> {
+        let (machine, tapes) = (self.machine, self.tapes);
+        let spec = &tapes.spec;
+        let leaves = spec.leaves.len();
+        // Counted as the CPU backend counts (`tape-stats`).
+        let state_bytes = spec.state_bytes();
+        let (values, flops) = (tapes.body.stats.values, tapes.body.stats.flops);
         match action {
             Action::Advance { from, to } => {
-                if reversing {
+                if self.reversing {
                     measure::recomputed(to - from, values, flops);
                 }
-                advance(machine, tapes, &mut working, from, to)?
+                advance(machine, tapes, &mut self.working, &self.xs, None, from, to)?
             }
             Action::Store(i) => {
                 measure::stored(state_bytes);
-                snapshots.insert(i, working[..leaves].to_vec());
+                self.snapshots.insert(i, self.working[..leaves].to_vec());
             }
             Action::Restore(i) => {
-                let snapshot = snapshots
+                let snapshot = self
+                    .snapshots
                     .get(&i)
                     .ok_or_else(|| BackendError::new(format!("no snapshot of step {i}")))?;
-                working[..leaves].clone_from_slice(snapshot);
+                self.working[..leaves].clone_from_slice(snapshot);
             }
             Action::Free(i) => {
                 measure::released(state_bytes);
-                for value in snapshots.remove(&i).into_iter().flatten() {
+                for value in self.snapshots.remove(&i).into_iter().flatten() {
                     release(machine, value);
                 }
             }
             Action::Reverse(i) => {
-                reversing = true;
                 // The reverse step recomputes the step's intermediates.
                 measure::recomputed(1, values, flops);
-                working[leaves] = Datum::Host(i as f64);
-                let mut inputs = working.clone();
-                inputs.append(&mut cotangents);
-                let outputs = execute::run(machine, adjoint, &inputs)?;
+                self.working[leaves] = Datum::Host(i as f64);
+                self.xs
+                    .set_rows(machine, &mut self.working[leaves + 1..], i)?;
+                let mut inputs = self.working.clone();
+                inputs.append(&mut self.cotangents);
+                for dys in &self.output_cotangents.rows {
+                    inputs.push(dys.row(machine, i)?);
+                }
+                let outputs = execute::run(machine, self.adjoint, &inputs)?;
                 let mut outputs = outputs.into_iter();
-                cotangents.extend(outputs.by_ref().take(leaves));
-                for (total, term) in captured.iter_mut().zip(outputs) {
+                self.cotangents.extend(outputs.by_ref().take(leaves));
+                for (k, term) in outputs.by_ref().take(spec.xs.len()).enumerate() {
+                    self.sequence_cotangents.write(machine, k, i, term)?;
+                }
+                for (total, term) in self.captured.iter_mut().zip(outputs) {
                     *total = Some(match total.take() {
                         None => term,
                         Some(sum) => add(machine, sum, term)?,
@@ -136,44 +266,219 @@ fn reverse<M: Machine>(
                 }
             }
         }
+        Ok(())
     }
-    let mut all = cotangents;
-    let shapes = spec.adjoint_shapes();
-    for (total, shape) in captured.into_iter().zip(&shapes[leaves..]) {
-        all.push(match total {
-            Some(total) => total,
-            None => zeros(machine, shape)?,
-        });
+
+    /// All cotangents, flat: the initial state's, the sequences', the
+    /// differentiable captures'.
+    fn finish(self) -> Result<Datum<M::Mem>, BackendError> {
+        let machine = self.machine;
+        let spec = &self.tapes.spec;
+        let mut all = self.cotangents;
+        all.extend(self.sequence_cotangents.finish(machine)?);
+        let shapes = spec.adjoint_shapes();
+        let skip = spec.leaves.len() + spec.xs.len();
+        for (total, shape) in self.captured.into_iter().zip(&shapes[skip..]) {
+            all.push(match total {
+                Some(total) => total,
+                None => zeros(machine, shape)?,
+            });
+        }
+        flat(machine, &all)
     }
-    flat(machine, &all)
 }
 
-/// The body's inputs: state leaves, the index (0 for now), captures.
-fn body_inputs<M>(state: &[Datum<M>], captures: &[Datum<M>]) -> Vec<Datum<M>> {
+/// A sequence a loop reads a row a step: numbers on the host (a row is
+/// one number), arrays in device memory.
+enum Sequence<M> {
+    Numbers(Vec<f64>),
+    Rows { mem: Rc<M>, step: Shape },
+}
+
+impl<M> Sequence<M> {
+    fn new<Ma: Machine<Mem = M>>(
+        machine: &Ma,
+        value: Datum<M>,
+        step: &Shape,
+    ) -> Result<Sequence<M>, BackendError> {
+        if step.is_empty() {
+            return Ok(Sequence::Numbers(to_host(machine, &value)?));
+        }
+        match on_device(machine, &value)? {
+            Datum::Device { mem, .. } => Ok(Sequence::Rows {
+                mem,
+                step: step.clone(),
+            }),
+            Datum::Host(_) => Err(BackendError::new(
+                "a scanned sequence is a number".to_string(),
+            )),
+        }
+    }
+
+    /// Row `i`.
+    fn row<Ma: Machine<Mem = M>>(&self, machine: &Ma, i: usize) -> Result<Datum<M>, BackendError> {
+        match self {
+            Sequence::Numbers(numbers) => Ok(Datum::Host(numbers[i])),
+            Sequence::Rows { mem, step } => {
+                let len: usize = step.iter().product();
+                let mut out = machine.alloc(len)?;
+                if len > 0 {
+                    machine.copy(mem, i * len, &mut out, 0, len)?;
+                }
+                Ok(Datum::Device {
+                    mem: Rc::new(out),
+                    shape: step.clone(),
+                })
+            }
+        }
+    }
+}
+
+/// The sequences a loop scans.
+struct Sequences<M> {
+    rows: Vec<Sequence<M>>,
+}
+
+impl<M> Sequences<M> {
+    /// The sequences among a loop's operands (after the state's leaves).
+    fn read<Ma: Machine<Mem = M>>(
+        machine: &Ma,
+        tapes: &LoopTapes,
+        args: &[Datum<M>],
+    ) -> Result<Sequences<M>, BackendError> {
+        let spec = &tapes.spec;
+        let leaves = spec.leaves.len();
+        let rows = spec
+            .xs
+            .iter()
+            .zip(&args[leaves..leaves + spec.xs.len()])
+            .map(|(step, seq)| Sequence::new(machine, seq.clone(), step))
+            .collect::<Result<_, _>>()?;
+        Ok(Sequences { rows })
+    }
+
+    /// Puts row `i` of each sequence into `slots`.
+    fn set_rows<Ma: Machine<Mem = M>>(
+        &self,
+        machine: &Ma,
+        slots: &mut [Datum<M>],
+        i: usize,
+    ) -> Result<(), BackendError> {
+        for (slot, seq) in slots.iter_mut().zip(&self.rows) {
+            let old = std::mem::replace(slot, seq.row(machine, i)?);
+            release(machine, old);
+        }
+        Ok(())
+    }
+}
+
+/// Values of one step's shapes stacked along a new first axis, a row per
+/// step, in device memory (numbers gathered on the host).
+struct Stacked<M> {
+    parts: Vec<(Option<M>, Vec<f64>, usize)>,
+    n: usize,
+}
+
+impl<M> Stacked<M> {
+    /// Zeros for `n` steps of each of `shapes`.
+    fn new<Ma: Machine<Mem = M>>(
+        machine: &Ma,
+        n: usize,
+        shapes: &[Shape],
+    ) -> Result<Stacked<M>, BackendError> {
+        let parts = shapes
+            .iter()
+            .map(|shape| {
+                let len: usize = shape.iter().product();
+                Ok(if shape.is_empty() {
+                    (None, vec![0.0; n], 1)
+                } else {
+                    (Some(machine.zeros(n * len)?), Vec::new(), len)
+                })
+            })
+            .collect::<Result<_, BackendError>>()?;
+        Ok(Stacked { parts, n })
+    }
+
+    /// Writes `value` as row `i` of part `k` (its memory is released).
+    fn write<Ma: Machine<Mem = M>>(
+        &mut self,
+        machine: &Ma,
+        k: usize,
+        i: usize,
+        value: Datum<M>,
+    ) -> Result<(), BackendError> {
+        let (mem, numbers, len) = &mut self.parts[k];
+        match mem {
+            None => numbers[i] = to_host(machine, &value)?.first().copied().unwrap_or(0.0),
+            Some(mem) => {
+                let value = on_device(machine, &value)?;
+                if let Datum::Device { mem: row, .. } = &value
+                    && *len > 0
+                {
+                    machine.copy(row, 0, mem, i * *len, *len)?;
+                }
+                release(machine, value);
+            }
+        }
+        release(machine, value);
+        Ok(())
+    }
+
+    /// The stacked parts, as flat device values.
+    fn finish<Ma: Machine<Mem = M>>(self, machine: &Ma) -> Result<Vec<Datum<M>>, BackendError> {
+        let n = self.n;
+        self.parts
+            .into_iter()
+            .map(|(mem, numbers, len)| match mem {
+                Some(mem) => Ok(Datum::device(mem, &[n * len])),
+                None => from_host(machine, &numbers, &[n]),
+            })
+            .collect()
+    }
+}
+
+/// The body's inputs: state leaves, the index (0 for now), the slices of
+/// the sequences (placeholders until a step sets them), captures.
+fn body_inputs<M>(tapes: &LoopTapes, state: &[Datum<M>], captures: &[Datum<M>]) -> Vec<Datum<M>> {
     let mut inputs = state.to_vec();
     inputs.push(Datum::Host(0.0));
+    inputs.extend(tapes.spec.xs.iter().map(|_| Datum::Host(0.0)));
     inputs.extend_from_slice(captures);
     inputs
 }
 
-/// Runs steps `from..to` on the state in `inputs`.
+/// Runs steps `from..to` on the state in `inputs`, writing the steps'
+/// outputs into `ys` when given.
 fn advance<M: Machine>(
     machine: &M,
     tapes: &LoopTapes,
     inputs: &mut [Datum<M::Mem>],
+    xs: &Sequences<M::Mem>,
+    mut ys: Option<&mut Stacked<M::Mem>>,
     from: usize,
     to: usize,
 ) -> Result<(), BackendError> {
     let leaves = tapes.spec.leaves.len();
     for i in from..to {
-        if i % 64 == 0 && cancel::requested() {
+        if i.is_multiple_of(64) && cancel::requested() {
             return Ok(());
         }
         inputs[leaves] = Datum::Host(i as f64);
+        xs.set_rows(machine, &mut inputs[leaves + 1..], i)?;
         let next = execute::run(machine, &tapes.body, inputs)?;
-        for (slot, value) in inputs.iter_mut().zip(next) {
+        let mut next = next.into_iter();
+        for (slot, value) in inputs.iter_mut().zip(next.by_ref().take(leaves)) {
             let old = std::mem::replace(slot, value);
             release(machine, old);
+        }
+        match ys.as_deref_mut() {
+            Some(ys) => {
+                for (k, value) in next.enumerate() {
+                    ys.write(machine, k, i, value)?;
+                }
+            }
+            None => next.for_each(|value| release(machine, value)),
         }
     }
     Ok(())

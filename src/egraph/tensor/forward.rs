@@ -84,8 +84,24 @@ struct Sweep<'a> {
 
 impl Sweep<'_> {
     /// The tangent of a loop's result: a loop over the state and its
-    /// tangent (`ScanSpec::tangent`), whose second half is the tangent.
+    /// tangent (`ScanSpec::tangent`), whose result holds the state, its
+    /// tangent, the outputs and theirs.
     fn scan_tangent(&mut self, scan: &Scan, children: &[Id], inputs: &[Option<Id>]) -> Id {
+        let operands = self.tangent_operands(scan, children, inputs);
+        let with_tangent: Vec<bool> = inputs[scan.leaves.len()..]
+            .iter()
+            .map(Option::is_some)
+            .collect();
+        let tangent_scan = Scan::new(scan.tangent(&with_tangent));
+        let both = self.graph.add_valid(TOp::Scan(tangent_scan), &operands);
+        scan.tangent_part(self.graph, both)
+    }
+
+    /// The operands of a tangent loop of `scan` (node operands
+    /// `children`, with tangents `inputs`): the state and its tangent
+    /// (zero where none), the sequences and the tangents given, the
+    /// captures and the tangents given.
+    fn tangent_operands(&mut self, scan: &Scan, children: &[Id], inputs: &[Option<Id>]) -> Vec<Id> {
         let leaves = scan.leaves.len();
         let mut operands: Vec<Id> = children[..leaves].to_vec();
         for k in 0..leaves {
@@ -95,25 +111,81 @@ impl Sweep<'_> {
             };
             operands.push(tangent);
         }
-        operands.extend(&children[leaves..]);
-        let with_tangent: Vec<bool> = inputs[leaves..].iter().map(Option::is_some).collect();
-        operands.extend(inputs[leaves..].iter().flatten());
-        let tangent_scan = Scan::new(scan.tangent(&with_tangent));
-        let both = self.graph.add_valid(TOp::Scan(tangent_scan), &operands);
-        let len: usize = scan
-            .leaves
+        let captures_from = leaves + scan.xs.len();
+        let end = captures_from + scan.captures.len();
+        operands.extend(&children[leaves..captures_from]);
+        operands.extend(inputs[leaves..captures_from].iter().flatten());
+        operands.extend(&children[captures_from..end]);
+        operands.extend(inputs[captures_from..end].iter().flatten());
+        operands
+    }
+
+    /// The tangent of a loop's reverse (`ScanVjp`, operands the loop's
+    /// and the cotangent `g`): the reverse of the tangent loop, given the
+    /// tangent of `g` on its state and `g` on its state's tangent. By the
+    /// symmetry of second derivatives, that reverse's cotangents of the
+    /// primal operands are the tangents of this node's result.
+    fn scan_vjp_tangent(&mut self, scan: &Scan, children: &[Id], inputs: &[Option<Id>]) -> Id {
+        let operand_count = children.len() - 1;
+        let g = children[operand_count];
+        let g_tangent = match inputs[operand_count] {
+            Some(t) => t,
+            None => self.zeros(g),
+        };
+        let marks: Vec<bool> = inputs[scan.leaves.len()..operand_count]
             .iter()
-            .map(|s| s.iter().product::<usize>())
-            .sum();
-        let half = self.graph.add_valid(
-            TOp::Slice {
-                axis: 0,
-                start: len,
-                end: 2 * len,
-            },
-            &[both],
-        );
-        self.graph.reshape(half, &scan.output_shape())
+            .map(Option::is_some)
+            .collect();
+        let second = scan.second_order(&marks);
+        let mut operands = self.tangent_operands(scan, children, &inputs[..operand_count]);
+        operands.push(scan.interleave(self.graph, g_tangent, g));
+        let reverse = self
+            .graph
+            .add_valid(TOp::ScanVjp(Scan::new(second)), &operands);
+        scan.primal_cotangents(self.graph, reverse, &marks)
+    }
+
+    /// A loop's (or a loop's reverse's) batched tangent: one loop per
+    /// direction, stacked.
+    fn loop_columns(&mut self, id: Id, inputs: &[Option<Id>], batch: usize) -> Id {
+        let node = self.graph.node(id).clone();
+        let mut columns = Vec::with_capacity(batch);
+        for k in 0..batch {
+            let column: Vec<Option<Id>> = inputs
+                .iter()
+                .zip(&node.children)
+                .map(|(tangent, &child)| {
+                    tangent.map(|t| {
+                        let shape = self.graph.shape(child).clone();
+                        let full = self.tangent_shape(&shape);
+                        let t = self.graph.expand_to(t, &full);
+                        let row = self.graph.add_valid(
+                            TOp::Slice {
+                                axis: 0,
+                                start: k,
+                                end: k + 1,
+                            },
+                            &[t],
+                        );
+                        self.graph.reshape(row, &shape)
+                    })
+                })
+                .collect();
+            self.batch = None;
+            let tangent = match &node.op {
+                TOp::Scan(scan) => self.scan_tangent(scan, &node.children, &column),
+                TOp::ScanVjp(scan) => self.scan_vjp_tangent(scan, &node.children, &column),
+                _ => unreachable!("loop_columns is called on loops"),
+            };
+            self.batch = Some(batch);
+            let mut shape: Shape = SmallVec::from_slice(&[1]);
+            shape.extend_from_slice(self.graph.shape(id));
+            columns.push(self.graph.reshape(tangent, &shape));
+        }
+        match &columns[..] {
+            [one] => *one,
+            many => self.graph.add_valid(TOp::Concat(0), many),
+        }
     }
 
     /// The tangent shape of a value of `shape`.
@@ -169,9 +241,14 @@ impl Sweep<'_> {
                 let (scan, children) = (scan.clone(), children.clone());
                 self.scan_tangent(&scan, &children, inputs)
             }
-            // Refused before any sweep reaches them (`reverse::refusal`);
-            // NaN rather than a silent zero if that ever changes.
-            TOp::Scan(_) | TOp::ScanVjp(_) => self.graph.full(f64::NAN, &out_tangent),
+            TOp::ScanVjp(scan) if self.batch.is_none() => {
+                let (scan, children) = (scan.clone(), children.clone());
+                self.scan_vjp_tangent(&scan, &children, inputs)
+            }
+            TOp::Scan(_) | TOp::ScanVjp(_) => {
+                let batch = self.batch.unwrap_or(1);
+                self.loop_columns(id, inputs, batch)
+            }
             TOp::Map(_) => {
                 let math = node.math().expect("a Map node has a scalar operator");
                 let partials = local_partials(&math, id, self.graph, &NO_FUNCTIONS);

@@ -359,8 +359,10 @@ impl fmt::Display for TOp {
             TOp::Tag(tag) => write!(f, "tag{tag}"),
             TOp::Linearized => write!(f, "linearized"),
             TOp::Op(op) => write!(f, "{op}"),
-            TOp::Scan(scan) => write!(f, "scan[{} {:?}]", scan.n, scan.strategy),
-            TOp::ScanVjp(scan) => write!(f, "scan-vjp[{} {:?}]", scan.n, scan.strategy),
+            TOp::Scan(scan) => write!(f, "scan[{} {:?}]", scan.steps_label(), scan.strategy),
+            TOp::ScanVjp(scan) => {
+                write!(f, "scan-vjp[{} {:?}]", scan.steps_label(), scan.strategy)
+            }
         }
     }
 }

@@ -81,22 +81,12 @@ pub fn vjp(graph: &mut TensorGraph, seeds: &[(Id, Id)], wrt: &[Id]) -> Vec<Id> {
         .collect()
 }
 
-/// How derivatives are about to be built, for `refusal`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sweep {
-    /// A reverse sweep (`grad`, `vjp`, reverse `jacobian`).
-    Reverse,
-    /// One forward sweep with one direction (`jvp`).
-    Forward,
-    /// A batched forward sweep, or forward over reverse (`hessian`, `hvp`,
-    /// forward `jacobian`).
-    Batched,
-}
-
-/// Why derivatives of `outputs` with respect to `wrt` cannot be built
-/// with `sweep`, if they cannot: any sweep through a loop's reverse
-/// (`ScanVjp`), or a batched or second-order sweep through a loop.
-pub fn refusal(graph: &TensorGraph, outputs: &[Id], wrt: &[Id], sweep: Sweep) -> Option<String> {
+/// Why derivatives of `outputs` with respect to `wrt` cannot be built,
+/// if they cannot: a loop whose step holds a loop's reverse (a gradient
+/// taken inside the step) is not differentiated again. Every other loop
+/// and loop reverse has a forward, a batched forward and a reverse rule,
+/// to any order.
+pub fn refusal(graph: &TensorGraph, outputs: &[Id], wrt: &[Id]) -> Option<String> {
     let upto = outputs
         .iter()
         .map(|&o| usize::from(o) + 1)
@@ -106,21 +96,13 @@ pub fn refusal(graph: &TensorGraph, outputs: &[Id], wrt: &[Id], sweep: Sweep) ->
     let blocked = (0..upto).find(|&i| {
         active[i]
             && match &graph.node(Id::from(i)).op {
-                TOp::ScanVjp(_) => true,
-                TOp::Scan(scan) => sweep == Sweep::Batched || scan.holds_reverse(),
+                TOp::Scan(scan) | TOp::ScanVjp(scan) => scan.holds_reverse(),
                 _ => false,
             }
-    })?;
-    Some(match &graph.node(Id::from(blocked)).op {
-        TOp::Scan(scan) if sweep != Sweep::Batched || scan.holds_reverse() => {
-            "a derivative of a gradient through scan or checkpoint is not supported yet (differentiate the loop once)"
-                .to_string()
-        }
-        TOp::ScanVjp(_) => {
-            "a derivative of a gradient through scan or checkpoint is not supported yet (differentiate the loop once)"
-                .to_string()
-        }
-        _ => "hessian, hvp and a forward jacobian through scan or checkpoint are not supported yet; use grad, vjp, jvp or a reverse jacobian".to_string(),
+    });
+    blocked.map(|_| {
+        "a derivative of a loop whose step takes a gradient (grad inside a scan step) is not supported: differentiate the step's gradient outside the loop"
+            .to_string()
     })
 }
 
@@ -137,7 +119,7 @@ fn scan_pullback(
     // Leaves whose cotangent is known to be zero and that feed no other
     // leaf are left out of the reverse (an unused part of the state must
     // not turn `0 * inf` into NaN).
-    let scan = if scan.leaves.len() > 1 {
+    let scan = if scan.leaves.len() > 1 || !scan.ys.is_empty() {
         let nonzero = nonzero_leaves(graph, g, scan);
         let live = scan.live_leaves(&nonzero);
         if live.iter().all(|l| *l) {
@@ -164,7 +146,7 @@ fn scan_pullback(
         graph.reshape(piece, &shape)
     });
     let mut pulled: SmallVec<[Option<Id>; 3]> = SmallVec::new();
-    for _ in &scan.leaves {
+    for _ in scan.leaves.iter().chain(&scan.xs) {
         pulled.push(pieces.next());
     }
     for &differentiable in &scan.differentiable {
@@ -173,12 +155,106 @@ fn scan_pullback(
     pulled
 }
 
+/// The reverse of a loop's reverse (a gradient of a gradient through a
+/// loop). The node computes `J^T c` (`J` the loop's Jacobian, `c` its
+/// cotangent operand) from the loop's operands `x`; given the cotangent
+/// `w` of that, `c` receives `J w`, the tangent part of the tangent loop
+/// run in the direction `w`, and `x` receives the gradient of
+/// `<c, J w>`, the reverse of that tangent loop given `c` on its
+/// tangent half and zero on its primal half.
+fn scan_vjp_pullback(
+    graph: &mut TensorGraph,
+    scan: &super::scan::Scan,
+    children: &[Id],
+    w: Id,
+) -> SmallVec<[Option<Id>; 3]> {
+    let leaves = scan.leaves.len();
+    let captures_from = leaves + scan.xs.len();
+    let operand_count = children.len() - 1;
+    let c = children[operand_count];
+    // The direction `w`, split into the operands it is a cotangent of.
+    let mut pieces = scan.adjoint_shapes().into_iter().scan(0, |offset, shape| {
+        let len: usize = shape.iter().product();
+        let start = *offset;
+        *offset += len;
+        Some((start, shape))
+    });
+    let mut direction: Vec<Option<Id>> = Vec::with_capacity(operand_count);
+    for _ in 0..captures_from {
+        direction.push(
+            pieces
+                .next()
+                .map(|(start, shape)| piece(graph, w, start, &shape)),
+        );
+    }
+    for &differentiable in &scan.differentiable {
+        direction.push(if differentiable {
+            pieces
+                .next()
+                .map(|(start, shape)| piece(graph, w, start, &shape))
+        } else {
+            None
+        });
+    }
+    let marks: Vec<bool> = direction[leaves..].iter().map(Option::is_some).collect();
+    let second = super::scan::Scan::new(scan.second_order(&marks));
+    let mut operands: Vec<Id> = children[..leaves].to_vec();
+    operands.extend(direction[..leaves].iter().flatten());
+    operands.extend(&children[leaves..captures_from]);
+    operands.extend(direction[leaves..captures_from].iter().flatten());
+    operands.extend(&children[captures_from..operand_count]);
+    operands.extend(direction[captures_from..].iter().flatten());
+    let forward = graph.add_valid(TOp::Scan(second.clone()), &operands);
+    let to_c = scan.tangent_part(graph, forward);
+    let zero = {
+        let shape = graph.shape(c).clone();
+        graph.full(0.0, &shape)
+    };
+    let cotangent = scan.interleave(graph, zero, c);
+    operands.push(cotangent);
+    let reverse = graph.add_valid(TOp::ScanVjp(second), &operands);
+    let to_x = scan.primal_cotangents(graph, reverse, &marks);
+    let mut pulled: SmallVec<[Option<Id>; 3]> = SmallVec::new();
+    let mut offset = 0;
+    let shapes = scan.adjoint_shapes();
+    let mut shapes = shapes.iter();
+    for k in 0..operand_count {
+        let differentiable = k < captures_from || scan.differentiable[k - captures_from];
+        if differentiable {
+            let shape = shapes
+                .next()
+                .expect("one cotangent per differentiable operand");
+            pulled.push(Some(piece(graph, to_x, offset, shape)));
+            offset += shape.iter().product::<usize>();
+        } else {
+            pulled.push(None);
+        }
+    }
+    pulled.push(Some(to_c));
+    pulled
+}
+
+/// Elements `start..` of the vector `of`, as many as `shape` holds, in
+/// that shape.
+fn piece(graph: &mut TensorGraph, of: Id, start: usize, shape: &[usize]) -> Id {
+    let len: usize = shape.iter().product();
+    let part = graph.add_valid(
+        TOp::Slice {
+            axis: 0,
+            start,
+            end: start + len,
+        },
+        &[of],
+    );
+    graph.reshape(part, shape)
+}
+
 /// Which leaves of a packed loop state the cotangent `g` may be nonzero
 /// on: it is read through pads (the adjoints of the slices that unpack the
 /// state) and sums of them; anything else may be nonzero anywhere.
 fn nonzero_leaves(graph: &TensorGraph, g: Id, scan: &super::scan::ScanSpec) -> Vec<bool> {
     let total: usize = scan
-        .leaves
+        .output_parts()
         .iter()
         .map(|s| s.iter().product::<usize>())
         .sum();
@@ -227,8 +303,7 @@ fn pullback(graph: &mut TensorGraph, id: Id, g: Id) -> SmallVec<[Option<Id>; 3]>
         }
         TOp::Scan(scan) => scan_pullback(graph, scan, &children, g),
         TOp::Op(op) => op.vjp(graph, id, g),
-        // Refused before any sweep reaches it (`refusal`).
-        TOp::ScanVjp(_) => children.iter().map(|_| None).collect(),
+        TOp::ScanVjp(scan) => scan_vjp_pullback(graph, scan, &children, g),
         TOp::Map(_) => {
             let math = node.math().expect("a Map node has a scalar operator");
             let partials = local_partials(&math, id, graph, &NO_FUNCTIONS);

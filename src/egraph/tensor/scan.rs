@@ -6,10 +6,20 @@
 //! and the checkpoint schedule.
 //!
 //! A body's inputs are, in order: the state's leaves (tensors or numbers),
-//! the step index (a number), then the captured values (tensors or numbers
-//! the step reads from outside). Its roots are the next state's leaves. A
-//! state of one leaf is the scan's result as it is; a state of several
-//! leaves is packed into one flat vector, in order.
+//! the step index (a number), the step's slices of the scanned sequences
+//! (`xs`: row `i` of each), then the captured values (tensors or numbers
+//! the step reads from outside). Its roots are the next state's leaves,
+//! then the step's outputs (`ys`), which the loop stacks along a new first
+//! axis. The node's operands are the initial state's leaves, the whole
+//! sequences, then the captures. A result of one state leaf and no outputs
+//! is that leaf; otherwise the leaves and the stacked outputs are packed
+//! into one flat vector, in order (`output_parts`).
+//!
+//! A `while-loop` is a scan with a `condition`: a second body over the
+//! same inputs whose one root, a number, says whether another step runs.
+//! Its `n` is the most steps it may run (`:max-steps`), its number of
+//! steps is found as it runs, and its reverse keeps states by the online
+//! schedule (`tape::checkpoint::online`).
 
 use super::graph::TensorGraph;
 use super::op::{Shape, TNode, TOp};
@@ -45,6 +55,29 @@ pub struct Body {
 }
 
 impl Body {
+    /// This body with input `i` renumbered `moved(i)`.
+    pub fn with_inputs_moved(&self, moved: impl Fn(usize) -> usize) -> Body {
+        let nodes = self
+            .nodes
+            .iter()
+            .map(|node| match &node.op {
+                TOp::Input { index, shape } => TNode::new(
+                    TOp::Input {
+                        index: moved(*index as usize) as u32,
+                        shape: shape.clone(),
+                    },
+                    &[],
+                ),
+                _ => node.clone(),
+            })
+            .collect();
+        Body {
+            nodes,
+            shapes: self.shapes.clone(),
+            roots: self.roots.clone(),
+        }
+    }
+
     /// `roots` of `nodes`, optimized.
     pub fn optimized(nodes: &[TNode], roots: &[Id], limits: Option<TensorLimits>) -> Body {
         let optimized = optimize(nodes, roots, limits);
@@ -64,8 +97,17 @@ pub struct ScanSpec {
     pub body: Body,
     /// The shapes of the state's leaves.
     pub leaves: Vec<Shape>,
+    /// The shapes of one step's slice of each scanned sequence (the
+    /// sequence itself has `n` of them along a new first axis).
+    pub xs: Vec<Shape>,
+    /// The shapes of one step's outputs (stacked to `n` along a new first
+    /// axis in the result).
+    pub ys: Vec<Shape>,
     /// The shapes of the captured values.
     pub captures: Vec<Shape>,
+    /// For a `while-loop`: the body, over the step's inputs, whose one
+    /// root (nonzero: go on) is computed before each step.
+    pub condition: Option<Body>,
     /// Which captured values receive gradients (values being
     /// differentiated; plain tensors and numbers do not).
     pub differentiable: Vec<bool>,
@@ -95,21 +137,97 @@ impl ScanSpec {
         strategy: Strategy,
         limits: Option<TensorLimits>,
     ) -> ScanSpec {
-        let mut hasher = rustc_hash::FxHasher::default();
-        (&body, &leaves, &captures, &differentiable, n, strategy).hash(&mut hasher);
         let leaf_count = leaves.len();
-        ScanSpec {
+        let mut spec = ScanSpec {
             body,
             leaves,
+            xs: Vec::new(),
+            ys: Vec::new(),
             captures,
+            condition: None,
             differentiable,
             n,
             strategy,
             limits,
             dead: vec![false; leaf_count],
             adjoint: OnceLock::new(),
-            fingerprint: hasher.finish(),
+            fingerprint: 0,
+        };
+        spec.fingerprint = spec.fingerprint();
+        spec
+    }
+
+    /// This loop scanning sequences whose steps have shapes `xs` (body
+    /// inputs after the index) and stacking outputs of shapes `ys` (body
+    /// roots after the state's leaves).
+    pub fn over(mut self, xs: Vec<Shape>, ys: Vec<Shape>) -> ScanSpec {
+        self.xs = xs;
+        self.ys = ys;
+        self.fingerprint = self.fingerprint();
+        self
+    }
+
+    /// This loop running while `condition` (a body over the step's
+    /// inputs with one root) is nonzero, at most `n` steps.
+    pub fn while_true(mut self, condition: Body) -> ScanSpec {
+        self.condition = Some(condition);
+        self.fingerprint = self.fingerprint();
+        self
+    }
+
+    /// A hash of what the loop is (not of its reverse body, made later).
+    fn fingerprint(&self) -> u64 {
+        let mut hasher = rustc_hash::FxHasher::default();
+        (
+            &self.condition,
+            &self.body,
+            &self.leaves,
+            &self.xs,
+            &self.ys,
+            &self.captures,
+            &self.differentiable,
+            self.n,
+            self.strategy,
+            &self.dead,
+        )
+            .hash(&mut hasher);
+        hasher.finish()
+    }
+
+    /// How many steps the loop runs, in words: `100 steps`, or for a
+    /// `while-loop` `while, at most 1000 steps` (`while` with no limit).
+    pub fn steps_label(&self) -> String {
+        match (&self.condition, self.n) {
+            (None, n) => format!("{n} steps"),
+            (Some(_), usize::MAX) => "while".to_string(),
+            (Some(_), n) => format!("while, at most {n} steps"),
         }
+    }
+
+    /// A sequence's shape: `n` steps of `step`.
+    pub fn stacked(&self, step: &[usize]) -> Shape {
+        let mut shape: Shape = SmallVec::from_slice(&[self.n]);
+        shape.extend_from_slice(step);
+        shape
+    }
+
+    /// The parts of the loop's result: the final state's leaves, then the
+    /// stacked outputs.
+    pub fn output_parts(&self) -> Vec<Shape> {
+        let ys = self.ys.iter().map(|y| self.stacked(y));
+        self.leaves.iter().cloned().chain(ys).collect()
+    }
+
+    /// The shapes of the node's operands: the initial state's leaves, the
+    /// sequences, the captures.
+    pub fn operand_shapes(&self) -> Vec<Shape> {
+        let xs = self.xs.iter().map(|x| self.stacked(x));
+        self.leaves
+            .iter()
+            .cloned()
+            .chain(xs)
+            .chain(self.captures.iter().cloned())
+            .collect()
     }
 
     /// The bytes of one state (all leaves), as a snapshot holds them.
@@ -121,16 +239,16 @@ impl ScanSpec {
     }
 
     /// The shape of the scan's result: its one leaf's, or a flat vector
-    /// of all leaves.
+    /// of all its parts (`output_parts`).
     pub fn output_shape(&self) -> Shape {
-        match &self.leaves[..] {
-            [one] => one.clone(),
-            leaves => SmallVec::from_slice(&[leaves.iter().map(|s| numel(s)).sum()]),
+        match (&self.leaves[..], &self.ys[..]) {
+            ([one], []) => one.clone(),
+            _ => SmallVec::from_slice(&[self.output_parts().iter().map(|s| numel(s)).sum()]),
         }
     }
 
-    /// The shapes whose cotangents the reverse body returns: the state's
-    /// leaves, then the differentiable captures.
+    /// The shapes whose cotangents the `ScanVjp` node returns: the
+    /// state's leaves, the sequences, then the differentiable captures.
     pub fn adjoint_shapes(&self) -> Vec<Shape> {
         let captured = self
             .captures
@@ -138,7 +256,13 @@ impl ScanSpec {
             .zip(&self.differentiable)
             .filter(|(_, d)| **d)
             .map(|(s, _)| s.clone());
-        self.leaves.iter().cloned().chain(captured).collect()
+        let xs = self.xs.iter().map(|x| self.stacked(x));
+        self.leaves
+            .iter()
+            .cloned()
+            .chain(xs)
+            .chain(captured)
+            .collect()
     }
 
     /// The length of the `ScanVjp` result: all cotangents, flat.
@@ -147,8 +271,9 @@ impl ScanSpec {
     }
 
     /// The reverse body. Inputs: the body's inputs (state leaves, index,
-    /// captures), then one cotangent per state leaf; roots: the cotangents
-    /// of the state leaves, then of the differentiable captures.
+    /// slices of the sequences, captures), then one cotangent per state
+    /// leaf, then one per step output; roots: the cotangents of the state
+    /// leaves, of the slices, then of the differentiable captures.
     pub fn adjoint(&self) -> &Body {
         self.adjoint.get_or_init(|| {
             let mut graph = TensorGraph::new();
@@ -172,25 +297,34 @@ impl ScanSpec {
                 })
                 .collect();
             let base = self.body_inputs() as u32;
-            let seeds: Vec<(Id, Id)> = self
-                .body
-                .roots
+            let leaves = self.leaves.len();
+            let state_seeds = self
+                .leaves
                 .iter()
-                .zip(&self.leaves)
-                .enumerate()
-                .map(|(k, (&root, shape))| {
-                    (map[usize::from(root)], graph.input(base + k as u32, shape))
-                })
                 .enumerate()
                 .filter(|(k, _)| !self.dead[*k])
-                .map(|(_, seed)| seed)
-                .collect();
-            let leaves = self.leaves.len();
+                .map(|(k, shape)| {
+                    let root = map[usize::from(self.body.roots[k])];
+                    (root, graph.input(base + k as u32, shape))
+                })
+                .collect::<Vec<_>>();
+            let output_seeds = self
+                .ys
+                .iter()
+                .enumerate()
+                .map(|(m, shape)| {
+                    let root = map[usize::from(self.body.roots[leaves + m])];
+                    (root, graph.input(base + (leaves + m) as u32, shape))
+                })
+                .collect::<Vec<_>>();
+            let seeds: Vec<(Id, Id)> = state_seeds.into_iter().chain(output_seeds).collect();
+            let captures_from = leaves + 1 + self.xs.len();
             let wrt: Vec<Id> = inputs[..leaves]
                 .iter()
+                .chain(&inputs[leaves + 1..captures_from])
                 .copied()
                 .chain(
-                    inputs[leaves + 1..]
+                    inputs[captures_from..]
                         .iter()
                         .zip(&self.differentiable)
                         .filter(|(_, d)| **d)
@@ -203,11 +337,21 @@ impl ScanSpec {
     }
 
     /// The loop over the state and its tangent (forward mode through the
-    /// loop): state leaves then their tangents; captures then the tangents
-    /// of those marked in `with_tangent`. Its body is this body with its
-    /// forward sweep.
+    /// loop). `with_tangent` says which sequences, then which captures,
+    /// have a tangent. The new loop's state is the leaves then their
+    /// tangents; its sequences the sequences then the tangents given; its
+    /// captures likewise; its outputs the outputs then their tangents.
     pub fn tangent(&self, with_tangent: &[bool]) -> ScanSpec {
-        let (leaves, captures) = (self.leaves.len(), self.captures.len());
+        let (leaves, xs, captures) = (self.leaves.len(), self.xs.len(), self.captures.len());
+        let (xs_tangent, captures_tangent) = with_tangent.split_at(xs.min(with_tangent.len()));
+        let tangent_xs = xs_tangent.iter().filter(|t| **t).count();
+        let captures_from = leaves + 1 + xs;
+        // Where an input of this body goes in the new one.
+        let moved = |index: usize| match index {
+            i if i < leaves => i,
+            i if i < captures_from => i + leaves,
+            i => i + leaves + tangent_xs,
+        };
         let mut graph = TensorGraph::new();
         let mut map: Vec<Id> = Vec::with_capacity(self.body.nodes.len());
         let mut inputs: Vec<Option<Id>> = vec![None; self.body_inputs()];
@@ -215,12 +359,7 @@ impl ScanSpec {
             let id = match &node.op {
                 TOp::Input { index, shape } => {
                     let index = *index as usize;
-                    let moved = if index < leaves {
-                        index
-                    } else {
-                        index + leaves
-                    };
-                    let id = graph.input(moved as u32, shape);
+                    let id = graph.input(moved(index) as u32, shape);
                     inputs[index] = Some(id);
                     id
                 }
@@ -240,12 +379,23 @@ impl ScanSpec {
             }
         }
         let mut extra = 0;
-        for (j, shape) in self.captures.iter().enumerate() {
-            if with_tangent.get(j).copied().unwrap_or(false) {
-                let index = 2 * leaves + 1 + captures + extra;
+        for (m, shape) in self.xs.iter().enumerate() {
+            if xs_tangent.get(m).copied().unwrap_or(false) {
+                let index = 2 * leaves + 1 + xs + extra;
                 extra += 1;
                 let tangent = graph.input(index as u32, shape);
-                if let Some(input) = inputs[leaves + 1 + j] {
+                if let Some(input) = inputs[leaves + 1 + m] {
+                    seeds.push((input, tangent));
+                }
+            }
+        }
+        let mut extra = 0;
+        for (j, shape) in self.captures.iter().enumerate() {
+            if captures_tangent.get(j).copied().unwrap_or(false) {
+                let index = 2 * leaves + 1 + xs + tangent_xs + captures + extra;
+                extra += 1;
+                let tangent = graph.input(index as u32, shape);
+                if let Some(input) = inputs[captures_from + j] {
                     seeds.push((input, tangent));
                 }
             }
@@ -257,31 +407,126 @@ impl ScanSpec {
             .map(|&r| map[usize::from(r)])
             .collect();
         let tangents = super::forward::jvp(&mut graph, &seeds, &roots, None);
-        let all: Vec<Id> = roots.iter().chain(&tangents).copied().collect();
+        let (state, outputs) = roots.split_at(leaves);
+        let (state_tangents, output_tangents) = tangents.split_at(leaves);
+        let all: Vec<Id> = [state, state_tangents, outputs, output_tangents].concat();
         let body = Body::optimized(graph.nodes(), &all, self.limits);
-        let tangent_captures = self
-            .captures
-            .iter()
-            .zip(with_tangent)
-            .filter(|(_, t)| **t)
-            .map(|(s, _)| s.clone());
-        ScanSpec::new(
+        let with = |shapes: &[Shape], marks: &[bool]| -> Vec<Shape> {
+            let marked = shapes
+                .iter()
+                .zip(marks.iter().chain(std::iter::repeat(&false)))
+                .filter(|(_, t)| **t)
+                .map(|(s, _)| s.clone());
+            shapes.iter().cloned().chain(marked).collect()
+        };
+        let spec = ScanSpec::new(
             body,
             self.leaves.iter().chain(&self.leaves).cloned().collect(),
-            self.captures
-                .iter()
-                .cloned()
-                .chain(tangent_captures)
-                .collect(),
+            with(&self.captures, captures_tangent),
             self.differentiable
                 .iter()
                 .copied()
-                .chain(with_tangent.iter().filter(|t| **t).map(|_| true))
+                .chain(captures_tangent.iter().filter(|t| **t).map(|_| true))
                 .collect(),
             self.n,
             self.strategy,
             self.limits,
         )
+        .over(
+            with(&self.xs, xs_tangent),
+            self.ys.iter().chain(&self.ys).cloned().collect(),
+        );
+        match &self.condition {
+            Some(condition) => spec.while_true(condition.with_inputs_moved(moved)),
+            None => spec,
+        }
+    }
+
+    /// Given the node `both` of a tangent loop of this one (`tangent`),
+    /// whose result packs the state, its tangent, the outputs and theirs:
+    /// the tangent of this loop's result, shaped as that result.
+    pub fn tangent_part(&self, graph: &mut TensorGraph, both: Id) -> Id {
+        let (state, outputs) = self.packed_lengths();
+        let mut pieces = vec![slice(graph, both, state, 2 * state)];
+        if outputs > 0 {
+            let start = 2 * state + outputs;
+            pieces.push(slice(graph, both, start, start + outputs));
+        }
+        let tangent = match &pieces[..] {
+            [one] => *one,
+            both => graph.add_valid(TOp::Concat(0), both),
+        };
+        graph.reshape(tangent, &self.output_shape())
+    }
+
+    /// A value for a tangent loop of this one from two values of this
+    /// loop's result shape: the state parts of `primal` and `tangent`,
+    /// then their output parts, flat (a cotangent of the tangent loop's
+    /// result, say).
+    pub fn interleave(&self, graph: &mut TensorGraph, primal: Id, tangent: Id) -> Id {
+        let (state, outputs) = self.packed_lengths();
+        let total = state + outputs;
+        let primal = graph.reshape(primal, &[total]);
+        let tangent = graph.reshape(tangent, &[total]);
+        let mut pieces = vec![
+            slice(graph, primal, 0, state),
+            slice(graph, tangent, 0, state),
+        ];
+        if outputs > 0 {
+            pieces.push(slice(graph, primal, state, total));
+            pieces.push(slice(graph, tangent, state, total));
+        }
+        graph.add_valid(TOp::Concat(0), &pieces)
+    }
+
+    /// The numbers of the state's leaves and of the stacked outputs.
+    fn packed_lengths(&self) -> (usize, usize) {
+        let parts = self.output_parts();
+        let state = parts[..self.leaves.len()].iter().map(|s| numel(s)).sum();
+        let outputs = parts[self.leaves.len()..].iter().map(|s| numel(s)).sum();
+        (state, outputs)
+    }
+
+    /// The tangent loop of this one (`tangent`, the sequences then the
+    /// captures marked in `marks` given tangents), with this loop's dead
+    /// leaves dead in both halves of its state: what derivatives of this
+    /// loop's reverse are built from.
+    pub fn second_order(&self, marks: &[bool]) -> ScanSpec {
+        let tangent = self.tangent(marks);
+        let dead = self.dead.iter().chain(&self.dead).copied().collect();
+        tangent.with_dead(dead)
+    }
+
+    /// From the `ScanVjp` result `of` of this loop's `second_order` loop
+    /// (made with `marks`): the cotangents of the primal half, laid out as
+    /// this loop's `ScanVjp` result (the initial state's, the sequences',
+    /// the differentiable captures').
+    pub fn primal_cotangents(&self, graph: &mut TensorGraph, of: Id, marks: &[bool]) -> Id {
+        let size = |shapes: &[Shape]| -> usize { shapes.iter().map(|s| numel(s)).sum() };
+        let state = size(&self.leaves);
+        let stacked: Vec<Shape> = self.xs.iter().map(|x| self.stacked(x)).collect();
+        let xs = size(&stacked);
+        let tangent_xs = size(
+            &stacked
+                .iter()
+                .zip(marks)
+                .filter(|(_, m)| **m)
+                .map(|(s, _)| s.clone())
+                .collect::<Vec<_>>(),
+        );
+        let captured = self.adjoint_len() - state - xs;
+        let mut pieces = vec![slice(graph, of, 0, state)];
+        if xs > 0 {
+            pieces.push(slice(graph, of, 2 * state, 2 * state + xs));
+        }
+        if captured > 0 {
+            let start = 2 * state + xs + tangent_xs;
+            pieces.push(slice(graph, of, start, start + captured));
+        }
+        match &pieces[..] {
+            [one] => *one,
+            many => graph.add_valid(TOp::Concat(0), many),
+        }
     }
 
     /// This loop with the leaves marked in `dead` left out of its reverse.
@@ -294,11 +539,11 @@ impl ScanSpec {
             self.n,
             self.strategy,
             self.limits,
-        );
-        let mut hasher = rustc_hash::FxHasher::default();
-        (spec.fingerprint, &dead).hash(&mut hasher);
-        spec.fingerprint = hasher.finish();
+        )
+        .over(self.xs.clone(), self.ys.clone());
+        spec.condition = self.condition.clone();
         spec.dead = dead;
+        spec.fingerprint = spec.fingerprint();
         spec
     }
 
@@ -324,7 +569,14 @@ impl ScanSpec {
             }
             inputs_of.push(reads);
         }
+        // The step's outputs are assumed to have cotangents: what they
+        // read is live.
         let mut live = nonzero.to_vec();
+        for &root in &self.body.roots[leaves..] {
+            for (l, &reads) in live.iter_mut().zip(&inputs_of[usize::from(root)]) {
+                *l |= reads;
+            }
+        }
         loop {
             let mut changed = false;
             for k in 0..leaves {
@@ -356,9 +608,15 @@ impl ScanSpec {
         })
     }
 
-    /// The number of the body's inputs: leaves, the index, captures.
+    /// The number of the body's inputs: leaves, the index, the
+    /// sequences' slices, captures.
     pub fn body_inputs(&self) -> usize {
-        self.leaves.len() + 1 + self.captures.len()
+        self.leaves.len() + 1 + self.xs.len() + self.captures.len()
+    }
+
+    /// The index of the body's first captured input.
+    pub fn captures_from(&self) -> usize {
+        self.leaves.len() + 1 + self.xs.len()
     }
 
     /// The shape of body input `index`.
@@ -367,7 +625,8 @@ impl ScanSpec {
         match index {
             i if i < leaves => self.leaves[i].clone(),
             i if i == leaves => Shape::new(),
-            i => self.captures[i - leaves - 1].clone(),
+            i if i < self.captures_from() => self.xs[i - leaves - 1].clone(),
+            i => self.captures[i - self.captures_from()].clone(),
         }
     }
 }
@@ -379,6 +638,9 @@ impl PartialEq for ScanSpec {
                 && self.n == other.n
                 && self.strategy == other.strategy
                 && self.leaves == other.leaves
+                && self.xs == other.xs
+                && self.ys == other.ys
+                && self.condition == other.condition
                 && self.captures == other.captures
                 && self.differentiable == other.differentiable
                 && self.body == other.body)
@@ -410,6 +672,8 @@ impl Ord for ScanSpec {
                 s.n,
                 s.strategy,
                 s.leaves.clone(),
+                s.xs.clone(),
+                s.ys.clone(),
                 s.captures.clone(),
                 s.differentiable.clone(),
                 s.dead.clone(),
@@ -423,3 +687,15 @@ impl Ord for ScanSpec {
 
 /// A shared scan.
 pub type Scan = Arc<ScanSpec>;
+
+/// Elements `start..end` of the vector `of`.
+fn slice(graph: &mut TensorGraph, of: Id, start: usize, end: usize) -> Id {
+    graph.add_valid(
+        TOp::Slice {
+            axis: 0,
+            start,
+            end,
+        },
+        &[of],
+    )
+}

@@ -121,13 +121,13 @@ pub fn infer(op: &TOp, shapes: &[&[usize]]) -> Result<Shape, ShapeError> {
             SmallVec::from_slice(value)
         }
         TOp::Scan(scan) | TOp::ScanVjp(scan) => {
-            let expected = scan.leaves.iter().chain(&scan.captures);
-            let cotangent = scan.output_shape();
-            let expected: Vec<&[usize]> = match op {
-                TOp::ScanVjp(_) => expected.map(|s| &s[..]).chain([&cotangent[..]]).collect(),
-                _ => expected.map(|s| &s[..]).collect(),
-            };
-            if expected.len() != shapes.len() || expected.iter().zip(shapes).any(|(a, b)| a != b) {
+            let mut expected = scan.operand_shapes();
+            if let TOp::ScanVjp(_) = op {
+                expected.push(scan.output_shape());
+            }
+            if expected.len() != shapes.len()
+                || expected.iter().zip(shapes).any(|(a, b)| a[..] != b[..])
+            {
                 return Err(ShapeError(format!(
                     "scan operands have shapes {}, the loop expects {}",
                     shapes.iter().map(|s| show(s)).collect::<Vec<_>>().join(" "),

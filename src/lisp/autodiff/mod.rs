@@ -16,7 +16,7 @@ use super::trace::{Trace, TraceRef, buf_to_value, node_of, traced, value_to_buf}
 use super::value::Value;
 use crate::backends::cpu::cancel::with_cancel;
 use crate::egraph::tensor::optimize::{Optimized, TensorLimits, TensorReport, optimize};
-use crate::egraph::tensor::reverse::{Sweep, refusal};
+use crate::egraph::tensor::reverse::refusal;
 use crate::egraph::tensor::shape::show;
 use crate::egraph::tensor::{Shape, TNode, TOp, TensorGraph, jvp, vjp};
 use crate::tape::dot::Names;
@@ -520,20 +520,12 @@ fn derivative_roots(
             )),
         }
     };
-    // Loops (`scan`) have a reverse but no forward sweep yet, and their
-    // reverse is not differentiated again: say so rather than build a
-    // wrong derivative.
-    let sweep = match request {
-        Request::Jvp => Sweep::Forward,
-        Request::Hvp | Request::Hessian | Request::JacobianForward => Sweep::Batched,
-        _ => Sweep::Reverse,
-    };
     let differentiated: Vec<Id> = request
         .differentiated(arg_leaves.len())
         .iter()
         .flat_map(|&position| arg_leaves[position].iter().map(|&i| leaves[i]))
         .collect();
-    if let Some(message) = refusal(&t.graph, outputs, &differentiated, sweep) {
+    if let Some(message) = refusal(&t.graph, outputs, &differentiated) {
         return Err(EvalError::type_error(message));
     }
     match request {

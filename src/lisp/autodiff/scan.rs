@@ -55,43 +55,243 @@ enum Origin {
     Known(Buf),
 }
 
-/// Runs `(scan step init n)` with `strategy` for its reverse.
+/// What a scan runs over: a number of steps, or sequences whose rows the
+/// steps take (`(scan step init xs)`).
+pub enum Steps {
+    /// `(step state i)` for i below this.
+    Count(usize),
+    /// `(step carry x)` for each row x of these tensors (a tensor, or a
+    /// list of them with one leading length), returning `(list carry y)`.
+    Over(Value),
+}
+
+/// A traced step: its program and roots (the next state's leaves, then
+/// the step's outputs), the structure and shapes of its outputs, and its
+/// captured values with their shapes.
+struct TracedStep {
+    nodes: Vec<TNode>,
+    roots: Vec<Id>,
+    outputs: Tree,
+    output_shapes: Vec<Shape>,
+    captures: Vec<(Origin, Shape)>,
+}
+
+/// Runs `(scan step init n)` or `(scan step init xs)` with `strategy`
+/// for its reverse.
 pub fn scan(
     interp: &mut Interp,
     step: &Value,
     init: &Value,
-    n: usize,
+    steps: Steps,
     strategy: Strategy,
 ) -> EvalResult<Value> {
     let mut leaves = Vec::new();
     let tree = flatten(init, &mut leaves, "the state of scan")?;
-    if n == 0 {
-        return Ok(init.clone());
-    }
+    let (n, sequences, xs_tree) = match &steps {
+        Steps::Count(0) => return Ok(init.clone()),
+        Steps::Count(n) => (*n, Vec::new(), None),
+        Steps::Over(xs) => {
+            let mut sequences = Vec::new();
+            let xs_tree = flatten(xs, &mut sequences, "the sequences scan runs over")?;
+            (sequence_length(&sequences)?, sequences, Some(xs_tree))
+        }
+    };
     let shapes: Vec<Shape> = leaves.iter().map(leaf_shape).collect();
+    let xs: Vec<Shape> = sequences
+        .iter()
+        .map(|x| leaf_shape(x)[1..].into())
+        .collect();
     let outer = interp.numeric.trace.clone();
-    let (body, captures) = trace_step(interp, step, &tree, &shapes, outer.clone())?;
+    let traced = trace_step(
+        interp,
+        step,
+        &tree,
+        &shapes,
+        xs_tree.as_ref().map(|t| (t, &xs[..])),
+        outer.clone(),
+    )?;
     let limits = TensorLimits::for_level(interp.symbolic.level);
-    let body = optimized_body(interp, &body.0, &body.1, limits);
+    let body = optimized_body(interp, &traced.nodes, &traced.roots, limits);
+    let captures = traced.captures;
     let differentiable = captures
         .iter()
         .map(|(origin, _)| matches!(origin, Origin::Traced(_)))
         .collect();
     let capture_shapes = captures.iter().map(|(_, s)| s.clone()).collect();
-    let spec = Arc::new(ScanSpec::new(
-        body,
-        shapes.clone(),
-        capture_shapes,
-        differentiable,
-        n,
-        strategy,
-        limits,
-    ));
+    let spec = Arc::new(
+        ScanSpec::new(
+            body,
+            shapes.clone(),
+            capture_shapes,
+            differentiable,
+            n,
+            strategy,
+            limits,
+        )
+        .over(xs, traced.output_shapes.clone()),
+    );
+    let results = if n == 0 {
+        // No step runs: the state as it was, and no rows of output.
+        let mut results = leaves.clone();
+        results.extend(
+            spec.output_parts()[shapes.len()..]
+                .iter()
+                .map(|shape| buf_to_value(zeros(shape))),
+        );
+        results
+    } else {
+        match &outer {
+            Some(outer) => record(outer, &spec, &leaves, &sequences, &captures)?,
+            None => run_now(interp, &spec, &leaves, &sequences, &captures)?,
+        }
+    };
+    let mut results = results.into_iter();
+    let state = rebuild_in_order(&tree, &mut results);
+    Ok(match steps {
+        Steps::Count(_) => state,
+        Steps::Over(_) => {
+            let ys = rebuild_in_order(&traced.outputs, &mut results);
+            Value::list(vec![state, ys])
+        }
+    })
+}
+
+/// Runs `(while-loop cond body init)`: `state <- (body state)` while
+/// `(cond state)`, at most `max_steps` steps, its reverse keeping states
+/// by the online schedule with the snapshots `strategy` allows. The
+/// condition and the body are traced once, into one program over the
+/// state, the step count and the values they capture.
+pub fn while_loop(
+    interp: &mut Interp,
+    condition: &Value,
+    step: &Value,
+    init: &Value,
+    max_steps: usize,
+    strategy: Strategy,
+) -> EvalResult<Value> {
+    let mut leaves = Vec::new();
+    let tree = flatten(init, &mut leaves, "the state of while-loop")?;
+    let shapes: Vec<Shape> = leaves.iter().map(leaf_shape).collect();
+    let outer = interp.numeric.trace.clone();
+    let body: TraceRef = Rc::new(RefCell::new(Trace::loop_body(outer.clone())));
+    let state_ids: Vec<Id> = shapes
+        .iter()
+        .map(|shape| body.borrow_mut().add_input(zeros(shape)))
+        .collect();
+    body.borrow_mut().add_input(Buf::Scalar(0.0));
+    let state = rebuild_in_order(&tree, &mut state_ids.iter().map(|&id| traced(&body, id)));
+    let saved = interp.numeric.trace.replace(Rc::clone(&body));
+    body.borrow_mut().record_comparisons = true;
+    let go = interp.apply(condition, vec![state.clone()]);
+    body.borrow_mut().record_comparisons = false;
+    let next = match &go {
+        Ok(_) => interp.apply(step, vec![state]),
+        Err(_) => Ok(Value::Nil),
+    };
+    interp.numeric.trace = saved;
+    let (go, next) = (go?, next?);
+    let go = match go {
+        Value::Bool(b) => Value::Float(if b { 1.0 } else { 0.0 }),
+        other => other,
+    };
+    let go = node_of(&body, &go).map_err(|_| {
+        EvalError::type_error(format!(
+            "the condition of while-loop must give a comparison or a number, got {}",
+            go.short()
+        ))
+    })?;
+    let mut out_leaves = Vec::new();
+    let out_tree = flatten(
+        &next,
+        &mut out_leaves,
+        "the state while-loop's body returns",
+    )?;
+    if out_tree != tree {
+        return Err(EvalError::shape(format!(
+            "the body of while-loop must return a state of the same structure as the initial state: {} leaves in {}, the initial state has {}",
+            out_leaves.len(),
+            next.short(),
+            shapes.len()
+        )));
+    }
+    let roots: Vec<Id> = out_leaves
+        .iter()
+        .map(|v| node_of(&body, v))
+        .collect::<EvalResult<_>>()?;
+    let b = body.borrow();
+    if !b.graph.shape(go).is_empty() {
+        return Err(EvalError::shape(format!(
+            "the condition of while-loop must give one number (a comparison), got shape {}",
+            show(b.graph.shape(go))
+        )));
+    }
+    for (k, (&root, shape)) in roots.iter().zip(&shapes).enumerate() {
+        if b.graph.shape(root) != shape {
+            return Err(EvalError::shape(format!(
+                "the body of while-loop returned shape {} for state part {k}, which has shape {}",
+                show(b.graph.shape(root)),
+                show(shape)
+            )));
+        }
+    }
+    let captures = captured(&b, shapes.len() + 1).map_err(|_| {
+        EvalError::type_error(
+            "the condition or body of while-loop looks at the values of its state (if, while, a comparison inside the body, printing): they are compiled once for every step; use where in the body, and comparisons combined with * (and) or max (or) in the condition",
+        )
+    })?;
+    let nodes = b.graph.nodes().to_vec();
+    drop(b);
+    let limits = TensorLimits::for_level(interp.symbolic.level);
+    let test = optimized_body(interp, &nodes, &[go], limits);
+    let step_body = optimized_body(interp, &nodes, &roots, limits);
+    let spec = Arc::new(
+        ScanSpec::new(
+            step_body,
+            shapes,
+            captures.iter().map(|(_, s)| s.clone()).collect(),
+            captures
+                .iter()
+                .map(|(origin, _)| matches!(origin, Origin::Traced(_)))
+                .collect(),
+            max_steps,
+            strategy,
+            limits,
+        )
+        .while_true(test),
+    );
     let results = match &outer {
-        Some(outer) => record(outer, &spec, &leaves, &captures, &shapes)?,
-        None => run_now(interp, &spec, &leaves, &captures, &shapes)?,
+        Some(outer) => record(outer, &spec, &leaves, &[], &captures)?,
+        None => run_now(interp, &spec, &leaves, &[], &captures)?,
     };
     Ok(rebuild_in_order(&tree, &mut results.into_iter()))
+}
+
+/// The common leading length of the sequences of `(scan step init xs)`.
+fn sequence_length(sequences: &[Value]) -> EvalResult<usize> {
+    let mut length: Option<(usize, Shape)> = None;
+    for x in sequences {
+        let shape = leaf_shape(x);
+        let Some(&len) = shape.first() else {
+            return Err(EvalError::shape(format!(
+                "scan runs over the rows of tensors, got {} (a tensor of rank 0 has no rows)",
+                x.short()
+            )));
+        };
+        match &length {
+            None => length = Some((len, shape)),
+            Some((first, first_shape)) if *first != len => {
+                return Err(EvalError::shape(format!(
+                    "the sequences scan runs over have different lengths: shape {} has {first} rows, shape {} has {len}",
+                    show(first_shape),
+                    show(&shape)
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    length.map(|(len, _)| len).ok_or_else(|| {
+        EvalError::shape("scan over sequences needs at least one tensor to run over")
+    })
 }
 
 /// Calls `(checkpoint f)` on `args`. Inside a traced function, `f` runs as
@@ -214,7 +414,7 @@ pub fn checkpoint_call(interp: &mut Interp, f: &Value, args: &[Value]) -> EvalRe
     for shape in &result_shapes {
         state.push(outer.borrow_mut().graph.full(0.0, shape));
     }
-    let outputs = record_nodes(&outer, &spec, state, &captures, &state_shapes)?;
+    let outputs = record_nodes(&outer, &spec, state, &captures)?;
     Ok(rebuild_in_order(
         &result_tree,
         &mut outputs.into_iter().skip(arguments),
@@ -230,38 +430,67 @@ fn leaf_shape(leaf: &Value) -> Shape {
     }
 }
 
-/// Traces `step` on placeholder states of `shapes` and a traced index:
-/// the body's program and roots, and its captured values with their
-/// shapes.
-#[allow(clippy::type_complexity)]
+/// Traces `step` on placeholder states of `shapes` and a traced index, or
+/// (for a scan over sequences) on placeholder rows of the sequences: the
+/// body's program and roots, its outputs, and its captured values.
 fn trace_step(
     interp: &mut Interp,
     step: &Value,
     tree: &Tree,
     shapes: &[Shape],
+    xs: Option<(&Tree, &[Shape])>,
     outer: Option<TraceRef>,
-) -> EvalResult<((Vec<TNode>, Vec<Id>), Vec<(Origin, Shape)>)> {
+) -> EvalResult<TracedStep> {
     let body: TraceRef = Rc::new(RefCell::new(Trace::loop_body(outer)));
     let state_ids: Vec<Id> = shapes
         .iter()
         .map(|shape| body.borrow_mut().add_input(zeros(shape)))
         .collect();
     let index_id = body.borrow_mut().add_input(Buf::Scalar(0.0));
+    let row_ids: Vec<Id> = xs
+        .map(|(_, rows)| rows)
+        .unwrap_or_default()
+        .iter()
+        .map(|shape| body.borrow_mut().add_input(zeros(shape)))
+        .collect();
     let state = rebuild_in_order(tree, &mut state_ids.iter().map(|&id| traced(&body, id)));
-    let index = traced(&body, index_id);
+    let second = match xs {
+        Some((xs_tree, _)) => {
+            rebuild_in_order(xs_tree, &mut row_ids.iter().map(|&id| traced(&body, id)))
+        }
+        None => traced(&body, index_id),
+    };
     let saved = interp.numeric.trace.replace(Rc::clone(&body));
-    let result = interp.apply(step, vec![state, index]);
+    let result = interp.apply(step, vec![state, second]);
     interp.numeric.trace = saved;
     let result = result?;
+    let (state_out, output) = match xs {
+        None => (result, Value::Nil),
+        Some(_) => match result.list_to_vec().ok().as_deref() {
+            Some([carry, y]) => (carry.clone(), y.clone()),
+            _ => {
+                return Err(EvalError::type_error(format!(
+                    "the step of (scan step init xs) returns (list carry y), got {}",
+                    result.short()
+                )));
+            }
+        },
+    };
     let mut out_leaves = Vec::new();
-    let out_tree = flatten(&result, &mut out_leaves, "the state scan's step returns")?;
+    let out_tree = flatten(&state_out, &mut out_leaves, "the state scan's step returns")?;
     if out_tree != *tree {
-        return Err(EvalError::shape(
-            "the step must return a state of the same structure as the initial state",
-        ));
+        return Err(EvalError::shape(format!(
+            "the step must return a state of the same structure as the initial state: {} leaves in {}, the initial state has {}",
+            out_leaves.len(),
+            state_out.short(),
+            shapes.len()
+        )));
     }
+    let mut output_leaves = Vec::new();
+    let outputs = flatten(&output, &mut output_leaves, "the outputs of scan's step")?;
     let roots: Vec<Id> = out_leaves
         .iter()
+        .chain(&output_leaves)
         .map(|v| node_of(&body, v))
         .collect::<EvalResult<_>>()?;
     let b = body.borrow();
@@ -274,8 +503,18 @@ fn trace_step(
             )));
         }
     }
-    let captures = captured(&b, shapes.len() + 1)?;
-    Ok(((b.graph.nodes().to_vec(), roots), captures))
+    let output_shapes = roots[shapes.len()..]
+        .iter()
+        .map(|&r| b.graph.shape(r).clone())
+        .collect();
+    let captures = captured(&b, shapes.len() + 1 + row_ids.len())?;
+    Ok(TracedStep {
+        nodes: b.graph.nodes().to_vec(),
+        roots,
+        outputs,
+        output_shapes,
+        captures,
+    })
 }
 
 /// The captured values of a traced body whose captures start at input
@@ -345,28 +584,29 @@ fn optimized_body(
 }
 
 /// Records the loop as one node of the enclosing trace; its results (the
-/// final state's leaves) are traced values.
+/// final state's leaves, then the stacked outputs) are traced values.
 fn record(
     outer: &TraceRef,
     spec: &Arc<ScanSpec>,
     leaves: &[Value],
+    sequences: &[Value],
     captures: &[(Origin, Shape)],
-    shapes: &[Shape],
 ) -> EvalResult<Vec<Value>> {
-    let leaves: Vec<Id> = leaves
+    let children: Vec<Id> = leaves
         .iter()
+        .chain(sequences)
         .map(|leaf| node_of(outer, leaf))
         .collect::<EvalResult<_>>()?;
-    record_nodes(outer, spec, leaves, captures, shapes)
+    record_nodes(outer, spec, children, captures)
 }
 
-/// `record` with the initial state's leaves given as nodes.
+/// `record` with the initial state's leaves and the sequences given as
+/// nodes.
 fn record_nodes(
     outer: &TraceRef,
     spec: &Arc<ScanSpec>,
     mut children: Vec<Id>,
     captures: &[(Origin, Shape)],
-    shapes: &[Shape],
 ) -> EvalResult<Vec<Value>> {
     for (origin, _) in captures {
         children.push(match origin {
@@ -379,11 +619,12 @@ fn record_nodes(
         .graph
         .add(TOp::Scan(Arc::clone(spec)), &children)
         .map_err(|e| EvalError::shape(e.0))?;
-    let ids: Vec<Id> = if shapes.len() == 1 {
+    let parts = spec.output_parts();
+    let ids: Vec<Id> = if spec.ys.is_empty() && parts.len() == 1 {
         vec![node]
     } else {
         let mut offset = 0;
-        shapes
+        parts
             .iter()
             .map(|shape| {
                 let len: usize = shape.iter().product();
@@ -408,10 +649,14 @@ fn run_now(
     interp: &mut Interp,
     spec: &Arc<ScanSpec>,
     leaves: &[Value],
+    sequences: &[Value],
     captures: &[(Origin, Shape)],
-    shapes: &[Shape],
 ) -> EvalResult<Vec<Value>> {
-    let mut args: Vec<Buf> = leaves.iter().map(value_to_buf).collect::<EvalResult<_>>()?;
+    let mut args: Vec<Buf> = leaves
+        .iter()
+        .chain(sequences)
+        .map(value_to_buf)
+        .collect::<EvalResult<_>>()?;
     for (origin, _) in captures {
         match origin {
             Origin::Known(buf) => args.push(buf.clone()),
@@ -422,7 +667,7 @@ fn run_now(
     let result = with_cancel(interp.interrupt_flag(), || run_loop(&tapes, &args));
     interp.check_interrupt()?;
     let result = result.map_err(crate::lisp::sites::eval_error)?;
-    Ok(unpack(result, shapes))
+    Ok(unpack(result, &spec.output_parts()))
 }
 
 /// The loop compiled, from the cache when an equal loop was compiled.

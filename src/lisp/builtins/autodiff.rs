@@ -7,6 +7,7 @@ use super::{builtin, with_options};
 use crate::backends::cpu::Buf;
 use crate::egraph::Stop;
 use crate::egraph::tensor::scan::Strategy;
+use crate::lisp::autodiff::scan::Steps;
 use crate::lisp::autodiff::tree::{flatten, rebuild_in_order};
 use crate::lisp::autodiff::{self, Outcome, Request};
 use crate::lisp::error::{EvalError, EvalResult};
@@ -639,32 +640,69 @@ fn set_memory_budget(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 /// bytes)`.
 fn scan(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let (step, init) = (&args[0], &args[1]);
-    let n = match &args[2] {
-        Value::Int(n) if *n >= 0 => *n as usize,
+    let (n, steps) = match &args[2] {
+        Value::Int(n) if *n >= 0 => (*n as usize, Steps::Count(*n as usize)),
+        xs @ (Value::Tensor(_) | Value::Traced(_) | Value::Pair(_)) => {
+            (sequence_rows(xs), Steps::Over(xs.clone()))
+        }
         other => {
             return Err(EvalError::type_error(format!(
-                "the number of steps must be a non-negative integer, got {}",
+                "scan's third argument is a number of steps (a non-negative integer) or the tensors to run over, got {}",
                 other.short()
             )));
         }
     };
     let strategy = scan_strategy(args, init, n)?;
-    autodiff::scan::scan(interp, step, init, n, strategy)
+    autodiff::scan::scan(interp, step, init, steps, strategy)
+}
+
+/// The snapshots a `while-loop` keeps when `:snapshots` is not given.
+const WHILE_LOOP_SNAPSHOTS: usize = 64;
+
+/// The positive integer option `name`, if given.
+fn positive_option(args: &Args, name: &str) -> EvalResult<Option<usize>> {
+    match args.option(name) {
+        None => Ok(None),
+        Some(Value::Int(k)) if *k >= 1 => Ok(Some(*k as usize)),
+        Some(other) => Err(EvalError::type_error(format!(
+            ":{name} must be a positive integer, got {}",
+            other.short()
+        ))),
+    }
+}
+
+fn while_loop(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let snapshots = positive_option(args, "snapshots")?.unwrap_or(WHILE_LOOP_SNAPSHOTS);
+    let max_steps = positive_option(args, "max-steps")?.unwrap_or(usize::MAX);
+    autodiff::scan::while_loop(
+        interp,
+        &args[0],
+        &args[1],
+        &args[2],
+        max_steps,
+        Strategy::Revolve(snapshots),
+    )
+}
+
+/// The leading length of the first tensor of a scan's sequences (for the
+/// default number of snapshots; `scan` checks them all).
+fn sequence_rows(xs: &Value) -> usize {
+    match xs {
+        Value::Tensor(t) => t.shape().first().copied().unwrap_or(0),
+        Value::Traced(t) => t.shape.first().copied().unwrap_or(0),
+        Value::Pair(_) => xs
+            .list_to_vec()
+            .ok()
+            .and_then(|items| items.first().map(sequence_rows))
+            .unwrap_or(0),
+        _ => 0,
+    }
 }
 
 /// The checkpoint strategy `scan`'s options name (default: revolve with
 /// ceil(sqrt n) snapshots).
 fn scan_strategy(args: &Args, init: &Value, n: usize) -> EvalResult<Strategy> {
-    let count = |name: &str| -> EvalResult<Option<usize>> {
-        match args.option(name) {
-            None => Ok(None),
-            Some(Value::Int(k)) if *k >= 1 => Ok(Some(*k as usize)),
-            Some(other) => Err(EvalError::type_error(format!(
-                ":{name} must be a positive integer, got {}",
-                other.short()
-            ))),
-        }
-    };
+    let count = |name: &str| positive_option(args, name);
     let snapshots = count("snapshots")?;
     let budget = count("memory-budget")?;
     let name = match args.option("checkpoint") {
@@ -728,7 +766,8 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("jit", "(jit f)", "f compiled to a tape: traced and compiled once per argument-shape signature (and branch path), then run on the backend.", 1, Some(1), jit),
     builtin("check-grad", "(check-grad f args)", "The largest relative error of f's gradient (all arguments) against central finite differences, at the list args.", 2, Some(2), check_grad),
     builtin("tape-stats", "(tape-stats f args)", "An association list describing the compiled gradient tape of f at args: instructions, stored and recomputed values, peak bytes, flops, cache use.", 2, Some(2), tape_stats),
-    with_options(builtin("scan", "(scan step init n :checkpoint strategy :snapshots k :memory-budget bytes)", "Runs state <- (step state i) for i from 0 to n - 1 and returns the final state (a number, tensor or list of them). The step is compiled once. Differentiated, its reverse keeps states by :checkpoint: 'store-all, 'recompute, 'revolve (binomial, with :snapshots k states held, default ceil(sqrt n)), or 'auto (as many snapshots as :memory-budget bytes hold).", 3, Some(3), scan), &["checkpoint", "snapshots", "memory-budget"]),
+    with_options(builtin("scan", "(scan step init n-or-xs :checkpoint strategy :snapshots k :memory-budget bytes)", "Runs state <- (step state i) for i from 0 to n - 1 and returns the final state (a number, tensor or list of them); i may index tensors (index, gather, (slice t i (+ i k))). Given tensors xs (or a list of them, one leading length) instead of n, runs (step carry x) over their rows x, each returning (list carry y), and returns (list final-carry ys) with the y stacked along a new first axis (JAX lax.scan). The step is compiled once. Differentiated, its reverse keeps states by :checkpoint: 'store-all, 'recompute, 'revolve (binomial, with :snapshots k states held, default ceil(sqrt n)), or 'auto (as many snapshots as :memory-budget bytes hold).", 3, Some(3), scan), &["checkpoint", "snapshots", "memory-budget"]),
+    with_options(builtin("while-loop", "(while-loop cond body init :snapshots k :max-steps m)", "Runs state <- (body state) while (cond state) and returns the final state (a number, tensor or list of them); the number of steps depends on the data. cond returns a comparison (combine several with * for and, max for or). Both are compiled once. Differentiable in reverse mode (keeping at most :snapshots k states, default 64, by an online checkpointing schedule: the number of steps is not known in advance) and forward mode. Reaching :max-steps m steps with cond still true is an error.", 3, Some(3), while_loop), &["snapshots", "max-steps"]),
     builtin("show-tape", "(show-tape f args)", "The compiled gradient tape of f at args, as text.", 2, Some(2), show_tape),
     with_options(builtin("save-dot", "(save-dot f args path :graph 'tape :value #f)", "Writes the graph of the tape show-tape shows (:graph 'program: the optimized tensor program before compilation; :value #t: the tape of value-and-grad) as Graphviz DOT to path and returns path. Nodes: inputs (arg0, arg1.2 for part 2 of a list argument, captured0 for a closed-over tensor) with shapes, constants, operations with result shapes, fused elementwise groups and loops as one node each, outputs (value, gradient arg0); edges run from operands to users. A path ending in .dot also gets an SVG drawing beside it (same name, .svg) when the graph is small enough to lay out here (else a warning); a path ending in .svg gets the drawing only; any other path, DOT only.", 3, Some(3), save_dot), &["graph", "value"]),
 ];

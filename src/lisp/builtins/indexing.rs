@@ -65,6 +65,97 @@ fn gather(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     apply.table(Op::Gather(op), &[&args[0], &idx])
 }
 
+/// Whether an index or slice bound is traced (a scan's step index, or a
+/// number computed from it): `index` and `slice` then gather.
+pub(crate) fn traced_position(args: &[Value]) -> bool {
+    args.iter().any(|v| matches!(v, Value::Traced(_)))
+}
+
+/// `(index t i j ...)` where some index is traced: one gather along the
+/// leading axis per index (an index out of range is an error at run time
+/// that names it).
+pub(crate) fn index_traced(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let apply = Apply::new(interp, args.values);
+    let mut x = args[0].clone();
+    let rank = apply.shape(&x)?.len();
+    let positions = &args.values[1..];
+    if positions.len() > rank {
+        return Err(EvalError::range(format!(
+            "{} indices for a tensor of rank {rank}",
+            positions.len()
+        )));
+    }
+    for position in positions {
+        let len = apply.shape(&x)?[0];
+        let idx = indices(&apply, position, len)?;
+        let op = Gather {
+            axis: 0,
+            site: apply.site(),
+        };
+        x = apply.table(Op::Gather(op), &[&x, &idx])?;
+    }
+    Ok(x)
+}
+
+/// `(slice t start end :axis k)` where a bound is traced: the elements at
+/// start, start + 1, ... gathered along the axis. The length must be known
+/// when the call is traced, so end is start plus a whole number
+/// (`(slice t i (+ i 3))`).
+pub(crate) fn slice_traced(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    if args
+        .option("step")
+        .is_some_and(|s| !matches!(s, Value::Int(1)))
+    {
+        return Err(EvalError::type_error(
+            "slice with :step at a traced position is not supported; gather the positions instead",
+        ));
+    }
+    let apply = Apply::new(interp, args.values);
+    let (_, axis) = target(&apply, args, "slice")?;
+    let (start, end) = (&args[1], args.get(2).unwrap_or(&Value::Nil));
+    let length = match (start, end) {
+        (Value::Traced(_), _) => length_after(interp, start, end),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        EvalError::shape(format!(
+            "slice at a traced position (a scan's step index) needs a length known when it is traced: write the end as the start plus a whole number, (slice t i (+ i 3)); got start {} and end {}",
+            start.short(),
+            end.short()
+        ))
+    })?;
+    let offsets: Vec<f64> = (0..length).map(|k| k as f64).collect();
+    let offsets = Value::tensor(ndarray::Array1::from(offsets).into_dyn());
+    let plus = crate::egraph::tensor::op::map_op(&crate::egraph::language::Math::Add(
+        [egg::Id::from(0); 2],
+    ));
+    let idx = apply.op(plus, &[start, &offsets])?;
+    let op = Gather {
+        axis: axis as u8,
+        site: apply.site(),
+    };
+    apply.table(Op::Gather(op), &[&args[0], &idx])
+}
+
+/// The whole number `end - start` when the trace shows `end` as `start`
+/// plus a constant.
+fn length_after(interp: &Interp, start: &Value, end: &Value) -> Option<usize> {
+    let trace = interp.numeric.trace.as_ref()?;
+    let start = crate::lisp::trace::node_of(trace, start).ok()?;
+    let end = crate::lisp::trace::node_of(trace, end).ok()?;
+    let t = trace.borrow();
+    let node = t.graph.node(end);
+    let TOp::Map(crate::egraph::language::Math::Add(_)) = node.op else {
+        return None;
+    };
+    let offset = match node.children[..] {
+        [a, b] if a == start => t.graph.constant(b),
+        [a, b] if b == start => t.graph.constant(a),
+        _ => None,
+    }?;
+    (offset >= 0.0 && offset.fract() == 0.0).then_some(offset as usize)
+}
+
 /// The updates of a scatter, broadcast to the shape the indices select.
 fn updates(
     apply: &Apply,

@@ -10,7 +10,7 @@ pub mod compare;
 mod custom;
 mod data;
 mod einsum;
-mod indexing;
+pub(crate) mod indexing;
 mod linalg;
 mod lists;
 mod norms;

@@ -199,7 +199,10 @@ pub(crate) fn bound(value: &Value, len: usize) -> EvalResult<isize> {
     Ok(resolved.clamp(0, len as i64) as isize)
 }
 
-fn slice(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+fn slice(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    if super::indexing::traced_position(&args.values[1..]) {
+        return super::indexing::slice_traced(interp, args);
+    }
     let t = args[0].as_tensor()?;
     if t.ndim() == 0 {
         return Err(EvalError::shape("cannot slice a number"));
@@ -223,7 +226,10 @@ fn slice(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     Ok(Value::tensor(view.to_owned()))
 }
 
-fn index(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+fn index(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    if super::indexing::traced_position(&args.values[1..]) {
+        return super::indexing::index_traced(interp, args);
+    }
     let t = args[0].as_tensor()?;
     let indices = &args[1..];
     if indices.len() > t.ndim() {

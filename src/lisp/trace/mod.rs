@@ -44,6 +44,10 @@ pub struct Trace {
     pub inspected: bool,
     /// Whether this trace records a loop body.
     pub loop_body: bool,
+    /// While a `while-loop`'s condition is traced: comparisons of numbers
+    /// are recorded (a number, 1 or 0) instead of compared now, and a
+    /// test of a recorded value (if, and, or, cond) is an error.
+    pub record_comparisons: bool,
 }
 
 /// A shared, growing trace.

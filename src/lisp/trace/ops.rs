@@ -363,7 +363,8 @@ fn compare(r: &Recorder<'_>, name: &str, args: &Args) -> EvalResult<Value> {
         _ => CmpOp::Ge,
     };
     let all_scalar = args.iter().all(is_scalar);
-    if all_scalar {
+    let recorded = r.trace.borrow().record_comparisons && args.len() == 2;
+    if all_scalar && !recorded {
         // Control flow: compare the numbers.
         let mut numbers = Vec::with_capacity(args.len());
         for arg in args.iter() {
@@ -392,6 +393,13 @@ fn compare(r: &Recorder<'_>, name: &str, args: &Args) -> EvalResult<Value> {
 fn tensor_call(r: &Recorder<'_>, name: &str, args: &Args) -> Option<EvalResult<Value>> {
     if name == "to-list" {
         return Some(to_list(r, args));
+    }
+    // A traced position (a scan's step index) makes `index` and `slice`
+    // gathers, which the built-ins record with their call site.
+    if matches!(name, "index" | "slice")
+        && crate::lisp::builtins::indexing::traced_position(&args.values[1..])
+    {
+        return None;
     }
     // Cleared by the fallback arm: the built-in has no traced form.
     let mut traceable = true;

@@ -157,3 +157,97 @@ fn actions_are_generated_in_memory_bounded_by_the_snapshots() {
         assert!(count >= 2 * n, "{strategy:?}: {count} actions");
     }
 }
+
+/// Runs an online schedule for a loop that stops after `n` steps, checking
+/// every action as `run` does; returns the steps recomputed after the
+/// forward sweep and the most snapshots held.
+fn run_online(n: usize, k: usize) -> (usize, usize) {
+    let mut online = online::Online::new(k);
+    let mut held: Vec<usize> = Vec::new();
+    let mut most_held = 0;
+    let mut forward = Vec::new();
+    for i in 0..n {
+        forward.clear();
+        online.before_step(i, &mut forward);
+        for action in &forward {
+            match *action {
+                Action::Store(j) => {
+                    assert_eq!(j, i);
+                    held.push(j);
+                }
+                Action::Free(j) => {
+                    assert!(held.contains(&j), "freeing {j}, not held");
+                    held.retain(|&h| h != j);
+                }
+                other => panic!("forward action {other:?}"),
+            }
+            most_held = most_held.max(held.len());
+            assert!(held.len() <= k, "n {n} k {k}: {} held", held.len());
+        }
+    }
+    let mut working = n;
+    let mut next_reverse = n;
+    let mut recomputed = 0;
+    for action in online.reverse(n) {
+        match action {
+            Action::Advance { from, to } => {
+                assert_eq!(working, from, "{action:?}");
+                assert!(to > from && to < next_reverse);
+                recomputed += to - from;
+                working = to;
+            }
+            Action::Store(i) => {
+                assert_eq!(working, i, "{action:?}");
+                assert!(!held.contains(&i));
+                held.push(i);
+            }
+            Action::Restore(i) => {
+                assert!(held.contains(&i), "{action:?} not held");
+                working = i;
+            }
+            Action::Free(i) => {
+                assert!(held.contains(&i), "{action:?} not held");
+                held.retain(|&h| h != i);
+            }
+            Action::Reverse(i) => {
+                assert_eq!(i + 1, next_reverse, "reversed out of order");
+                assert_eq!(working, i, "{action:?}");
+                next_reverse = i;
+            }
+        }
+        most_held = most_held.max(held.len());
+        assert!(held.len() <= k, "n {n} k {k}: {} held", held.len());
+    }
+    assert_eq!(next_reverse, 0, "n {n} k {k}: every step reversed");
+    assert!(held.is_empty(), "n {n} k {k}: {held:?} left");
+    (recomputed, most_held)
+}
+
+#[test]
+fn online_schedules_reverse_every_step_within_their_snapshots() {
+    for n in 0..70 {
+        for k in 1..9 {
+            run_online(n, k);
+        }
+    }
+    for (n, k) in [(1000, 4), (4097, 10), (100_000, 32), (12345, 2)] {
+        let (recomputed, most) = run_online(n, k);
+        assert!(most <= k);
+        // Within a small factor of the offline optimum for the same
+        // memory (and never worse than recomputing each segment's states
+        // from its start).
+        let offline = binomial_recomputations(n, k);
+        assert!(
+            recomputed <= 4 * offline + n,
+            "n {n} k {k}: {recomputed} recomputed, offline {offline}"
+        );
+    }
+}
+
+/// The memory of an online schedule does not grow with the loop: a
+/// million steps with eight snapshots hold eight.
+#[test]
+fn online_schedules_hold_at_most_their_snapshots_for_any_length() {
+    let (_, most) = run_online(1_000_000, 8);
+    assert!(most <= 8, "{most}");
+}
