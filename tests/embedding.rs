@@ -181,6 +181,9 @@ fn the_interrupt_flag_stops_a_running_scan() {
         "(scan (lambda (x i) (* 3.9 x (- 1.0 x))) 0.3 100000000000)",
         "(scan (lambda (u i) (* 0.5 u)) [1.0 2.0] 100000000000)",
         "((grad (lambda (a) (sum (scan (lambda (u i) (* a u)) [1.0 2.0] 1000000 :checkpoint 'revolve :snapshots 2)))) 0.5)",
+        // A while-loop that never stops, run and differentiated.
+        "(while-loop (lambda (u) (> (sum u) 0.0)) (lambda (u) (+ u 1.0)) [1.0 2.0])",
+        "((grad (lambda (a) (sum (while-loop (lambda (u) (> (sum u) 0.0)) (lambda (u) (+ u a)) [1.0 2.0])))) 0.5)",
     ] {
         let flag = eps.interrupt_handle();
         let setter = std::thread::spawn(move || {

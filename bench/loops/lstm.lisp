@@ -10,9 +10,15 @@
 ;; and gradient checksum.
 ;;
 ;;   epsilon run bench/loops/lstm.lisp [--model adbench|char] [--runs 5]
+;;       [--checkpoint store-all|revolve]
+;;
+;; JAX's lax.scan keeps every step's residuals, as 'store-all keeps every
+;; state (and recomputes each step's intermediates in its reverse step);
+;; 'revolve keeps ceil(sqrt n) states and recomputes the rest.
 
 (define model (script-option "--model" "adbench"))
 (define runs (script-option "--runs" 5))
+(define checkpoint (string->symbol (script-option "--checkpoint" "store-all")))
 
 (define (wave shape scale)
   (* scale (sin (reshape (arange (apply * shape)) shape))))
@@ -35,12 +41,12 @@
          (step (lambda (s row)
                  (let* ((x (* (first row) (index extra 0)))
                         (l1 (adbench-layer (index main 0) (index main 1) (first s) (second s) x))
-                        (l2 (adbench-layer (index main 2) (index main 3) (third s) (fourth s) (first l1)))
+                        (l2 (adbench-layer (index main 2) (index main 3) (index-list s 2) (index-list s 3) (first l1)))
                         (ypred (+ (* (first l2) (index extra 1)) (index extra 2))))
                    (list (list (first l1) (second l1) (first l2) (second l2))
                          (sum (* (second row) (- ypred (logsumexp ypred))))))))
          (r (scan step (list (index state 0) (index state 1) (index state 2) (index state 3))
-                  (list inputs golds))))
+                  (list inputs golds) :checkpoint checkpoint)))
     (/ (- (sum (second r))) (* (- c 1) (second (shape sequence))))))
 
 ;; The character LSTM: inputs one-hot [T, B, V], weights Wx [V, 4H],
@@ -58,9 +64,10 @@
                    (list (list h cell)
                          (sum (* (second row) (- logits (logsumexp logits :axis 1 :keepdims #t))))))))
          (zero (zeros (list batch hidden)))
-         (r (scan step (list zero zero) (list inputs targets))))
+         (r (scan step (list zero zero) (list inputs targets) :checkpoint checkpoint)))
     (/ (- (sum (second r))) (* (first (shape inputs)) batch))))
-(define (index-gate g k) (reshape (slice g k (+ k 1) :axis 1) (list (first (shape g)) (third (shape g)))))
+(define (index-list l k) (if (= k 0) (first l) (index-list (cdr l) (- k 1))))
+(define (index-gate g k) (reshape (slice g k (+ k 1) :axis 1) (list (first (shape g)) (index-list (shape g) 2))))
 
 (define (time-it name f args)
   (let ((result (apply f args)))

@@ -102,6 +102,21 @@ pub fn standard(x: &ArrayViewD<'_, f64>) -> ArrayD<f64> {
             return ArrayD::from_shape_vec(x.raw_dim(), out).expect("sizes agree");
         }
     }
+    if rank >= 1 && x.strides()[rank - 1] == 1 {
+        // Rows stored contiguously (a slice of a row-major array along an
+        // earlier axis): copied row by row.
+        let n = x.len();
+        let mut out = super::execute::take(n).unwrap_or_default();
+        out.clear();
+        out.reserve_exact(n);
+        for row in x.rows() {
+            match row.as_slice() {
+                Some(row) => out.extend_from_slice(row),
+                None => out.extend(row.iter().copied()),
+            }
+        }
+        return ArrayD::from_shape_vec(x.raw_dim(), out).expect("sizes agree");
+    }
     x.as_standard_layout().into_owned()
 }
 

@@ -227,10 +227,7 @@ impl<'a> Reverser<'a> {
                     self.sequence_cotangents.write(k, i, &term);
                 }
                 for (total, term) in self.captured.iter_mut().zip(outputs) {
-                    *total = Some(match total.take() {
-                        None => term,
-                        Some(sum) => add(&sum, &term),
-                    });
+                    accumulate(total, term);
                 }
             }
         }
@@ -346,11 +343,14 @@ impl Stacked {
         let out = &mut self.data[k][i * len..(i + 1) * len];
         match value {
             Buf::Scalar(x) => out[0] = *x,
-            Buf::Array(a) => {
-                for (o, x) in out.iter_mut().zip(a.iter()) {
-                    *o = *x;
+            Buf::Array(a) => match a.as_slice() {
+                Some(row) if row.len() == len => out.copy_from_slice(row),
+                _ => {
+                    for (o, x) in out.iter_mut().zip(a.iter()) {
+                        *o = *x;
+                    }
                 }
-            }
+            },
         }
     }
 
@@ -464,10 +464,27 @@ pub fn unpack(packed: &Buf, shapes: &[crate::egraph::tensor::Shape]) -> Vec<Buf>
         .collect()
 }
 
-fn add(a: &Buf, b: &Buf) -> Buf {
-    match (a, b) {
-        (Buf::Scalar(x), Buf::Scalar(y)) => Buf::Scalar(x + y),
-        _ => Buf::from_array(Rc::new(a.to_array() + &b.to_array())),
+/// Adds `term` into `total` (which starts empty), in place: a captured
+/// value's cotangent summed over the steps costs one pass over it a step,
+/// with no copy.
+fn accumulate(total: &mut Option<Buf>, term: Buf) {
+    match (total.as_mut(), term) {
+        (None, term) => *total = Some(term),
+        (Some(Buf::Scalar(x)), Buf::Scalar(y)) => *x += y,
+        (Some(Buf::Array(sum)), Buf::Array(term)) if sum.shape() == term.shape() => {
+            let sum = Rc::make_mut(sum);
+            match (sum.as_slice_mut(), term.as_slice()) {
+                (Some(sum), Some(term)) => {
+                    for (s, t) in sum.iter_mut().zip(term) {
+                        *s += t;
+                    }
+                }
+                _ => *sum += &*term,
+            }
+        }
+        (Some(sum), term) => {
+            *total = Some(Buf::from_array(Rc::new(sum.to_array() + &term.to_array())));
+        }
     }
 }
 

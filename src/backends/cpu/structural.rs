@@ -16,7 +16,7 @@ pub fn structural(op: &TOp, args: &[ArrayViewD<'_, f64>], shape: &[usize]) -> Ar
         TOp::Reshape(target) => {
             let data: Vec<f64> = match x.as_slice() {
                 Some(s) => s.to_vec(),
-                None => x.iter().copied().collect(),
+                None => super::broadcast::standard(x).into_raw_vec_and_offset().0,
             };
             ArrayD::from_shape_vec(IxDyn(target), data).expect("reshape keeps the size")
         }
@@ -27,10 +27,9 @@ pub fn structural(op: &TOp, args: &[ArrayViewD<'_, f64>], shape: &[usize]) -> Ar
                 .as_standard_layout()
                 .into_owned()
         }
-        TOp::Slice { axis, start, end } => x
-            .slice_axis(Axis(usize::from(*axis)), Slice::from(*start..*end))
-            .as_standard_layout()
-            .into_owned(),
+        TOp::Slice { axis, start, end } => super::broadcast::standard(
+            &x.slice_axis(Axis(usize::from(*axis)), Slice::from(*start..*end)),
+        ),
         TOp::Pad { axis, before, .. } => {
             let mut out = ArrayD::zeros(IxDyn(shape));
             let len = x.shape()[usize::from(*axis)];
