@@ -8,7 +8,7 @@ Run one variant per process, under /usr/bin/time for the peak RSS:
 
 `scan` is lax.scan (its reverse keeps every step's residuals); `checkpoint`
 wraps the step in jax.checkpoint (the reverse recomputes each step from the
-stored state). Prints the loss, the gradient's checksums (to compare with
+stored state); `forward` times the jitted loss alone. Prints the loss, the gradient's checksums (to compare with
 bench/numeric/w4-heat.lisp) and the time of three gradient calls after a
 compiling one.
 """
@@ -44,7 +44,13 @@ def loss(u0, a):
     return jnp.sum(u * u)
 
 
-g = jax.jit(jax.grad(loss, argnums=(0, 1)))
+if variant == "forward":
+    forward = jax.jit(loss)
+
+    def g(u0, a):
+        return forward(u0, a), jnp.float64(0.0)
+else:
+    g = jax.jit(jax.grad(loss, argnums=(0, 1)))
 gu, ga = jax.block_until_ready(g(u0, ALPHA))
 print(f"variant={variant} N={N} T={T} loss={float(loss(u0, ALPHA))!r} "
       f"grad_u0_sum={float(jnp.sum(gu))!r} grad_alpha={float(ga)!r}", flush=True)

@@ -151,6 +151,7 @@ fn run_expanded(
         None => &Interpreted {
             group,
             sources: &sources,
+            width: CHUNK.min(n.max(1)),
         },
     };
     if group.sum_over.is_some() {
@@ -203,6 +204,9 @@ pub(super) trait Task: Sync {
 struct Interpreted<'a> {
     group: &'a FusedGroup,
     sources: &'a [Source<'a>],
+    /// Elements per chunk: `CHUNK`, or fewer for a group over fewer
+    /// elements (its registers are then that much smaller to set up).
+    width: usize,
 }
 
 impl Interpreted<'_> {
@@ -212,10 +216,11 @@ impl Interpreted<'_> {
     /// step. Contiguous data, and padded data away from its edges, are read
     /// where they are.
     fn registers(&self) -> Vec<f64> {
-        let mut registers = vec![0.0; (2 * self.group.inputs + self.group.steps.len()) * CHUNK];
+        let mut registers =
+            vec![0.0; (2 * self.group.inputs + self.group.steps.len()) * self.width];
         for (k, source) in self.sources.iter().enumerate() {
             if let Source::Scalar(value) | Source::Window { value, .. } = source {
-                registers[k * CHUNK..(k + 1) * CHUNK].fill(*value);
+                registers[k * self.width..(k + 1) * self.width].fill(*value);
             }
         }
         registers
@@ -225,9 +230,10 @@ impl Interpreted<'_> {
     /// into `out`.
     fn chunk(&self, at: usize, registers: &mut [f64], out: &mut [f64]) {
         let (group, sources, inputs) = (self.group, self.sources, self.group.inputs);
+        let width = self.width;
         let len = out.len();
-        let (constants, rest) = registers.split_at_mut(inputs * CHUNK);
-        let (edges, step_registers) = rest.split_at_mut(inputs * CHUNK);
+        let (constants, rest) = registers.split_at_mut(inputs * width);
+        let (edges, step_registers) = rest.split_at_mut(inputs * width);
         let inside = |start: usize, end: usize| at >= start && at + len <= end;
         for (k, source) in sources.iter().enumerate() {
             let crosses = match source {
@@ -237,12 +243,12 @@ impl Interpreted<'_> {
                 _ => false,
             };
             if crosses {
-                source.fill(at, &mut edges[k * CHUNK..k * CHUNK + len]);
+                source.fill(at, &mut edges[k * width..k * width + len]);
             }
         }
         let (constants, edges): (&[f64], &[f64]) = (constants, edges);
         let operand = |r: usize| -> &[f64] {
-            let register = r * CHUNK..r * CHUNK + len;
+            let register = r * width..r * width + len;
             match &sources[r] {
                 Source::Slice(data) => &data[at..at + len],
                 Source::Scalar(_) => &constants[register],
@@ -255,7 +261,7 @@ impl Interpreted<'_> {
             }
         };
         for (s, (op, args)) in group.steps.iter().enumerate() {
-            let (before, after) = step_registers.split_at_mut(s * CHUNK);
+            let (before, after) = step_registers.split_at_mut(s * width);
             let ins: smallvec::SmallVec<[&[f64]; 3]> = args
                 .iter()
                 .map(|&r| {
@@ -263,7 +269,7 @@ impl Interpreted<'_> {
                     if r < inputs {
                         operand(r)
                     } else {
-                        &before[(r - inputs) * CHUNK..(r - inputs) * CHUNK + len]
+                        &before[(r - inputs) * width..(r - inputs) * width + len]
                     }
                 })
                 .collect();
@@ -273,7 +279,7 @@ impl Interpreted<'_> {
         out.copy_from_slice(if result < inputs {
             operand(result)
         } else {
-            &step_registers[(result - inputs) * CHUNK..(result - inputs) * CHUNK + len]
+            &step_registers[(result - inputs) * width..(result - inputs) * width + len]
         });
     }
 }
@@ -281,8 +287,8 @@ impl Interpreted<'_> {
 impl Task for Interpreted<'_> {
     fn store(&self, start: usize, out: &mut [f64]) {
         let mut registers = self.registers();
-        for (c, block) in out.chunks_mut(CHUNK).enumerate() {
-            self.chunk(start + c * CHUNK, &mut registers, block);
+        for (c, block) in out.chunks_mut(self.width).enumerate() {
+            self.chunk(start + c * self.width, &mut registers, block);
         }
     }
 
@@ -290,8 +296,8 @@ impl Task for Interpreted<'_> {
         let mut registers = self.registers();
         let mut values = [0.0; CHUNK];
         let mut total = 0.0;
-        for at in (start..end).step_by(CHUNK) {
-            let len = CHUNK.min(end - at);
+        for at in (start..end).step_by(self.width) {
+            let len = self.width.min(end - at);
             self.chunk(at, &mut registers, &mut values[..len]);
             total += scalar::sum(&values[..len]);
         }
