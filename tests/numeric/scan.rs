@@ -321,6 +321,20 @@ fn tape_stats_measure_snapshots_and_recomputation() {
         assert_eq!(recomputed, (steps + 200.0) * per_step, "k = {k}");
         assert!(stat(&mut engine, &f, "measured-peak-bytes") >= held);
     }
+    // A state part the step leaves unchanged is one buffer in every
+    // snapshot: counted once, as the memory it keeps alive.
+    eval(
+        &mut engine,
+        r"
+(define (two-part strategy k)
+  (lambda (u) (sum (first (scan (lambda (s i) (list (* (second s) (first s)) (second s)))
+                                (list u (cos u)) 200 :checkpoint strategy :snapshots k)))))
+",
+    );
+    let held = stat(&mut engine, "(two-part 'store-all 1)", "snapshot-bytes");
+    assert_eq!(held, 201.0 * state_bytes, "200 states of u, one of (cos u)");
+    let held = stat(&mut engine, "(two-part 'revolve 10)", "snapshot-bytes");
+    assert!(held <= 11.0 * state_bytes, "{held}");
     // 'auto fits its snapshots in the memory budget.
     for budget in [8_000, 30_000, 100_000] {
         let f = format!(

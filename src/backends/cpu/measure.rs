@@ -79,3 +79,35 @@ pub(crate) fn recomputed(steps: usize, values: usize, flops: u64) {
         m.recomputed_flops += steps as u64 * flops;
     });
 }
+
+/// The buffers a loop's snapshots hold, each counted once however many
+/// snapshots share it (a state part the step leaves unchanged is the same
+/// buffer in every snapshot), so the bytes `stored` reports are the bytes
+/// the snapshots keep alive.
+#[derive(Default)]
+pub(crate) struct Held {
+    /// Snapshots holding each buffer, by its address.
+    counts: rustc_hash::FxHashMap<usize, usize>,
+}
+
+impl Held {
+    /// A snapshot holds the buffer at `address` of `bytes`.
+    pub(crate) fn hold(&mut self, address: usize, bytes: usize) {
+        let count = self.counts.entry(address).or_insert(0);
+        if *count == 0 {
+            stored(bytes);
+        }
+        *count += 1;
+    }
+
+    /// A snapshot let go of the buffer at `address` of `bytes`.
+    pub(crate) fn release(&mut self, address: usize, bytes: usize) {
+        if let Some(count) = self.counts.get_mut(&address) {
+            *count -= 1;
+            if *count == 0 {
+                self.counts.remove(&address);
+                released(bytes);
+            }
+        }
+    }
+}

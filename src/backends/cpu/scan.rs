@@ -128,6 +128,8 @@ struct Reverser<'a> {
     sequence_cotangents: Stacked,
     captured: Vec<Option<Buf>>,
     snapshots: FxHashMap<usize, Vec<Buf>>,
+    /// The buffers the snapshots hold, for `tape-stats`.
+    held: measure::Held,
     /// Whether a step has been reversed (advances after it are
     /// recomputations).
     reversing: bool,
@@ -177,6 +179,7 @@ impl<'a> Reverser<'a> {
             sequence_cotangents: Stacked::new(spec.n, &spec.xs)?,
             captured: vec![None; spec.differentiable.iter().filter(|d| **d).count()],
             snapshots: FxHashMap::default(),
+            held: measure::Held::default(),
             reversing: false,
         })
     }
@@ -186,7 +189,6 @@ impl<'a> Reverser<'a> {
         let tapes = self.tapes;
         let spec = &tapes.spec;
         let leaves = spec.leaves.len();
-        let state_bytes = spec.state_bytes();
         let (values, flops) = (tapes.body.stats.values, tapes.body.stats.flops);
         match action {
             Action::Advance { from, to } => {
@@ -196,8 +198,11 @@ impl<'a> Reverser<'a> {
                 advance(tapes, &mut self.working, &self.xs, None, from, to)?
             }
             Action::Store(i) => {
-                measure::stored(state_bytes);
-                self.snapshots.insert(i, self.working[..leaves].to_vec());
+                let snapshot = self.working[..leaves].to_vec();
+                for leaf in &snapshot {
+                    count_held(&mut self.held, leaf, true);
+                }
+                self.snapshots.insert(i, snapshot);
             }
             Action::Restore(i) => {
                 let snapshot = self
@@ -207,8 +212,9 @@ impl<'a> Reverser<'a> {
                 self.working[..leaves].clone_from_slice(snapshot);
             }
             Action::Free(i) => {
-                measure::released(state_bytes);
-                self.snapshots.remove(&i);
+                for leaf in self.snapshots.remove(&i).into_iter().flatten() {
+                    count_held(&mut self.held, &leaf, false);
+                }
             }
             Action::Reverse(i) => {
                 // The reverse step recomputes the step's intermediates.
@@ -246,6 +252,17 @@ impl<'a> Reverser<'a> {
             all.push(total.unwrap_or_else(|| zeros(shape)));
         }
         Ok(flat(&all))
+    }
+}
+
+/// Counts a snapshot's part as held (`hold`) or let go: an array by its
+/// buffer (shared buffers once), a number by itself.
+fn count_held(held: &mut measure::Held, leaf: &Buf, hold: bool) {
+    match (leaf, hold) {
+        (Buf::Scalar(_), true) => measure::stored(8),
+        (Buf::Scalar(_), false) => measure::released(8),
+        (Buf::Array(a), true) => held.hold(Rc::as_ptr(a) as usize, a.len() * 8),
+        (Buf::Array(a), false) => held.release(Rc::as_ptr(a) as usize, a.len() * 8),
     }
 }
 

@@ -149,6 +149,9 @@ struct Reverser<'a, M: Machine> {
     sequence_cotangents: Stacked<M::Mem>,
     captured: Vec<Option<Datum<M::Mem>>>,
     snapshots: FxHashMap<usize, Vec<Datum<M::Mem>>>,
+    /// The buffers the snapshots hold, counted as the CPU backend counts
+    /// them (`tape-stats`).
+    held: measure::Held,
     reversing: bool,
 }
 
@@ -205,6 +208,7 @@ impl<'a, M: Machine> Reverser<'a, M> {
             sequence_cotangents: Stacked::new(machine, spec.n, &spec.xs)?,
             captured: vec![None; spec.differentiable.iter().filter(|d| **d).count()],
             snapshots: FxHashMap::default(),
+            held: measure::Held::default(),
             reversing: false,
         })
     }
@@ -214,8 +218,6 @@ impl<'a, M: Machine> Reverser<'a, M> {
         let (machine, tapes) = (self.machine, self.tapes);
         let spec = &tapes.spec;
         let leaves = spec.leaves.len();
-        // Counted as the CPU backend counts (`tape-stats`).
-        let state_bytes = spec.state_bytes();
         let (values, flops) = (tapes.body.stats.values, tapes.body.stats.flops);
         match action {
             Action::Advance { from, to } => {
@@ -225,8 +227,11 @@ impl<'a, M: Machine> Reverser<'a, M> {
                 advance(machine, tapes, &mut self.working, &self.xs, None, from, to)?
             }
             Action::Store(i) => {
-                measure::stored(state_bytes);
-                self.snapshots.insert(i, self.working[..leaves].to_vec());
+                let snapshot = self.working[..leaves].to_vec();
+                for leaf in &snapshot {
+                    count_held(&mut self.held, leaf, true);
+                }
+                self.snapshots.insert(i, snapshot);
             }
             Action::Restore(i) => {
                 let snapshot = self
@@ -236,8 +241,8 @@ impl<'a, M: Machine> Reverser<'a, M> {
                 self.working[..leaves].clone_from_slice(snapshot);
             }
             Action::Free(i) => {
-                measure::released(state_bytes);
                 for value in self.snapshots.remove(&i).into_iter().flatten() {
+                    count_held(&mut self.held, &value, false);
                     release(machine, value);
                 }
             }
@@ -285,6 +290,24 @@ impl<'a, M: Machine> Reverser<'a, M> {
             });
         }
         flat(machine, &all)
+    }
+}
+
+/// Counts a snapshot's part as held (`hold`) or let go: device memory by
+/// its buffer (shared buffers once), a host number by itself.
+fn count_held<M>(held: &mut measure::Held, value: &Datum<M>, hold: bool) {
+    match (value, hold) {
+        (Datum::Host(_), true) => measure::stored(8),
+        (Datum::Host(_), false) => measure::released(8),
+        (Datum::Device { mem, shape }, hold) => {
+            let bytes = shape.iter().product::<usize>() * 8;
+            let address = Rc::as_ptr(mem) as usize;
+            if hold {
+                held.hold(address, bytes);
+            } else {
+                held.release(address, bytes);
+            }
+        }
     }
 }
 
