@@ -261,3 +261,44 @@ fn while_loop_errors_are_clear() {
         0.0
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// On random thresholds, widths, parameters and snapshot counts, the
+    /// while-loop gives the traced Lisp loop's value, gradient and
+    /// tangent.
+    #[test]
+    fn while_loop_matches_the_traced_loop(
+        width in 1usize..5,
+        threshold in 2.0f64..40.0,
+        k in 1usize..9,
+        seed in 0u64..1000,
+    ) {
+        let mut engine = engine();
+        let source = format!(
+            "(seed! {seed})
+             (define a (+ 0.5 (rand '({width}))))
+             (define u0 (* 0.1 (rand '({width}))))
+             (define (looped a u0)
+               (sum (* u0 (while-loop (lambda (u) (< (sum (* u u)) {threshold}))
+                                      (lambda (u) (+ u (* 0.1 a (+ 1.5 (sin u)))))
+                                      u0 :snapshots {k}))))
+             (define (unrolled a u0)
+               (let loop ((u u0))
+                 (if (< (sum (* u u)) {threshold}) (loop (+ u (* 0.1 a (+ 1.5 (sin u))))) (sum (* u0 u)))))
+             (list (looped a u0) (unrolled a u0)
+                   ((grad looped :wrt 'all) a u0) ((grad unrolled :wrt 'all) a u0)
+                   (second (jvp looped (list a u0) (list (cos a) (sin u0))))
+                   (second (jvp unrolled (list a u0) (list (cos a) (sin u0)))))"
+        );
+        let all = items(&eval(&mut engine, &source)).unwrap();
+        let (got, want) = (array(&all[0]).unwrap(), array(&all[1]).unwrap());
+        compare("value", &got, &want, 1e-12).map_err(TestCaseError::fail)?;
+        for (g, w) in parts(&all[2]).unwrap().iter().zip(&parts(&all[3]).unwrap()) {
+            compare("gradient", g, w, 1e-10).map_err(TestCaseError::fail)?;
+        }
+        let (got, want) = (array(&all[4]).unwrap(), array(&all[5]).unwrap());
+        compare("tangent", &got, &want, 1e-10).map_err(TestCaseError::fail)?;
+    }
+}

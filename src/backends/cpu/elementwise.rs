@@ -239,7 +239,7 @@ impl Interpreted<'_> {
             let crosses = match source {
                 Source::Shifted { data, start } => !inside(*start, start + data.len()),
                 Source::Window { start, end, .. } => !inside(*start, *end),
-                Source::Strided(view) => view.in_place(at, len).is_none(),
+                Source::Strided(_) | Source::Cyclic { .. } => source.in_place(at, len).is_none(),
                 _ => false,
             };
             if crosses {
@@ -256,7 +256,9 @@ impl Interpreted<'_> {
                     &data[at - start..at - start + len]
                 }
                 Source::Window { start, end, .. } if inside(*start, *end) => &constants[register],
-                Source::Strided(view) => view.in_place(at, len).unwrap_or(&edges[register]),
+                Source::Strided(_) | Source::Cyclic { .. } => {
+                    sources[r].in_place(at, len).unwrap_or(&edges[register])
+                }
                 _ => &edges[register],
             }
         };

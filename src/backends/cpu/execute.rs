@@ -84,6 +84,11 @@ pub(crate) enum Val {
         before: usize,
         shape: Shape,
     },
+    /// Row-major `base` rolled along its first axis, not made: element `i`
+    /// (row-major) is `base`'s element `(i - shift) mod n`, `shift` counted
+    /// in elements (`n` the number of elements). Elementwise groups read it
+    /// in place, in at most two runs.
+    Rolled { base: Rc<ArrayD<f64>>, shift: usize },
 }
 
 /// Contiguous elements a padded value holds between its zeros.
@@ -156,6 +161,14 @@ impl Val {
                     Flat::Fill { value, .. } => target.fill(*value),
                 }
                 CowArray::from(ArrayD::from_shape_vec(IxDyn(shape), data).expect("sizes agree"))
+            }
+            Val::Rolled { base, shift } => {
+                let source = base.as_slice().expect("rolled data is contiguous");
+                let split = source.len() - shift;
+                let mut data = Vec::with_capacity(source.len());
+                data.extend_from_slice(&source[split..]);
+                data.extend_from_slice(&source[..split]);
+                CowArray::from(ArrayD::from_shape_vec(base.raw_dim(), data).expect("sizes agree"))
             }
         }
     }
@@ -232,6 +245,20 @@ fn step(
                 return step(op, &[&Val::Array(owned)], shape, None);
             }
         },
+        TOp::Roll { axis: 0, shift } if matches!(args[0], Val::Array(a) if a.is_standard_layout() && !a.is_empty()) =>
+        {
+            let Val::Array(a) = args[0] else {
+                unreachable!("matched an array")
+            };
+            let row: usize = a.shape()[1..].iter().product();
+            match (shift * row) % a.len() {
+                0 => Val::Array(Rc::clone(a)),
+                shift => Val::Rolled {
+                    base: Rc::clone(a),
+                    shift,
+                },
+            }
+        }
         TOp::Pad {
             axis: 0, before, ..
         } => {
@@ -439,6 +466,7 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
                     Val::Array(array)
                     | Val::Slice { base: array, .. }
                     | Val::Permuted { base: array, .. }
+                    | Val::Rolled { base: array, .. }
                     | Val::Broadcast { base: array, .. },
                 )
                 | Some(Val::Padded {

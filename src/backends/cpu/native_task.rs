@@ -73,7 +73,10 @@ impl<'a> NativeTask<'a> {
             .iter()
             .map(|s| match s {
                 Source::Scalar(value) | Source::Window { value, .. } => *value,
-                Source::Slice(_) | Source::Shifted { .. } | Source::Strided(_) => f64::NAN,
+                Source::Slice(_)
+                | Source::Shifted { .. }
+                | Source::Strided(_)
+                | Source::Cyclic { .. } => f64::NAN,
             })
             .collect();
         NativeTask {
@@ -96,6 +99,11 @@ impl<'a> NativeTask<'a> {
                 Source::Scalar(_) | Source::Window { .. } => &self.values[k..k + 1],
                 Source::Slice(data) => &data[start..end],
                 Source::Shifted { data, start: at } => &data[start - at..end - at],
+                // Inside its longer run: one slice of the data.
+                Source::Cyclic { data, shift } => {
+                    let from = sources::cyclic_position(data.len(), *shift, start);
+                    &data[from..from + (end - start)]
+                }
                 // Never inside: `interior` is empty with a strided source.
                 Source::Strided(_) => &[],
             })
@@ -125,7 +133,10 @@ impl<'a> NativeTask<'a> {
             {
                 let buffered = matches!(
                     source,
-                    Source::Shifted { .. } | Source::Window { .. } | Source::Strided(_)
+                    Source::Shifted { .. }
+                        | Source::Window { .. }
+                        | Source::Strided(_)
+                        | Source::Cyclic { .. }
                 );
                 if buffered && place.is_none() {
                     source.fill(at, &mut buffer[..len]);

@@ -24,6 +24,9 @@ pub enum Source<'a> {
     /// A broadcast or strided view of contiguous data, read chunk by chunk
     /// into a buffer (never copied whole).
     Strided(Strided<'a>),
+    /// Element `i` is `data[(i - shift) mod n]`, `n` the data's length (an
+    /// operand rolled along its first axis, read in place in two runs).
+    Cyclic { data: &'a [f64], shift: usize },
 }
 
 /// A view of contiguous `data`: element `i` (row-major over `shape`) is
@@ -217,6 +220,10 @@ impl<'a> Source<'a> {
         match self {
             Source::Slice(data) => Some(&data[at..at + len]),
             Source::Strided(view) => view.in_place(at, len),
+            Source::Cyclic { data, shift } => {
+                let from = cyclic_position(data.len(), *shift, at);
+                (from + len <= data.len()).then(|| &data[from..from + len])
+            }
             _ => None,
         }
     }
@@ -226,6 +233,13 @@ impl Source<'_> {
     /// Writes elements `at..at + out.len()` into `out`.
     pub fn fill(&self, at: usize, out: &mut [f64]) {
         match self {
+            Source::Cyclic { data, shift } => {
+                let from = cyclic_position(data.len(), *shift, at);
+                let first = out.len().min(data.len() - from);
+                out[..first].copy_from_slice(&data[from..from + first]);
+                let rest = out.len() - first;
+                out[first..].copy_from_slice(&data[..rest]);
+            }
             Source::Scalar(x) => out.fill(*x),
             Source::Slice(s) => out.copy_from_slice(&s[at..at + out.len()]),
             Source::Shifted { data, start } => {
@@ -280,6 +294,7 @@ pub fn expand(operands: &[&Val], shape: &[usize]) -> Vec<Option<ArrayD<f64>>> {
             Val::Permuted { .. } | Val::Broadcast { .. } => false,
             Val::Full { shape: full, .. } => full[..] == *shape,
             Val::Padded { shape: padded, .. } => padded[..] == *shape,
+            Val::Rolled { base, .. } => base.shape() == shape,
         };
         let viewed = strided_view(operand, shape).is_some();
         expanded.push(
@@ -409,6 +424,10 @@ pub fn sources<'a>(
             (Val::Full { value, .. }, None) => Source::Scalar(*value),
             (Val::Broadcast { .. }, None) => strided_source(operand, shape),
             (Val::Permuted { .. }, None) => unreachable!("permuted operands are expanded"),
+            (Val::Rolled { base, shift }, None) => Source::Cyclic {
+                data: base.as_slice().expect("rolled data is contiguous"),
+                shift: *shift,
+            },
             (Val::Padded { inner, before, .. }, None) => match inner {
                 Flat::Data { base, start, len } => Source::Shifted {
                     data: &base.as_slice().expect("padded data is contiguous")[*start..start + len],
@@ -432,6 +451,9 @@ pub fn interior(sources: &[Source<'_>], n: usize) -> Range<usize> {
         let (start, end) = match source {
             Source::Shifted { data, start } => (*start, start + data.len()),
             Source::Window { start, end, .. } => (*start, *end),
+            // The longer of its two runs.
+            Source::Cyclic { data, shift } if 2 * shift <= data.len() => (*shift, data.len()),
+            Source::Cyclic { shift, .. } => (0, *shift),
             Source::Scalar(_) | Source::Slice(_) => continue,
             // Read through a buffer everywhere.
             Source::Strided(_) => (0, 0),
@@ -440,6 +462,12 @@ pub fn interior(sources: &[Source<'_>], n: usize) -> Range<usize> {
         range.end = range.end.min(end);
     }
     range.start..range.end.max(range.start)
+}
+
+/// Where element `at` of data of length `n` rolled by `shift` is read:
+/// `(at - shift) mod n`.
+pub fn cyclic_position(n: usize, shift: usize, at: usize) -> usize {
+    (at + n - shift) % n
 }
 
 #[cfg(test)]

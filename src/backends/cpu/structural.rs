@@ -47,11 +47,9 @@ pub fn structural(op: &TOp, args: &[ArrayViewD<'_, f64>], shape: &[usize]) -> Ar
 }
 
 /// `x` rolled by `shift` along `axis`: element `i` moves to `(i + shift) %
-/// len`. Seen as `[outer, len, inner]` row-major blocks, each block of
-/// `inner` numbers is copied to its new place; a short last axis (a cross
-/// product's 3) moves numbers through a precomputed permutation instead,
-/// so the cost per number stays that of a copy. Large arrays are split
-/// by outer rows across threads.
+/// len`. Seen as `[outer, len, inner]` row-major blocks, each row moves
+/// as two contiguous copies (its last `shift` blocks to the front, the
+/// rest after them). Large arrays are split by outer rows across threads.
 fn roll(x: &ArrayViewD<'_, f64>, axis: usize, shift: usize, shape: &[usize]) -> ArrayD<f64> {
     use rayon::prelude::*;
     let len = x.shape()[axis];
@@ -68,18 +66,14 @@ fn roll(x: &ArrayViewD<'_, f64>, axis: usize, shift: usize, shape: &[usize]) -> 
     };
     let data = x.as_slice().expect("standard layout");
     let mut out = super::execute::take(n).unwrap_or_else(|| vec![0.0; n]);
-    let places: Vec<usize> = (0..len).map(|i| (i + shift) % len).collect();
+    // Within each `[len, inner]` row the roll is two block copies: the
+    // last `shift` blocks to the front, the rest after them.
+    let split = (len - shift) * inner;
     let move_rows = |out: &mut [f64], data: &[f64]| {
         for (to, from) in out.chunks_exact_mut(row).zip(data.chunks_exact(row)) {
-            if inner == 1 {
-                for (&place, &v) in places.iter().zip(from) {
-                    to[place] = v;
-                }
-            } else {
-                for (i, block) in from.chunks_exact(inner).enumerate() {
-                    to[places[i] * inner..(places[i] + 1) * inner].copy_from_slice(block);
-                }
-            }
+            let (head, tail) = from.split_at(split);
+            to[..row - split].copy_from_slice(tail);
+            to[row - split..].copy_from_slice(head);
         }
     };
     const TASK: usize = 1 << 16;
