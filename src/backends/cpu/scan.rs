@@ -423,7 +423,11 @@ fn advance(
         let next = run(&tapes.body, inputs)?;
         let mut next = next.into_iter();
         for (slot, value) in inputs.iter_mut().zip(next.by_ref().take(leaves)) {
-            *slot = value;
+            // The state this step read, unless a snapshot keeps it, gives
+            // its storage to the next step's results.
+            if let Buf::Array(old) = std::mem::replace(slot, value) {
+                super::execute::recycle(old);
+            }
         }
         if let Some(ys) = ys.as_deref_mut() {
             for (k, value) in next.enumerate() {
