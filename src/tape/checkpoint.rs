@@ -282,37 +282,59 @@ impl Actions {
 /// Where revolve places the next snapshot when `steps` steps remain from
 /// the current one and `snapshots` snapshots (the current one included)
 /// are available: the offset of the next snapshot (Griewank and Walther,
-/// Algorithm 799, the `advance` action).
+/// Algorithm 799, the `advance` action). Computed in 64-bit arithmetic
+/// where no intermediate can overflow it (fewer than 2^24 steps and 2^16
+/// snapshots: every product below stays under 2^63), 128-bit otherwise;
+/// it runs once per snapshot placed, so its divisions are a visible part
+/// of reversing a loop of cheap steps.
 fn split(steps: usize, snapshots: usize) -> usize {
-    let s = snapshots as u128;
-    let l = steps as u128;
-    let (reps, range) = repetitions(l, s);
-    let bino1 = range * reps / (s + reps);
-    let bino2 = if s > 1 { bino1 * s / (s + reps - 1) } else { 1 };
-    let bino3 = if s == 1 {
-        0
-    } else if s > 2 {
-        bino2 * (s - 1) / (s + reps - 2)
+    let offset = if steps < 1 << 24 && snapshots < 1 << 16 {
+        revolve_offset!(u64, steps, snapshots) as usize
     } else {
-        1
+        revolve_offset!(u128, steps, snapshots) as usize
     };
-    let bino4 = bino2 * (reps - 1) / s;
-    let bino5 = if s < 3 {
-        0
-    } else if s > 3 {
-        bino3 * (s - 2) / reps
-    } else {
-        1
-    };
-    let offset = if l <= bino1 + bino3 {
-        bino4
-    } else if l >= range - bino5 {
-        bino1
-    } else {
-        l - bino2 - bino3
-    };
-    (offset as usize).clamp(1, steps - 1)
+    offset.clamp(1, steps - 1)
 }
+
+/// The body of `split` in the integer type `$t`.
+macro_rules! revolve_offset {
+    ($t:ty, $steps:expr, $snapshots:expr) => {{
+        let s = $snapshots as $t;
+        let l = $steps as $t;
+        // The smallest `reps` with C(s + reps, reps) >= l, and that
+        // binomial.
+        let (mut reps, mut range): ($t, $t) = (0, 1);
+        while range < l {
+            reps += 1;
+            range = range * (reps + s) / reps;
+        }
+        let bino1 = range * reps / (s + reps);
+        let bino2 = if s > 1 { bino1 * s / (s + reps - 1) } else { 1 };
+        let bino3 = if s == 1 {
+            0
+        } else if s > 2 {
+            bino2 * (s - 1) / (s + reps - 2)
+        } else {
+            1
+        };
+        let bino4 = bino2 * (reps - 1) / s;
+        let bino5 = if s < 3 {
+            0
+        } else if s > 3 {
+            bino3 * (s - 2) / reps
+        } else {
+            1
+        };
+        if l <= bino1 + bino3 {
+            bino4
+        } else if l >= range - bino5 {
+            bino1
+        } else {
+            l - bino2 - bino3
+        }
+    }};
+}
+use revolve_offset;
 
 /// The fewest steps any schedule with `snapshots` snapshots (state 0
 /// included) recomputes to reverse `n` steps: `t n - C(s + t, t - 1) -

@@ -251,3 +251,26 @@ fn online_schedules_hold_at_most_their_snapshots_for_any_length() {
     let (_, most) = run_online(1_000_000, 8);
     assert!(most <= 8, "{most}");
 }
+
+/// `split` in 64-bit arithmetic (below 2^24 steps and 2^16 snapshots)
+/// places every snapshot where the 128-bit computation does, up to the
+/// edges of that range.
+#[test]
+fn the_64_bit_split_agrees_with_the_128_bit_one() {
+    let steps = (2..300)
+        .chain([1000, 4097, 65_536, 1 << 20, (1 << 24) - 1])
+        .collect::<Vec<usize>>();
+    let snapshots = (1..40)
+        .chain([100, 317, 1000, 4096, 40_000, (1 << 16) - 1])
+        .collect::<Vec<usize>>();
+    for &n in &steps {
+        for &k in &snapshots {
+            if k + 1 >= n {
+                continue;
+            }
+            let narrow = revolve_offset!(u64, n, k) as u128;
+            let wide = revolve_offset!(u128, n, k);
+            assert_eq!(narrow, wide, "{n} steps, {k} snapshots");
+        }
+    }
+}
