@@ -45,6 +45,61 @@ pub enum Action {
     Reverse(usize),
 }
 
+/// One block of a schedule (`Schedule::blocks`): an action, or a part of
+/// the revolve recursion small enough to run as direct calls
+/// (`Blocks::run`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Block {
+    /// One action.
+    Do(Action),
+    /// Reverse steps `from..to` given a snapshot of state `from` (the
+    /// newest) and `free` more snapshot slots; `current`: the working state
+    /// holds state `from`.
+    Revolve {
+        /// The first step reversed.
+        from: usize,
+        /// One past the last step reversed.
+        to: usize,
+        /// Snapshot slots free besides `from`'s.
+        free: usize,
+        /// Whether the working state holds state `from`.
+        current: bool,
+    },
+}
+
+/// The actions a sweep stands for (`Steps::sweep`): from state `from`,
+/// advance one step at a time storing states `from + 1..to`, then reverse
+/// steps `to - 1` down to `from`, each from its state, freeing the states
+/// stored here; the working state ends holding state `from`.
+pub fn sweep_actions(from: usize, to: usize) -> impl Iterator<Item = Action> {
+    let forward =
+        (from + 1..to).flat_map(|i| [Action::Advance { from: i - 1, to: i }, Action::Store(i)]);
+    let last = (to > from).then_some(Action::Reverse(to.saturating_sub(1)));
+    let back = (from..to.saturating_sub(1))
+        .rev()
+        .flat_map(|i| [Action::Free(i + 1), Action::Restore(i), Action::Reverse(i)]);
+    forward.chain(last).chain(back)
+}
+
+/// A backend taking a schedule's actions as direct calls (`Blocks::run`),
+/// for loops whose steps cost nanoseconds, where generating actions one at
+/// a time would cost more than running them.
+pub trait Steps {
+    /// Takes one action.
+    fn action(&mut self, action: Action);
+    /// The actions of `sweep_actions(from, to)`, which a backend may run
+    /// as one tight loop: states `from..to` each get a snapshot.
+    fn sweep(&mut self, from: usize, to: usize) {
+        for action in sweep_actions(from, to) {
+            self.action(action);
+        }
+    }
+}
+
+/// The most free snapshots of a `Block::Revolve` (its recursion is at
+/// most this deep).
+const DIRECT_DEPTH: usize = 1024;
+
 /// A backend reversing a loop: it takes a schedule's actions on its own
 /// values (`reverse_with`, `online::reverse_online`).
 pub trait Reversal {
@@ -116,12 +171,25 @@ impl Schedule {
     /// The actions in order: the forward sweep (up to the first
     /// `Reverse`), then the reverse with its recomputations.
     pub fn actions(&self) -> Actions {
-        let mut actions = Actions {
+        Actions(self.generate(false))
+    }
+
+    /// The same schedule in blocks: each part of the recursion with at
+    /// most `DIRECT_DEPTH` free snapshots comes as one `Block::Revolve`,
+    /// which `Blocks::run` takes as direct calls.
+    pub fn blocks(&self) -> Blocks {
+        self.generate(true)
+    }
+
+    fn generate(&self, sweeps: bool) -> Blocks {
+        let mut actions = Blocks {
             pending: std::collections::VecDeque::new(),
             frames: Vec::new(),
+            sweeps,
+            binomials: Binomials::new(self.n, self.snapshots),
         };
         if self.n > 0 {
-            actions.pending.push_back(Action::Store(0));
+            actions.pending.push_back(Block::Do(Action::Store(0)));
             actions.frames.push(Frame::Free(0));
             actions.frames.push(Frame::Reverse {
                 a: 0,
@@ -134,13 +202,31 @@ impl Schedule {
     }
 }
 
-/// A schedule's actions, generated as they are taken: Griewank and
+/// A schedule's actions, generated as they are taken.
+pub struct Actions(Blocks);
+
+impl Iterator for Actions {
+    type Item = Action;
+
+    fn next(&mut self) -> Option<Action> {
+        match self.0.next()? {
+            Block::Do(action) => Some(action),
+            Block::Revolve { .. } => unreachable!("a schedule's actions come one at a time"),
+        }
+    }
+}
+
+/// A schedule's blocks, generated as they are taken: Griewank and
 /// Walther's revolve recursion run on an explicit stack of `Frame`s.
-pub struct Actions {
-    /// Actions generated and not yet taken (a few at a time).
-    pending: std::collections::VecDeque<Action>,
+pub struct Blocks {
+    /// Blocks generated and not yet taken (a few at a time).
+    pending: std::collections::VecDeque<Block>,
     /// What is left to do, innermost last.
     frames: Vec<Frame>,
+    /// Whether small parts of the recursion come as `Block::Revolve`.
+    sweeps: bool,
+    /// The binomials revolve's splits read, where they fit a small table.
+    binomials: Option<Binomials>,
 }
 
 /// Work left in generating a schedule.
@@ -171,10 +257,10 @@ enum Frame {
     Free(usize),
 }
 
-impl Iterator for Actions {
-    type Item = Action;
+impl Iterator for Blocks {
+    type Item = Block;
 
-    fn next(&mut self) -> Option<Action> {
+    fn next(&mut self) -> Option<Block> {
         loop {
             if let Some(action) = self.pending.pop_front() {
                 return Some(action);
@@ -185,9 +271,67 @@ impl Iterator for Actions {
     }
 }
 
-impl Actions {
+impl Blocks {
+    /// Takes `block` on `steps`: the actions `Schedule::actions` generates
+    /// in its place, as direct calls, with each run of steps that have a
+    /// snapshot each as one `Steps::sweep`.
+    pub fn run<S: Steps>(&self, block: Block, steps: &mut S) {
+        match block {
+            Block::Do(action) => steps.action(action),
+            Block::Revolve {
+                from,
+                to,
+                free,
+                current,
+            } => self.revolve(steps, from, to, free, current),
+        }
+    }
+
+    /// The recursion of `Frame::Reverse`, as calls (at most `free` deep).
+    fn revolve<S: Steps>(&self, steps: &mut S, a: usize, b: usize, free: usize, current: bool) {
+        let (mut b, mut current) = (b, current);
+        // The second half of each split is a loop, not a call.
+        loop {
+            if b <= a {
+                return;
+            }
+            if !current && (free + 1 >= b - a || b - a == 1 || free > 0) {
+                steps.action(Action::Restore(a));
+            }
+            if free + 1 >= b - a {
+                return steps.sweep(a, b);
+            }
+            if b - a == 1 {
+                return steps.action(Action::Reverse(a));
+            }
+            if free == 0 {
+                for i in (a..b).rev() {
+                    if !current {
+                        steps.action(Action::Restore(a));
+                    }
+                    if i > a {
+                        steps.action(Action::Advance { from: a, to: i });
+                    }
+                    steps.action(Action::Reverse(i));
+                    current = false;
+                }
+                return;
+            }
+            let m = a + match &self.binomials {
+                Some(table) => table.split(b - a, free + 1),
+                None => split(b - a, free + 1),
+            };
+            steps.action(Action::Advance { from: a, to: m });
+            steps.action(Action::Store(m));
+            self.revolve(steps, m, b, free - 1, true);
+            steps.action(Action::Free(m));
+            b = m;
+            current = false;
+        }
+    }
+
     fn emit(&mut self, action: Action) {
-        self.pending.push_back(action);
+        self.pending.push_back(Block::Do(action));
     }
 
     /// Generates the next few actions of `frame`, leaving what remains of
@@ -201,6 +345,15 @@ impl Actions {
                 current,
             } => {
                 if b <= a {
+                    return;
+                }
+                if self.sweeps && free <= DIRECT_DEPTH {
+                    self.pending.push_back(Block::Revolve {
+                        from: a,
+                        to: b,
+                        free,
+                        current,
+                    });
                     return;
                 }
                 if !current && (free + 1 >= b - a || b - a == 1 || free > 0) {
@@ -217,7 +370,10 @@ impl Actions {
                         current,
                     });
                 } else {
-                    let m = a + split(b - a, free + 1);
+                    let m = a + match &self.binomials {
+                        Some(table) => table.split(b - a, free + 1),
+                        None => split(b - a, free + 1),
+                    };
                     self.emit(Action::Advance { from: a, to: m });
                     self.emit(Action::Store(m));
                     self.frames.push(Frame::Resume { a, m, free });
@@ -294,6 +450,87 @@ fn split(steps: usize, snapshots: usize) -> usize {
         revolve_offset!(u128, steps, snapshots) as usize
     };
     offset.clamp(1, steps - 1)
+}
+
+/// The binomials `beta(s, t) = C(s + t, t)` revolve's splits read, for
+/// `s` up to a schedule's snapshots and `t` up to the repetitions it
+/// needs, so a split is a few lookups instead of a dozen divisions (a
+/// loop of cheap steps places one snapshot every two steps or so, and
+/// the divisions were most of its reverse).
+#[derive(Clone, Debug)]
+struct Binomials {
+    /// `snapshots + 1`: the length of a row.
+    width: usize,
+    /// Row `t` holds `beta(0..=snapshots, t)`.
+    rows: Vec<u64>,
+}
+
+impl Binomials {
+    /// The table for `n` steps and `snapshots` snapshots, where it has
+    /// at most 2^20 entries that fit 64 bits.
+    fn new(n: usize, snapshots: usize) -> Option<Binomials> {
+        let width = snapshots.checked_add(1)?;
+        let mut rows = vec![1u64; width];
+        let mut t = 0;
+        while rows[t * width + snapshots] < n as u64 {
+            if rows.len() + width > 1 << 20 {
+                return None;
+            }
+            t += 1;
+            // Pascal's rule: beta(s, t) = beta(s, t - 1) + beta(s - 1, t).
+            let mut left = 0u64;
+            for s in 0..width {
+                left = left.checked_add(rows[(t - 1) * width + s])?;
+                rows.push(left);
+            }
+        }
+        Some(Binomials { width, rows })
+    }
+
+    /// `beta(s, t)`, zero for `s < 0` or `t < 0`; `None` past the table.
+    fn beta(&self, s: isize, t: isize) -> Option<u64> {
+        if s < 0 || t < 0 {
+            return Some(0);
+        }
+        let (s, t) = (s as usize, t as usize);
+        (s < self.width)
+            .then(|| self.rows.get(t * self.width + s).copied())
+            .flatten()
+    }
+
+    /// `split(steps, snapshots)` from the table (falling back to the
+    /// arithmetic past it).
+    fn split(&self, steps: usize, snapshots: usize) -> usize {
+        self.offset(steps, snapshots)
+            .map(|offset| offset.clamp(1, steps - 1))
+            .unwrap_or_else(|| split(steps, snapshots))
+    }
+
+    /// `revolve_offset!` with its binomials looked up.
+    fn offset(&self, steps: usize, snapshots: usize) -> Option<usize> {
+        let (l, s) = (steps as u64, snapshots as isize);
+        let mut t: isize = 0;
+        let range = loop {
+            let range = self.beta(s, t)?;
+            if range >= l {
+                break range;
+            }
+            t += 1;
+        };
+        let bino1 = self.beta(s, t - 1)?;
+        let bino2 = self.beta(s - 1, t - 1)?;
+        let bino3 = self.beta(s - 2, t - 1)?;
+        let bino4 = self.beta(s, t - 2)?;
+        let bino5 = self.beta(s - 3, t)?;
+        let offset = if l <= bino1 + bino3 {
+            bino4
+        } else if l >= range - bino5 {
+            bino1
+        } else {
+            l - bino2 - bino3
+        };
+        Some(offset as usize)
+    }
 }
 
 /// The body of `split` in the integer type `$t`.

@@ -10,13 +10,16 @@ use super::execute::reserve;
 use super::{cancel, measure, native};
 use crate::backends::BackendError;
 use crate::egraph::tensor::TOp;
-use crate::tape::checkpoint::{Action, Strategy};
+use crate::tape::checkpoint::{Action, Steps, Strategy};
 use crate::tape::scan::LoopTapes;
 use crate::tape::{FusedGroup, Kernel as TapeKernel, Tape};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::rc::Rc;
+
+/// Steps few enough to run without checking for an interrupt.
+const SHORT: usize = 64;
 
 /// Prepared loops kept per thread (emptied when it grows past this).
 const MAX_PREPARED: usize = 256;
@@ -92,115 +95,60 @@ impl ScalarLoop {
         captures: &[f64],
         cotangent: &[f64],
     ) -> Result<Vec<f64>, BackendError> {
-        let adjoint = self
-            .adjoint
-            .as_ref()
-            .expect("a reverse loop has its reverse body");
         let leaves = state.len();
-        let mut working = body_inputs(state, captures);
-        let mut next = vec![0.0; leaves];
+        let n = tapes.spec.n;
         let differentiable = tapes.spec.differentiable.iter().filter(|d| **d).count();
-        // Inputs of the reverse step: the body's, then the cotangents.
-        let mut reverse_inputs = vec![0.0; working.len() + leaves];
-        reverse_inputs[working.len()..].copy_from_slice(cotangent);
-        let mut reverse_outputs = vec![0.0; leaves + differentiable];
-        let mut captured = vec![0.0; differentiable];
         let (values, flops) = (tapes.body.stats.values, tapes.body.stats.flops);
         let keeps_all = match tapes.spec.strategy {
             Strategy::StoreAll => true,
-            Strategy::Revolve(k) => k >= tapes.spec.n,
-            Strategy::Recompute => tapes.spec.n <= 1,
+            Strategy::Revolve(k) => k >= n,
+            Strategy::Recompute => n <= 1,
         };
+        let (held, recomputed) = if keeps_all {
+            (n, 0)
+        } else {
+            let schedule = tapes.schedule();
+            (schedule.max_snapshots, schedule.recomputed_steps)
+        };
+        let snapshots = reserve(held.saturating_mul(leaves), || {
+            format!("the {held} stored states of a loop's reverse")
+        })?;
+        let working = body_inputs(state, captures);
+        let body = working.len();
+        let mut reverse_inputs = vec![0.0; body + leaves];
+        reverse_inputs[body..].copy_from_slice(cotangent);
+        let mut run = Reversing {
+            scalar: self,
+            leaves,
+            working,
+            next: vec![0.0; leaves],
+            snapshots,
+            reverse_inputs,
+            reverse_outputs: vec![0.0; leaves + differentiable],
+            captured: vec![0.0; differentiable],
+            steps_unchecked: 0,
+            stopped: false,
+        };
+        // At most `held` states at once; each reverse step recomputes a
+        // step's intermediates.
+        measure::stored(held * leaves * 8);
+        measure::recomputed(recomputed + n, values, flops);
         if keeps_all {
             // Every state kept: one pass forward, one back, no schedule.
-            let n = tapes.spec.n;
-            measure::stored(n * leaves * 8);
-            // Each reverse step recomputes the step's intermediates.
-            measure::recomputed(n, values, flops);
-            let mut trail = reserve(n.saturating_mul(leaves), || {
-                format!("the {n} states of a loop's store-all reverse")
-            })?;
-            for i in 0..n {
-                trail.extend(working[..leaves].iter().copied());
-                if i + 1 < n {
-                    self.advance(&mut working, &mut next, i, i + 1);
+            run.store();
+            run.sweep(0, n);
+        } else {
+            let mut blocks = tapes.schedule().blocks();
+            while let Some(block) = blocks.next() {
+                if run.stopped || cancel::requested() {
+                    break;
                 }
-            }
-            let body = working.len();
-            if let Some(kernel) = &self.trail {
-                let mut cotangent = reverse_inputs[body..].to_vec();
-                kernel.reverse(
-                    &trail,
-                    &working[leaves + 1..],
-                    &mut cotangent,
-                    &mut captured,
-                );
-                measure::released(n * leaves * 8);
-                cotangent.extend(captured);
-                return Ok(cotangent);
-            }
-            for i in (0..n).rev() {
-                copy(&mut working[..leaves], &trail[i * leaves..(i + 1) * leaves]);
-                working[leaves] = i as f64;
-                copy(&mut reverse_inputs[..body], &working);
-                adjoint.run(&reverse_inputs, &mut reverse_outputs);
-                copy(&mut reverse_inputs[body..], &reverse_outputs[..leaves]);
-                for (total, term) in captured.iter_mut().zip(&reverse_outputs[leaves..]) {
-                    *total += term;
-                }
-            }
-            measure::released(n * leaves * 8);
-            let mut all = reverse_inputs[body..].to_vec();
-            all.extend(captured);
-            return Ok(all);
-        }
-        let schedule = tapes.schedule();
-        let mut snapshots = reserve(schedule.max_snapshots.saturating_mul(leaves), || {
-            format!(
-                "the {} snapshots of a loop's reverse",
-                schedule.max_snapshots
-            )
-        })?;
-        let mut stored: Vec<usize> = Vec::with_capacity(schedule.max_snapshots);
-        // The schedule holds at most `max_snapshots` states at once; each
-        // reverse step recomputes a step's intermediates.
-        measure::stored(schedule.max_snapshots * leaves * 8);
-        measure::recomputed(schedule.recomputed_steps + tapes.spec.n, values, flops);
-        for (at, action) in schedule.actions().enumerate() {
-            if at % 4096 == 0 && cancel::requested() {
-                break;
-            }
-            match action {
-                Action::Advance { from, to } => self.advance(&mut working, &mut next, from, to),
-                Action::Store(i) => {
-                    snapshots.extend(working[..leaves].iter().copied());
-                    stored.push(i);
-                }
-                Action::Restore(i) => {
-                    debug_assert_eq!(stored.last(), Some(&i), "restores read the top");
-                    let top = snapshots.len() - leaves;
-                    copy(&mut working[..leaves], &snapshots[top..]);
-                }
-                Action::Free(i) => {
-                    debug_assert_eq!(stored.last(), Some(&i), "frees are last in, first out");
-                    stored.pop();
-                    snapshots.truncate(snapshots.len() - leaves);
-                }
-                Action::Reverse(i) => {
-                    working[leaves] = i as f64;
-                    let body = working.len();
-                    copy(&mut reverse_inputs[..body], &working);
-                    adjoint.run(&reverse_inputs, &mut reverse_outputs);
-                    copy(&mut reverse_inputs[body..], &reverse_outputs[..leaves]);
-                    for (total, term) in captured.iter_mut().zip(&reverse_outputs[leaves..]) {
-                        *total += term;
-                    }
-                }
+                blocks.run(block, &mut run);
             }
         }
-        measure::released(schedule.max_snapshots * leaves * 8);
-        let mut all = reverse_inputs[working.len()..].to_vec();
-        all.extend(captured);
+        measure::released(held * leaves * 8);
+        let mut all = run.reverse_inputs[body..].to_vec();
+        all.extend(run.captured);
         Ok(all)
     }
 
@@ -209,6 +157,12 @@ impl ScalarLoop {
         let leaves = next.len();
         if let Some(kernel) = &self.advance {
             let (state, rest) = inputs.split_at_mut(leaves);
+            if to - from <= SHORT {
+                // A few steps: one call, no interrupt check (the caller
+                // checks between them).
+                kernel.advance(state, &rest[1..], from, to);
+                return;
+            }
             // In blocks, so an interrupt stops a long loop.
             let mut at = from;
             while at < to && !cancel::requested() {
@@ -225,6 +179,135 @@ impl ScalarLoop {
             inputs[leaves] = i as f64;
             self.body.run(inputs, next);
             copy(&mut inputs[..leaves], next);
+        }
+    }
+}
+
+/// A loop's reverse over numbers under way: the working state (with the
+/// index and the captures after it), the snapshots as a stack, the
+/// cotangent of the working state and the captured cotangents so far.
+struct Reversing<'a> {
+    scalar: &'a ScalarLoop,
+    leaves: usize,
+    /// The body's inputs: state, index, captures.
+    working: Vec<f64>,
+    next: Vec<f64>,
+    /// The stored states, newest last.
+    snapshots: Vec<f64>,
+    /// The reverse body's inputs: the body's, then the cotangent.
+    reverse_inputs: Vec<f64>,
+    reverse_outputs: Vec<f64>,
+    captured: Vec<f64>,
+    /// Steps run since the last look at the interrupt flag.
+    steps_unchecked: usize,
+    /// Interrupted: the remaining actions are skipped (the caller drops
+    /// the results).
+    stopped: bool,
+}
+
+impl Steps for Reversing<'_> {
+    fn action(&mut self, action: Action) {
+        if self.interrupted() {
+            return;
+        }
+        let leaves = self.leaves;
+        match action {
+            Action::Advance { from, to } => {
+                self.steps_unchecked += to - from;
+                self.scalar
+                    .advance(&mut self.working, &mut self.next, from, to)
+            }
+            Action::Store(_) => self.store(),
+            Action::Restore(_) => {
+                let top = self.snapshots.len() - leaves;
+                copy(&mut self.working[..leaves], &self.snapshots[top..]);
+            }
+            Action::Free(_) => self.snapshots.truncate(self.snapshots.len() - leaves),
+            Action::Reverse(i) => self.reverse_step(i),
+        }
+    }
+
+    /// Stores states `from + 1..to` after state `from` (the newest
+    /// snapshot, in the working state), reverses steps `to - 1` down to
+    /// `from` from them (one native call where native kernels are on),
+    /// and drops them again.
+    fn sweep(&mut self, from: usize, to: usize) {
+        if to <= from || self.interrupted() {
+            return;
+        }
+        let leaves = self.leaves;
+        let base = self.snapshots.len() - leaves;
+        self.steps_unchecked += 2 * (to - from);
+        for i in from + 1..to {
+            self.scalar
+                .advance(&mut self.working, &mut self.next, i - 1, i);
+            self.store();
+        }
+        let body = self.working.len();
+        if let Some(kernel) = &self.scalar.trail {
+            kernel.reverse(
+                from,
+                &self.snapshots[base..],
+                &self.working[leaves + 1..],
+                &mut self.reverse_inputs[body..],
+                &mut self.captured,
+            );
+        } else {
+            for i in (from..to).rev() {
+                let row = base + (i - from) * leaves;
+                let (working, snapshots) = (&mut self.working, &self.snapshots);
+                copy(&mut working[..leaves], &snapshots[row..row + leaves]);
+                self.reverse_step(i);
+            }
+        }
+        self.snapshots.truncate(base + leaves);
+        copy(
+            &mut self.working[..leaves],
+            &self.snapshots[base..base + leaves],
+        );
+    }
+}
+
+impl Reversing<'_> {
+    /// Whether an interrupt stopped the reverse (looked up once every
+    /// 2^16 steps or so).
+    fn interrupted(&mut self) -> bool {
+        if self.steps_unchecked >= 1 << 16 {
+            self.steps_unchecked = 0;
+            self.stopped |= cancel::requested();
+        }
+        self.stopped
+    }
+
+    /// Pushes the working state on the snapshots (their room was reserved
+    /// for the most the schedule holds).
+    fn store(&mut self) {
+        let leaves = self.leaves;
+        self.snapshots.extend_from_slice(&self.working[..leaves]);
+    }
+
+    /// Reverses step `i`, the working state holding state `i`.
+    fn reverse_step(&mut self, i: usize) {
+        let leaves = self.leaves;
+        let adjoint = self
+            .scalar
+            .adjoint
+            .as_ref()
+            .expect("a reverse loop has its reverse body");
+        self.working[leaves] = i as f64;
+        let body = self.working.len();
+        copy(&mut self.reverse_inputs[..body], &self.working);
+        adjoint.run(&self.reverse_inputs, &mut self.reverse_outputs);
+        copy(
+            &mut self.reverse_inputs[body..],
+            &self.reverse_outputs[..leaves],
+        );
+        for (total, term) in self
+            .captured
+            .iter_mut()
+            .zip(&self.reverse_outputs[leaves..])
+        {
+            *total += term;
         }
     }
 }

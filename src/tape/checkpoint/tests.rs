@@ -145,8 +145,8 @@ fn actions_are_generated_in_memory_bounded_by_the_snapshots() {
         let mut actions = s.actions();
         let (mut deepest, mut most_pending, mut count) = (0, 0, 0usize);
         while actions.next().is_some() {
-            deepest = deepest.max(actions.frames.len());
-            most_pending = most_pending.max(actions.pending.len());
+            deepest = deepest.max(actions.0.frames.len());
+            most_pending = most_pending.max(actions.0.pending.len());
             count += 1;
         }
         assert!(
@@ -271,6 +271,78 @@ fn the_64_bit_split_agrees_with_the_128_bit_one() {
             let narrow = revolve_offset!(u64, n, k) as u128;
             let wide = revolve_offset!(u128, n, k);
             assert_eq!(narrow, wide, "{n} steps, {k} snapshots");
+        }
+    }
+}
+
+/// Records the actions `Blocks::run` calls for.
+#[derive(Default)]
+struct Recorder(Vec<Action>);
+
+impl Steps for Recorder {
+    fn action(&mut self, action: Action) {
+        self.0.push(action);
+    }
+}
+
+#[test]
+fn blocks_run_the_same_actions() {
+    let mut cases: Vec<(usize, usize)> = Vec::new();
+    for n in 1..60 {
+        for k in [1, 2, 3, 5, 8, 59, 70] {
+            cases.push((n, k));
+        }
+    }
+    // Parts of the recursion too deep to run as calls come as actions.
+    cases.extend([(5000, 2000), (100_000, 317)]);
+    for (n, k) in cases {
+        for strategy in [
+            Strategy::Revolve(k),
+            Strategy::StoreAll,
+            Strategy::Recompute,
+        ] {
+            let s = schedule(n, strategy);
+            let mut recorder = Recorder::default();
+            let mut blocks = s.blocks();
+            let mut count = 0;
+            while let Some(block) = blocks.next() {
+                blocks.run(block, &mut recorder);
+                count += 1;
+            }
+            let actions: Vec<Action> = s.actions().collect();
+            assert_eq!(recorder.0, actions, "n {n}, {strategy:?}");
+            if n > 1000 && k <= DIRECT_DEPTH && strategy == Strategy::Revolve(k) {
+                assert!(count * 100 < actions.len(), "{count} blocks");
+            }
+        }
+    }
+}
+
+/// Splits read from the binomial table agree with the arithmetic ones.
+#[test]
+fn tabled_splits_agree_with_the_arithmetic() {
+    for (n, k) in [
+        (300, 40),
+        (5000, 3),
+        (100_000, 317),
+        (1 << 20, 1000),
+        (70, 69),
+    ] {
+        let table = Binomials::new(n, k).expect("a small table");
+        for steps in (2..n.min(4000)).chain([n / 3, n / 2, n - 1, n]) {
+            for snapshots in (1..k.min(50)).chain([k / 2, k]) {
+                if snapshots == 0 || snapshots + 1 >= steps {
+                    continue;
+                }
+                if let Some(tabled) = table.offset(steps, snapshots) {
+                    let exact = revolve_offset!(u128, steps, snapshots) as usize;
+                    assert_eq!(tabled, exact, "{steps} steps, {snapshots} snapshots");
+                }
+            }
+        }
+        // Every split of the schedule itself comes from the table.
+        for steps in [n / 2, n] {
+            assert!(table.offset(steps, k).is_some(), "{steps} steps, {k}");
         }
     }
 }

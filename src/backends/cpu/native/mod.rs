@@ -403,7 +403,7 @@ pub fn compile_loop(group: &FusedGroup, leaves: usize) -> Result<scalar::LoopKer
 /// whose states are all kept: `f(trail, captures, cotangent, totals, n)`.
 pub fn compile_trail(group: &FusedGroup, leaves: usize) -> Result<scalar::TrailKernel, String> {
     with_compiler(|compiler| {
-        let (module, code) = compiler.build(5, |func, context, config, call_conv| {
+        let (module, code) = compiler.build(6, |func, context, config, call_conv| {
             scalar::define_trail(group, leaves, func, context, config, call_conv)
         })?;
         Ok(scalar::TrailKernel::new(module, code, group, leaves))

@@ -28,7 +28,7 @@ impl Drop for OwnedCode {
 }
 
 type FlatEntry = unsafe extern "C" fn(*const f64, *mut f64);
-type TrailEntry = unsafe extern "C" fn(*const f64, *const f64, *mut f64, *mut f64, usize);
+type TrailEntry = unsafe extern "C" fn(*const f64, *const f64, *mut f64, *mut f64, usize, usize);
 type LoopEntry = unsafe extern "C" fn(*mut f64, *const f64, usize, usize);
 
 /// `f(inputs, outputs)` over numbers.
@@ -98,8 +98,9 @@ impl LoopKernel {
     }
 }
 
-/// `f(trail, captures, cotangent, totals, n)`: a loop's reverse over a
-/// trail of all its states, from step `n - 1` down to 0.
+/// `f(trail, captures, cotangent, totals, first, n)`: a loop's reverse
+/// over a trail of the states of steps `first..first + n`, from the last
+/// down to `first`.
 pub struct TrailKernel {
     _code: OwnedCode,
     entry: TrailEntry,
@@ -119,7 +120,7 @@ impl TrailKernel {
             _code: OwnedCode {
                 module: Some(module),
             },
-            // SAFETY: `code` was defined with this signature (five
+            // SAFETY: `code` was defined with this signature (six
             // pointer-sized parameters) in the default calling convention.
             entry: unsafe { std::mem::transmute::<*const u8, TrailEntry>(code) },
             leaves,
@@ -128,11 +129,13 @@ impl TrailKernel {
         }
     }
 
-    /// Reverses steps `n - 1` down to 0: `trail` holds the `n` states,
-    /// `cotangent` the result's cotangent on entry and the initial state's
-    /// on return; each step's captured cotangents are added to `totals`.
+    /// Reverses steps `first + n - 1` down to `first`: `trail` holds their
+    /// `n` states, `cotangent` the cotangent of the state after them on
+    /// entry and of state `first` on return; each step's captured
+    /// cotangents are added to `totals`.
     pub fn reverse(
         &self,
+        first: usize,
         trail: &[f64],
         captures: &[f64],
         cotangent: &mut [f64],
@@ -155,6 +158,7 @@ impl TrailKernel {
                 captures.as_ptr(),
                 cotangent.as_mut_ptr(),
                 totals.as_mut_ptr(),
+                first,
                 n,
             )
         }
@@ -311,8 +315,9 @@ pub fn define_trail(
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
     let params = b.block_params(entry).to_vec();
-    let (trail, captured, cotangent, totals, n) =
-        (params[0], params[1], params[2], params[3], params[4]);
+    let (trail, captured, cotangent, totals, first, n) = (
+        params[0], params[1], params[2], params[3], params[4], params[5],
+    );
     let mut carried = load_all(&mut b, cotangent, leaves);
     carried.extend(load_all(&mut b, totals, totals_count));
     let captures = load_all(&mut b, captured, captures_count);
@@ -338,7 +343,8 @@ pub fn define_trail(
     let row = b.ins().imul_imm_s(i, (leaves * 8) as i64);
     let address = b.ins().iadd(trail, row);
     let mut operands = load_all(&mut b, address, leaves);
-    operands.push(b.ins().fcvt_from_uint(types::F64, i));
+    let step = b.ins().iadd(first, i);
+    operands.push(b.ins().fcvt_from_uint(types::F64, step));
     operands.extend(&captures);
     operands.extend(&params[1..1 + leaves]);
     let code = Code::over_values(group, &lowerings, &known, call_conv, pointer);
