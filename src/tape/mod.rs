@@ -7,7 +7,7 @@
 //! (`egraph::tensor`) but not Lisp values or how kernels run.
 
 pub mod checkpoint;
-mod compile;
+pub(crate) mod compile;
 pub mod dot;
 mod fuse;
 mod push_pads;

@@ -13,6 +13,7 @@ mod matmul;
 pub mod measure;
 pub mod native;
 mod native_task;
+mod planned;
 mod reduce;
 mod scalar_loop;
 mod scan;

@@ -3,7 +3,7 @@
 //! reverse one step with the body's reverse tape).
 
 use super::execute::{Buf, run};
-use super::{cancel, measure, scalar_loop};
+use super::{cancel, measure, planned, scalar_loop};
 use crate::backends::BackendError;
 use crate::tape::checkpoint::Action;
 use crate::tape::checkpoint::online::reverse_online;
@@ -226,7 +226,7 @@ impl<'a> Reverser<'a> {
                 for (dys, shape) in self.output_cotangents.iter().zip(&spec.ys) {
                     inputs.push(row(dys, i, shape));
                 }
-                let outputs = run(self.adjoint, &inputs)?;
+                let outputs = run_body(tapes, Body::Reverse, self.adjoint, &inputs)?;
                 let mut outputs = outputs.into_iter();
                 self.cotangents.extend(outputs.by_ref().take(leaves));
                 for (k, term) in outputs.by_ref().take(spec.xs.len()).enumerate() {
@@ -420,7 +420,7 @@ fn advance(
         }
         inputs[leaves] = Buf::Scalar(i as f64);
         xs.set_rows(&mut inputs[leaves + 1..], i);
-        let next = run(&tapes.body, inputs)?;
+        let next = run_body(tapes, Body::Step, &tapes.body, inputs)?;
         let mut next = next.into_iter();
         for (slot, value) in inputs.iter_mut().zip(next.by_ref().take(leaves)) {
             // The state this step read, unless a snapshot keeps it, gives
@@ -436,6 +436,29 @@ fn advance(
         }
     }
     Ok(())
+}
+
+/// Which of a loop's tapes runs.
+#[derive(Clone, Copy)]
+enum Body {
+    Step = 0,
+    Reverse = 1,
+}
+
+/// Runs one of a loop's tapes on `inputs`: from its plan (`planned`)
+/// where it has one, else through the general executor.
+fn run_body(
+    tapes: &LoopTapes,
+    which: Body,
+    tape: &crate::tape::Tape,
+    inputs: &[Buf],
+) -> Result<Vec<Buf>, BackendError> {
+    if planned::enabled()
+        && let Some(plan) = planned::plan_for((tapes.id, which as u8), tape)
+    {
+        return plan.run(inputs);
+    }
+    run(tape, inputs)
 }
 
 /// A state as the scan's result: one leaf as it is, several flattened and

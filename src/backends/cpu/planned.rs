@@ -1,0 +1,944 @@
+//! Small tapes run from a plan: a loop body (`scan`) runs thousands of
+//! times on the same shapes, so everything the general executor decides
+//! per instruction (where a value lives, how an operand broadcasts, which
+//! elements a slice or a concatenation moves) is decided once here, and a
+//! step is a walk over prepared kernels on buffers reused from step to
+//! step, with no allocation but the results handed back.
+//!
+//! Every value is row-major and contiguous in its slot's buffer, in an
+//! input, or in part of either (a view: reshapes, leading-axis slices and
+//! identities cost nothing). A view into a slot is copied out before the
+//! slot is written again while the view is alive. Data movement (slice,
+//! pad, broadcast, transpose, concatenation, roll) is a list of runs of
+//! contiguous copies and zero fills found once; elementwise groups run
+//! chunk by chunk over their registers; reductions over consecutive axes
+//! and matrix products have their own kernels; any other operation runs
+//! through the general executor's `eval_op`. A tape holding a loop is not
+//! planned.
+
+use super::elementwise::{CHUNK, apply_chunk};
+use super::execute::{Buf, eval_op, take};
+use super::layout::row_major_strides;
+use super::reduce::reduce_all;
+use super::structural::gemm;
+use crate::backends::BackendError;
+use crate::egraph::tensor::op::{ReduceOp, Shape, TOp};
+use crate::tape::{FusedGroup, Kernel, Tape};
+use ndarray::{ArrayD, ArrayViewD, IxDyn};
+use smallvec::SmallVec;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// Where a value's elements start.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Base {
+    /// A slot's buffer.
+    Slot(u32),
+    /// A run-time input.
+    Input(u32),
+    /// A constant of the plan's table.
+    Const(u32),
+}
+
+/// A value: `len` contiguous elements from `offset` in `base`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct View {
+    base: Base,
+    offset: usize,
+    len: usize,
+}
+
+/// A contiguous piece of a data movement: `len` elements to `to` in the
+/// result, from operand `from.0` at `from.1` (zeros when `None`).
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    from: Option<(u8, usize)>,
+    to: usize,
+    len: usize,
+}
+
+/// How an elementwise operand reaches its registers.
+#[derive(Clone, Debug)]
+enum Operand {
+    /// As many elements as the group runs over.
+    Full(View),
+    /// One number, repeated (filled into `scratch` from this offset).
+    Scalar(View, usize),
+    /// Broadcast: moved by `runs` into `scratch` from this offset.
+    Spread(View, Vec<Run>, usize),
+}
+
+/// One prepared instruction.
+#[derive(Clone, Debug)]
+enum Step {
+    /// Copies and zero fills into slot `out`.
+    Move {
+        out: u32,
+        sources: SmallVec<[View; 4]>,
+        runs: Vec<Run>,
+    },
+    /// An elementwise group over `n` elements (summed into `out` when
+    /// `sum`), its registers in `scratch` from `registers`.
+    Elementwise {
+        out: u32,
+        group: Arc<FusedGroup>,
+        operands: SmallVec<[Operand; 4]>,
+        n: usize,
+        registers: usize,
+        sum: bool,
+        out_len: usize,
+    },
+    /// `op` over the middle axis of `source` seen as `[outer, reduced,
+    /// inner]`.
+    Reduce {
+        out: u32,
+        op: ReduceOp,
+        source: View,
+        outer: usize,
+        reduced: usize,
+        inner: usize,
+    },
+    /// A matrix product.
+    Gemm {
+        out: u32,
+        a: (View, Shape),
+        b: (View, Shape),
+        ta: bool,
+        tb: bool,
+    },
+    /// Any other operation, through the general executor.
+    General {
+        out: u32,
+        op: TOp,
+        args: SmallVec<[(View, Shape); 3]>,
+        shape: Shape,
+    },
+    /// Copies a live view into its own slot before its base is written.
+    Keep { out: u32, source: View },
+}
+
+/// A tape prepared for running many times.
+pub struct Plan {
+    steps: Vec<Step>,
+    /// The length of each slot's buffer.
+    slot_lens: Vec<usize>,
+    /// The scratch an elementwise step needs, at most.
+    scratch_len: usize,
+    constants: Vec<f64>,
+    outputs: Vec<(View, Shape)>,
+    input_lens: Vec<usize>,
+    /// The buffers, reused by every run (taken while a run is under way).
+    buffers: RefCell<Option<Buffers>>,
+}
+
+/// A run's working storage.
+struct Buffers {
+    slots: Vec<Vec<f64>>,
+    scratch: Vec<f64>,
+    numbers: Vec<f64>,
+}
+
+/// Plans kept per thread (emptied when it grows past this).
+const MAX_PLANS: usize = 256;
+
+/// Plans by loop and tape (`None`: the tape cannot be planned).
+type Plans = rustc_hash::FxHashMap<(u64, u8), Option<Rc<Plan>>>;
+
+thread_local! {
+    static PLANS: RefCell<Plans> = RefCell::default();
+}
+
+/// Whether loop bodies run from plans (`EPSILON_PLANS=0` turns them off,
+/// to compare with the general executor).
+pub fn enabled() -> bool {
+    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ENABLED.get_or_init(|| std::env::var("EPSILON_PLANS").map_or(true, |v| v != "0"))
+}
+
+/// The plan of `tape`, which a loop keys by `key`, if it can be planned.
+pub fn plan_for(key: (u64, u8), tape: &Tape) -> Option<Rc<Plan>> {
+    if let Some(found) = PLANS.with(|p| p.borrow().get(&key).cloned()) {
+        return found;
+    }
+    let plan = Plan::new(tape).map(Rc::new);
+    PLANS.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.len() >= MAX_PLANS {
+            p.clear();
+        }
+        p.insert(key, plan.clone());
+    });
+    plan
+}
+
+/// What planning knows of a value while walking the tape.
+#[derive(Clone, Debug)]
+struct Known {
+    view: View,
+    shape: Shape,
+}
+
+/// The plan under construction.
+struct Planner {
+    steps: Vec<Step>,
+    slot_lens: Vec<usize>,
+    scratch_len: usize,
+    constants: Vec<f64>,
+    /// The value each slot names now, if alive.
+    values: Vec<Option<Known>>,
+}
+
+impl Plan {
+    /// The plan of `tape`, or `None` where it holds a loop.
+    pub fn new(tape: &Tape) -> Option<Plan> {
+        let mut planner = Planner {
+            steps: Vec::new(),
+            slot_lens: vec![0; tape.slots],
+            scratch_len: 0,
+            constants: Vec::new(),
+            values: vec![None; tape.slots],
+        };
+        for instruction in &tape.instructions {
+            if matches!(instruction.op, Kernel::Loop(_)) {
+                return None;
+            }
+            let out = instruction.out;
+            // The slot is written: views into it are kept first.
+            planner.keep_views_of(out);
+            let args: Option<SmallVec<[Known; 3]>> = instruction
+                .args
+                .iter()
+                .map(|&s| planner.values[s as usize].clone())
+                .collect();
+            let args = args?;
+            let reads_own_slot = args.iter().any(|a| a.view.base == Base::Slot(out));
+            let is_view = matches!(
+                instruction.op,
+                Kernel::Op(TOp::Reshape(_) | TOp::StopGradient | TOp::Tag(_))
+            );
+            if reads_own_slot && !is_view {
+                return None;
+            }
+            let known = planner.plan(&instruction.op, &args, out, &instruction.shape)?;
+            planner.values[out as usize] = Some(known);
+            for &slot in &instruction.frees {
+                if slot != out {
+                    planner.values[slot as usize] = None;
+                }
+            }
+        }
+        let outputs = tape
+            .outputs
+            .iter()
+            .map(|&s| {
+                planner.values[s as usize]
+                    .clone()
+                    .map(|k| (k.view, k.shape))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Plan {
+            steps: planner.steps,
+            slot_lens: planner.slot_lens,
+            scratch_len: planner.scratch_len,
+            constants: planner.constants,
+            outputs,
+            input_lens: tape
+                .input_shapes
+                .iter()
+                .map(|s| s.iter().product())
+                .collect(),
+            buffers: RefCell::new(None),
+        })
+    }
+
+    /// Runs the tape on `inputs` (of the tape's shapes: the caller checks).
+    pub fn run(&self, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
+        let mut buffers = self.buffers.borrow_mut().take().unwrap_or_else(|| Buffers {
+            slots: self.slot_lens.iter().map(|&n| vec![0.0; n]).collect(),
+            scratch: vec![0.0; self.scratch_len],
+            numbers: Vec::new(),
+        });
+        let result = self.run_on(&mut buffers, inputs);
+        *self.buffers.borrow_mut() = Some(buffers);
+        result
+    }
+
+    fn run_on(&self, buffers: &mut Buffers, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
+        // Inputs as slices: numbers from a small table, arrays in place
+        // (copied where not contiguous).
+        buffers.numbers.clear();
+        buffers.numbers.extend(inputs.iter().map(|b| match b {
+            Buf::Scalar(x) => *x,
+            Buf::Array(_) => 0.0,
+        }));
+        let copies: Vec<Option<Vec<f64>>> = inputs
+            .iter()
+            .map(|b| match b {
+                Buf::Array(a) if a.as_slice().is_none() => Some(a.iter().copied().collect()),
+                _ => None,
+            })
+            .collect();
+        let input_slices: SmallVec<[&[f64]; 16]> = inputs
+            .iter()
+            .enumerate()
+            .map(|(k, b)| match (b, &copies[k]) {
+                (_, Some(copy)) => &copy[..],
+                (Buf::Array(a), None) => a.as_slice().unwrap_or(&[]),
+                (Buf::Scalar(_), None) => &buffers.numbers[k..k + 1],
+            })
+            .collect();
+        for (k, (slice, &len)) in input_slices.iter().zip(&self.input_lens).enumerate() {
+            if slice.len() != len {
+                return Err(BackendError::new(format!(
+                    "input {k} has {} numbers where the loop body takes {len}",
+                    slice.len()
+                )));
+            }
+        }
+        let slots = &mut buffers.slots;
+        let scratch = &mut buffers.scratch;
+        for step in &self.steps {
+            let out_slot = step.out() as usize;
+            let mut out = std::mem::take(&mut slots[out_slot]);
+            let reader = Reader {
+                slots,
+                inputs: &input_slices,
+                constants: &self.constants,
+            };
+            let done = step.run(&reader, &mut out, scratch);
+            slots[out_slot] = out;
+            done?;
+        }
+        let reader = Reader {
+            slots,
+            inputs: &input_slices,
+            constants: &self.constants,
+        };
+        Ok(self
+            .outputs
+            .iter()
+            .map(|(view, shape)| {
+                // An input given back whole is the input itself (a state
+                // part a step leaves unchanged stays one shared buffer).
+                if let Base::Input(k) = view.base
+                    && view.offset == 0
+                    && inputs[k as usize].shape() == &shape[..]
+                {
+                    return inputs[k as usize].clone();
+                }
+                let data = reader.read(*view);
+                if shape.is_empty() {
+                    return Buf::Scalar(data[0]);
+                }
+                let mut storage = take(data.len()).unwrap_or_default();
+                storage.clear();
+                storage.extend_from_slice(data);
+                let array = ArrayD::from_shape_vec(IxDyn(shape), storage).expect("sizes match");
+                Buf::Array(Rc::new(array))
+            })
+            .collect())
+    }
+}
+
+/// Reads views during a run.
+struct Reader<'a> {
+    slots: &'a [Vec<f64>],
+    inputs: &'a [&'a [f64]],
+    constants: &'a [f64],
+}
+
+impl Reader<'_> {
+    fn read(&self, view: View) -> &[f64] {
+        let whole: &[f64] = match view.base {
+            Base::Slot(s) => &self.slots[s as usize],
+            Base::Input(k) => self.inputs[k as usize],
+            Base::Const(c) => &self.constants[c as usize..c as usize + 1],
+        };
+        &whole[view.offset..view.offset + view.len]
+    }
+}
+
+impl Step {
+    fn out(&self) -> u32 {
+        match self {
+            Step::Move { out, .. }
+            | Step::Elementwise { out, .. }
+            | Step::Reduce { out, .. }
+            | Step::Gemm { out, .. }
+            | Step::General { out, .. }
+            | Step::Keep { out, .. } => *out,
+        }
+    }
+
+    fn run(
+        &self,
+        reader: &Reader<'_>,
+        out: &mut [f64],
+        scratch: &mut [f64],
+    ) -> Result<(), BackendError> {
+        match self {
+            Step::Keep { source, .. } => out[..source.len].copy_from_slice(reader.read(*source)),
+            Step::Move { sources, runs, .. } => {
+                let sources: SmallVec<[&[f64]; 4]> =
+                    sources.iter().map(|v| reader.read(*v)).collect();
+                move_runs(runs, &sources, out);
+            }
+            Step::Elementwise {
+                group,
+                operands,
+                n,
+                registers,
+                sum,
+                out_len,
+                ..
+            } => {
+                let total =
+                    elementwise(group, operands, *n, *registers, *sum, reader, out, scratch);
+                if *sum {
+                    out[..*out_len].fill(total);
+                }
+            }
+            Step::Reduce {
+                op,
+                source,
+                outer,
+                reduced,
+                inner,
+                ..
+            } => reduce_middle(*op, reader.read(*source), (*outer, *reduced, *inner), out),
+            Step::Gemm { a, b, ta, tb, .. } => {
+                let view = |(v, shape): &(View, Shape)| {
+                    ArrayViewD::from_shape(IxDyn(shape), reader.read(*v)).expect("sizes match")
+                };
+                let product = gemm(&view(a), &view(b), *ta, *tb);
+                copy_array(&product, out);
+            }
+            Step::General {
+                op, args, shape, ..
+            } => {
+                let bufs: SmallVec<[Buf; 3]> = args
+                    .iter()
+                    .map(|(v, s)| {
+                        let data = reader.read(*v);
+                        if s.is_empty() {
+                            Buf::Scalar(data[0])
+                        } else {
+                            let array = ArrayD::from_shape_vec(IxDyn(s), data.to_vec())
+                                .expect("sizes match");
+                            Buf::Array(Rc::new(array))
+                        }
+                    })
+                    .collect();
+                let refs: SmallVec<[&Buf; 3]> = bufs.iter().collect();
+                let value = eval_op(op, &refs, shape)
+                    .unwrap_or_else(|| Err(BackendError::new("an input inside a plan")))?;
+                match value {
+                    Buf::Scalar(x) => out[0] = x,
+                    Buf::Array(a) => copy_array(&a, out),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Copies an array's elements, row-major, to the front of `out`.
+fn copy_array(array: &ArrayD<f64>, out: &mut [f64]) {
+    match array.as_slice() {
+        Some(data) => out[..data.len()].copy_from_slice(data),
+        None => {
+            for (o, x) in out.iter_mut().zip(array.iter()) {
+                *o = *x;
+            }
+        }
+    }
+}
+
+/// Takes `runs` from `sources` into `out`.
+fn move_runs(runs: &[Run], sources: &[&[f64]], out: &mut [f64]) {
+    for run in runs {
+        let to = &mut out[run.to..run.to + run.len];
+        match run.from {
+            Some((k, from)) if run.len == 1 => to[0] = sources[k as usize][from],
+            Some((k, from)) => to.copy_from_slice(&sources[k as usize][from..from + run.len]),
+            None => to.fill(0.0),
+        }
+    }
+}
+
+/// Runs an elementwise group over `n` elements chunk by chunk; returns
+/// the sum of its results when `sum` (and then writes no elements).
+#[allow(clippy::too_many_arguments)]
+fn elementwise(
+    group: &FusedGroup,
+    operands: &[Operand],
+    n: usize,
+    registers: usize,
+    sum: bool,
+    reader: &Reader<'_>,
+    out: &mut [f64],
+    scratch: &mut [f64],
+) -> f64 {
+    let (prepared, rest) = scratch.split_at_mut(registers);
+    // Spread operands are moved once; scalars filled once per run.
+    for operand in operands {
+        match operand {
+            Operand::Full(_) => {}
+            Operand::Scalar(view, at) => {
+                let value = reader.read(*view)[0];
+                prepared[*at..*at + CHUNK.min(n)].fill(value);
+            }
+            Operand::Spread(view, runs, at) => {
+                let source = reader.read(*view);
+                move_runs(runs, &[source], &mut prepared[*at..*at + n]);
+            }
+        }
+    }
+    let prepared: &[f64] = prepared;
+    let steps = group.steps.len();
+    let result = group.results[0] as usize;
+    let mut total = 0.0;
+    let mut start = 0;
+    while start < n {
+        let len = CHUNK.min(n - start);
+        let mut regs: SmallVec<[&[f64]; 16]> = operands
+            .iter()
+            .map(|operand| match operand {
+                Operand::Full(view) => &reader.read(*view)[start..start + len],
+                Operand::Scalar(_, at) => &prepared[*at..*at + len],
+                Operand::Spread(_, _, at) => &prepared[*at + start..*at + start + len],
+            })
+            .collect();
+        let mut free: &mut [f64] = &mut rest[..steps * CHUNK];
+        for (op, args) in &group.steps {
+            let (register, tail) = std::mem::take(&mut free).split_at_mut(CHUNK);
+            let register = &mut register[..len];
+            let ins: SmallVec<[&[f64]; 3]> = args.iter().map(|&a| regs[a as usize]).collect();
+            apply_chunk(op, &ins, register);
+            let register: &[f64] = register;
+            regs.push(register);
+            free = tail;
+        }
+        let values = regs[result];
+        if sum {
+            total += values.iter().sum::<f64>();
+        } else {
+            out[start..start + len].copy_from_slice(values);
+        }
+        start += len;
+    }
+    total
+}
+
+/// `op` over the middle axis of `source` as `[outer, reduced, inner]`.
+fn reduce_middle(
+    op: ReduceOp,
+    source: &[f64],
+    (outer, reduced, inner): (usize, usize, usize),
+    out: &mut [f64],
+) {
+    if inner == 1 {
+        for (o, row) in out.iter_mut().zip(source.chunks_exact(reduced.max(1))) {
+            *o = reduce_all(op, row);
+        }
+        if reduced == 0 {
+            out[..outer].fill(reduce_all(op, &[]));
+        }
+        return;
+    }
+    for o in 0..outer {
+        let block = &source[o * reduced * inner..(o + 1) * reduced * inner];
+        let target = &mut out[o * inner..(o + 1) * inner];
+        if reduced == 0 {
+            target.fill(reduce_all(op, &[]));
+            continue;
+        }
+        target.copy_from_slice(&block[..inner]);
+        for row in block.chunks_exact(inner).skip(1) {
+            for (t, x) in target.iter_mut().zip(row) {
+                *t = match op {
+                    ReduceOp::Sum => *t + x,
+                    ReduceOp::Prod => *t * x,
+                    ReduceOp::Max => crate::scalar::nan_max(*t, *x),
+                    ReduceOp::Min => crate::scalar::nan_min(*t, *x),
+                };
+            }
+        }
+    }
+}
+
+impl Planner {
+    /// Before slot `slot` is written: every other live value viewing it is
+    /// copied into its own slot (the values this instruction frees
+    /// included: it reads them), after the views into that slot are kept
+    /// in turn.
+    fn keep_views_of(&mut self, slot: u32) {
+        for other in 0..self.values.len() {
+            if other == slot as usize {
+                continue;
+            }
+            let Some(known) = &self.values[other] else {
+                continue;
+            };
+            if known.view.base == Base::Slot(slot) {
+                let source = known.view;
+                self.keep_views_of(other as u32);
+                self.grow(other as u32, source.len);
+                self.steps.push(Step::Keep {
+                    out: other as u32,
+                    source,
+                });
+                if let Some(known) = &mut self.values[other] {
+                    known.view = View {
+                        base: Base::Slot(other as u32),
+                        offset: 0,
+                        len: source.len,
+                    };
+                }
+            }
+        }
+    }
+
+    fn grow(&mut self, slot: u32, len: usize) {
+        let at = &mut self.slot_lens[slot as usize];
+        *at = (*at).max(len);
+    }
+
+    /// A value computed into slot `out`.
+    fn computed(&mut self, out: u32, shape: &[usize]) -> Known {
+        let len = shape.iter().product();
+        self.grow(out, len);
+        Known {
+            view: View {
+                base: Base::Slot(out),
+                offset: 0,
+                len,
+            },
+            shape: shape.into(),
+        }
+    }
+
+    /// Plans one instruction; returns where its value is.
+    fn plan(&mut self, op: &Kernel, args: &[Known], out: u32, shape: &Shape) -> Option<Known> {
+        let op_kernel = op;
+        let len: usize = shape.iter().product();
+        let view_of = |known: &Known, offset: usize| Known {
+            view: View {
+                base: known.view.base,
+                offset: known.view.offset + offset,
+                len,
+            },
+            shape: shape.clone(),
+        };
+        match op {
+            Kernel::Loop(_) => None,
+            Kernel::Op(TOp::Input { index, .. }) => Some(Known {
+                view: View {
+                    base: Base::Input(*index),
+                    offset: 0,
+                    len,
+                },
+                shape: shape.clone(),
+            }),
+            Kernel::Op(TOp::Scalar(c)) => {
+                self.constants.push(c.get());
+                Some(Known {
+                    view: View {
+                        base: Base::Const(self.constants.len() as u32 - 1),
+                        offset: 0,
+                        len: 1,
+                    },
+                    shape: shape.clone(),
+                })
+            }
+            Kernel::Op(TOp::Reshape(_) | TOp::StopGradient | TOp::Tag(_)) => {
+                Some(view_of(&args[0], 0))
+            }
+            Kernel::Op(TOp::Slice { axis, start, end }) => {
+                let input = &args[0].shape;
+                let axis = usize::from(*axis);
+                let leading: usize = input[..axis].iter().product();
+                if leading == 1 {
+                    // A leading-axis slice is a contiguous range.
+                    let inner: usize = input[axis + 1..].iter().product();
+                    let _ = end;
+                    return Some(view_of(&args[0], start * inner));
+                }
+                self.movement(op, args, out, shape)
+            }
+            Kernel::Op(
+                TOp::Pad { .. }
+                | TOp::Broadcast(_)
+                | TOp::Transpose(_)
+                | TOp::Concat(_)
+                | TOp::Roll { .. },
+            ) => self.movement(op, args, out, shape),
+            Kernel::Fused(group) => self.elementwise(Arc::clone(group), args, out, shape),
+            Kernel::Op(op) if op.is_elementwise() => {
+                let group = FusedGroup {
+                    inputs: args.len(),
+                    steps: vec![(op.clone(), (0..args.len() as u16).collect())],
+                    results: SmallVec::from_slice(&[args.len() as u16]),
+                    sum_over: None,
+                };
+                self.elementwise(Arc::new(group), args, out, shape)
+            }
+            Kernel::Op(TOp::Reduce { op, axes, .. }) => {
+                let input = &args[0].shape;
+                let (first, last) = (*axes.first()? as usize, *axes.last()? as usize);
+                if last - first + 1 != axes.len() {
+                    let Kernel::Op(reduce) = &op_kernel else {
+                        return None;
+                    };
+                    return self.general(reduce.clone(), args, out, shape);
+                }
+                let step = Step::Reduce {
+                    out,
+                    op: *op,
+                    source: args[0].view,
+                    outer: input[..first].iter().product(),
+                    reduced: input[first..=last].iter().product(),
+                    inner: input[last + 1..].iter().product(),
+                };
+                self.steps.push(step);
+                Some(self.computed(out, shape))
+            }
+            Kernel::Gemm { ta, tb } => {
+                if args.iter().any(|a| a.shape.len() != 2) {
+                    return self.general_kernel(op, args, out, shape);
+                }
+                self.steps.push(Step::Gemm {
+                    out,
+                    a: (args[0].view, args[0].shape.clone()),
+                    b: (args[1].view, args[1].shape.clone()),
+                    ta: *ta,
+                    tb: *tb,
+                });
+                Some(self.computed(out, shape))
+            }
+            Kernel::Op(other) => self.general(other.clone(), args, out, shape),
+        }
+    }
+
+    fn general_kernel(
+        &mut self,
+        op: &Kernel,
+        args: &[Known],
+        out: u32,
+        shape: &Shape,
+    ) -> Option<Known> {
+        match op {
+            Kernel::Gemm {
+                ta: false,
+                tb: false,
+            } => self.general(TOp::MatMul, args, out, shape),
+            _ => None,
+        }
+    }
+
+    fn general(&mut self, op: TOp, args: &[Known], out: u32, shape: &Shape) -> Option<Known> {
+        self.steps.push(Step::General {
+            out,
+            op,
+            args: args.iter().map(|a| (a.view, a.shape.clone())).collect(),
+            shape: shape.clone(),
+        });
+        Some(self.computed(out, shape))
+    }
+
+    /// Data movement as runs of copies.
+    fn movement(&mut self, op: &Kernel, args: &[Known], out: u32, shape: &Shape) -> Option<Known> {
+        let Kernel::Op(op) = op else { return None };
+        let shapes: SmallVec<[&[usize]; 4]> = args.iter().map(|a| &a.shape[..]).collect();
+        let runs = runs_of(op, &shapes, shape)?;
+        self.steps.push(Step::Move {
+            out,
+            sources: args.iter().map(|a| a.view).collect(),
+            runs,
+        });
+        Some(self.computed(out, shape))
+    }
+
+    fn elementwise(
+        &mut self,
+        group: Arc<FusedGroup>,
+        args: &[Known],
+        out: u32,
+        shape: &Shape,
+    ) -> Option<Known> {
+        if group.results.len() != 1 {
+            return None;
+        }
+        let over: Shape = group.sum_over.clone().unwrap_or_else(|| shape.clone());
+        let n: usize = over.iter().product();
+        let mut prepared = 0;
+        let mut operands: SmallVec<[Operand; 4]> = SmallVec::new();
+        for arg in args {
+            let len: usize = arg.shape.iter().product();
+            if len == n && arg.shape.len() <= over.len() {
+                operands.push(Operand::Full(arg.view));
+            } else if len == 1 {
+                operands.push(Operand::Scalar(arg.view, prepared));
+                prepared += CHUNK.min(n);
+            } else {
+                let runs = runs_of(&TOp::Broadcast(over.clone()), &[&arg.shape], &over)?;
+                operands.push(Operand::Spread(arg.view, runs, prepared));
+                prepared += n;
+            }
+        }
+        self.scratch_len = self.scratch_len.max(prepared + group.steps.len() * CHUNK);
+        let sum = group.sum_over.is_some();
+        let out_len = shape.iter().product();
+        self.steps.push(Step::Elementwise {
+            out,
+            group,
+            operands,
+            n,
+            registers: prepared,
+            sum,
+            out_len,
+        });
+        Some(self.computed(out, shape))
+    }
+}
+
+/// The runs of a data movement from operands of `shapes` into `shape`
+/// (`None` for an operation that is not one).
+fn runs_of(op: &TOp, shapes: &[&[usize]], shape: &[usize]) -> Option<Vec<Run>> {
+    let rank = shape.len();
+    let n: usize = shape.iter().product();
+    let strides: SmallVec<[SmallVec<[usize; 4]>; 4]> = shapes
+        .iter()
+        .map(|s| row_major_strides(s).into_iter().collect())
+        .collect();
+    // The source (operand, flat index) of the element at `index`.
+    let source = |index: &[usize]| -> Option<(u8, usize)> {
+        match op {
+            TOp::Slice { axis, start, .. } => {
+                let axis = usize::from(*axis);
+                Some((
+                    0,
+                    flat(
+                        index,
+                        &strides[0],
+                        |d, i| if d == axis { i + start } else { i },
+                    ),
+                ))
+            }
+            TOp::Pad { axis, before, .. } => {
+                let axis = usize::from(*axis);
+                let i = index[axis];
+                if i < *before || i >= before + shapes[0][axis] {
+                    return None;
+                }
+                Some((
+                    0,
+                    flat(
+                        index,
+                        &strides[0],
+                        |d, i| if d == axis { i - before } else { i },
+                    ),
+                ))
+            }
+            TOp::Broadcast(_) => {
+                let input = shapes[0];
+                let lead = rank - input.len();
+                let mut at = 0;
+                for (d, &extent) in input.iter().enumerate() {
+                    if extent != 1 {
+                        at += index[lead + d] * strides[0][d];
+                    }
+                }
+                Some((0, at))
+            }
+            TOp::Transpose(perm) => {
+                let mut at = 0;
+                for (i, &p) in perm.iter().enumerate() {
+                    at += index[i] * strides[0][usize::from(p)];
+                }
+                Some((0, at))
+            }
+            TOp::Concat(axis) => {
+                let axis = usize::from(*axis);
+                let mut i = index[axis];
+                for (k, s) in shapes.iter().enumerate() {
+                    if i < s[axis] {
+                        let at = flat(index, &strides[k], |d, j| if d == axis { i } else { j });
+                        return Some((k as u8, at));
+                    }
+                    i -= s[axis];
+                }
+                None
+            }
+            TOp::Roll { axis, shift } => {
+                let axis = usize::from(*axis);
+                let len = shapes[0][axis];
+                Some((
+                    0,
+                    flat(index, &strides[0], |d, i| {
+                        if d == axis {
+                            (i + len - shift % len.max(1)) % len.max(1)
+                        } else {
+                            i
+                        }
+                    }),
+                ))
+            }
+            _ => None,
+        }
+    };
+    if !matches!(
+        op,
+        TOp::Slice { .. }
+            | TOp::Pad { .. }
+            | TOp::Broadcast(_)
+            | TOp::Transpose(_)
+            | TOp::Concat(_)
+            | TOp::Roll { .. }
+    ) {
+        return None;
+    }
+    let mut runs: Vec<Run> = Vec::new();
+    let mut index = vec![0usize; rank];
+    for to in 0..n {
+        let from = source(&index);
+        match runs.last_mut() {
+            Some(last)
+                if last.to + last.len == to
+                    && match (last.from, from) {
+                        (None, None) => true,
+                        (Some((k, a)), Some((j, b))) => k == j && a + last.len == b,
+                        _ => false,
+                    } =>
+            {
+                last.len += 1
+            }
+            _ => runs.push(Run { from, to, len: 1 }),
+        }
+        // The next index, row-major.
+        for d in (0..rank).rev() {
+            index[d] += 1;
+            if index[d] < shape[d] {
+                break;
+            }
+            index[d] = 0;
+        }
+    }
+    Some(runs)
+}
+
+/// The flat position of `index` (each coordinate mapped by `map(axis,
+/// coordinate)`) under `strides`.
+fn flat(index: &[usize], strides: &[usize], map: impl Fn(usize, usize) -> usize) -> usize {
+    index
+        .iter()
+        .zip(strides)
+        .enumerate()
+        .map(|(d, (&i, &s))| map(d, i) * s)
+        .sum()
+}
+
+#[cfg(test)]
+#[path = "planned_tests.rs"]
+mod tests;

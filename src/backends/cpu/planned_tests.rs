@@ -1,0 +1,178 @@
+//! Plans against the general executor: programs mixing views, data
+//! movement, elementwise groups, reductions and products, with slots
+//! reused, must give the same numbers both ways.
+
+use super::super::execute::{Buf, run};
+use super::Plan;
+use crate::egraph::language::Math;
+use crate::egraph::tensor::TensorGraph;
+use crate::egraph::tensor::op::{ReduceOp, TOp};
+use crate::tape::compile::compile;
+use egg::{Id, RecExpr};
+use ndarray::{ArrayD, IxDyn};
+use std::rc::Rc;
+
+/// Deterministic numbers for an input of `shape`.
+fn input(shape: &[usize], seed: f64) -> Buf {
+    let n: usize = shape.iter().product();
+    if shape.is_empty() {
+        return Buf::Scalar(seed.sin());
+    }
+    let data: Vec<f64> = (0..n)
+        .map(|i| ((i as f64 + 1.0) * 0.37 + seed).sin())
+        .collect();
+    Buf::Array(Rc::new(ArrayD::from_shape_vec(IxDyn(shape), data).unwrap()))
+}
+
+/// Runs `roots` of `graph` (inputs `shapes`) both ways and compares.
+fn check(graph: &TensorGraph, roots: &[Id], shapes: &[Vec<usize>]) {
+    let program = RecExpr::from(graph.nodes().to_vec());
+    let input_shapes: Vec<_> = shapes.iter().map(|s| s.as_slice().into()).collect();
+    let tape = compile(&program, graph.shapes(), roots, &input_shapes);
+    let plan = Plan::new(&tape).expect("a tape without loops is planned");
+    let inputs: Vec<Buf> = shapes
+        .iter()
+        .enumerate()
+        .map(|(k, s)| input(s, k as f64))
+        .collect();
+    let expected = run(&tape, &inputs).unwrap();
+    // Twice: the second run reuses the first one's buffers.
+    for _ in 0..2 {
+        let got = plan.run(&inputs).unwrap();
+        assert_eq!(got.len(), expected.len());
+        for (g, e) in got.iter().zip(&expected) {
+            assert_eq!(g.shape(), e.shape());
+            let (g, e) = (g.to_array(), e.to_array());
+            for (x, y) in g.iter().zip(e.iter()) {
+                assert!(
+                    (x - y).abs() <= 1e-12 * (1.0 + y.abs()),
+                    "{x} vs {y}\n{tape}"
+                );
+            }
+        }
+    }
+}
+
+fn op(graph: &mut TensorGraph, op: TOp, children: &[Id]) -> Id {
+    graph.add(op, children).expect("valid shapes")
+}
+
+#[test]
+fn views_and_movements_agree_with_the_executor() {
+    let mut g = TensorGraph::new();
+    let a = g.input(0, &[4, 6]);
+    let b = g.input(1, &[6]);
+    let s = g.input(2, &[]);
+    let rows = op(
+        &mut g,
+        TOp::Slice {
+            axis: 0,
+            start: 1,
+            end: 3,
+        },
+        &[a],
+    );
+    let cols = op(
+        &mut g,
+        TOp::Slice {
+            axis: 1,
+            start: 2,
+            end: 5,
+        },
+        &[a],
+    );
+    let flat = g.reshape(rows, &[12]);
+    let padded = op(
+        &mut g,
+        TOp::Pad {
+            axis: 1,
+            before: 1,
+            after: 2,
+        },
+        &[cols],
+    );
+    let t = op(
+        &mut g,
+        TOp::Transpose(smallvec::SmallVec::from_slice(&[1, 0])),
+        &[a],
+    );
+    let wide = g.broadcast(b, &[4, 6]);
+    let joined = op(&mut g, TOp::Concat(0), &[a, wide, a]);
+    let side = op(&mut g, TOp::Concat(1), &[a, cols]);
+    let rolled = op(&mut g, TOp::Roll { axis: 1, shift: 2 }, &[a]);
+    let scaled = g.map(Math::Mul([Id::from(0); 2]), &[a, s]);
+    let mixed = g.map(Math::Add([Id::from(0); 2]), &[scaled, b]);
+    let squashed = g.map(Math::Sigmoid([Id::from(0)]), &[mixed]);
+    let total = g.sum_axes(squashed, &[0, 1], false);
+    let by_rows = g.sum_axes(t, &[1], true);
+    let by_cols = g.sum_axes(a, &[0], false);
+    let max = op(
+        &mut g,
+        TOp::Reduce {
+            op: ReduceOp::Max,
+            axes: smallvec::SmallVec::from_slice(&[1]),
+            keepdims: false,
+        },
+        &[joined],
+    );
+    let product = op(&mut g, TOp::MatMul, &[a, t]);
+    let roots = [
+        flat, padded, t, joined, side, rolled, squashed, total, by_rows, by_cols, max, product,
+    ];
+    check(&g, &roots, &[vec![4, 6], vec![6], vec![]]);
+}
+
+#[test]
+fn slots_reused_under_live_views_keep_their_values() {
+    // Many slices of one value, each reshaped and used late: the tape
+    // reuses slots while the views are alive.
+    let mut g = TensorGraph::new();
+    let a = g.input(0, &[4, 14]);
+    let x = g.input(1, &[14]);
+    let mut parts = Vec::new();
+    for k in 0..4 {
+        let row = op(
+            &mut g,
+            TOp::Slice {
+                axis: 0,
+                start: k,
+                end: k + 1,
+            },
+            &[a],
+        );
+        let row = g.reshape(row, &[14]);
+        let row = g.map(Math::Mul([Id::from(0); 2]), &[row, x]);
+        let row = op(&mut g, TOp::Concat(0), &[row, x]);
+        let row = g.reshape(row, &[2, 14]);
+        let first = op(
+            &mut g,
+            TOp::Slice {
+                axis: 0,
+                start: 0,
+                end: 1,
+            },
+            &[row],
+        );
+        parts.push(g.reshape(first, &[14]));
+    }
+    let mut total = parts[0];
+    for &p in &parts[1..] {
+        let t = g.map(Math::Tanh([Id::from(0)]), &[p]);
+        total = g.map(Math::Add([Id::from(0); 2]), &[total, t]);
+    }
+    let joined = op(&mut g, TOp::Concat(0), &parts);
+    check(&g, &[total, joined], &[vec![4, 14], vec![14]]);
+}
+
+#[test]
+fn large_groups_run_in_chunks() {
+    let mut g = TensorGraph::new();
+    let a = g.input(0, &[3, 1000]);
+    let b = g.input(1, &[1000]);
+    let c = g.input(2, &[3, 1]);
+    let e = g.map(Math::Exp([Id::from(0)]), &[a]);
+    let m = g.map(Math::Mul([Id::from(0); 2]), &[e, b]);
+    let d = g.map(Math::Sub([Id::from(0); 2]), &[m, c]);
+    let total = g.sum_axes(d, &[0, 1], false);
+    check(&g, &[d, total], &[vec![3, 1000], vec![1000], vec![3, 1]]);
+}
