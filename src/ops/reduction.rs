@@ -308,6 +308,21 @@ fn exp_sum(values: &[f64], s: f64) -> f64 {
 /// `out[o]` = logsumexp of row `o` of `data` (rows of `len` numbers).
 /// Rows longer than a task are cut into pieces of `TASK` numbers, whose
 /// sums are added in order.
+/// `logsumexp` over the middle axis of row-major `data` seen as `[outer,
+/// len, inner]`, into `out` (`outer * inner` numbers): the kernel of
+/// `LogSumExp::cpu` for callers holding plain slices.
+pub(crate) fn logsumexp_into(data: &[f64], (len, inner): (usize, usize), out: &mut [f64]) {
+    if out.is_empty() {
+        // No lanes.
+    } else if len == 0 {
+        out.fill(f64::NEG_INFINITY);
+    } else if inner == 1 {
+        rows(data, len, out);
+    } else {
+        columns(data, (len, inner), out);
+    }
+}
+
 fn rows(data: &[f64], len: usize, out: &mut [f64]) {
     if len > TASK {
         for (o, row) in out.iter_mut().zip(data.chunks_exact(len)) {

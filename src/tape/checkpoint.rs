@@ -117,18 +117,57 @@ pub trait Reversal {
 }
 
 /// Takes every action of `schedule` on a backend (stopping early when it
-/// is interrupted).
+/// is interrupted), the small parts of the recursion as direct calls
+/// (`Schedule::blocks`).
 pub fn reverse_with<R: Reversal>(reversal: &mut R, schedule: &Schedule) -> Result<(), R::Error> {
-    for (at, action) in schedule.actions().enumerate() {
-        if at % 64 == 0 && reversal.cancelled() {
+    let mut taking = Taking {
+        reversal,
+        failure: None,
+        reversed: false,
+        taken: 0,
+        stopped: false,
+    };
+    let mut blocks = schedule.blocks();
+    while let Some(block) = blocks.next() {
+        if taking.failure.is_some() || taking.stopped {
             break;
         }
-        if matches!(action, Action::Reverse(_)) {
-            reversal.reversing();
-        }
-        reversal.apply(action)?;
+        blocks.run(block, &mut taking);
     }
-    Ok(())
+    match taking.failure {
+        Some(failure) => Err(failure),
+        None => Ok(()),
+    }
+}
+
+/// A `Reversal` taking actions as `Steps`: the first failure is kept and
+/// ends the run, as does an interrupt (looked up every 64 actions).
+struct Taking<'a, R: Reversal> {
+    reversal: &'a mut R,
+    failure: Option<R::Error>,
+    reversed: bool,
+    taken: usize,
+    stopped: bool,
+}
+
+impl<R: Reversal> Steps for Taking<'_, R> {
+    fn action(&mut self, action: Action) {
+        if self.failure.is_some() || self.stopped {
+            return;
+        }
+        self.taken += 1;
+        if self.taken.is_multiple_of(64) && self.reversal.cancelled() {
+            self.stopped = true;
+            return;
+        }
+        if !self.reversed && matches!(action, Action::Reverse(_)) {
+            self.reversed = true;
+            self.reversal.reversing();
+        }
+        if let Err(failure) = self.reversal.apply(action) {
+            self.failure = Some(failure);
+        }
+    }
 }
 
 /// A schedule: its counts, and its actions generated one at a time

@@ -23,6 +23,13 @@ thread_local! {
     static LIVE: Cell<usize> = const { Cell::new(0) };
     static SNAPSHOTS: Cell<usize> = const { Cell::new(0) };
     static CURRENT: Cell<Measured> = Cell::new(Measured::default());
+    static MEASURING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether a `measure` is under way on this thread (bookkeeping that costs
+/// more than a counter, such as `Held`'s, is skipped otherwise).
+pub(crate) fn active() -> bool {
+    MEASURING.get()
 }
 
 /// Runs `f` and returns what it used.
@@ -31,7 +38,9 @@ pub fn measure<T>(f: impl FnOnce() -> T) -> (T, Measured) {
     LIVE.set(0);
     SNAPSHOTS.set(0);
     CURRENT.set(Measured::default());
+    let was_measuring = MEASURING.replace(true);
     let result = f();
+    MEASURING.set(was_measuring);
     let measured = CURRENT.get();
     LIVE.set(saved.0);
     SNAPSHOTS.set(saved.1);
@@ -93,6 +102,9 @@ pub(crate) struct Held {
 impl Held {
     /// A snapshot holds the buffer at `address` of `bytes`.
     pub(crate) fn hold(&mut self, address: usize, bytes: usize) {
+        if !active() {
+            return;
+        }
         let count = self.counts.entry(address).or_insert(0);
         if *count == 0 {
             stored(bytes);
@@ -102,6 +114,9 @@ impl Held {
 
     /// A snapshot let go of the buffer at `address` of `bytes`.
     pub(crate) fn release(&mut self, address: usize, bytes: usize) {
+        if !active() {
+            return;
+        }
         if let Some(count) = self.counts.get_mut(&address) {
             *count -= 1;
             if *count == 0 {

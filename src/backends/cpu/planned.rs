@@ -23,6 +23,7 @@ use super::reduce::reduce_all;
 use super::structural::gemm;
 use crate::backends::BackendError;
 use crate::egraph::tensor::op::{ReduceOp, Shape, TOp};
+use crate::ops::reduction::logsumexp_into;
 use crate::tape::{FusedGroup, Kernel, Tape};
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use smallvec::SmallVec;
@@ -99,6 +100,15 @@ enum Step {
         reduced: usize,
         inner: usize,
     },
+    /// `logsumexp` over the middle axis of `source` seen as `[outer,
+    /// reduced, inner]`.
+    LogSumExp {
+        out: u32,
+        source: View,
+        outer: usize,
+        reduced: usize,
+        inner: usize,
+    },
     /// A matrix product.
     Gemm {
         out: u32,
@@ -138,6 +148,9 @@ struct Buffers {
     scratch: Vec<f64>,
     numbers: Vec<f64>,
 }
+
+/// The most numbers a value of a planned tape holds.
+pub const LARGEST: usize = 4096;
 
 /// Plans kept per thread (emptied when it grows past this).
 const MAX_PLANS: usize = 256;
@@ -190,8 +203,18 @@ struct Planner {
 }
 
 impl Plan {
-    /// The plan of `tape`, or `None` where it holds a loop.
+    /// The plan of `tape`, or `None` where it holds a loop or a value of
+    /// more than `LARGEST` numbers (the general executor's lazy views,
+    /// threads and native kernels serve large values better, and the
+    /// per-instruction work a plan saves is small beside theirs).
     pub fn new(tape: &Tape) -> Option<Plan> {
+        if tape
+            .instructions
+            .iter()
+            .any(|i| i.shape.iter().product::<usize>() > LARGEST)
+        {
+            return None;
+        }
         let mut planner = Planner {
             steps: Vec::new(),
             slot_lens: vec![0; tape.slots],
@@ -272,17 +295,24 @@ impl Plan {
             Buf::Scalar(x) => *x,
             Buf::Array(_) => 0.0,
         }));
-        let copies: Vec<Option<Vec<f64>>> = inputs
+        let strided = inputs
             .iter()
-            .map(|b| match b {
-                Buf::Array(a) if a.as_slice().is_none() => Some(a.iter().copied().collect()),
-                _ => None,
-            })
-            .collect();
-        let input_slices: SmallVec<[&[f64]; 16]> = inputs
+            .any(|b| matches!(b, Buf::Array(a) if a.as_slice().is_none()));
+        let copies: Vec<Option<Vec<f64>>> = if strided {
+            inputs
+                .iter()
+                .map(|b| match b {
+                    Buf::Array(a) if a.as_slice().is_none() => Some(a.iter().copied().collect()),
+                    _ => None,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let input_slices: SmallVec<[&[f64]; 32]> = inputs
             .iter()
             .enumerate()
-            .map(|(k, b)| match (b, &copies[k]) {
+            .map(|(k, b)| match (b, copies.get(k).and_then(Option::as_ref)) {
                 (_, Some(copy)) => &copy[..],
                 (Buf::Array(a), None) => a.as_slice().unwrap_or(&[]),
                 (Buf::Scalar(_), None) => &buffers.numbers[k..k + 1],
@@ -365,6 +395,7 @@ impl Step {
             Step::Move { out, .. }
             | Step::Elementwise { out, .. }
             | Step::Reduce { out, .. }
+            | Step::LogSumExp { out, .. }
             | Step::Gemm { out, .. }
             | Step::General { out, .. }
             | Step::Keep { out, .. } => *out,
@@ -407,6 +438,17 @@ impl Step {
                 inner,
                 ..
             } => reduce_middle(*op, reader.read(*source), (*outer, *reduced, *inner), out),
+            Step::LogSumExp {
+                source,
+                outer,
+                reduced,
+                inner,
+                ..
+            } => logsumexp_into(
+                reader.read(*source),
+                (*reduced, *inner),
+                &mut out[..outer * inner],
+            ),
             Step::Gemm { a, b, ta, tb, .. } => {
                 let view = |(v, shape): &(View, Shape)| {
                     ArrayViewD::from_shape(IxDyn(shape), reader.read(*v)).expect("sizes match")
@@ -502,7 +544,7 @@ fn elementwise(
     let mut start = 0;
     while start < n {
         let len = CHUNK.min(n - start);
-        let mut regs: SmallVec<[&[f64]; 16]> = operands
+        let mut regs: SmallVec<[&[f64]; 32]> = operands
             .iter()
             .map(|operand| match operand {
                 Operand::Full(view) => &reader.read(*view)[start..start + len],
@@ -514,8 +556,11 @@ fn elementwise(
         for (op, args) in &group.steps {
             let (register, tail) = std::mem::take(&mut free).split_at_mut(CHUNK);
             let register = &mut register[..len];
-            let ins: SmallVec<[&[f64]; 3]> = args.iter().map(|&a| regs[a as usize]).collect();
-            apply_chunk(op, &ins, register);
+            let mut ins: [&[f64]; 3] = [&[]; 3];
+            for (slot, &a) in ins.iter_mut().zip(args) {
+                *slot = regs[a as usize];
+            }
+            apply_chunk(op, &ins[..args.len()], register);
             let register: &[f64] = register;
             regs.push(register);
             free = tail;
@@ -702,6 +747,24 @@ impl Planner {
                     inner: input[last + 1..].iter().product(),
                 };
                 self.steps.push(step);
+                Some(self.computed(out, shape))
+            }
+            Kernel::Op(TOp::Op(crate::ops::Op::LogSumExp(lse))) => {
+                let input = &args[0].shape;
+                let (first, last) = (*lse.axes.first()? as usize, *lse.axes.last()? as usize);
+                if last - first + 1 != lse.axes.len() {
+                    let Kernel::Op(general) = op_kernel else {
+                        return None;
+                    };
+                    return self.general(general.clone(), args, out, shape);
+                }
+                self.steps.push(Step::LogSumExp {
+                    out,
+                    source: args[0].view,
+                    outer: input[..first].iter().product(),
+                    reduced: input[first..=last].iter().product(),
+                    inner: input[last + 1..].iter().product(),
+                });
                 Some(self.computed(out, shape))
             }
             Kernel::Gemm { ta, tb } => {

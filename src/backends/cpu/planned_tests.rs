@@ -116,8 +116,32 @@ fn views_and_movements_agree_with_the_executor() {
         &[joined],
     );
     let product = op(&mut g, TOp::MatMul, &[a, t]);
+    let lse = |axes: &[u8]| {
+        TOp::Op(crate::ops::Op::LogSumExp(
+            crate::ops::reduction::LogSumExp {
+                axes: smallvec::SmallVec::from_slice(axes),
+            },
+        ))
+    };
+    let lse_rows = op(&mut g, lse(&[1]), &[a]);
+    let lse_columns = op(&mut g, lse(&[0]), &[joined]);
+    let lse_all = op(&mut g, lse(&[0, 1]), &[a]);
     let roots = [
-        flat, padded, t, joined, side, rolled, squashed, total, by_rows, by_cols, max, product,
+        flat,
+        padded,
+        t,
+        joined,
+        side,
+        rolled,
+        squashed,
+        total,
+        by_rows,
+        by_cols,
+        max,
+        product,
+        lse_rows,
+        lse_columns,
+        lse_all,
     ];
     check(&g, &roots, &[vec![4, 6], vec![6], vec![]]);
 }

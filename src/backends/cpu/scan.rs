@@ -10,7 +10,6 @@ use crate::tape::checkpoint::online::reverse_online;
 use crate::tape::checkpoint::{Reversal, reverse_with};
 use crate::tape::scan::LoopTapes;
 use ndarray::{Array1, ArrayD, Axis, IxDyn};
-use rustc_hash::FxHashMap;
 use std::rc::Rc;
 
 /// The loop's final state and stacked outputs (packed when more than one
@@ -127,12 +126,16 @@ struct Reverser<'a> {
     output_cotangents: Vec<Rc<ArrayD<f64>>>,
     sequence_cotangents: Stacked,
     captured: Vec<Option<Buf>>,
-    snapshots: FxHashMap<usize, Vec<Buf>>,
+    /// The stored states with their step, oldest first (schedules free
+    /// them newest first, so each action looks at the top).
+    snapshots: Vec<(usize, Vec<Buf>)>,
     /// The buffers the snapshots hold, for `tape-stats`.
     held: measure::Held,
     /// Whether a step has been reversed (advances after it are
     /// recomputations).
     reversing: bool,
+    /// The reverse step's inputs (storage reused from step to step).
+    inputs: Vec<Buf>,
 }
 
 impl Reversal for Reverser<'_> {
@@ -178,9 +181,10 @@ impl<'a> Reverser<'a> {
             output_cotangents,
             sequence_cotangents: Stacked::new(spec.n, &spec.xs)?,
             captured: vec![None; spec.differentiable.iter().filter(|d| **d).count()],
-            snapshots: FxHashMap::default(),
+            snapshots: Vec::new(),
             held: measure::Held::default(),
             reversing: false,
+            inputs: Vec::new(),
         })
     }
 
@@ -202,17 +206,15 @@ impl<'a> Reverser<'a> {
                 for leaf in &snapshot {
                     count_held(&mut self.held, leaf, true);
                 }
-                self.snapshots.insert(i, snapshot);
+                self.snapshots.push((i, snapshot));
             }
             Action::Restore(i) => {
-                let snapshot = self
-                    .snapshots
-                    .get(&i)
-                    .ok_or_else(|| BackendError::new(format!("no snapshot of step {i}")))?;
-                self.working[..leaves].clone_from_slice(snapshot);
+                let at = self.snapshot_of(i)?;
+                self.working[..leaves].clone_from_slice(&self.snapshots[at].1);
             }
             Action::Free(i) => {
-                for leaf in self.snapshots.remove(&i).into_iter().flatten() {
+                let at = self.snapshot_of(i)?;
+                for leaf in self.snapshots.remove(at).1 {
                     count_held(&mut self.held, &leaf, false);
                 }
             }
@@ -221,12 +223,17 @@ impl<'a> Reverser<'a> {
                 measure::recomputed(1, values, flops);
                 self.working[leaves] = Buf::Scalar(i as f64);
                 self.xs.set_rows(&mut self.working[leaves + 1..], i);
-                let mut inputs = self.working.clone();
+                let mut inputs = std::mem::take(&mut self.inputs);
+                inputs.clear();
+                inputs.extend_from_slice(&self.working);
                 inputs.append(&mut self.cotangents);
                 for (dys, shape) in self.output_cotangents.iter().zip(&spec.ys) {
                     inputs.push(row(dys, i, shape));
                 }
-                let outputs = run_body(tapes, Body::Reverse, self.adjoint, &inputs)?;
+                let outputs = run_body(tapes, Body::Reverse, self.adjoint, &inputs);
+                inputs.clear();
+                self.inputs = inputs;
+                let outputs = outputs?;
                 let mut outputs = outputs.into_iter();
                 self.cotangents.extend(outputs.by_ref().take(leaves));
                 for (k, term) in outputs.by_ref().take(spec.xs.len()).enumerate() {
@@ -238,6 +245,14 @@ impl<'a> Reverser<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Where the snapshot of state `i` is (near the top).
+    fn snapshot_of(&self, i: usize) -> Result<usize, BackendError> {
+        self.snapshots
+            .iter()
+            .rposition(|(step, _)| *step == i)
+            .ok_or_else(|| BackendError::new(format!("no snapshot of step {i}")))
     }
 
     /// All cotangents, flat: the initial state's, the sequences', the
