@@ -150,7 +150,7 @@ struct Buffers {
 }
 
 /// The most numbers a value of a planned tape holds.
-pub const LARGEST: usize = 4096;
+pub const LARGEST: usize = 1024;
 
 /// Plans kept per thread (emptied when it grows past this).
 const MAX_PLANS: usize = 256;
