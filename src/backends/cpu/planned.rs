@@ -19,6 +19,7 @@
 use super::elementwise::{CHUNK, apply_chunk};
 use super::execute::{Buf, eval_op, take};
 use super::layout::row_major_strides;
+use super::native;
 use super::reduce::reduce_all;
 use super::structural::gemm;
 use crate::backends::BackendError;
@@ -71,7 +72,6 @@ enum Operand {
 }
 
 /// One prepared instruction.
-#[derive(Clone, Debug)]
 enum Step {
     /// Copies and zero fills into slot `out`.
     Move {
@@ -89,6 +89,9 @@ enum Step {
         registers: usize,
         sum: bool,
         out_len: usize,
+        /// The group compiled (where native kernels are on and it is not
+        /// summed): one call for all its elements.
+        native: Option<Rc<native::Kernel>>,
     },
     /// `op` over the middle axis of `source` seen as `[outer, reduced,
     /// inner]`.
@@ -422,8 +425,13 @@ impl Step {
                 registers,
                 sum,
                 out_len,
+                native,
                 ..
             } => {
+                if let Some(kernel) = native {
+                    run_native(kernel, operands, *n, reader, out, scratch);
+                    return Ok(());
+                }
                 let total =
                     elementwise(group, operands, *n, *registers, *sum, reader, out, scratch);
                 if *sum {
@@ -507,6 +515,32 @@ fn move_runs(runs: &[Run], sources: &[&[f64]], out: &mut [f64]) {
             None => to.fill(0.0),
         }
     }
+}
+
+/// Runs a compiled group over its `n` elements in one call (spread
+/// operands moved into `scratch` first).
+fn run_native(
+    kernel: &native::Kernel,
+    operands: &[Operand],
+    n: usize,
+    reader: &Reader<'_>,
+    out: &mut [f64],
+    scratch: &mut [f64],
+) {
+    for operand in operands {
+        if let Operand::Spread(view, runs, at) = operand {
+            move_runs(runs, &[reader.read(*view)], &mut scratch[*at..*at + n]);
+        }
+    }
+    let scratch: &[f64] = scratch;
+    let slices: SmallVec<[&[f64]; 16]> = operands
+        .iter()
+        .map(|operand| match operand {
+            Operand::Full(view) | Operand::Scalar(view, _) => reader.read(*view),
+            Operand::Spread(_, _, at) => &scratch[*at..*at + n],
+        })
+        .collect();
+    kernel.handle().run(&slices, &mut out[..n]);
 }
 
 /// Runs an elementwise group over `n` elements chunk by chunk; returns
@@ -853,6 +887,18 @@ impl Planner {
         self.scratch_len = self.scratch_len.max(prepared + group.steps.len() * CHUNK);
         let sum = group.sum_over.is_some();
         let out_len = shape.iter().product();
+        let native = (!sum && native::native_kernels())
+            .then(|| {
+                let layout: Vec<native::Operand> = operands
+                    .iter()
+                    .map(|o| match o {
+                        Operand::Scalar(..) => native::Operand::Uniform,
+                        _ => native::Operand::Streamed,
+                    })
+                    .collect();
+                native::compile(&group, &layout).ok().map(Rc::new)
+            })
+            .flatten();
         self.steps.push(Step::Elementwise {
             out,
             group,
@@ -861,6 +907,7 @@ impl Planner {
             registers: prepared,
             sum,
             out_len,
+            native,
         });
         Some(self.computed(out, shape))
     }
