@@ -285,7 +285,11 @@ impl Plan {
             scratch: vec![0.0; self.scratch_len],
             numbers: Vec::new(),
         });
+        // The plan's buffers are its values' storage while it runs.
+        let bytes = 8 * (self.slot_lens.iter().sum::<usize>() + self.scratch_len);
+        super::measure::alive(bytes);
         let result = self.run_on(&mut buffers, inputs);
+        super::measure::dead(bytes);
         *self.buffers.borrow_mut() = Some(buffers);
         result
     }
