@@ -150,7 +150,14 @@ struct Buffers {
     slots: Vec<Vec<f64>>,
     scratch: Vec<f64>,
     numbers: Vec<f64>,
+    /// Per output, arrays this plan gave out earlier: one nobody else
+    /// holds any more (the state two steps back, say) is written again
+    /// instead of allocating (the loop's state ping-pongs between them).
+    given: Vec<SmallVec<[Rc<ArrayD<f64>>; 3]>>,
 }
+
+/// How many earlier results per output a plan keeps for reuse.
+const KEPT_RESULTS: usize = 3;
 
 /// The most numbers a value of a planned tape holds.
 pub const LARGEST: usize = 1024;
@@ -284,6 +291,7 @@ impl Plan {
             slots: self.slot_lens.iter().map(|&n| vec![0.0; n]).collect(),
             scratch: vec![0.0; self.scratch_len],
             numbers: Vec::new(),
+            given: vec![SmallVec::new(); self.outputs.len()],
         });
         // The plan's buffers are its values' storage while it runs.
         let bytes = 8 * (self.slot_lens.iter().sum::<usize>() + self.scratch_len);
@@ -352,10 +360,12 @@ impl Plan {
             inputs: &input_slices,
             constants: &self.constants,
         };
+        let given = &mut buffers.given;
         Ok(self
             .outputs
             .iter()
-            .map(|(view, shape)| {
+            .zip(given.iter_mut())
+            .map(|((view, shape), given)| {
                 // An input given back whole is the input itself (a state
                 // part a step leaves unchanged stays one shared buffer).
                 if let Base::Input(k) = view.base
@@ -368,11 +378,29 @@ impl Plan {
                 if shape.is_empty() {
                     return Buf::Scalar(data[0]);
                 }
+                for kept in given.iter_mut() {
+                    if let Some(array) = Rc::get_mut(kept)
+                        && array.shape() == &shape[..]
+                        && let Some(storage) = array.as_slice_mut()
+                    {
+                        storage.copy_from_slice(data);
+                        return Buf::Array(Rc::clone(kept));
+                    }
+                }
                 let mut storage = take(data.len()).unwrap_or_default();
                 storage.clear();
                 storage.extend_from_slice(data);
                 let array = ArrayD::from_shape_vec(IxDyn(shape), storage).expect("sizes match");
-                Buf::Array(Rc::new(array))
+                let array = Rc::new(array);
+                if given.len() < KEPT_RESULTS {
+                    given.push(Rc::clone(&array));
+                } else {
+                    // Every kept one is still held elsewhere (stored
+                    // states): keep the newest instead of the oldest.
+                    given.remove(0);
+                    given.push(Rc::clone(&array));
+                }
+                Buf::Array(array)
             })
             .collect())
     }
@@ -891,7 +919,13 @@ impl Planner {
         self.scratch_len = self.scratch_len.max(prepared + group.steps.len() * CHUNK);
         let sum = group.sum_over.is_some();
         let out_len = shape.iter().product();
-        let native = (!sum && native::native_kernels())
+        // Steps the interpreter runs as vectorized loops (`exp`, `tanh`,
+        // `sigmoid`) beat compiled code's call per number.
+        let vectorized = group
+            .steps
+            .iter()
+            .any(|(op, _)| super::elementwise::vectorized(op));
+        let native = (!sum && !vectorized && native::native_kernels())
             .then(|| {
                 let layout: Vec<native::Operand> = operands
                     .iter()

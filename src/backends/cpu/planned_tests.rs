@@ -209,3 +209,31 @@ fn large_groups_run_in_chunks() {
     let total = g.sum_axes(d, &[0, 1], false);
     check(&g, &[d, total], &[vec![3, 300], vec![300], vec![3, 1]]);
 }
+
+#[test]
+fn results_held_by_the_caller_are_never_overwritten() {
+    let mut g = TensorGraph::new();
+    let a = g.input(0, &[4]);
+    let two = g.num(2.0);
+    let doubled = g.map(Math::Mul([Id::from(0); 2]), &[a, two]);
+    let program = RecExpr::from(g.nodes().to_vec());
+    let tape = compile(&program, g.shapes(), &[doubled], &[[4].as_slice().into()]);
+    let plan = Plan::new(&tape).expect("planned");
+    let value = |buf: &Buf| buf.to_array().iter().copied().collect::<Vec<f64>>();
+    // Each result is kept while later runs reuse what was let go.
+    let mut held = Vec::new();
+    for k in 0..8 {
+        let result = plan.run(&[input(&[4], k as f64)]).unwrap().remove(0);
+        let expected: Vec<f64> = value(&input(&[4], k as f64))
+            .iter()
+            .map(|x| 2.0 * x)
+            .collect();
+        assert_eq!(value(&result), expected);
+        if k % 2 == 0 {
+            held.push((result, expected));
+        }
+    }
+    for (result, expected) in &held {
+        assert_eq!(&value(result), expected, "a held result was written again");
+    }
+}
