@@ -608,6 +608,41 @@ pub(crate) fn take(n: usize) -> Option<Vec<f64>> {
     })
 }
 
+/// Arrays handed out for one recurring value (a plan's result, a step's
+/// row of a sequence): one nobody else holds any more is written again
+/// instead of allocating a new one, so a loop's values ping-pong between
+/// a few arrays.
+#[derive(Default)]
+pub(crate) struct Recurring {
+    given: SmallVec<[Rc<ArrayD<f64>>; 3]>,
+}
+
+impl Recurring {
+    /// An array of `shape` holding `data` (row-major).
+    pub(crate) fn array(&mut self, shape: &[usize], data: &[f64]) -> Rc<ArrayD<f64>> {
+        for kept in self.given.iter_mut() {
+            if let Some(array) = Rc::get_mut(kept)
+                && array.shape() == shape
+                && let Some(storage) = array.as_slice_mut()
+            {
+                storage.copy_from_slice(data);
+                return Rc::clone(kept);
+            }
+        }
+        let mut storage = take(data.len()).unwrap_or_default();
+        storage.clear();
+        storage.extend_from_slice(data);
+        let array = Rc::new(ArrayD::from_shape_vec(IxDyn(shape), storage).expect("sizes match"));
+        // Every kept one still held elsewhere (stored states, say): the
+        // newest replaces the oldest.
+        if self.given.len() == 3 {
+            self.given.remove(0);
+        }
+        self.given.push(Rc::clone(&array));
+        array
+    }
+}
+
 /// Keeps the storage of a dead array for a later result of its size.
 pub(crate) fn recycle(array: Rc<ArrayD<f64>>) {
     let Ok(array) = Rc::try_unwrap(array) else {

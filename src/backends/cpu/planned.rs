@@ -17,7 +17,7 @@
 //! planned.
 
 use super::elementwise::{CHUNK, apply_chunk};
-use super::execute::{Buf, eval_op, take};
+use super::execute::{Buf, Recurring, eval_op};
 use super::layout::row_major_strides;
 use super::native;
 use super::reduce::reduce_all;
@@ -150,14 +150,9 @@ struct Buffers {
     slots: Vec<Vec<f64>>,
     scratch: Vec<f64>,
     numbers: Vec<f64>,
-    /// Per output, arrays this plan gave out earlier: one nobody else
-    /// holds any more (the state two steps back, say) is written again
-    /// instead of allocating (the loop's state ping-pongs between them).
-    given: Vec<SmallVec<[Rc<ArrayD<f64>>; 3]>>,
+    /// Per output, the arrays given out (reused once let go).
+    given: Vec<Recurring>,
 }
-
-/// How many earlier results per output a plan keeps for reuse.
-const KEPT_RESULTS: usize = 3;
 
 /// The most numbers a value of a planned tape holds.
 pub const LARGEST: usize = 1024;
@@ -291,7 +286,7 @@ impl Plan {
             slots: self.slot_lens.iter().map(|&n| vec![0.0; n]).collect(),
             scratch: vec![0.0; self.scratch_len],
             numbers: Vec::new(),
-            given: vec![SmallVec::new(); self.outputs.len()],
+            given: self.outputs.iter().map(|_| Recurring::default()).collect(),
         });
         // The plan's buffers are its values' storage while it runs.
         let bytes = 8 * (self.slot_lens.iter().sum::<usize>() + self.scratch_len);
@@ -378,29 +373,7 @@ impl Plan {
                 if shape.is_empty() {
                     return Buf::Scalar(data[0]);
                 }
-                for kept in given.iter_mut() {
-                    if let Some(array) = Rc::get_mut(kept)
-                        && array.shape() == &shape[..]
-                        && let Some(storage) = array.as_slice_mut()
-                    {
-                        storage.copy_from_slice(data);
-                        return Buf::Array(Rc::clone(kept));
-                    }
-                }
-                let mut storage = take(data.len()).unwrap_or_default();
-                storage.clear();
-                storage.extend_from_slice(data);
-                let array = ArrayD::from_shape_vec(IxDyn(shape), storage).expect("sizes match");
-                let array = Rc::new(array);
-                if given.len() < KEPT_RESULTS {
-                    given.push(Rc::clone(&array));
-                } else {
-                    // Every kept one is still held elsewhere (stored
-                    // states): keep the newest instead of the oldest.
-                    given.remove(0);
-                    given.push(Rc::clone(&array));
-                }
-                Buf::Array(array)
+                Buf::Array(given.array(shape, data))
             })
             .collect())
     }

@@ -2,7 +2,7 @@
 //! reverse following the checkpoint schedule (advance, store, restore,
 //! reverse one step with the body's reverse tape).
 
-use super::execute::{Buf, run};
+use super::execute::{Buf, Recurring, run};
 use super::{cancel, measure, planned, scalar_loop};
 use crate::backends::BackendError;
 use crate::tape::checkpoint::Action;
@@ -294,6 +294,8 @@ fn numbers(args: &[Buf]) -> Option<Vec<f64>> {
 /// The sequences a loop scans, each with the shape of one step's slice.
 struct Sequences {
     rows: Vec<(Rc<ArrayD<f64>>, crate::egraph::tensor::Shape)>,
+    /// Per sequence, the arrays its rows were given in.
+    given: std::cell::RefCell<Vec<Recurring>>,
 }
 
 impl Sequences {
@@ -323,13 +325,27 @@ impl Sequences {
                 Ok((array, step.clone()))
             })
             .collect::<Result<_, _>>()?;
-        Ok(Sequences { rows })
+        Ok(Sequences {
+            rows,
+            given: Default::default(),
+        })
     }
 
-    /// Puts row `i` of each sequence into `slots`.
+    /// Puts row `i` of each sequence into `slots` (in arrays reused once
+    /// the steps that read them let go).
     fn set_rows(&self, slots: &mut [Buf], i: usize) {
-        for (slot, (seq, step)) in slots.iter_mut().zip(&self.rows) {
-            *slot = row(seq, i, step);
+        let mut given = self.given.borrow_mut();
+        if given.len() < self.rows.len() {
+            given.resize_with(self.rows.len(), Recurring::default);
+        }
+        for ((slot, (seq, step)), given) in slots.iter_mut().zip(&self.rows).zip(given.iter_mut()) {
+            let len: usize = step.iter().product();
+            *slot = match seq.as_slice() {
+                Some(data) if !step.is_empty() => {
+                    Buf::Array(given.array(step, &data[i * len..(i + 1) * len]))
+                }
+                _ => row(seq, i, step),
+            };
         }
     }
 }
