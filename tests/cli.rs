@@ -572,3 +572,53 @@ fn the_quickstart_runs_and_its_numbers_are_right() {
             .contains("minimize (L-BFGS): w = 3.005, b = 0.483")
     );
 }
+
+// --- loop bodies run from plans or through the general executor --------------------
+
+/// An LSTM-like loop's gradient (views, concatenations, gates, a
+/// logsumexp, store-all and revolve) prints the same digits with plans
+/// (the default for small bodies) and with `EPSILON_PLANS=0`.
+#[test]
+fn planned_loop_bodies_give_the_general_executors_gradients() {
+    let dir = temp_dir();
+    let script = r"
+(define (cell w h x)
+  (let* ((gates (reshape (+ (* (concat (list x h x h)) (index w 0)) (index w 1)) (list 4 3)))
+         (c (* (sigmoid (index gates 0)) (tanh (index gates 3)))))
+    (* (sigmoid (index gates 2)) (tanh (+ c (index gates 1))))))
+(define xs (reshape (sin (arange 24.0)) (list 8 3)))
+(define (loss w strategy)
+  (let ((r (scan (lambda (h x) (let ((h2 (cell w h x))) (list h2 (logsumexp h2))))
+                 (zeros 3) xs :checkpoint strategy :snapshots 3)))
+    (+ (sum (second r)) (sum (first r)))))
+(define w (* 0.3 (cos (reshape (arange 24.0) (list 2 12)))))
+(println ((grad (lambda (w) (loss w 'store-all))) w))
+(println ((grad (lambda (w) (loss w 'revolve))) w))
+";
+    std::fs::write(dir.path().join("lstm.lisp"), script).unwrap();
+    let run = |plans: &str| {
+        let mut command = std::process::Command::new(common::EPSILON);
+        command
+            .env("EPSILON_PLANS", plans)
+            .arg("run")
+            .arg(dir.path().join("lstm.lisp"));
+        let out = common::run_command(command, None);
+        out.assert_code(0);
+        out.stdout
+    };
+    let (planned, general) = (run("1"), run("0"));
+    let numbers = |text: &str| -> Vec<f64> {
+        text.split(|c: char| !(c.is_ascii_digit() || "-.e".contains(c)))
+            .filter_map(|t| t.parse().ok())
+            .collect()
+    };
+    let (a, b) = (numbers(&planned), numbers(&general));
+    assert_eq!(a.len(), 48, "{planned}");
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert!(
+            (x - y).abs() <= 1e-12 * (1.0 + y.abs()),
+            "{planned}\n{general}"
+        );
+    }
+}
