@@ -20,7 +20,7 @@ use super::elementwise::{CHUNK, apply_chunk};
 use super::execute::{Buf, Recurring, eval_op};
 use super::layout::row_major_strides;
 use super::native;
-use super::reduce::reduce_all;
+use super::reduce::reduce_middle;
 use super::structural::gemm;
 use crate::backends::BackendError;
 use crate::egraph::tensor::op::{ReduceOp, Shape, TOp};
@@ -319,6 +319,13 @@ impl Plan {
         } else {
             Vec::new()
         };
+        if inputs.len() != self.input_lens.len() {
+            return Err(BackendError::new(format!(
+                "{} inputs where the loop body takes {}",
+                inputs.len(),
+                self.input_lens.len()
+            )));
+        }
         let input_slices: SmallVec<[&[f64]; 32]> = inputs
             .iter()
             .enumerate()
@@ -613,43 +620,6 @@ fn elementwise(
         start += len;
     }
     total
-}
-
-/// `op` over the middle axis of `source` as `[outer, reduced, inner]`.
-fn reduce_middle(
-    op: ReduceOp,
-    source: &[f64],
-    (outer, reduced, inner): (usize, usize, usize),
-    out: &mut [f64],
-) {
-    if inner == 1 {
-        for (o, row) in out.iter_mut().zip(source.chunks_exact(reduced.max(1))) {
-            *o = reduce_all(op, row);
-        }
-        if reduced == 0 {
-            out[..outer].fill(reduce_all(op, &[]));
-        }
-        return;
-    }
-    for o in 0..outer {
-        let block = &source[o * reduced * inner..(o + 1) * reduced * inner];
-        let target = &mut out[o * inner..(o + 1) * inner];
-        if reduced == 0 {
-            target.fill(reduce_all(op, &[]));
-            continue;
-        }
-        target.copy_from_slice(&block[..inner]);
-        for row in block.chunks_exact(inner).skip(1) {
-            for (t, x) in target.iter_mut().zip(row) {
-                *t = match op {
-                    ReduceOp::Sum => *t + x,
-                    ReduceOp::Prod => *t * x,
-                    ReduceOp::Max => crate::scalar::nan_max(*t, *x),
-                    ReduceOp::Min => crate::scalar::nan_min(*t, *x),
-                };
-            }
-        }
-    }
 }
 
 impl Planner {

@@ -133,6 +133,33 @@ pub fn reduce(op: ReduceOp, x: &ArrayViewD<'_, f64>, axes: &[u8], shape: &[usize
     }
 }
 
+/// `op` over the middle axis of row-major `values` seen as `[outer, len,
+/// inner]`, into `out` (`outer * inner` numbers): one pass of `reduce`, for
+/// callers holding plain slices (the same folds, so the same bits).
+pub(crate) fn reduce_middle(
+    op: ReduceOp,
+    values: &[f64],
+    (outer, len, inner): (usize, usize, usize),
+    out: &mut [f64],
+) {
+    fn with<F: Fold>(values: &[f64], (outer, len, inner): (usize, usize, usize)) -> Vec<f64> {
+        if values.is_empty() {
+            vec![F::INIT; outer * inner]
+        } else if inner == 1 {
+            fold_rows::<F>(values, outer, len)
+        } else {
+            fold_columns::<F>(values, outer, len, inner)
+        }
+    }
+    let folded = match op {
+        ReduceOp::Sum => with::<Add>(values, (outer, len, inner)),
+        ReduceOp::Prod => with::<Mul>(values, (outer, len, inner)),
+        ReduceOp::Max => with::<Max>(values, (outer, len, inner)),
+        ReduceOp::Min => with::<Min>(values, (outer, len, inner)),
+    };
+    out[..folded.len()].copy_from_slice(&folded);
+}
+
 /// `(length, reduced)` runs of `shape`: length-1 axes dropped, neighbours
 /// of the same kind merged.
 fn runs(shape: &[usize], axes: &[u8]) -> Vec<(usize, bool)> {
