@@ -361,11 +361,26 @@ crate::simd::widest_fns! {
 /// buffer at a time.
 #[inline(always)]
 fn short_rows(out: &mut [f64], data: &[f64], len: usize) {
-    let (mut shifted, mut exps) = ([0.0; BUFFER], [0.0; BUFFER]);
-    if len <= BUFFER {
-        let per = BUFFER / len;
+    // Buffers sized to the data when it is small: zeroing three full ones
+    // cost more than a 14-number row itself (a loop step's logsumexp).
+    if data.len() <= SMALL {
+        buffered_rows::<SMALL>(out, data, len)
+    } else {
+        buffered_rows::<BUFFER>(out, data, len)
+    }
+}
+
+/// Numbers below which `short_rows` uses small buffers.
+const SMALL: usize = 64;
+
+/// `short_rows` with buffers of `B` numbers.
+#[inline(always)]
+fn buffered_rows<const B: usize>(out: &mut [f64], data: &[f64], len: usize) {
+    let (mut shifted, mut exps) = ([0.0; B], [0.0; B]);
+    if len <= B {
+        let per = B / len;
         for (out, data) in out.chunks_mut(per).zip(data.chunks(per * len)) {
-            let mut shifts = [0.0; BUFFER];
+            let mut shifts = [0.0; B];
             let rows = data.len() / len;
             if crate::simd::row_folds::available() {
                 crate::simd::row_folds::rows::<{ crate::simd::row_folds::MAX }>(
