@@ -675,7 +675,6 @@ impl Planner {
 
     /// Plans one instruction; returns where its value is.
     fn plan(&mut self, op: &Kernel, args: &[Known], out: u32, shape: &Shape) -> Option<Known> {
-        let op_kernel = op;
         let len: usize = shape.iter().product();
         let view_of = |known: &Known, offset: usize| Known {
             view: View {
@@ -709,14 +708,13 @@ impl Planner {
             Kernel::Op(TOp::Reshape(_) | TOp::StopGradient | TOp::Tag(_)) => {
                 Some(view_of(&args[0], 0))
             }
-            Kernel::Op(TOp::Slice { axis, start, end }) => {
+            Kernel::Op(TOp::Slice { axis, start, .. }) => {
                 let input = &args[0].shape;
                 let axis = usize::from(*axis);
                 let leading: usize = input[..axis].iter().product();
                 if leading == 1 {
                     // A leading-axis slice is a contiguous range.
                     let inner: usize = input[axis + 1..].iter().product();
-                    let _ = end;
                     return Some(view_of(&args[0], start * inner));
                 }
                 self.movement(op, args, out, shape)
@@ -738,18 +736,15 @@ impl Planner {
                 };
                 self.elementwise(Arc::new(group), args, out, shape)
             }
-            Kernel::Op(TOp::Reduce { op, axes, .. }) => {
+            Kernel::Op(reduce @ TOp::Reduce { op: fold, axes, .. }) => {
                 let input = &args[0].shape;
                 let (first, last) = (*axes.first()? as usize, *axes.last()? as usize);
                 if last - first + 1 != axes.len() {
-                    let Kernel::Op(reduce) = &op_kernel else {
-                        return None;
-                    };
                     return self.general(reduce.clone(), args, out, shape);
                 }
                 let step = Step::Reduce {
                     out,
-                    op: *op,
+                    op: *fold,
                     source: args[0].view,
                     outer: input[..first].iter().product(),
                     reduced: input[first..=last].iter().product(),
@@ -758,13 +753,10 @@ impl Planner {
                 self.steps.push(step);
                 Some(self.computed(out, shape))
             }
-            Kernel::Op(TOp::Op(crate::ops::Op::LogSumExp(lse))) => {
+            Kernel::Op(general @ TOp::Op(crate::ops::Op::LogSumExp(lse))) => {
                 let input = &args[0].shape;
                 let (first, last) = (*lse.axes.first()? as usize, *lse.axes.last()? as usize);
                 if last - first + 1 != lse.axes.len() {
-                    let Kernel::Op(general) = op_kernel else {
-                        return None;
-                    };
                     return self.general(general.clone(), args, out, shape);
                 }
                 self.steps.push(Step::LogSumExp {
@@ -778,7 +770,12 @@ impl Planner {
             }
             Kernel::Gemm { ta, tb } => {
                 if args.iter().any(|a| a.shape.len() != 2) {
-                    return self.general_kernel(op, args, out, shape);
+                    // Other ranks: NumPy's matmul through the general
+                    // executor (transposed operands are not planned).
+                    return match (ta, tb) {
+                        (false, false) => self.general(TOp::MatMul, args, out, shape),
+                        _ => None,
+                    };
                 }
                 self.steps.push(Step::Gemm {
                     out,
@@ -790,22 +787,6 @@ impl Planner {
                 Some(self.computed(out, shape))
             }
             Kernel::Op(other) => self.general(other.clone(), args, out, shape),
-        }
-    }
-
-    fn general_kernel(
-        &mut self,
-        op: &Kernel,
-        args: &[Known],
-        out: u32,
-        shape: &Shape,
-    ) -> Option<Known> {
-        match op {
-            Kernel::Gemm {
-                ta: false,
-                tb: false,
-            } => self.general(TOp::MatMul, args, out, shape),
-            _ => None,
         }
     }
 

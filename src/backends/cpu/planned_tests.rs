@@ -237,3 +237,30 @@ fn results_held_by_the_caller_are_never_overwritten() {
         assert_eq!(&value(result), expected, "a held result was written again");
     }
 }
+
+#[test]
+fn reductions_over_scattered_axes_and_stacked_products_take_the_general_path() {
+    let mut g = TensorGraph::new();
+    let a = g.input(0, &[2, 3, 4]);
+    let b = g.input(1, &[2, 4, 3]);
+    let sum = op(
+        &mut g,
+        TOp::Reduce {
+            op: ReduceOp::Sum,
+            axes: smallvec::SmallVec::from_slice(&[0, 2]),
+            keepdims: false,
+        },
+        &[a],
+    );
+    let lse = op(
+        &mut g,
+        TOp::Op(crate::ops::Op::LogSumExp(
+            crate::ops::reduction::LogSumExp {
+                axes: smallvec::SmallVec::from_slice(&[0, 2]),
+            },
+        )),
+        &[a],
+    );
+    let stacked = op(&mut g, TOp::MatMul, &[a, b]);
+    check(&g, &[sum, lse, stacked], &[vec![2, 3, 4], vec![2, 4, 3]]);
+}
