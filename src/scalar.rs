@@ -120,12 +120,12 @@ pub fn nan_min(a: f64, b: f64) -> f64 {
 }
 
 /// Largest argument whose exponential is finite.
-const EXP_MAX: f64 = 709.782_712_893_384;
+pub(crate) const EXP_MAX: f64 = 709.782_712_893_384;
 /// Arguments below this have an exponential that rounds to 0.
-const EXP_MIN: f64 = -745.133_219_101_941_1;
+pub(crate) const EXP_MIN: f64 = -745.133_219_101_941_1;
 /// ln 2 split so that `k * LN2_HI` is exact for |k| < 2^11.
-const LN2_HI: f64 = 0.693_147_180_369_123_8;
-const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+pub(crate) const LN2_HI: f64 = 0.693_147_180_369_123_8;
+pub(crate) const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
 
 /// exp(r) - 1 for |r| <= ln(2)/2, as r + r^2 p(r) with p of degree 9
 /// fitted to (exp(r) - 1 - r) / r^2 on that interval (Chebyshev, 50
@@ -133,18 +133,7 @@ const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
 /// of p, so the result's below 0.3 ulp before rounding.
 #[inline(always)]
 fn expm1_reduced(r: f64) -> f64 {
-    const C: [f64; 10] = [
-        0.500_000_000_000_000_1,
-        0.166_666_666_666_666_69,
-        0.041_666_666_666_624_164,
-        0.008_333_333_333_330_065,
-        0.001_388_888_891_719_671_9,
-        0.000_198_412_698_630_405_45,
-        2.480_152_132_236_869_2e-5,
-        2.755_726_848_031_002_4e-6,
-        2.762_007_587_998_336_7e-7,
-        2.510_037_583_256_123_4e-8,
-    ];
+    const C: [f64; 10] = EXPM1_COEFFICIENTS;
     let mut p = C[9];
     for &c in C[..9].iter().rev() {
         p = p.mul_add(r, c);
@@ -152,6 +141,21 @@ fn expm1_reduced(r: f64) -> f64 {
     // r + r^2 * (1/2 + r/6 + ...)
     (r * r).mul_add(p, r)
 }
+
+/// The coefficients of `expm1_reduced`'s polynomial p, lowest degree
+/// first (native code evaluates the same polynomial).
+pub(crate) const EXPM1_COEFFICIENTS: [f64; 10] = [
+    0.500_000_000_000_000_1,
+    0.166_666_666_666_666_69,
+    0.041_666_666_666_624_164,
+    0.008_333_333_333_330_065,
+    0.001_388_888_891_719_671_9,
+    0.000_198_412_698_630_405_45,
+    2.480_152_132_236_869_2e-5,
+    2.755_726_848_031_002_4e-6,
+    2.762_007_587_998_336_7e-7,
+    2.510_037_583_256_123_4e-8,
+];
 
 /// 2^k for integer-valued |k| <= 1100 (two factors, so results in the
 /// subnormal range are exact).
@@ -167,7 +171,7 @@ fn pow2(k: f64) -> (f64, f64) {
 }
 
 /// 2^52: adding it to a float of smaller magnitude rounds to an integer.
-const SHIFTER: f64 = 4_503_599_627_370_496.0;
+pub(crate) const SHIFTER: f64 = 4_503_599_627_370_496.0;
 
 /// x rounded to the nearest integer, ties to even, for |x| < 2^51.
 #[inline(always)]

@@ -594,6 +594,19 @@ fn planned_loop_bodies_give_the_general_executors_gradients() {
 (define w (* 0.3 (cos (reshape (arange 24.0) (list 2 12)))))
 (println ((grad (lambda (w) (loss w 'store-all))) w))
 (println ((grad (lambda (w) (loss w 'revolve))) w))
+;; A number and a vector as the state, per-step outputs, and the
+;; gradient with respect to the scanned sequence itself.
+(define (run-mixed xs strategy)
+  (scan (lambda (s x)
+          (list (list (* (first s) (+ 1 (* 0.1 (sum x)))) (+ (* 0.9 (second s)) (* (first s) x)))
+                (* x (second s))))
+        (list 1.0 (zeros 3)) xs :checkpoint strategy :snapshots 2))
+(define (mixed xs strategy)
+  (let ((r (run-mixed xs strategy)))
+    (+ (first (first r)) (sum (second (first r))) (sum (second r)))))
+(println (second (run-mixed xs 'store-all)))
+(println ((grad (lambda (xs) (mixed xs 'store-all))) xs))
+(println ((grad (lambda (xs) (mixed xs 'revolve))) xs))
 ";
     std::fs::write(dir.path().join("lstm.lisp"), script).unwrap();
     let run = |plans: &str| {
@@ -613,7 +626,7 @@ fn planned_loop_bodies_give_the_general_executors_gradients() {
             .collect()
     };
     let (a, b) = (numbers(&planned), numbers(&general));
-    assert_eq!(a.len(), 48, "{planned}");
+    assert_eq!(a.len(), 48 + 3 * 24, "{planned}");
     assert_eq!(a.len(), b.len());
     for (x, y) in a.iter().zip(&b) {
         assert!(

@@ -8,6 +8,7 @@ mod broadcast;
 pub mod cancel;
 mod elementwise;
 mod execute;
+mod flat_loop;
 mod layout;
 mod matmul;
 pub mod measure;

@@ -16,6 +16,8 @@
 //! through the general executor's `eval_op`. A tape holding a loop is not
 //! planned.
 
+mod fuse;
+
 use super::elementwise::{CHUNK, apply_chunk};
 use super::execute::{Buf, Recurring, eval_op};
 use super::layout::row_major_strides;
@@ -129,11 +131,15 @@ enum Step {
     },
     /// Copies a live view into its own slot before its base is written.
     Keep { out: u32, source: View },
+    /// A run of the steps above compiled as one program (`fuse`).
+    Fused { program: native::Program },
 }
 
 /// A tape prepared for running many times.
 pub struct Plan {
     steps: Vec<Step>,
+    /// How fused steps find their places.
+    layout: fuse::Layout,
     /// The length of each slot's buffer.
     slot_lens: Vec<usize>,
     /// The scratch an elementwise step needs, at most.
@@ -265,8 +271,13 @@ impl Plan {
                     .map(|k| (k.view, k.shape))
             })
             .collect::<Option<Vec<_>>>()?;
+        let layout = fuse::Layout {
+            slots: tape.slots as u32,
+            inputs: tape.input_shapes.len() as u32,
+        };
         Some(Plan {
-            steps: planner.steps,
+            steps: fuse::fuse(planner.steps, layout),
+            layout,
             slot_lens: planner.slot_lens,
             scratch_len: planner.scratch_len,
             constants: planner.constants,
@@ -282,26 +293,114 @@ impl Plan {
 
     /// Runs the tape on `inputs` (of the tape's shapes: the caller checks).
     pub fn run(&self, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
-        let mut buffers = self.buffers.borrow_mut().take().unwrap_or_else(|| Buffers {
-            slots: self.slot_lens.iter().map(|&n| vec![0.0; n]).collect(),
-            scratch: vec![0.0; self.scratch_len],
-            numbers: Vec::new(),
-            given: self.outputs.iter().map(|_| Recurring::default()).collect(),
-        });
+        self.with_buffers(|buffers| self.run_on(buffers, inputs))
+    }
+
+    /// Runs `f` on the plan's buffers (made at the first run, reused).
+    fn with_buffers<T>(&self, f: impl FnOnce(&mut Buffers) -> T) -> T {
+        let mut buffers = self
+            .buffers
+            .borrow_mut()
+            .take()
+            .unwrap_or_else(|| self.buffers());
         // The plan's buffers are its values' storage while it runs.
         let bytes = 8 * (self.slot_lens.iter().sum::<usize>() + self.scratch_len);
         super::measure::alive(bytes);
-        let result = self.run_on(&mut buffers, inputs);
+        let result = f(&mut buffers);
         super::measure::dead(bytes);
         *self.buffers.borrow_mut() = Some(buffers);
         result
     }
 
+    /// Runs the tape on flat inputs (one slice per input, row-major, of
+    /// the tape's sizes), writing each output's numbers into `outputs`
+    /// (which do not overlap the inputs).
+    pub fn run_flat(
+        &self,
+        inputs: &[&[f64]],
+        outputs: &mut [&mut [f64]],
+    ) -> Result<(), BackendError> {
+        self.check_inputs(inputs)?;
+        if outputs.len() != self.outputs.len()
+            || outputs
+                .iter()
+                .zip(&self.outputs)
+                .any(|(o, (view, _))| o.len() != view.len)
+        {
+            return Err(BackendError::new(
+                "output buffers that do not match the loop body's outputs",
+            ));
+        }
+        self.with_buffers(|buffers| {
+            let result = self.steps_on(buffers, inputs);
+            if result.is_ok() {
+                let reader = Reader {
+                    slots: &buffers.slots,
+                    inputs,
+                    constants: &self.constants,
+                };
+                for ((view, _), out) in self.outputs.iter().zip(outputs.iter_mut()) {
+                    out.copy_from_slice(reader.read(*view));
+                }
+            }
+            result
+        })
+    }
+
+    /// How many runs of steps run as one native program.
+    #[cfg(test)]
+    pub(crate) fn fused_steps(&self) -> usize {
+        self.steps
+            .iter()
+            .filter(|s| matches!(s, Step::Fused { .. }))
+            .count()
+    }
+
+    /// Whether output `k` is input `k` itself, whole (a loop's state
+    /// part that its step leaves unchanged).
+    pub fn passes_through(&self, k: usize) -> bool {
+        self.outputs.get(k).is_some_and(|(view, _)| {
+            view.base == Base::Input(k as u32)
+                && view.offset == 0
+                && self.input_lens.get(k) == Some(&view.len)
+        })
+    }
+
+    fn buffers(&self) -> Buffers {
+        Buffers {
+            slots: self.slot_lens.iter().map(|&n| vec![0.0; n]).collect(),
+            scratch: vec![0.0; self.scratch_len],
+            numbers: Vec::new(),
+            given: self.outputs.iter().map(|_| Recurring::default()).collect(),
+        }
+    }
+
+    /// Refuses inputs of the wrong number or sizes.
+    fn check_inputs(&self, input_slices: &[&[f64]]) -> Result<(), BackendError> {
+        if input_slices.len() != self.input_lens.len() {
+            return Err(BackendError::new(format!(
+                "{} inputs where the loop body takes {}",
+                input_slices.len(),
+                self.input_lens.len()
+            )));
+        }
+        for (k, (slice, &len)) in input_slices.iter().zip(&self.input_lens).enumerate() {
+            if slice.len() != len {
+                return Err(BackendError::new(format!(
+                    "input {k} has {} numbers where the loop body takes {len}",
+                    slice.len()
+                )));
+            }
+        }
+        Ok(())
+    }
+
     fn run_on(&self, buffers: &mut Buffers, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
         // Inputs as slices: numbers from a small table, arrays in place
         // (copied where not contiguous).
-        buffers.numbers.clear();
-        buffers.numbers.extend(inputs.iter().map(|b| match b {
+        let mut numbers = std::mem::take(&mut buffers.numbers);
+        numbers.clear();
+        numbers.extend(inputs.iter().map(|b| match b {
             Buf::Scalar(x) => *x,
             Buf::Array(_) => 0.0,
         }));
@@ -319,52 +418,38 @@ impl Plan {
         } else {
             Vec::new()
         };
-        if inputs.len() != self.input_lens.len() {
-            return Err(BackendError::new(format!(
-                "{} inputs where the loop body takes {}",
-                inputs.len(),
-                self.input_lens.len()
-            )));
-        }
         let input_slices: SmallVec<[&[f64]; 32]> = inputs
             .iter()
             .enumerate()
             .map(|(k, b)| match (b, copies.get(k).and_then(Option::as_ref)) {
                 (_, Some(copy)) => &copy[..],
                 (Buf::Array(a), None) => a.as_slice().unwrap_or(&[]),
-                (Buf::Scalar(_), None) => &buffers.numbers[k..k + 1],
+                (Buf::Scalar(_), None) => &numbers[k..k + 1],
             })
             .collect();
-        for (k, (slice, &len)) in input_slices.iter().zip(&self.input_lens).enumerate() {
-            if slice.len() != len {
-                return Err(BackendError::new(format!(
-                    "input {k} has {} numbers where the loop body takes {len}",
-                    slice.len()
-                )));
-            }
-        }
-        let slots = &mut buffers.slots;
-        let scratch = &mut buffers.scratch;
-        for step in &self.steps {
-            let out_slot = step.out() as usize;
-            let mut out = std::mem::take(&mut slots[out_slot]);
-            let reader = Reader {
-                slots,
-                inputs: &input_slices,
-                constants: &self.constants,
-            };
-            let done = step.run(&reader, &mut out, scratch);
-            slots[out_slot] = out;
-            done?;
-        }
+        let result = self
+            .check_inputs(&input_slices)
+            .and_then(|()| self.steps_on(buffers, &input_slices))
+            .map(|()| self.outputs_of(buffers, inputs, &input_slices));
+        drop(input_slices);
+        buffers.numbers = numbers;
+        result
+    }
+
+    /// The outputs as buffers, once the steps have run.
+    fn outputs_of(
+        &self,
+        buffers: &mut Buffers,
+        inputs: &[Buf],
+        input_slices: &[&[f64]],
+    ) -> Vec<Buf> {
         let reader = Reader {
-            slots,
-            inputs: &input_slices,
+            slots: &buffers.slots,
+            inputs: input_slices,
             constants: &self.constants,
         };
         let given = &mut buffers.given;
-        Ok(self
-            .outputs
+        self.outputs
             .iter()
             .zip(given.iter_mut())
             .map(|((view, shape), given)| {
@@ -382,7 +467,42 @@ impl Plan {
                 }
                 Buf::Array(given.array(shape, data))
             })
-            .collect())
+            .collect()
+    }
+
+    /// Runs every step on `input_slices`.
+    fn steps_on(&self, buffers: &mut Buffers, input_slices: &[&[f64]]) -> Result<(), BackendError> {
+        let slots = &mut buffers.slots;
+        let scratch = &mut buffers.scratch;
+        for step in &self.steps {
+            if let Step::Fused { program } = step {
+                let mut table: SmallVec<[*mut f64; 64]> = SmallVec::new();
+                table.extend(slots.iter_mut().map(|s| s.as_mut_ptr()));
+                table.extend(input_slices.iter().map(|s| s.as_ptr().cast_mut()));
+                table.push(self.constants.as_ptr().cast_mut());
+                table.push(scratch.as_mut_ptr());
+                debug_assert_eq!(table.len(), self.layout.bases());
+                // SAFETY: the table has a pointer per slot, input, the
+                // constants and the scratch, each as long as the plan
+                // sized it; fused steps write only slots and scratch,
+                // never a place they read in the same piece, and nothing
+                // else holds a reference into them while the program
+                // runs. Inputs and constants are only read.
+                unsafe { program.run(&table) };
+                continue;
+            }
+            let out_slot = step.out() as usize;
+            let mut out = std::mem::take(&mut slots[out_slot]);
+            let reader = Reader {
+                slots,
+                inputs: input_slices,
+                constants: &self.constants,
+            };
+            let done = step.run(&reader, &mut out, scratch);
+            slots[out_slot] = out;
+            done?;
+        }
+        Ok(())
     }
 }
 
@@ -414,6 +534,7 @@ impl Step {
             | Step::Gemm { out, .. }
             | Step::General { out, .. }
             | Step::Keep { out, .. } => *out,
+            Step::Fused { .. } => unreachable!("a fused step has no one output"),
         }
     }
 
@@ -425,6 +546,7 @@ impl Step {
     ) -> Result<(), BackendError> {
         match self {
             Step::Keep { source, .. } => out[..source.len].copy_from_slice(reader.read(*source)),
+            Step::Fused { .. } => unreachable!("fused steps run from `run_on`"),
             Step::Move { sources, runs, .. } => {
                 let sources: SmallVec<[&[f64]; 4]> =
                     sources.iter().map(|v| reader.read(*v)).collect();

@@ -25,16 +25,24 @@ fn input(shape: &[usize], seed: f64) -> Buf {
 }
 
 /// Runs `roots` of `graph` (inputs `shapes`) both ways and compares, with
-/// elementwise groups compiled and interpreted.
-fn check(graph: &TensorGraph, roots: &[Id], shapes: &[Vec<usize>]) {
+/// native code (steps fused into programs) and interpreted; returns how
+/// many fused steps the native plan has.
+fn check(graph: &TensorGraph, roots: &[Id], shapes: &[Vec<usize>]) -> usize {
+    let mut fused = 0;
     for native in [true, false] {
         crate::backends::cpu::native::set_native_kernels(native);
-        check_once(graph, roots, shapes);
+        let count = check_once(graph, roots, shapes);
+        if native {
+            fused = count;
+        } else {
+            assert_eq!(count, 0, "no program without native code");
+        }
     }
     crate::backends::cpu::native::set_native_kernels(true);
+    fused
 }
 
-fn check_once(graph: &TensorGraph, roots: &[Id], shapes: &[Vec<usize>]) {
+fn check_once(graph: &TensorGraph, roots: &[Id], shapes: &[Vec<usize>]) -> usize {
     let program = RecExpr::from(graph.nodes().to_vec());
     let input_shapes: Vec<_> = shapes.iter().map(|s| s.as_slice().into()).collect();
     let tape = compile(&program, graph.shapes(), roots, &input_shapes);
@@ -45,6 +53,28 @@ fn check_once(graph: &TensorGraph, roots: &[Id], shapes: &[Vec<usize>]) {
         .map(|(k, s)| input(s, k as f64))
         .collect();
     let expected = run(&tape, &inputs).unwrap();
+    // On flat buffers, as loops run it.
+    let flat_inputs: Vec<Vec<f64>> = inputs
+        .iter()
+        .map(|b| b.to_array().iter().copied().collect())
+        .collect();
+    let input_slices: Vec<&[f64]> = flat_inputs.iter().map(|v| &v[..]).collect();
+    let mut flat_outputs: Vec<Vec<f64>> = expected
+        .iter()
+        .map(|e| vec![f64::NAN; e.to_array().len()])
+        .collect();
+    {
+        let mut outputs: Vec<&mut [f64]> = flat_outputs.iter_mut().map(|v| &mut v[..]).collect();
+        plan.run_flat(&input_slices, &mut outputs).unwrap();
+    }
+    for (g, e) in flat_outputs.iter().zip(&expected) {
+        for (x, y) in g.iter().zip(e.to_array().iter()) {
+            assert!(
+                (x - y).abs() <= 1e-12 * (1.0 + y.abs()),
+                "flat: {x} vs {y}\n{tape}"
+            );
+        }
+    }
     // Twice: the second run reuses the first one's buffers.
     for _ in 0..2 {
         let got = plan.run(&inputs).unwrap();
@@ -60,6 +90,7 @@ fn check_once(graph: &TensorGraph, roots: &[Id], shapes: &[Vec<usize>]) {
             }
         }
     }
+    plan.fused_steps()
 }
 
 fn op(graph: &mut TensorGraph, op: TOp, children: &[Id]) -> Id {
@@ -152,7 +183,11 @@ fn views_and_movements_agree_with_the_executor() {
         lse_columns,
         lse_all,
     ];
-    check(&g, &roots, &[vec![4, 6], vec![6], vec![]]);
+    let fused = check(&g, &roots, &[vec![4, 6], vec![6], vec![]]);
+    assert!(
+        fused >= 1,
+        "movements, groups and reductions run as programs"
+    );
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! reverse one step with the body's reverse tape).
 
 use super::execute::{Buf, Recurring, run};
-use super::{cancel, measure, planned, scalar_loop};
+use super::{cancel, flat_loop, measure, planned, scalar_loop};
 use crate::backends::BackendError;
 use crate::tape::checkpoint::Action;
 use crate::tape::checkpoint::online::reverse_online;
@@ -26,6 +26,14 @@ pub fn forward(tapes: &LoopTapes, args: &[Buf]) -> Result<Buf, BackendError> {
         return Ok(pack(
             &state.into_iter().map(Buf::Scalar).collect::<Vec<_>>(),
         ));
+    }
+    if let Some(parts) = flat_loop::forward(tapes, args) {
+        let parts = parts?;
+        return Ok(if spec.ys.is_empty() {
+            pack(&parts[..leaves])
+        } else {
+            flat(&parts)
+        });
     }
     let xs = Sequences::read(tapes, args)?;
     let mut inputs = body_inputs(tapes, &args[..leaves], &args[leaves + spec.xs.len()..]);
@@ -96,6 +104,9 @@ pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Result<Buf, BackendError> {
             &cotangent,
         )?;
         return Ok(flat(&all.into_iter().map(Buf::Scalar).collect::<Vec<_>>()));
+    }
+    if let Some(all) = flat_loop::reverse(tapes, args) {
+        return Ok(flat(&all?));
     }
     let mut reverser = Reverser::new(tapes, args)?;
     match tapes.condition {

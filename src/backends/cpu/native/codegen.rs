@@ -39,15 +39,6 @@ pub fn define(
     let (lowerings, known) = prepare(group, &known)?;
     let mut b = FunctionBuilder::new(func, context);
     let entry = b.create_block();
-    let vector_head = b.create_block();
-    let vector_body = b.create_block();
-    let tail_head = b.create_block();
-    let tail_body = b.create_block();
-    let exit = b.create_block();
-    for block in [vector_head, vector_body, tail_head, tail_body] {
-        b.append_block_param(block, pointer);
-    }
-
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
     let [operands, outs, len] = b.block_params(entry) else {
@@ -80,9 +71,6 @@ pub fn define(
             })
         })
         .collect();
-    let zero = b.ins().iconst(pointer, 0);
-    b.ins().jump(vector_head, &[BlockArg::Value(zero)]);
-
     let code = Code {
         group,
         lowerings: &lowerings,
@@ -93,41 +81,60 @@ pub fn define(
         call_conv,
         pointer,
     };
-    // Two elements at a time while two remain.
-    b.switch_to_block(vector_head);
-    let i = b.block_params(vector_head)[0];
-    let next = b.ins().iadd_imm_u(i, 2);
-    let fits = b.ins().icmp(IntCC::UnsignedLessThanOrEqual, next, len);
-    b.ins().brif(
-        fits,
-        vector_body,
-        &[BlockArg::Value(i)],
-        tail_head,
-        &[BlockArg::Value(i)],
-    );
-    b.switch_to_block(vector_body);
-    let i = b.block_params(vector_body)[0];
-    code.element(&mut b, i, types::F64X2);
-    let next = b.ins().iadd_imm_u(i, 2);
-    b.ins().jump(vector_head, &[BlockArg::Value(next)]);
-
-    // One at a time for the rest.
-    b.switch_to_block(tail_head);
-    let i = b.block_params(tail_head)[0];
-    let remains = b.ins().icmp(IntCC::UnsignedLessThan, i, len);
-    b.ins()
-        .brif(remains, tail_body, &[BlockArg::Value(i)], exit, &[]);
-    b.switch_to_block(tail_body);
-    let i = b.block_params(tail_body)[0];
-    code.element(&mut b, i, types::F64);
-    let next = b.ins().iadd_imm_u(i, 1);
-    b.ins().jump(tail_head, &[BlockArg::Value(next)]);
-
-    b.switch_to_block(exit);
+    code.emit_loops(&mut b, len);
     b.ins().return_(&[]);
     b.seal_all_blocks();
     b.finalize(config);
     Ok(())
+}
+
+impl Code<'_> {
+    /// The loops over elements `0..len`, from the current block; the code
+    /// after them goes on in the block current when this returns.
+    pub(super) fn emit_loops(&self, b: &mut FunctionBuilder, len: Value) {
+        let pointer = self.pointer;
+        let vector_head = b.create_block();
+        let vector_body = b.create_block();
+        let tail_head = b.create_block();
+        let tail_body = b.create_block();
+        let exit = b.create_block();
+        for block in [vector_head, vector_body, tail_head, tail_body] {
+            b.append_block_param(block, pointer);
+        }
+        let zero = b.ins().iconst(pointer, 0);
+        b.ins().jump(vector_head, &[BlockArg::Value(zero)]);
+        // Two elements at a time while two remain.
+        b.switch_to_block(vector_head);
+        let i = b.block_params(vector_head)[0];
+        let next = b.ins().iadd_imm_u(i, 2);
+        let fits = b.ins().icmp(IntCC::UnsignedLessThanOrEqual, next, len);
+        b.ins().brif(
+            fits,
+            vector_body,
+            &[BlockArg::Value(i)],
+            tail_head,
+            &[BlockArg::Value(i)],
+        );
+        b.switch_to_block(vector_body);
+        let i = b.block_params(vector_body)[0];
+        self.element(b, i, types::F64X2);
+        let next = b.ins().iadd_imm_u(i, 2);
+        b.ins().jump(vector_head, &[BlockArg::Value(next)]);
+
+        // One at a time for the rest.
+        b.switch_to_block(tail_head);
+        let i = b.block_params(tail_head)[0];
+        let remains = b.ins().icmp(IntCC::UnsignedLessThan, i, len);
+        b.ins()
+            .brif(remains, tail_body, &[BlockArg::Value(i)], exit, &[]);
+        b.switch_to_block(tail_body);
+        let i = b.block_params(tail_body)[0];
+        self.element(b, i, types::F64);
+        let next = b.ins().iadd_imm_u(i, 1);
+        b.ins().jump(tail_head, &[BlockArg::Value(next)]);
+
+        b.switch_to_block(exit);
+    }
 }
 
 /// A group's lowerings and what is known of its registers (`operands`:
@@ -151,7 +158,11 @@ pub(super) fn check(group: &FusedGroup, lowerings: &[Lowering]) -> Result<(), St
     for (s, ((op, args), lowering)) in group.steps.iter().zip(lowerings).enumerate() {
         let arity = match lowering {
             Lowering::Constant(_) => 0,
-            Lowering::Neg | Lowering::Abs | Lowering::Sqrt | Lowering::Unary(_) => 1,
+            Lowering::Neg
+            | Lowering::Abs
+            | Lowering::Sqrt
+            | Lowering::Inline(_)
+            | Lowering::Unary(_) => 1,
             Lowering::Where => 3,
             _ => 2,
         };
@@ -305,6 +316,7 @@ impl<'a> Code<'a> {
                 let nonzero = b.ins().fcmp(FloatCC::NotEqual, x[0], zero);
                 select(b, nonzero, x[1], x[2], ty)
             }
+            Lowering::Inline(f) => super::transcendental::emit(b, f, x[0], ty),
             Lowering::Unary(f) => self.per_lane(b, f as usize, x, ty),
             Lowering::Binary(f) => self.per_lane(b, f as usize, x, ty),
         }
@@ -350,7 +362,7 @@ fn memory() -> MemFlagsData {
 }
 
 /// The number `c` in every lane.
-fn constant(b: &mut FunctionBuilder, c: f64, ty: Type) -> Value {
+pub(super) fn constant(b: &mut FunctionBuilder, c: f64, ty: Type) -> Value {
     let scalar = b.ins().f64const(c);
     if ty == types::F64 {
         scalar

@@ -3,6 +3,7 @@
 //! to the very Rust function the interpreter applies (so both paths give
 //! the same bits).
 
+use super::transcendental::Inline;
 use crate::egraph::language::Math;
 use crate::egraph::tensor::{CmpOp, RoundOp, TOp};
 use crate::scalar;
@@ -31,6 +32,8 @@ pub enum Lowering {
     Where,
     /// A number.
     Constant(f64),
+    /// `exp`, `tanh` or `sigmoid` as instructions (`transcendental`).
+    Inline(Inline),
     /// A call per element.
     Unary(Unary),
     Binary(Binary),
@@ -57,7 +60,7 @@ pub fn lowering(op: &TOp) -> Option<Lowering> {
             Math::Min(_) => Lowering::Binary(nan_min),
             Math::Max(_) => Lowering::Binary(nan_max),
             Math::Polygamma(_) => Lowering::Binary(polygamma),
-            Math::Exp(_) => Lowering::Unary(exp),
+            Math::Exp(_) => inline_or(Inline::Exp, exp),
             Math::Log(_) => Lowering::Unary(ln),
             Math::Log1p(_) => Lowering::Unary(ln_1p),
             Math::Expm1(_) => Lowering::Unary(exp_m1),
@@ -69,8 +72,8 @@ pub fn lowering(op: &TOp) -> Option<Lowering> {
             Math::Atan(_) => Lowering::Unary(atan),
             Math::Sinh(_) => Lowering::Unary(sinh),
             Math::Cosh(_) => Lowering::Unary(cosh),
-            Math::Tanh(_) => Lowering::Unary(tanh),
-            Math::Sigmoid(_) => Lowering::Unary(sigmoid),
+            Math::Tanh(_) => inline_or(Inline::Tanh, tanh),
+            Math::Sigmoid(_) => inline_or(Inline::Sigmoid, sigmoid),
             Math::Relu(_) => Lowering::Unary(relu),
             Math::Softplus(_) => Lowering::Unary(softplus),
             Math::Sign(_) => Lowering::Unary(sign),
@@ -86,6 +89,16 @@ pub fn lowering(op: &TOp) -> Option<Lowering> {
         TOp::Where => Lowering::Where,
         _ => return None,
     })
+}
+
+/// `f` as instructions where the host fuses multiply-adds (so the code
+/// gives the Rust function's bits), else a call to `call`.
+fn inline_or(f: Inline, call: Unary) -> Lowering {
+    if scalar::host_fuses() {
+        Lowering::Inline(f)
+    } else {
+        Lowering::Unary(call)
+    }
 }
 
 /// `extern "C"` wrappers of the interpreter's functions.

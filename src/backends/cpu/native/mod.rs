@@ -19,8 +19,11 @@
 mod codegen;
 mod fold;
 mod lowering;
+mod program;
 mod scalar;
+mod transcendental;
 
+pub use program::{Arg, Piece, Place, Program};
 pub use scalar::{FlatKernel, LoopKernel, TrailKernel};
 
 use crate::egraph::tensor::TOp;
@@ -407,6 +410,24 @@ pub fn compile_trail(group: &FusedGroup, leaves: usize) -> Result<scalar::TrailK
             scalar::define_trail(group, leaves, func, context, config, call_conv)
         })?;
         Ok(scalar::TrailKernel::new(module, code, group, leaves))
+    })
+}
+
+/// Compiles a straight-line program (`program`) as one function of a
+/// table of base pointers.
+pub fn compile_program(pieces: &[Piece]) -> Result<Program, String> {
+    if !native_kernels() {
+        return Err("native kernels are off".to_string());
+    }
+    with_compiler(|compiler| {
+        let (module, code) = compiler.build(1, |func, context, config, call_conv| {
+            program::define(pieces, func, context, config, call_conv)
+        })?;
+        Ok(Program::new(
+            scalar::OwnedCode::new(module),
+            code,
+            program::bases_named(pieces),
+        ))
     })
 }
 

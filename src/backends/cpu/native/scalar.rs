@@ -13,8 +13,16 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
 
 /// The code of a kernel, freed with it.
-struct OwnedCode {
+pub(super) struct OwnedCode {
     module: Option<JITModule>,
+}
+
+impl OwnedCode {
+    pub(super) fn new(module: JITModule) -> OwnedCode {
+        OwnedCode {
+            module: Some(module),
+        }
+    }
 }
 
 impl Drop for OwnedCode {

@@ -216,3 +216,109 @@ fn a_group_whose_result_is_an_operand_copies_it() {
     };
     check(&group, &[vec![1.0, 2.0, 3.0], vec![4.0, 5.0, 6.0]], 3);
 }
+
+/// `exp`, `tanh` and `sigmoid` inlined as instructions give the Rust
+/// functions' bits across their whole range: overflow, underflow into
+/// subnormals, the saturation of `tanh`, the two branches of `sigmoid`.
+#[test]
+fn inlined_transcendentals_match_the_rust_functions_across_their_range() {
+    let mut values: Vec<f64> = SPECIAL.to_vec();
+    let mut x = -760.0;
+    while x < 760.0 {
+        values.push(x);
+        x += 0.373;
+    }
+    let mut tiny = 1e-320;
+    while tiny < 1.0 {
+        values.extend([tiny, -tiny]);
+        tiny *= 3.7;
+    }
+    values.extend([
+        709.78, 709.79, -708.4, -744.9, -745.2, 19.06, -40.0, 40.0, 41.0,
+    ]);
+    let a = Id::from(0usize);
+    for op in [Math::Exp([a]), Math::Tanh([a]), Math::Sigmoid([a])] {
+        let group = FusedGroup {
+            inputs: 1,
+            steps: vec![(TOp::Map(op), smallvec![0])],
+            results: smallvec![1],
+            sum_over: None,
+        };
+        check(&group, std::slice::from_ref(&values), values.len());
+        check(&group, std::slice::from_ref(&values), values.len() - 1);
+    }
+}
+
+/// A program's copies (short, long, odd), zero fills, groups over
+/// streamed and uniform operands, and calls, against the same steps
+/// written out in Rust.
+#[test]
+fn programs_copy_fill_compute_and_call_in_order() {
+    use super::{Arg, Piece, Place, compile_program};
+    extern "C" fn double_into(from: *const f64, len: usize, out: *mut f64) {
+        // SAFETY: the program passes `len` numbers at each address.
+        let (from, out) = unsafe {
+            (
+                std::slice::from_raw_parts(from, len),
+                std::slice::from_raw_parts_mut(out, len),
+            )
+        };
+        for (o, x) in out.iter_mut().zip(from) {
+            *o = 2.0 * x;
+        }
+    }
+    let at = |base, offset| Place { base, offset };
+    let a = Id::from(0usize);
+    let group = std::sync::Arc::new(FusedGroup {
+        inputs: 2,
+        steps: vec![
+            (TOp::Map(Math::Mul([a; 2])), smallvec![0, 1]),
+            (TOp::Map(Math::Tanh([a])), smallvec![2]),
+        ],
+        results: smallvec![3],
+        sum_over: None,
+    });
+    let pieces = vec![
+        Piece::Copy {
+            to: at(1, 0),
+            from: at(0, 3),
+            len: 17,
+        },
+        Piece::Copy {
+            to: at(1, 17),
+            from: at(0, 0),
+            len: 3,
+        },
+        Piece::Zero {
+            to: at(1, 20),
+            len: 11,
+        },
+        Piece::Group {
+            group,
+            operands: smallvec![(at(1, 0), false), (at(0, 40), true)],
+            out: at(2, 1),
+            n: 21,
+        },
+        Piece::Call {
+            function: double_into as *const () as usize,
+            args: smallvec![Arg::At(at(2, 1)), Arg::Number(21), Arg::At(at(2, 30))],
+        },
+    ];
+    let program = compile_program(&pieces).expect("compiles");
+    let mut source: Vec<f64> = (0..41).map(|i| (i as f64 * 0.3).sin()).collect();
+    let mut middle = vec![f64::NAN; 31];
+    let mut out = vec![f64::NAN; 51];
+    let table = [source.as_mut_ptr(), middle.as_mut_ptr(), out.as_mut_ptr()];
+    // SAFETY: every place above lies inside these buffers.
+    unsafe { program.run(&table) };
+    let mut want_middle: Vec<f64> = source[3..20].to_vec();
+    want_middle.extend_from_slice(&source[0..3]);
+    want_middle.extend([0.0; 11]);
+    assert_eq!(middle, want_middle);
+    for i in 0..21 {
+        let value = crate::scalar::tanh(middle[i] * source[40]);
+        assert!(same(out[1 + i], value), "element {i}");
+        assert!(same(out[30 + i], 2.0 * value), "element {i}, doubled");
+    }
+    assert!(out[0].is_nan(), "nothing written before the output");
+}

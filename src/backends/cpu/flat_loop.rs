@@ -1,0 +1,486 @@
+//! Loops whose body (and, in reverse, whose reverse body) have plans
+//! (`planned`), run on flat buffers: the state is one row of numbers
+//! written in place step after step (two rows, swapped), snapshots are
+//! copies of that row on one stack, each step's slice of a sequence is
+//! read where it lies, per-step outputs and sequence cotangents are
+//! written straight into their stacked rows, and captured cotangents are
+//! summed into one row. No array, reference count or allocation per
+//! step: what is left of a step is its plan.
+//!
+//! `scan` takes this path when both plans exist and the loop has a fixed
+//! trip count; `while-loop`s and loops with values too large to plan go
+//! through `scan`'s general path.
+
+use super::execute::{Buf, reserve};
+use super::planned::{self, Plan};
+use super::{cancel, measure};
+use crate::backends::BackendError;
+use crate::egraph::tensor::Shape;
+use crate::tape::checkpoint::{Action, Reversal, reverse_with};
+use crate::tape::scan::LoopTapes;
+use ndarray::{ArrayD, IxDyn};
+use smallvec::SmallVec;
+use std::rc::Rc;
+
+/// The loop's plans, when it can run here.
+fn plans(tapes: &LoopTapes, reverse: bool) -> Option<(Rc<Plan>, Option<Rc<Plan>>)> {
+    if !planned::enabled() || tapes.condition.is_some() || tapes.spec.n == 0 {
+        return None;
+    }
+    let body = planned::plan_for((tapes.id, 0), &tapes.body)?;
+    let adjoint = if reverse {
+        Some(planned::plan_for((tapes.id, 1), tapes.adjoint.as_ref()?)?)
+    } else {
+        None
+    };
+    Some((body, adjoint))
+}
+
+/// The loop's final state and stacked outputs, as `scan::forward` gives
+/// them; `None` where the loop does not run here.
+pub fn forward(tapes: &LoopTapes, args: &[Buf]) -> Option<Result<Vec<Buf>, BackendError>> {
+    let (body, _) = plans(tapes, false)?;
+    let spec = &tapes.spec;
+    let leaves = spec.leaves.len();
+    let mut run = Run::new(tapes, body, args, leaves + spec.xs.len())?;
+    Some((|| {
+        let mut ys = Rows::new(spec.n, &spec.ys)?;
+        run.advance(0, spec.n, Some(&mut ys))?;
+        let mut parts = run.state_parts();
+        parts.extend(ys.finish(spec.n, &spec.ys));
+        Ok(parts)
+    })())
+}
+
+/// The cotangents of the initial state, of the sequences and of the
+/// differentiable captures, as `scan::reverse` gives them (not yet
+/// flattened); `None` where the loop does not run here.
+pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Option<Result<Vec<Buf>, BackendError>> {
+    let (body, adjoint) = plans(tapes, true)?;
+    let adjoint = adjoint?;
+    let spec = &tapes.spec;
+    let leaves = spec.leaves.len();
+    let operands = leaves + spec.xs.len() + spec.captures.len();
+    let run = Run::new(tapes, body, args, leaves + spec.xs.len())?;
+    // The result's cotangent: the final state's, then the outputs'.
+    let parts = super::scan::unpack(args.get(operands)?, &spec.output_parts());
+    let mut cotangent = Vec::with_capacity(run.state.len());
+    for part in &parts[..leaves] {
+        extend_flat(&mut cotangent, part);
+    }
+    let output_cotangents: Vec<Vec<f64>> = parts[leaves..]
+        .iter()
+        .map(|p| {
+            let mut flat = Vec::new();
+            extend_flat(&mut flat, p);
+            flat
+        })
+        .collect();
+    let captured_lens: Vec<usize> = spec
+        .captures
+        .iter()
+        .zip(&spec.differentiable)
+        .filter(|(_, d)| **d)
+        .map(|(s, _)| s.iter().product())
+        .collect();
+    let mut reverser = Reverser {
+        next_cotangent: vec![0.0; cotangent.len()],
+        cotangent,
+        output_cotangents,
+        captured: captured_lens.iter().map(|&n| vec![0.0; n]).collect(),
+        terms: captured_lens.iter().map(|&n| vec![0.0; n]).collect(),
+        sequence_cotangents: Rows::default(),
+        snapshots: Vec::new(),
+        stack: Vec::new(),
+        reversing: false,
+        adjoint,
+        run,
+    };
+    Some((|| {
+        reverser.sequence_cotangents = Rows::new(spec.n, &spec.xs)?;
+        reverse_with(&mut reverser, tapes.schedule())?;
+        Ok(reverser.finish())
+    })())
+}
+
+/// Appends a value's numbers, row-major.
+fn extend_flat(out: &mut Vec<f64>, value: &Buf) {
+    match value {
+        Buf::Scalar(x) => out.push(*x),
+        Buf::Array(a) => match a.as_slice() {
+            Some(data) => out.extend_from_slice(data),
+            None => out.extend(a.iter()),
+        },
+    }
+}
+
+/// A value of `shape` from its numbers.
+fn value(shape: &[usize], data: &[f64]) -> Buf {
+    if shape.is_empty() {
+        return Buf::Scalar(data[0]);
+    }
+    let array = ArrayD::from_shape_vec(IxDyn(shape), data.to_vec()).expect("sizes match");
+    Buf::Array(Rc::new(array))
+}
+
+/// A loop running forward: its state, sequences and captures as numbers.
+struct Run<'a> {
+    tapes: &'a LoopTapes,
+    body: Rc<Plan>,
+    /// The state's leaves, one after the other.
+    state: Vec<f64>,
+    /// Where the next state is written (then swapped with `state`).
+    next: Vec<f64>,
+    /// Each leaf's range in `state`.
+    leaves: Vec<(usize, usize)>,
+    /// The ranges of the leaves that steps change (a snapshot holds only
+    /// these: the others are the same in every state).
+    changing: Vec<(usize, usize)>,
+    /// Each sequence's numbers and the length of one step's slice.
+    xs: Vec<(Vec<f64>, usize)>,
+    captures: Vec<Vec<f64>>,
+    /// Each per-step output's length.
+    ys: Vec<usize>,
+    /// Where per-step outputs nobody keeps go (recomputed steps).
+    spare: Vec<f64>,
+}
+
+impl<'a> Run<'a> {
+    /// The loop on `args` (initial state, sequences, captures from
+    /// `captures`); `None` where a value's size is not its shape's.
+    fn new(tapes: &'a LoopTapes, body: Rc<Plan>, args: &[Buf], captures: usize) -> Option<Run<'a>> {
+        let spec = &tapes.spec;
+        let count = |shape: &Shape| shape.iter().product::<usize>();
+        let fits = |buf: &Buf, len: usize| match buf {
+            Buf::Scalar(_) => len == 1,
+            Buf::Array(a) => a.len() == len,
+        };
+        let mut state = Vec::new();
+        let mut leaves = Vec::with_capacity(spec.leaves.len());
+        for (shape, arg) in spec.leaves.iter().zip(args) {
+            if !fits(arg, count(shape)) {
+                return None;
+            }
+            let start = state.len();
+            extend_flat(&mut state, arg);
+            leaves.push((start, state.len()));
+        }
+        let mut xs = Vec::with_capacity(spec.xs.len());
+        for (shape, arg) in spec.xs.iter().zip(&args[spec.leaves.len()..]) {
+            let len = count(shape);
+            if !matches!(arg, Buf::Array(a) if a.shape().first() == Some(&spec.n) && a.shape()[1..] == shape[..])
+            {
+                return None;
+            }
+            let mut data = Vec::new();
+            extend_flat(&mut data, arg);
+            xs.push((data, len));
+        }
+        let mut held = Vec::with_capacity(spec.captures.len());
+        for (shape, arg) in spec.captures.iter().zip(args.get(captures..)?) {
+            if !fits(arg, count(shape)) {
+                return None;
+            }
+            let mut data = Vec::new();
+            extend_flat(&mut data, arg);
+            held.push(data);
+        }
+        if held.len() != spec.captures.len() {
+            return None;
+        }
+        let changing = leaves
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| !body.passes_through(*k))
+            .map(|(_, range)| *range)
+            .collect();
+        Some(Run {
+            tapes,
+            body,
+            changing,
+            next: vec![0.0; state.len()],
+            state,
+            leaves,
+            xs,
+            captures: held,
+            ys: spec.ys.iter().map(count).collect(),
+            spare: vec![0.0; spec.ys.iter().map(count).sum()],
+        })
+    }
+
+    /// The body's inputs at step `i`: the state's leaves, the index, the
+    /// sequences' slices, the captures.
+    fn inputs<'s>(&'s self, index: &'s [f64; 1], i: usize) -> SmallVec<[&'s [f64]; 32]> {
+        let mut inputs: SmallVec<[&[f64]; 32]> = SmallVec::new();
+        inputs.extend(self.leaves.iter().map(|&(a, b)| &self.state[a..b]));
+        inputs.push(index);
+        inputs.extend(
+            self.xs
+                .iter()
+                .map(|(data, len)| &data[i * len..(i + 1) * len]),
+        );
+        inputs.extend(self.captures.iter().map(|c| &c[..]));
+        inputs
+    }
+
+    /// Steps `from..to`, writing per-step outputs into `ys` when given.
+    fn advance(
+        &mut self,
+        from: usize,
+        to: usize,
+        mut ys: Option<&mut Rows>,
+    ) -> Result<(), BackendError> {
+        for i in from..to {
+            if i.is_multiple_of(64) && cancel::requested() {
+                return Ok(());
+            }
+            let index = [i as f64];
+            let mut next = std::mem::take(&mut self.next);
+            let mut spare = std::mem::take(&mut self.spare);
+            let result = {
+                let inputs = self.inputs(&index, i);
+                let mut outputs: SmallVec<[&mut [f64]; 16]> = SmallVec::new();
+                let mut rest: &mut [f64] = &mut next;
+                for &(a, b) in &self.leaves {
+                    let (leaf, tail) = std::mem::take(&mut rest).split_at_mut(b - a);
+                    outputs.push(leaf);
+                    rest = tail;
+                }
+                match ys.as_deref_mut() {
+                    Some(ys) => outputs.extend(ys.rows_at(i)),
+                    None => {
+                        let mut rest: &mut [f64] = &mut spare;
+                        for &len in &self.ys {
+                            let (y, tail) = std::mem::take(&mut rest).split_at_mut(len);
+                            outputs.push(y);
+                            rest = tail;
+                        }
+                    }
+                }
+                self.body.run_flat(&inputs, &mut outputs)
+            };
+            self.next = next;
+            self.spare = spare;
+            result?;
+            std::mem::swap(&mut self.state, &mut self.next);
+        }
+        Ok(())
+    }
+
+    /// The state as values of the leaves' shapes.
+    fn state_parts(&self) -> Vec<Buf> {
+        self.tapes
+            .spec
+            .leaves
+            .iter()
+            .zip(&self.leaves)
+            .map(|(shape, &(a, b))| value(shape, &self.state[a..b]))
+            .collect()
+    }
+}
+
+/// Rows of `n` steps of values of some shapes, each part one buffer.
+#[derive(Default)]
+struct Rows {
+    data: Vec<Vec<f64>>,
+    lens: Vec<usize>,
+}
+
+impl Rows {
+    fn new(n: usize, shapes: &[Shape]) -> Result<Rows, BackendError> {
+        let mut rows = Rows::default();
+        for shape in shapes {
+            let len: usize = shape.iter().product();
+            let total = len.checked_mul(n).ok_or_else(|| {
+                BackendError::new(format!(
+                    "out of memory: cannot allocate the {n} stacked steps of shape {shape:?} of a scan"
+                ))
+            })?;
+            let mut data = reserve(total, || {
+                format!("the {n} stacked steps of shape {shape:?} of a scan")
+            })?;
+            data.resize(total, 0.0);
+            rows.data.push(data);
+            rows.lens.push(len);
+        }
+        Ok(rows)
+    }
+
+    /// Row `i` of every part.
+    fn rows_at(&mut self, i: usize) -> impl Iterator<Item = &mut [f64]> {
+        self.data
+            .iter_mut()
+            .zip(&self.lens)
+            .map(move |(data, &len)| &mut data[i * len..(i + 1) * len])
+    }
+
+    /// The parts as arrays of `n` rows of their shapes.
+    fn finish(self, n: usize, shapes: &[Shape]) -> Vec<Buf> {
+        self.data
+            .into_iter()
+            .zip(shapes)
+            .map(|(data, shape)| {
+                let mut full = vec![n];
+                full.extend_from_slice(shape);
+                let array = ArrayD::from_shape_vec(IxDyn(&full), data).expect("sizes match");
+                Buf::from_array(Rc::new(array))
+            })
+            .collect()
+    }
+}
+
+/// A loop's reverse in progress on flat buffers.
+struct Reverser<'a> {
+    run: Run<'a>,
+    adjoint: Rc<Plan>,
+    /// The cotangent of the state after the step being reversed.
+    cotangent: Vec<f64>,
+    next_cotangent: Vec<f64>,
+    /// The cotangents of the per-step outputs, stacked.
+    output_cotangents: Vec<Vec<f64>>,
+    sequence_cotangents: Rows,
+    /// Differentiable captures' cotangents, summed over steps.
+    captured: Vec<Vec<f64>>,
+    /// One step's terms of `captured`.
+    terms: Vec<Vec<f64>>,
+    /// The stored states' steps and whether still held, oldest first;
+    /// their numbers one after the other on `stack`.
+    snapshots: Vec<(usize, bool)>,
+    stack: Vec<f64>,
+    reversing: bool,
+}
+
+impl Reversal for Reverser<'_> {
+    type Error = BackendError;
+
+    fn go_on(&mut self, i: usize) -> Result<bool, BackendError> {
+        Ok(i < self.run.tapes.spec.n)
+    }
+
+    fn apply(&mut self, action: Action) -> Result<(), BackendError> {
+        let width: usize = self.run.changing.iter().map(|(a, b)| b - a).sum();
+        let stats = &self.run.tapes.body.stats;
+        match action {
+            Action::Advance { from, to } => {
+                if self.reversing {
+                    measure::recomputed(to - from, stats.values, stats.flops);
+                }
+                self.run.advance(from, to, None)?;
+            }
+            Action::Store(i) => {
+                self.stack.try_reserve(width).map_err(|_| {
+                    BackendError::new(format!(
+                        "out of memory: cannot store the state of step {i} ({width} numbers)"
+                    ))
+                })?;
+                for &(a, b) in &self.run.changing {
+                    self.stack.extend_from_slice(&self.run.state[a..b]);
+                }
+                if self.snapshots.is_empty() {
+                    // The parts no step changes are held once, for all.
+                    measure::stored(8 * (self.run.state.len() - width));
+                }
+                self.snapshots.push((i, true));
+                measure::stored(8 * width);
+            }
+            Action::Restore(i) => {
+                let mut from = self.snapshot_of(i)? * width;
+                for &(a, b) in &self.run.changing {
+                    self.run.state[a..b].copy_from_slice(&self.stack[from..from + b - a]);
+                    from += b - a;
+                }
+            }
+            Action::Free(i) => {
+                let at = self.snapshot_of(i)?;
+                self.snapshots[at].1 = false;
+                measure::released(8 * width);
+                // Freed snapshots on top leave the stack.
+                while self.snapshots.last().is_some_and(|s| !s.1) {
+                    self.snapshots.pop();
+                }
+                self.stack.truncate(self.snapshots.len() * width);
+                if self.snapshots.is_empty() {
+                    measure::released(8 * (self.run.state.len() - width));
+                }
+            }
+            Action::Reverse(i) => {
+                measure::recomputed(1, stats.values, stats.flops);
+                self.reverse_step(i)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn reversing(&mut self) {
+        self.reversing = true;
+    }
+
+    fn cancelled(&self) -> bool {
+        cancel::requested()
+    }
+}
+
+impl Reverser<'_> {
+    /// Where the held snapshot of state `i` is (near the top).
+    fn snapshot_of(&self, i: usize) -> Result<usize, BackendError> {
+        self.snapshots
+            .iter()
+            .rposition(|&(step, held)| held && step == i)
+            .ok_or_else(|| BackendError::new(format!("no snapshot of step {i}")))
+    }
+
+    /// Reverses step `i` from the state before it (in `run.state`).
+    fn reverse_step(&mut self, i: usize) -> Result<(), BackendError> {
+        let index = [i as f64];
+        let mut inputs = self.run.inputs(&index, i);
+        inputs.extend(self.run.leaves.iter().map(|&(a, b)| &self.cotangent[a..b]));
+        let lens = &self.run.ys;
+        inputs.extend(
+            self.output_cotangents
+                .iter()
+                .zip(lens)
+                .map(|(dys, &len)| &dys[i * len..(i + 1) * len]),
+        );
+        let mut outputs: SmallVec<[&mut [f64]; 16]> = SmallVec::new();
+        let mut rest: &mut [f64] = &mut self.next_cotangent;
+        for &(a, b) in &self.run.leaves {
+            let (leaf, tail) = std::mem::take(&mut rest).split_at_mut(b - a);
+            outputs.push(leaf);
+            rest = tail;
+        }
+        outputs.extend(self.sequence_cotangents.rows_at(i));
+        outputs.extend(self.terms.iter_mut().map(|t| &mut t[..]));
+        self.adjoint.run_flat(&inputs, &mut outputs)?;
+        drop(outputs);
+        drop(inputs);
+        for (total, term) in self.captured.iter_mut().zip(&self.terms) {
+            for (t, x) in total.iter_mut().zip(term) {
+                *t += x;
+            }
+        }
+        std::mem::swap(&mut self.cotangent, &mut self.next_cotangent);
+        Ok(())
+    }
+
+    /// The initial state's cotangent, the sequences', the captures'.
+    fn finish(self) -> Vec<Buf> {
+        let spec = &self.run.tapes.spec;
+        let mut all: Vec<Buf> = spec
+            .leaves
+            .iter()
+            .zip(&self.run.leaves)
+            .map(|(shape, &(a, b))| value(shape, &self.cotangent[a..b]))
+            .collect();
+        all.extend(self.sequence_cotangents.finish(spec.n, &spec.xs));
+        let captured_shapes = spec
+            .captures
+            .iter()
+            .zip(&spec.differentiable)
+            .filter(|(_, d)| **d)
+            .map(|(s, _)| s);
+        for (total, shape) in self.captured.iter().zip(captured_shapes) {
+            all.push(value(shape, total));
+        }
+        all
+    }
+}
