@@ -93,16 +93,50 @@ impl Code<'_> {
     /// after them goes on in the block current when this returns.
     pub(super) fn emit_loops(&self, b: &mut FunctionBuilder, len: Value) {
         let pointer = self.pointer;
+        let unrolled_head = b.create_block();
+        let unrolled_body = b.create_block();
         let vector_head = b.create_block();
         let vector_body = b.create_block();
         let tail_head = b.create_block();
         let tail_body = b.create_block();
         let exit = b.create_block();
-        for block in [vector_head, vector_body, tail_head, tail_body] {
+        for block in [
+            unrolled_head,
+            unrolled_body,
+            vector_head,
+            vector_body,
+            tail_head,
+            tail_body,
+        ] {
             b.append_block_param(block, pointer);
         }
         let zero = b.ins().iconst(pointer, 0);
-        b.ins().jump(vector_head, &[BlockArg::Value(zero)]);
+        b.ins().jump(unrolled_head, &[BlockArg::Value(zero)]);
+        // Eight elements an iteration (four pairs) while eight remain: the
+        // loop's own instructions amortized, independent pairs in flight.
+        b.switch_to_block(unrolled_head);
+        let i = b.block_params(unrolled_head)[0];
+        let next = b.ins().iadd_imm_u(i, 8);
+        let fits = b.ins().icmp(IntCC::UnsignedLessThanOrEqual, next, len);
+        b.ins().brif(
+            fits,
+            unrolled_body,
+            &[BlockArg::Value(i)],
+            vector_head,
+            &[BlockArg::Value(i)],
+        );
+        b.switch_to_block(unrolled_body);
+        let i = b.block_params(unrolled_body)[0];
+        for pair in 0..4 {
+            let at = if pair == 0 {
+                i
+            } else {
+                b.ins().iadd_imm_u(i, 2 * pair)
+            };
+            self.element(b, at, types::F64X2);
+        }
+        let next = b.ins().iadd_imm_u(i, 8);
+        b.ins().jump(unrolled_head, &[BlockArg::Value(next)]);
         // Two elements at a time while two remain.
         b.switch_to_block(vector_head);
         let i = b.block_params(vector_head)[0];
