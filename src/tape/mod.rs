@@ -12,6 +12,7 @@ pub mod dot;
 mod fuse;
 mod push_pads;
 mod remat;
+pub mod residuals;
 pub mod scan;
 mod show;
 

@@ -21,6 +21,9 @@ pub struct LoopTapes {
     pub adjoint: Option<Tape>,
     /// A `while-loop`'s condition, over the step's inputs.
     pub condition: Option<Tape>,
+    /// Under store-all, the step and reverse step rewritten to keep the
+    /// step's products rather than recompute them (`residuals`).
+    pub residuals: Option<super::residuals::Residuals>,
     /// A number no other `LoopTapes` of this process has (backends key
     /// what they prepare for a loop by it).
     pub id: u64,
@@ -37,11 +40,15 @@ impl LoopTapes {
             .map(|i| spec.input_shape(i))
             .collect();
         let body = compile_body(&spec.body, &inputs);
-        let adjoint = reverse.then(|| {
-            let mut inputs = inputs.clone();
-            inputs.extend(spec.leaves.iter().chain(&spec.ys).cloned());
-            compile_body(spec.adjoint(), &inputs)
-        });
+        let mut adjoint_inputs = inputs.clone();
+        adjoint_inputs.extend(spec.leaves.iter().chain(&spec.ys).cloned());
+        let adjoint = reverse.then(|| compile_body(spec.adjoint(), &adjoint_inputs));
+        let store_all = matches!(spec.strategy, crate::tape::checkpoint::Strategy::StoreAll);
+        let residuals = (reverse && store_all && spec.condition.is_none() && keep_products())
+            .then(|| {
+                super::residuals::residuals(&spec.body, &inputs, spec.adjoint(), &adjoint_inputs)
+            })
+            .flatten();
         let condition = spec
             .condition
             .as_ref()
@@ -52,6 +59,7 @@ impl LoopTapes {
             body,
             adjoint,
             condition,
+            residuals,
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             schedule: OnceLock::new(),
         }
@@ -82,6 +90,13 @@ impl LoopTapes {
             }
         }
     }
+}
+
+/// Whether store-all loops keep their products (`EPSILON_RESIDUALS=0`
+/// turns it off, to compare).
+fn keep_products() -> bool {
+    static KEEP: OnceLock<bool> = OnceLock::new();
+    *KEEP.get_or_init(|| std::env::var("EPSILON_RESIDUALS").map_or(true, |v| v != "0"))
 }
 
 fn compile_body(body: &Body, inputs: &[crate::egraph::tensor::Shape]) -> Tape {

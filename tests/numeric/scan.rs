@@ -37,6 +37,17 @@ const SCAN_SETUP: &str = r"
     (if (= i n) (+ acc (sum h))
         (let ((h (tanh (+ (matmul W h) (* 0.05 i)))))
           (loop h (+ acc (sum (matmul V h))) (+ i 1))))))
+;; A step too large for a plan (1,200 numbers), through a product the
+;; reverse under store-all keeps rather than recomputes.
+(define W2 (* 0.15 (randn '(40 40))))
+(define H2 (* 0.5 (randn '(40 30))))
+(define (wide-step W) (lambda (h i) (tanh (+ (matmul W h) (* 0.01 i)))))
+(define (wide W h0 n strategy k)
+  (let ((h (scan (wide-step W) h0 n :checkpoint strategy :snapshots k)))
+    (sum (* h h))))
+(define (wide-loop W h0 n)
+  (let loop ((h h0) (i 0))
+    (if (= i n) (sum (* h h)) (loop ((wide-step W) h i) (+ i 1)))))
 ";
 
 fn scan_engine() -> Engine {
@@ -88,7 +99,7 @@ fn gradients_agree_across_checkpoint_strategies() {
         "'revolve 7",
         "'revolve 1000",
     ];
-    let cases: [(&str, &str, &str); 3] = [
+    let cases: [(&str, &str, &str); 4] = [
         (
             "(lambda (r) (logistic r 40 {s}))",
             "(list 2.9)",
@@ -103,6 +114,11 @@ fn gradients_agree_across_checkpoint_strategies() {
             "(lambda (W V h0) (rnn W V h0 12 {s}))",
             "(list W V h0)",
             "(lambda (W V h0) (rnn-loop W V h0 12))",
+        ),
+        (
+            "(lambda (W h0) (wide W h0 10 {s}))",
+            "(list W2 H2)",
+            "(lambda (W h0) (wide-loop W h0 10))",
         ),
     ];
     for (template, args, unrolled) in cases {
@@ -124,6 +140,28 @@ fn gradients_agree_across_checkpoint_strategies() {
             assert!(error < 1e-6, "{f}: check-grad {error}");
         }
     }
+}
+
+/// Under store-all a step's products are kept for its reverse step (not
+/// computed again there): `tape-stats` counts them with the states.
+#[test]
+fn store_all_keeps_each_steps_products_for_its_reverse() {
+    let mut engine = scan_engine();
+    let held = number(
+        &mut engine,
+        "(second (assoc 'snapshot-bytes (tape-stats (lambda (W h0) (wide W h0 10 'store-all 1)) (list W2 H2))))",
+    );
+    // Ten states of 1,200 numbers, and the products of the nine steps the
+    // forward sweep runs (the last step's is computed in its reverse).
+    assert_eq!(held, (10.0 + 9.0) * 1200.0 * 8.0);
+    let held = number(
+        &mut engine,
+        "(second (assoc 'snapshot-bytes (tape-stats (lambda (W h0) (wide W h0 10 'revolve 3)) (list W2 H2))))",
+    );
+    assert!(
+        held <= 3.0 * 1200.0 * 8.0,
+        "revolve keeps states only: {held}"
+    );
 }
 
 #[test]

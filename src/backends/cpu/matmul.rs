@@ -59,6 +59,27 @@ pub fn matmul(a: &ArrayViewD<'_, f64>, b: &ArrayViewD<'_, f64>, ta: bool, tb: bo
 /// The numbers of `x` in row-major order, and whether they hold `x` with
 /// its last two axes swapped (a transposed view, read as it is stored);
 /// copied only for other layouts.
+/// The product of two row-major matrices written into `out` (its rows x
+/// columns, row-major): `a` of shape `a_shape`, used transposed when
+/// `ta`, likewise `b`. The same arithmetic as `matmul` on those operands,
+/// without an allocation (plans call it every step).
+pub(crate) fn matmul_into(
+    (a, a_shape, ta): (&[f64], [usize; 2], bool),
+    (b, b_shape, tb): (&[f64], [usize; 2], bool),
+    out: &mut [f64],
+) {
+    let left = Operand::new(a, &a_shape, ta);
+    let right = Operand::new(b, &b_shape, tb);
+    let (m, k, n) = (left.rows(), left.cols(), right.cols());
+    debug_assert_eq!(k, right.rows(), "shape inference checks the inner sizes");
+    let out = &mut out[..m * n];
+    if k == 0 {
+        out.fill(0.0);
+    } else if !out.is_empty() {
+        products(&left, &right, &[], out);
+    }
+}
+
 fn stored<'a>(x: &ArrayViewD<'a, f64>) -> (CowArray<'a, f64, IxDyn>, bool) {
     let rank = x.ndim();
     if !x.is_standard_layout() && rank >= 2 {

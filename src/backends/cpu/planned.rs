@@ -21,14 +21,14 @@ mod fuse;
 use super::elementwise::{CHUNK, apply_chunk};
 use super::execute::{Buf, Recurring, eval_op};
 use super::layout::row_major_strides;
+use super::matmul::matmul_into;
 use super::native;
 use super::reduce::reduce_middle;
-use super::structural::gemm;
 use crate::backends::BackendError;
 use crate::egraph::tensor::op::{ReduceOp, Shape, TOp};
 use crate::ops::reduction::logsumexp_into;
 use crate::tape::{FusedGroup, Kernel, Tape};
-use ndarray::{ArrayD, ArrayViewD, IxDyn};
+use ndarray::{ArrayD, IxDyn};
 use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -114,7 +114,7 @@ enum Step {
         reduced: usize,
         inner: usize,
     },
-    /// A matrix product.
+    /// A product of two matrices (2-D operands).
     Gemm {
         out: u32,
         a: (View, Shape),
@@ -592,11 +592,12 @@ impl Step {
                 &mut out[..outer * inner],
             ),
             Step::Gemm { a, b, ta, tb, .. } => {
-                let view = |(v, shape): &(View, Shape)| {
-                    ArrayViewD::from_shape(IxDyn(shape), reader.read(*v)).expect("sizes match")
-                };
-                let product = gemm(&view(a), &view(b), *ta, *tb);
-                copy_array(&product, out);
+                let matrix = |(_, shape): &(View, Shape)| [shape[0], shape[1]];
+                matmul_into(
+                    (reader.read(a.0), matrix(a), *ta),
+                    (reader.read(b.0), matrix(b), *tb),
+                    out,
+                );
             }
             Step::General {
                 op, args, shape, ..

@@ -147,6 +147,9 @@ struct Reverser<'a> {
     reversing: bool,
     /// The reverse step's inputs (storage reused from step to step).
     inputs: Vec<Buf>,
+    /// Per step the forward sweep ran, the products it kept for the
+    /// reverse step (`residuals`), oldest first.
+    kept: Vec<(usize, Vec<Buf>)>,
 }
 
 impl Reversal for Reverser<'_> {
@@ -196,6 +199,7 @@ impl<'a> Reverser<'a> {
             held: measure::Held::default(),
             reversing: false,
             inputs: Vec::new(),
+            kept: Vec::new(),
         })
     }
 
@@ -210,7 +214,12 @@ impl<'a> Reverser<'a> {
                 if self.reversing {
                     measure::recomputed(to - from, values, flops);
                 }
-                advance(tapes, &mut self.working, &self.xs, None, from, to)?
+                match &tapes.residuals {
+                    Some(residuals) if !self.reversing => {
+                        self.advance_keeping(residuals, from, to)?
+                    }
+                    _ => advance(tapes, &mut self.working, &self.xs, None, from, to)?,
+                }
             }
             Action::Store(i) => {
                 let snapshot = self.working[..leaves].to_vec();
@@ -241,7 +250,13 @@ impl<'a> Reverser<'a> {
                 for (dys, shape) in self.output_cotangents.iter().zip(&spec.ys) {
                     inputs.push(row(dys, i, shape));
                 }
-                let outputs = run_body(tapes, Body::Reverse, self.adjoint, &inputs);
+                let outputs = match &tapes.residuals {
+                    Some(residuals) => self.kept_of(residuals, i).and_then(|kept| {
+                        inputs.extend(kept);
+                        run_body(tapes, Body::KeptReverse, &residuals.adjoint, &inputs)
+                    }),
+                    None => run_body(tapes, Body::Reverse, self.adjoint, &inputs),
+                };
                 inputs.clear();
                 self.inputs = inputs;
                 let outputs = outputs?;
@@ -256,6 +271,56 @@ impl<'a> Reverser<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Steps `from..to` through the step that also returns its products,
+    /// kept (on `kept`) for the reverse steps.
+    fn advance_keeping(
+        &mut self,
+        residuals: &crate::tape::residuals::Residuals,
+        from: usize,
+        to: usize,
+    ) -> Result<(), BackendError> {
+        let tapes = self.tapes;
+        let leaves = tapes.spec.leaves.len();
+        let outputs = leaves + tapes.spec.ys.len();
+        for i in from..to {
+            if i.is_multiple_of(64) && cancel::requested() {
+                return Ok(());
+            }
+            self.working[leaves] = Buf::Scalar(i as f64);
+            self.xs.set_rows(&mut self.working[leaves + 1..], i);
+            let mut next = run_body(tapes, Body::KeptStep, &residuals.body, &self.working)?;
+            let kept = next.split_off(outputs);
+            for leaf in &kept {
+                count_held(&mut self.held, leaf, true);
+            }
+            self.kept.push((i, kept));
+            for (slot, value) in self.working.iter_mut().zip(next.into_iter().take(leaves)) {
+                *slot = value;
+            }
+        }
+        Ok(())
+    }
+
+    /// The products step `i` keeps: from the stack where the forward
+    /// sweep kept them, else computed now from the step's state.
+    fn kept_of(
+        &mut self,
+        residuals: &crate::tape::residuals::Residuals,
+        i: usize,
+    ) -> Result<Vec<Buf>, BackendError> {
+        if self.kept.last().is_some_and(|(step, _)| *step == i) {
+            let (_, kept) = self.kept.pop().expect("just looked");
+            for leaf in &kept {
+                count_held(&mut self.held, leaf, false);
+            }
+            return Ok(kept);
+        }
+        let tapes = self.tapes;
+        let outputs = tapes.spec.leaves.len() + tapes.spec.ys.len();
+        let mut all = run_body(tapes, Body::KeptStep, &residuals.body, &self.working)?;
+        Ok(all.split_off(outputs))
     }
 
     /// Where the snapshot of state `i` is (near the top).
@@ -485,6 +550,10 @@ fn advance(
 enum Body {
     Step = 0,
     Reverse = 1,
+    /// The step that also returns its products (`residuals`).
+    KeptStep = 2,
+    /// The reverse step that reads them.
+    KeptReverse = 3,
 }
 
 /// Runs one of a loop's tapes on `inputs`: from its plan (`planned`)

@@ -1,11 +1,13 @@
 //! Runs of a plan's steps compiled as one native program (`native::
 //! program`): copies, elementwise groups and reductions back to back in
 //! one call, their operands' addresses fixed when compiling, instead of a
-//! dispatch, a few bounds checks and a function call per step. Steps
-//! that need the general executor (matrix products, `eval_op`) and
-//! summed groups stay as they are and split the runs.
+//! dispatch, a few bounds checks and a function call per step; matrix
+//! products and reductions are calls from the program. Steps that need the
+//! general executor (`eval_op`) and summed groups stay as they are and
+//! split the runs.
 
 use super::{Base, Operand, Run, Step, View};
+use crate::backends::cpu::matmul::matmul_into;
 use crate::backends::cpu::native::{self, Arg, Piece, Place};
 use crate::backends::cpu::reduce::reduce_middle;
 use crate::egraph::tensor::op::ReduceOp;
@@ -170,6 +172,19 @@ fn pieces_of(step: &Step, layout: &Layout, pieces: &mut Vec<Piece>) -> bool {
                 Arg::At(layout.slot(*out, 0)),
             ],
         }),
+        Step::Gemm { out, a, b, ta, tb } => pieces.push(Piece::Call {
+            function: gemm_call as *const () as usize,
+            args: smallvec![
+                Arg::At(layout.place(a.0)),
+                Arg::Number(a.1[0]),
+                Arg::Number(a.1[1]),
+                Arg::At(layout.place(b.0)),
+                Arg::Number(b.1[0]),
+                Arg::Number(b.1[1]),
+                Arg::Number(usize::from(*ta) | usize::from(*tb) << 1),
+                Arg::At(layout.slot(*out, 0)),
+            ],
+        }),
         _ => return false,
     }
     true
@@ -225,6 +240,34 @@ unsafe fn middle<'a>(
             std::slice::from_raw_parts_mut(out, outer * inner),
         )
     }
+}
+
+/// `matmul_into` for generated code: `flags` bit 0 transposes `a`, bit 1
+/// `b`.
+#[allow(clippy::too_many_arguments)]
+extern "C" fn gemm_call(
+    a: *const f64,
+    a_rows: usize,
+    a_cols: usize,
+    b: *const f64,
+    b_rows: usize,
+    b_cols: usize,
+    flags: usize,
+    out: *mut f64,
+) {
+    let (ta, tb) = (flags & 1 == 1, flags & 2 == 2);
+    let rows = if ta { a_cols } else { a_rows };
+    let cols = if tb { b_rows } else { b_cols };
+    // SAFETY: the plan sized both operands and the slot for these shapes
+    // (`Step::Gemm`), and the slot is neither operand.
+    let (a, b, out) = unsafe {
+        (
+            std::slice::from_raw_parts(a, a_rows * a_cols),
+            std::slice::from_raw_parts(b, b_rows * b_cols),
+            std::slice::from_raw_parts_mut(out, rows * cols),
+        )
+    };
+    matmul_into((a, [a_rows, a_cols], ta), (b, [b_rows, b_cols], tb), out);
 }
 
 /// `reduce_middle` for generated code.

@@ -1,0 +1,136 @@
+//! Residuals of a loop under store-all: the matrix products a reverse step
+//! would recompute, kept from the forward step instead.
+//!
+//! A loop's reverse body reads the step's inputs and recomputes from them
+//! what its derivative needs, products included. Where the forward body
+//! computes the very same product (the same operation on the same inputs,
+//! found by structure), the forward step returns it as an extra output,
+//! the loop keeps it with the step's state, and the reverse step reads it
+//! as an extra input instead of computing it again: the products of the
+//! step are computed once a step, as JAX's `lax.scan` does with its
+//! residuals, at the memory of the products kept. Only products are kept
+//! (elementwise work is cheap to redo and would cost memory for little).
+
+use super::Tape;
+use super::compile::compile;
+use crate::egraph::tensor::scan::Body;
+use crate::egraph::tensor::{Shape, TNode, TOp};
+use egg::{Id, RecExpr};
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+
+/// A loop's step and reverse step rewritten to keep products.
+#[derive(Debug)]
+pub struct Residuals {
+    /// The step's tape: the body's outputs, then the kept products.
+    pub body: Tape,
+    /// The reverse step's tape: the reverse body's inputs, then the kept
+    /// products.
+    pub adjoint: Tape,
+    /// The kept products' shapes.
+    pub shapes: Vec<Shape>,
+}
+
+/// The residual tapes of a loop with `body` (over `inputs`) and reverse
+/// body `adjoint` (over `adjoint_inputs`, the first `inputs.len()` of
+/// them the body's); `None` when the reverse recomputes no product the
+/// step computes.
+pub fn residuals(
+    body: &Body,
+    inputs: &[Shape],
+    adjoint: &Body,
+    adjoint_inputs: &[Shape],
+) -> Option<Residuals> {
+    // Structural classes shared by both programs: equal operations on
+    // equal classes (inputs by their index) are one class. (A loop node's
+    // lazily made reverse body is its only interior mutability, and its
+    // hash and equality leave it out.)
+    #[allow(clippy::mutable_key_type)]
+    let mut classes: FxHashMap<(TOp, SmallVec<[u32; 3]>), u32> = FxHashMap::default();
+    let mut class_of = |nodes: &[TNode]| -> Vec<u32> {
+        let mut out: Vec<u32> = Vec::with_capacity(nodes.len());
+        for node in nodes {
+            let mut children: SmallVec<[u32; 3]> =
+                node.children.iter().map(|&c| out[usize::from(c)]).collect();
+            // Sums and products in either order are one class.
+            if commutes(&node.op) {
+                children.sort_unstable();
+            }
+            let next = classes.len() as u32;
+            out.push(*classes.entry((node.op.clone(), children)).or_insert(next));
+        }
+        out
+    };
+    let body_classes = class_of(&body.nodes);
+    let adjoint_classes = class_of(&adjoint.nodes);
+    let in_body: FxHashMap<u32, usize> = body_classes
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| (c, i))
+        .collect();
+    // What the reverse body computes from the step's inputs alone.
+    let step_inputs = inputs.len() as u32;
+    let mut primal = vec![true; adjoint.nodes.len()];
+    for (i, node) in adjoint.nodes.iter().enumerate() {
+        primal[i] = match &node.op {
+            TOp::Input { index, .. } => *index < step_inputs,
+            _ => node.children.iter().all(|&c| primal[usize::from(c)]),
+        };
+    }
+    let kept: Vec<(usize, usize)> = adjoint
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(i, node)| matches!(node.op, TOp::MatMul) && primal[*i])
+        .filter_map(|(i, _)| in_body.get(&adjoint_classes[i]).map(|&b| (i, b)))
+        .collect();
+    if kept.is_empty() {
+        return None;
+    }
+    let shapes: Vec<Shape> = kept
+        .iter()
+        .map(|&(a, _)| adjoint.shapes[a].clone())
+        .collect();
+    // The step, with the products as extra outputs.
+    let mut roots = body.roots.clone();
+    roots.extend(kept.iter().map(|&(_, b)| Id::from(b)));
+    let step = compile(
+        &RecExpr::from(body.nodes.clone()),
+        &body.shapes,
+        &roots,
+        inputs,
+    );
+    // The reverse step, reading them as inputs.
+    let mut nodes = adjoint.nodes.clone();
+    for (j, &(a, _)) in kept.iter().enumerate() {
+        nodes[a] = TNode {
+            op: TOp::Input {
+                index: (adjoint_inputs.len() + j) as u32,
+                shape: adjoint.shapes[a].clone(),
+            },
+            children: SmallVec::new(),
+        };
+    }
+    let mut reverse_inputs = adjoint_inputs.to_vec();
+    reverse_inputs.extend(shapes.iter().cloned());
+    let reverse = compile(
+        &RecExpr::from(nodes),
+        &adjoint.shapes,
+        &adjoint.roots,
+        &reverse_inputs,
+    );
+    Some(Residuals {
+        body: step,
+        adjoint: reverse,
+        shapes,
+    })
+}
+
+/// Whether the operation's two operands may be swapped.
+fn commutes(op: &TOp) -> bool {
+    use crate::egraph::language::Math;
+    matches!(
+        op,
+        TOp::Map(Math::Add(_) | Math::Mul(_) | Math::Min(_) | Math::Max(_))
+    )
+}
