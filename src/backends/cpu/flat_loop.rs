@@ -123,6 +123,21 @@ fn value(shape: &[usize], data: &[f64]) -> Buf {
     Buf::Array(Rc::new(array))
 }
 
+/// A sequence's numbers: the caller's array itself, or a row-major copy.
+enum Numbers {
+    Shared(Rc<ArrayD<f64>>),
+    Own(Vec<f64>),
+}
+
+impl Numbers {
+    fn numbers(&self) -> &[f64] {
+        match self {
+            Numbers::Shared(a) => a.as_slice().unwrap_or(&[]),
+            Numbers::Own(v) => v,
+        }
+    }
+}
+
 /// A loop running forward: its state, sequences and captures as numbers.
 struct Run<'a> {
     tapes: &'a LoopTapes,
@@ -137,7 +152,7 @@ struct Run<'a> {
     /// these: the others are the same in every state).
     changing: Vec<(usize, usize)>,
     /// Each sequence's numbers and the length of one step's slice.
-    xs: Vec<(Vec<f64>, usize)>,
+    xs: Vec<(Numbers, usize)>,
     captures: Vec<Vec<f64>>,
     /// Each per-step output's length.
     ys: Vec<usize>,
@@ -172,8 +187,15 @@ impl<'a> Run<'a> {
             {
                 return None;
             }
-            let mut data = Vec::new();
-            extend_flat(&mut data, arg);
+            let data = match arg {
+                // Read where it lies when contiguous.
+                Buf::Array(a) if a.as_slice().is_some() => Numbers::Shared(Rc::clone(a)),
+                other => {
+                    let mut data = Vec::new();
+                    extend_flat(&mut data, other);
+                    Numbers::Own(data)
+                }
+            };
             xs.push((data, len));
         }
         let mut held = Vec::with_capacity(spec.captures.len());
@@ -217,7 +239,7 @@ impl<'a> Run<'a> {
         inputs.extend(
             self.xs
                 .iter()
-                .map(|(data, len)| &data[i * len..(i + 1) * len]),
+                .map(|(data, len)| &data.numbers()[i * len..(i + 1) * len]),
         );
         inputs.extend(self.captures.iter().map(|c| &c[..]));
         inputs
