@@ -69,8 +69,26 @@ fn defined(text: &str, x: f64, y: f64) -> bool {
         "x" => Some(x),
         _ => Some(y),
     };
-    epsilon::egraph::eval::evaluate(&expr, &all, env)
-        .is_ok_and(|values| values.iter().all(|v| v.is_finite()))
+    epsilon::egraph::eval::evaluate(&expr, &all, env).is_ok_and(|values| {
+        values.iter().all(|v| v.is_finite())
+            && !expr
+                .as_ref()
+                .iter()
+                .any(|node| on_branch_cut(node, &values))
+    })
+}
+
+/// Whether `node` is an `atan2` at a point of its branch cut (a zero first
+/// argument, a negative second): there its value is pi or -pi by the sign
+/// of the zero, which simplification over the reals does not keep
+/// (`-(0/x)` is `0/x`), as no computer algebra system does.
+fn on_branch_cut(node: &epsilon::egraph::Math, values: &[f64]) -> bool {
+    match node {
+        epsilon::egraph::Math::Atan2([y, x]) => {
+            values[usize::from(*y)] == 0.0 && values[usize::from(*x)] < 0.0
+        }
+        _ => false,
+    }
 }
 
 fn value(expr: &Expr, x: f64, y: f64) -> f64 {
