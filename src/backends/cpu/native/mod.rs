@@ -419,6 +419,9 @@ pub fn compile_program(pieces: &[Piece]) -> Result<Program, String> {
     if !native_kernels() {
         return Err("native kernels are off".to_string());
     }
+    if program::bases_named(pieces) >= (i32::MAX / 8) as usize {
+        return Err("too many buffers for one program".to_string());
+    }
     with_compiler(|compiler| {
         let (module, code) = compiler.build(1, |func, context, config, call_conv| {
             program::define(pieces, func, context, config, call_conv)

@@ -244,7 +244,7 @@ impl Emitter {
     /// The address of `place`.
     fn address(&self, b: &mut FunctionBuilder, place: Place) -> Value {
         let slot = i32::try_from(place.base as usize * self.pointer.bytes() as usize)
-            .expect("a small table of bases");
+            .expect("`compile_program` refuses larger tables");
         let base = b
             .ins()
             .load(self.pointer, MemFlagsData::trusted(), self.table, slot);
