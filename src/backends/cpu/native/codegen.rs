@@ -92,83 +92,59 @@ impl Code<'_> {
     /// The loops over elements `0..len`, from the current block; the code
     /// after them goes on in the block current when this returns.
     pub(super) fn emit_loops(&self, b: &mut FunctionBuilder, len: Value) {
-        let pointer = self.pointer;
-        let unrolled_head = b.create_block();
-        let unrolled_body = b.create_block();
-        let vector_head = b.create_block();
-        let vector_body = b.create_block();
-        let tail_head = b.create_block();
-        let tail_body = b.create_block();
-        let exit = b.create_block();
-        for block in [
-            unrolled_head,
-            unrolled_body,
-            vector_head,
-            vector_body,
-            tail_head,
-            tail_body,
-        ] {
-            b.append_block_param(block, pointer);
-        }
-        let zero = b.ins().iconst(pointer, 0);
-        b.ins().jump(unrolled_head, &[BlockArg::Value(zero)]);
+        let zero = b.ins().iconst(self.pointer, 0);
         // Eight elements an iteration (four pairs) while eight remain: the
-        // loop's own instructions amortized, independent pairs in flight.
-        b.switch_to_block(unrolled_head);
-        let i = b.block_params(unrolled_head)[0];
-        let next = b.ins().iadd_imm_u(i, 8);
-        let fits = b.ins().icmp(IntCC::UnsignedLessThanOrEqual, next, len);
-        b.ins().brif(
-            fits,
-            unrolled_body,
-            &[BlockArg::Value(i)],
-            vector_head,
-            &[BlockArg::Value(i)],
-        );
-        b.switch_to_block(unrolled_body);
-        let i = b.block_params(unrolled_body)[0];
-        for pair in 0..4 {
-            let at = if pair == 0 {
-                i
-            } else {
-                b.ins().iadd_imm_u(i, 2 * pair)
-            };
-            self.element(b, at, types::F64X2);
-        }
-        let next = b.ins().iadd_imm_u(i, 8);
-        b.ins().jump(unrolled_head, &[BlockArg::Value(next)]);
-        // Two elements at a time while two remain.
-        b.switch_to_block(vector_head);
-        let i = b.block_params(vector_head)[0];
-        let next = b.ins().iadd_imm_u(i, 2);
-        let fits = b.ins().icmp(IntCC::UnsignedLessThanOrEqual, next, len);
-        b.ins().brif(
-            fits,
-            vector_body,
-            &[BlockArg::Value(i)],
-            tail_head,
-            &[BlockArg::Value(i)],
-        );
-        b.switch_to_block(vector_body);
-        let i = b.block_params(vector_body)[0];
-        self.element(b, i, types::F64X2);
-        let next = b.ins().iadd_imm_u(i, 2);
-        b.ins().jump(vector_head, &[BlockArg::Value(next)]);
-
-        // One at a time for the rest.
-        b.switch_to_block(tail_head);
-        let i = b.block_params(tail_head)[0];
-        let remains = b.ins().icmp(IntCC::UnsignedLessThan, i, len);
-        b.ins()
-            .brif(remains, tail_body, &[BlockArg::Value(i)], exit, &[]);
-        b.switch_to_block(tail_body);
-        let i = b.block_params(tail_body)[0];
-        self.element(b, i, types::F64);
-        let next = b.ins().iadd_imm_u(i, 1);
-        b.ins().jump(tail_head, &[BlockArg::Value(next)]);
-
-        b.switch_to_block(exit);
+        // loop's own instructions amortized, independent pairs in flight;
+        // then pairs, then one at a time for the rest.
+        let i = counted(b, zero, len, 8, |b, i| {
+            for pair in 0..4 {
+                let at = if pair == 0 {
+                    i
+                } else {
+                    b.ins().iadd_imm_u(i, 2 * pair)
+                };
+                self.element(b, at, types::F64X2);
+            }
+        });
+        let i = counted(b, i, len, 2, |b, i| self.element(b, i, types::F64X2));
+        counted(b, i, len, 1, |b, i| self.element(b, i, types::F64));
     }
+}
+
+/// A loop from the current block running `body(i)` for `i` from `start` by
+/// `stride` while `i + stride <= len`; returns the first `i` it did not
+/// run (the code after it goes on in the block current on return).
+fn counted(
+    b: &mut FunctionBuilder,
+    start: Value,
+    len: Value,
+    stride: i64,
+    mut body: impl FnMut(&mut FunctionBuilder, Value),
+) -> Value {
+    let pointer = b.func.dfg.value_type(start);
+    let (head, block, exit) = (b.create_block(), b.create_block(), b.create_block());
+    for block in [head, block, exit] {
+        b.append_block_param(block, pointer);
+    }
+    b.ins().jump(head, &[BlockArg::Value(start)]);
+    b.switch_to_block(head);
+    let i = b.block_params(head)[0];
+    let next = b.ins().iadd_imm_u(i, stride);
+    let fits = b.ins().icmp(IntCC::UnsignedLessThanOrEqual, next, len);
+    b.ins().brif(
+        fits,
+        block,
+        &[BlockArg::Value(i)],
+        exit,
+        &[BlockArg::Value(i)],
+    );
+    b.switch_to_block(block);
+    let i = b.block_params(block)[0];
+    body(b, i);
+    let next = b.ins().iadd_imm_u(i, stride);
+    b.ins().jump(head, &[BlockArg::Value(next)]);
+    b.switch_to_block(exit);
+    b.block_params(exit)[0]
 }
 
 /// A group's lowerings and what is known of its registers (`operands`:
