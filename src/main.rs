@@ -89,6 +89,12 @@ fn finish(result: Result<Value, Error>, echo: bool) -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Kernels called from a pool worker start without a hand-off.
+    epsilon::backends::cpu::on_pool(move || command(cli))
+}
+
+/// Runs the command line's command.
+fn command(cli: Cli) -> ExitCode {
     let (backend, source) = match cli.backend {
         Some(choice) => (choice.name().to_string(), "--backend"),
         None => match std::env::var("EPSILON_BACKEND") {

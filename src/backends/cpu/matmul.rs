@@ -42,8 +42,13 @@ pub fn matmul(a: &ArrayViewD<'_, f64>, b: &ArrayViewD<'_, f64>, ta: bool, tb: bo
     debug_assert_eq!(k, right.rows(), "shape inference checks the inner sizes");
     let batch = broadcast_batch(&left.batch, &right.batch);
     let count: usize = batch.iter().product();
-    let mut out = vec![0.0; count * m * n];
-    if !out.is_empty() {
+    // Storage of a dead array of this size where one is kept (every
+    // element is written below), else fresh.
+    let len = count * m * n;
+    let mut out = super::execute::take(len).unwrap_or_else(|| vec![0.0; len]);
+    if k == 0 {
+        out.fill(0.0);
+    } else if !out.is_empty() {
         products(&left, &right, &batch, &mut out);
     }
     let mut shape = batch;

@@ -15,6 +15,7 @@ pub mod measure;
 pub mod native;
 mod native_task;
 mod planned;
+mod pool;
 mod reduce;
 mod scalar_loop;
 mod scan;
@@ -28,6 +29,7 @@ pub use broadcast::{broadcast, row_major};
 pub use elementwise::apply_chunk;
 pub use execute::{Buf, eval_op};
 pub use matmul::matmul;
+pub use pool::on_pool;
 pub use reduce::reduce;
 
 use super::{Backend, BackendError};

@@ -621,7 +621,7 @@ pub fn unpack(packed: &Buf, shapes: &[crate::egraph::tensor::Shape]) -> Vec<Buf>
 
 /// Adds `term` into `total` (which starts empty), in place: a captured
 /// value's cotangent summed over the steps costs one pass over it a step,
-/// with no copy.
+/// with no copy (and the term's storage is kept for the next).
 fn accumulate(total: &mut Option<Buf>, term: Buf) {
     match (total.as_mut(), term) {
         (None, term) => *total = Some(term),
@@ -636,6 +636,8 @@ fn accumulate(total: &mut Option<Buf>, term: Buf) {
                 }
                 _ => *sum += &*term,
             }
+            // The term's storage serves the next step's term.
+            super::execute::recycle(term);
         }
         (Some(sum), term) => {
             *total = Some(Buf::from_array(Rc::new(sum.to_array() + &term.to_array())));
