@@ -10,6 +10,11 @@
 //! step are computed once a step, as JAX's `lax.scan` does with its
 //! residuals, at the memory of the products kept. Only products are kept
 //! (elementwise work is cheap to redo and would cost memory for little).
+//!
+//! The reverse step also reads its captured matrices transposed (a layer's
+//! weights, in the products that carry cotangents back through it). A
+//! transposed view makes the product pack the matrix again every step, so
+//! the reverse step reads a transposed copy instead, made once a run.
 
 use super::Tape;
 use super::compile::compile;
@@ -29,17 +34,22 @@ pub struct Residuals {
     pub adjoint: Tape,
     /// The kept products' shapes.
     pub shapes: Vec<Shape>,
+    /// The captured matrices (by body input) the reverse step reads
+    /// transposed: after the kept products, its inputs are a row-major
+    /// transposed copy of each.
+    pub transposed: Vec<usize>,
 }
 
 /// The residual tapes of a loop with `body` (over `inputs`) and reverse
 /// body `adjoint` (over `adjoint_inputs`, the first `inputs.len()` of
-/// them the body's); `None` when the reverse recomputes no product the
-/// step computes.
+/// them the body's, those from `captures_from` on captured values);
+/// `None` when the reverse recomputes no product the step computes.
 pub fn residuals(
     body: &Body,
     inputs: &[Shape],
     adjoint: &Body,
     adjoint_inputs: &[Shape],
+    captures_from: usize,
 ) -> Option<Residuals> {
     // Structural classes shared by both programs: equal operations on
     // equal classes (inputs by their index) are one class. (A loop node's
@@ -113,6 +123,7 @@ pub fn residuals(
     }
     let mut reverse_inputs = adjoint_inputs.to_vec();
     reverse_inputs.extend(shapes.iter().cloned());
+    let transposed = read_transposed(&mut nodes, captures_from..inputs.len(), &mut reverse_inputs);
     let reverse = compile(
         &RecExpr::from(nodes),
         &adjoint.shapes,
@@ -123,7 +134,49 @@ pub fn residuals(
         body: step,
         adjoint: reverse,
         shapes,
+        transposed,
     })
+}
+
+/// Makes each transposed captured matrix of `nodes` (a capture is a body
+/// input in `captures`) a new input, appended to `inputs`; gives the
+/// captures in the order of the new inputs.
+fn read_transposed(
+    nodes: &mut [TNode],
+    captures: std::ops::Range<usize>,
+    inputs: &mut Vec<Shape>,
+) -> Vec<usize> {
+    let mut transposed: Vec<usize> = Vec::new();
+    for i in 0..nodes.len() {
+        let TOp::Transpose(perm) = &nodes[i].op else {
+            continue;
+        };
+        let TOp::Input { index, shape } = &nodes[usize::from(nodes[i].children[0])].op else {
+            continue;
+        };
+        let index = *index as usize;
+        if perm[..] != [1, 0] || shape.len() != 2 || !captures.contains(&index) {
+            continue;
+        }
+        let swapped: Shape = [shape[1], shape[0]].into_iter().collect();
+        let position = match transposed.iter().position(|&c| c == index) {
+            Some(p) => p,
+            None => {
+                transposed.push(index);
+                inputs.push(swapped.clone());
+                transposed.len() - 1
+            }
+        };
+        let first = inputs.len() - transposed.len();
+        nodes[i] = TNode {
+            op: TOp::Input {
+                index: (first + position) as u32,
+                shape: swapped,
+            },
+            children: SmallVec::new(),
+        };
+    }
+    transposed
 }
 
 /// Whether the operation's two operands may be swapped.

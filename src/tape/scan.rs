@@ -46,7 +46,13 @@ impl LoopTapes {
         let store_all = matches!(spec.strategy, crate::tape::checkpoint::Strategy::StoreAll);
         let residuals = (reverse && store_all && spec.condition.is_none() && keep_products())
             .then(|| {
-                super::residuals::residuals(&spec.body, &inputs, spec.adjoint(), &adjoint_inputs)
+                super::residuals::residuals(
+                    &spec.body,
+                    &inputs,
+                    spec.adjoint(),
+                    &adjoint_inputs,
+                    spec.captures_from(),
+                )
             })
             .flatten();
         let condition = spec

@@ -132,6 +132,61 @@ fn gradients_over_rows_agree_across_strategies() {
     }
 }
 
+/// A sequence no differentiated value flows from gets no cotangent: the
+/// reverse step leaves out the products that would compute it (fewer
+/// flops), and the gradients it does compute (reverse, through `jit`, and
+/// a Hessian-vector product through the loop) are those of the full
+/// reverse.
+#[test]
+fn sequences_not_differentiated_get_no_cotangent() {
+    let mut engine = setup();
+    let all = parts(&eval(&mut engine, "((grad rnn-loop :wrt 'all) W U h0 xs)")).unwrap();
+    for strategy in ["'store-all 1", "'revolve 2"] {
+        let f = format!("(lambda (W U h0 xs) (rnn W U h0 xs {strategy}))");
+        for form in [
+            format!("((grad {f} :wrt '(0 1 2)) W U h0 xs)"),
+            format!("((jit (grad {f} :wrt '(0 1 2))) W U h0 xs)"),
+        ] {
+            let got = parts(&eval(&mut engine, &form)).unwrap();
+            assert_eq!(got.len(), 3, "{form}");
+            for (g, want) in got.iter().zip(&all) {
+                compare(&form, g, want, 1e-12).unwrap();
+            }
+        }
+        // Each sweep is one loop: leaving the sequence out costs less.
+        let flops = |engine: &mut Engine, wrt: &str| {
+            number(
+                engine,
+                &format!(
+                    "(second (assoc 'flops (tape-stats (grad {f} :wrt {wrt}) (list W U h0 xs))))"
+                ),
+            )
+        };
+        let (some, every) = (flops(&mut engine, "'(0 1 2)"), flops(&mut engine, "'all"));
+        assert!(
+            some < every,
+            "{strategy}: {some} flops without the sequence, {every} with"
+        );
+    }
+    // Second order through the reverse that leaves the sequence out.
+    let with_fd = eval(
+        &mut engine,
+        "(let* ((V (* 0.3 (cos (reshape (arange 9) '(3 3)))))
+                (g (lambda (W) ((grad (lambda (W) (rnn W U h0 xs 'store-all 1))) W)))
+                (e 1e-5))
+           (list (hvp (lambda (W) (rnn W U h0 xs 'store-all 1)) (list W) V)
+                 (/ (- (g (+ W (* e V))) (g (- W (* e V)))) (* 2 e))))",
+    );
+    let pair = parts(&with_fd).unwrap();
+    compare(
+        "hvp through the loop vs differences of its gradient",
+        &pair[0],
+        &pair[1],
+        1e-7,
+    )
+    .unwrap();
+}
+
 /// Forward mode: `jvp` runs the loop over the carry, the rows and their
 /// tangents, and agrees with `jvp` of the unrolled loop (a tangent on the
 /// sequence, on the weights, on both).

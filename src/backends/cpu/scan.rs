@@ -150,6 +150,9 @@ struct Reverser<'a> {
     /// Per step the forward sweep ran, the products it kept for the
     /// reverse step (`residuals`), oldest first.
     kept: Vec<(usize, Vec<Buf>)>,
+    /// The captured matrices the reverse step reads transposed, copied
+    /// so (`Residuals::transposed`).
+    transposed: Vec<Buf>,
 }
 
 impl Reversal for Reverser<'_> {
@@ -183,6 +186,14 @@ impl<'a> Reverser<'a> {
         let operands = leaves + xs_count + spec.captures.len();
         let xs = Sequences::read(tapes, args)?;
         let working = body_inputs(tapes, &args[..leaves], &args[leaves + xs_count..operands]);
+        let transposed = match &tapes.residuals {
+            Some(residuals) => residuals
+                .transposed
+                .iter()
+                .map(|&k| transposed(&working[k]))
+                .collect(),
+            None => Vec::new(),
+        };
         let mut parts = unpack(&args[operands], &spec.output_parts()).into_iter();
         let cotangents: Vec<Buf> = parts.by_ref().take(leaves).collect();
         let output_cotangents = parts.map(|p| Rc::new(p.to_array())).collect();
@@ -200,6 +211,7 @@ impl<'a> Reverser<'a> {
             reversing: false,
             inputs: Vec::new(),
             kept: Vec::new(),
+            transposed,
         })
     }
 
@@ -253,6 +265,7 @@ impl<'a> Reverser<'a> {
                 let outputs = match &tapes.residuals {
                     Some(residuals) => self.kept_of(residuals, i).and_then(|kept| {
                         inputs.extend(kept);
+                        inputs.extend(self.transposed.iter().cloned());
                         run_body(tapes, Body::KeptReverse, &residuals.adjoint, &inputs)
                     }),
                     None => run_body(tapes, Body::Reverse, self.adjoint, &inputs),
@@ -643,6 +656,15 @@ fn accumulate(total: &mut Option<Buf>, term: Buf) {
             *total = Some(Buf::from_array(Rc::new(sum.to_array() + &term.to_array())));
         }
     }
+}
+
+/// A matrix transposed, row-major.
+fn transposed(matrix: &Buf) -> Buf {
+    let array = matrix.to_array();
+    let swapped = array.t();
+    let mut copy = ArrayD::zeros(IxDyn(swapped.shape()));
+    copy.assign(&swapped);
+    Buf::from_array(Rc::new(copy))
 }
 
 fn zeros(shape: &[usize]) -> Buf {

@@ -61,7 +61,24 @@ pub fn vjp(graph: &mut TensorGraph, seeds: &[(Id, Id)], wrt: &[Id]) -> Vec<Id> {
         };
         let id = Id::from(index);
         let children = graph.node(id).children.clone();
-        let pulled = pullback(graph, id, adjoint);
+        let pulled = match &graph.node(id).op {
+            // A loop's sequences nothing differentiated flows from get no
+            // cotangent: its reverse step leaves their products out.
+            TOp::Scan(scan) => {
+                let leaves = scan.leaves.len();
+                let idle: Vec<bool> = children[leaves..leaves + scan.xs.len()]
+                    .iter()
+                    .map(|&c| !active[usize::from(c)])
+                    .collect();
+                let scan = if idle.iter().any(|i| *i) {
+                    std::sync::Arc::new(scan.with_idle_xs(idle))
+                } else {
+                    scan.clone()
+                };
+                scan_pullback(graph, &scan, &children, adjoint)
+            }
+            _ => pullback(graph, id, adjoint),
+        };
         for (&child, contribution) in children.iter().zip(pulled) {
             if let (true, Some(contribution)) = (active[usize::from(child)], contribution) {
                 accumulate(graph, &mut adjoints[usize::from(child)], contribution);

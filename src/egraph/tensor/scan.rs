@@ -157,6 +157,9 @@ pub struct ScanSpec {
     /// State leaves the reverse leaves out: their cotangent is zero and
     /// they feed no other leaf, so they get zero (not `0 * inf`).
     pub dead: Vec<bool>,
+    /// Sequences whose cotangent the reverse gives as zeros without
+    /// computing it (nothing being differentiated flows from them).
+    pub idle_xs: Vec<bool>,
     /// The reverse body, made at the first reverse sweep through the scan.
     adjoint: OnceLock<Body>,
     /// A hash of everything above but `adjoint`.
@@ -187,6 +190,7 @@ impl ScanSpec {
             strategy,
             limits,
             dead: vec![false; leaf_count],
+            idle_xs: Vec::new(),
             adjoint: OnceLock::new(),
             fingerprint: 0,
         };
@@ -198,6 +202,7 @@ impl ScanSpec {
     /// inputs after the index) and stacking outputs of shapes `ys` (body
     /// roots after the state's leaves).
     pub fn over(mut self, xs: Vec<Shape>, ys: Vec<Shape>) -> ScanSpec {
+        self.idle_xs = vec![false; xs.len()];
         self.xs = xs;
         self.ys = ys;
         self.fingerprint = self.fingerprint();
@@ -226,6 +231,7 @@ impl ScanSpec {
             self.n,
             self.strategy,
             &self.dead,
+            &self.idle_xs,
         )
             .hash(&mut hasher);
         hasher.finish()
@@ -356,10 +362,15 @@ impl ScanSpec {
                 .collect::<Vec<_>>();
             let seeds: Vec<(Id, Id)> = state_seeds.into_iter().chain(output_seeds).collect();
             let captures_from = leaves + 1 + self.xs.len();
+            let busy = |k: &usize| !self.idle_xs.get(*k).copied().unwrap_or(false);
             let wrt: Vec<Id> = inputs[..leaves]
                 .iter()
-                .chain(&inputs[leaves + 1..captures_from])
                 .copied()
+                .chain(
+                    (0..self.xs.len())
+                        .filter(busy)
+                        .map(|k| inputs[leaves + 1 + k]),
+                )
                 .chain(
                     inputs[captures_from..]
                         .iter()
@@ -368,7 +379,15 @@ impl ScanSpec {
                         .map(|(&id, _)| id),
                 )
                 .collect();
-            let roots = vjp(&mut graph, &seeds, &wrt);
+            let mut cotangents = vjp(&mut graph, &seeds, &wrt).into_iter();
+            let mut roots: Vec<Id> = cotangents.by_ref().take(leaves).collect();
+            for (k, shape) in self.xs.iter().enumerate() {
+                roots.push(match busy(&k) {
+                    true => cotangents.next().expect("a cotangent per busy sequence"),
+                    false => graph.full(0.0, shape),
+                });
+            }
+            roots.extend(cotangents);
             Body::optimized(graph.nodes(), &roots, self.limits)
         })
     }
@@ -580,6 +599,16 @@ impl ScanSpec {
         .over(self.xs.clone(), self.ys.clone());
         spec.condition = self.condition.clone();
         spec.dead = dead;
+        spec.idle_xs = self.idle_xs.clone();
+        spec.fingerprint = spec.fingerprint();
+        spec
+    }
+
+    /// This loop with the sequences marked in `idle` given zero
+    /// cotangents by its reverse (none of them is being differentiated).
+    pub fn with_idle_xs(&self, idle: Vec<bool>) -> ScanSpec {
+        let mut spec = self.with_dead(self.dead.clone());
+        spec.idle_xs = idle;
         spec.fingerprint = spec.fingerprint();
         spec
     }
@@ -680,6 +709,8 @@ impl PartialEq for ScanSpec {
                 && self.condition == other.condition
                 && self.captures == other.captures
                 && self.differentiable == other.differentiable
+                && self.dead == other.dead
+                && self.idle_xs == other.idle_xs
                 && self.body == other.body)
     }
 }
@@ -714,6 +745,7 @@ impl Ord for ScanSpec {
                 s.captures.clone(),
                 s.differentiable.clone(),
                 s.dead.clone(),
+                s.idle_xs.clone(),
             )
         };
         key(self)

@@ -533,12 +533,14 @@ fn derivative_roots(
         Request::Grad { wrt, .. } => {
             let output = single_output(&t.graph)?;
             let one = t.graph.num(1.0);
-            for &position in wrt {
-                let targets: Vec<Id> = arg_leaves[position].iter().map(|&i| leaves[i]).collect();
-                let adjoints = vjp(&mut t.graph, &[(output, one)], &targets);
-                roots.extend(&adjoints);
-                groups.push(trees[position].clone());
-            }
+            // One reverse sweep for all the arguments (each loop in it
+            // then computes the cotangents of all of them at once).
+            let targets: Vec<Id> = wrt
+                .iter()
+                .flat_map(|&position| arg_leaves[position].iter().map(|&i| leaves[i]))
+                .collect();
+            roots.extend(vjp(&mut t.graph, &[(output, one)], &targets));
+            groups.extend(wrt.iter().map(|&position| trees[position].clone()));
         }
         Request::Vjp => {
             let cotangent = seeds.first().cloned().unwrap_or(Value::Nil);
@@ -563,11 +565,9 @@ fn derivative_roots(
                 }
                 pairs.push((output, id));
             }
-            for (indices, tree) in arg_leaves.iter().zip(trees) {
-                let targets: Vec<Id> = indices.iter().map(|&i| leaves[i]).collect();
-                roots.extend(vjp(&mut t.graph, &pairs, &targets));
-                groups.push(tree.clone());
-            }
+            let targets: Vec<Id> = arg_leaves.iter().flatten().map(|&i| leaves[i]).collect();
+            roots.extend(vjp(&mut t.graph, &pairs, &targets));
+            groups.extend(trees.iter().cloned());
         }
         Request::Jvp => {
             let mut t_leaves = Vec::new();
