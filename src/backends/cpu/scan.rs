@@ -642,11 +642,7 @@ fn accumulate(total: &mut Option<Buf>, term: Buf) {
         (Some(Buf::Array(sum)), Buf::Array(term)) if sum.shape() == term.shape() => {
             let sum = Rc::make_mut(sum);
             match (sum.as_slice_mut(), term.as_slice()) {
-                (Some(sum), Some(term)) => {
-                    for (s, t) in sum.iter_mut().zip(term) {
-                        *s += t;
-                    }
-                }
+                (Some(sum), Some(term)) => add_into(sum, term),
                 _ => *sum += &*term,
             }
             // The term's storage serves the next step's term.
@@ -655,6 +651,25 @@ fn accumulate(total: &mut Option<Buf>, term: Buf) {
         (Some(sum), term) => {
             *total = Some(Buf::from_array(Rc::new(sum.to_array() + &term.to_array())));
         }
+    }
+}
+
+/// `sum += term`, over the threads where long (a layer's weight
+/// gradient is added into its total every reverse step).
+fn add_into(sum: &mut [f64], term: &[f64]) {
+    const PIECE: usize = 1 << 14;
+    let add = |(sum, term): (&mut [f64], &[f64])| {
+        for (s, t) in sum.iter_mut().zip(term) {
+            *s += t;
+        }
+    };
+    if sum.len() >= 2 * PIECE {
+        use rayon::prelude::*;
+        sum.par_chunks_mut(PIECE)
+            .zip(term.par_chunks(PIECE))
+            .for_each(add);
+    } else {
+        add((sum, term));
     }
 }
 
