@@ -152,7 +152,7 @@ struct Reverser<'a> {
     kept: Vec<(usize, Vec<Buf>)>,
     /// The captured matrices the reverse step reads transposed, copied
     /// so (`Residuals::transposed`).
-    transposed: Vec<Buf>,
+    transposed: Copies,
 }
 
 impl Reversal for Reverser<'_> {
@@ -194,6 +194,7 @@ impl<'a> Reverser<'a> {
                 .collect(),
             None => Vec::new(),
         };
+        let transposed = Copies::new(transposed);
         let mut parts = unpack(&args[operands], &spec.output_parts()).into_iter();
         let cotangents: Vec<Buf> = parts.by_ref().take(leaves).collect();
         let output_cotangents = parts.map(|p| Rc::new(p.to_array())).collect();
@@ -265,7 +266,7 @@ impl<'a> Reverser<'a> {
                 let outputs = match &tapes.residuals {
                     Some(residuals) => self.kept_of(residuals, i).and_then(|kept| {
                         inputs.extend(kept);
-                        inputs.extend(self.transposed.iter().cloned());
+                        inputs.extend(self.transposed.0.iter().cloned());
                         run_body(tapes, Body::KeptReverse, &residuals.adjoint, &inputs)
                     }),
                     None => run_body(tapes, Body::Reverse, self.adjoint, &inputs),
@@ -651,6 +652,33 @@ fn accumulate(total: &mut Option<Buf>, term: Buf) {
         (Some(sum), term) => {
             *total = Some(Buf::from_array(Rc::new(sum.to_array() + &term.to_array())));
         }
+    }
+}
+
+/// Values a reverse holds from start to end, counted as alive meanwhile
+/// (values, not snapshots).
+struct Copies(Vec<Buf>);
+
+impl Copies {
+    fn new(values: Vec<Buf>) -> Copies {
+        let copies = Copies(values);
+        measure::alive(copies.bytes());
+        copies
+    }
+
+    fn bytes(&self) -> usize {
+        let numbers: usize = self
+            .0
+            .iter()
+            .map(|v| v.shape().iter().product::<usize>())
+            .sum();
+        8 * numbers
+    }
+}
+
+impl Drop for Copies {
+    fn drop(&mut self) {
+        measure::dead(self.bytes());
     }
 }
 
