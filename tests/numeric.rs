@@ -70,6 +70,8 @@ mod table_linalg_values;
 mod table_reduce;
 #[path = "numeric/table_special.rs"]
 mod table_special;
+#[path = "numeric/untaken_branches.rs"]
+mod untaken_branches;
 #[path = "numeric/while_loop.rs"]
 mod while_loop;
 

@@ -9,6 +9,7 @@
 use super::graph::TensorGraph;
 use super::op::{ReduceOp, TOp};
 use crate::egraph::functions::NO_FUNCTIONS;
+use crate::egraph::language::Math;
 use crate::egraph::partials::{PartialBuilder, local_partials};
 use egg::Id;
 use smallvec::SmallVec;
@@ -46,6 +47,11 @@ pub fn vjp(graph: &mut TensorGraph, seeds: &[(Id, Id)], wrt: &[Id]) -> Vec<Id> {
     // consumers come later in the program, so it is complete when the
     // sweep reaches the node).
     let mut adjoints: Vec<Option<Id>> = vec![None; upto];
+    // Adjoints that are zero wherever a selection (`where`, `max`, `min`)
+    // did not take their node: multiplying them by a partial must give
+    // zero there even where the partial is infinite or NaN (the branch not
+    // taken never poisons the gradient).
+    let mut masked = vec![false; upto];
     let accumulate = |graph: &mut TensorGraph, slot: &mut Option<Id>, term: Id| {
         *slot = Some(match *slot {
             Some(sum) => graph.add2(sum, term),
@@ -77,11 +83,16 @@ pub fn vjp(graph: &mut TensorGraph, seeds: &[(Id, Id)], wrt: &[Id]) -> Vec<Id> {
                 };
                 scan_pullback(graph, &scan, &children, adjoint)
             }
-            _ => pullback(graph, id, adjoint),
+            _ => pullback(graph, id, adjoint, masked[index]),
         };
+        let selects = matches!(
+            graph.node(id).op,
+            TOp::Where | TOp::Map(Math::Max(_) | Math::Min(_))
+        );
         for (&child, contribution) in children.iter().zip(pulled) {
             if let (true, Some(contribution)) = (active[usize::from(child)], contribution) {
                 accumulate(graph, &mut adjoints[usize::from(child)], contribution);
+                masked[usize::from(child)] |= selects || masked[index];
             }
         }
     }
@@ -306,9 +317,22 @@ fn nonzero_leaves(graph: &TensorGraph, g: Id, scan: &super::scan::ScanSpec) -> V
         .collect()
 }
 
+/// `g * partial`, but zero wherever `g` is zero (whatever the partial
+/// there, infinite or NaN included).
+fn masked_product(graph: &mut TensorGraph, g: Id, partial: Id) -> Id {
+    let zero = graph.num(0.0);
+    let product = graph.mul(g, partial);
+    let untaken = graph.add_valid(TOp::Compare(super::op::CmpOp::Eq), &[g, zero]);
+    let shape = graph.shape(product).clone();
+    let zeros = graph.full(0.0, &shape);
+    let untaken = graph.expand_to(untaken, &shape);
+    graph.add_valid(TOp::Where, &[untaken, zeros, product])
+}
+
 /// The cotangent each operand of node `id` receives from the node's
-/// cotangent `g` (`None`: no dependence).
-fn pullback(graph: &mut TensorGraph, id: Id, g: Id) -> SmallVec<[Option<Id>; 3]> {
+/// cotangent `g` (`None`: no dependence); `masked`: `g` is zero where a
+/// selection did not take the node, and stays zero through partials.
+fn pullback(graph: &mut TensorGraph, id: Id, g: Id, masked: bool) -> SmallVec<[Option<Id>; 3]> {
     let node = graph.node(id).clone();
     let children = node.children.clone();
     let shape_of = |graph: &TensorGraph, id: Id| graph.shape(id).clone();
@@ -329,7 +353,10 @@ fn pullback(graph: &mut TensorGraph, id: Id, g: Id) -> SmallVec<[Option<Id>; 3]>
                 .zip(partials)
                 .map(|(&child, partial)| {
                     let partial = partial?;
-                    let term = graph.mul(g, partial);
+                    let term = match masked {
+                        true => masked_product(graph, g, partial),
+                        false => graph.mul(g, partial),
+                    };
                     let term = graph.expand_to(term, &out_shape);
                     let target = shape_of(graph, child);
                     Some(graph.sum_to(term, &target))

@@ -1,0 +1,159 @@
+//! Gradients through selections never take NaN or infinity from the
+//! branch not taken (issue 18, item 4): the cotangent a selection gives
+//! the branch it did not take is zero there, and it stays zero through
+//! every partial after it, however infinite or undefined the partial.
+//! Each case is a value where the plain product (the single `where` JAX
+//! users know) gives NaN; each answer is the exact derivative of the
+//! branch taken.
+
+use super::*;
+
+/// `(form, argument, gradient)`: the gradient of the one-argument
+/// function `form` at the argument, numbers or vectors.
+const CASES: &[(&str, &str, &[f64])] = &[
+    (
+        "(lambda (x) (sum (where (> x 0) (sqrt x) 0)))",
+        "(tensor -1.0 4.0)",
+        &[0.0, 0.25],
+    ),
+    (
+        "(lambda (x) (sum (where (> x 0) (log x) 0)))",
+        "(tensor 0.0 2.0)",
+        &[0.0, 0.5],
+    ),
+    (
+        "(lambda (x) (sum (where (> x 0) (/ 1.0 x) 0)))",
+        "(tensor 0.0 2.0)",
+        &[0.0, -0.25],
+    ),
+    (
+        "(lambda (x) (where (> x 10) x (exp (* x x))))",
+        "30.0",
+        &[1.0],
+    ),
+    ("(lambda (x) (clamp (log x) -10 10))", "0.0", &[0.0]),
+    // x log x, masked at 0: log's partial 1/x is infinite there.
+    (
+        "(lambda (x) (sum (where (> x 0) (* x (log x)) 0)))",
+        "(tensor 0.0 2.0)",
+        &[0.0, 1.6931471805599454],
+    ),
+    // Log of masked negatives, the other branch taken.
+    (
+        "(lambda (x) (where (> x 0) (log x) (* 2 x)))",
+        "-3.0",
+        &[2.0],
+    ),
+    (
+        "(lambda (x) (where (> x 0) (sqrt x) (- x)))",
+        "-4.0",
+        &[-1.0],
+    ),
+    // Division by a masked zero.
+    (
+        "(lambda (x) (sum (where (= x 1) 0 (/ x (- x 1)))))",
+        "(tensor 1.0 3.0)",
+        &[0.0, -0.25],
+    ),
+    // A power with base 0 under a mask.
+    (
+        "(lambda (x) (sum (where (> x 0) (pow x 0.5) 0)))",
+        "(tensor 0.0 0.25)",
+        &[0.0, 1.0],
+    ),
+    (
+        "(lambda (x) (sum (where (> x 0) (pow x 1.5) 0)))",
+        "(tensor -2.0 4.0)",
+        &[0.0, 3.0],
+    ),
+    // Outside an inverse sine's domain.
+    (
+        "(lambda (x) (where (< (abs x) 1) (asin x) x))",
+        "2.0",
+        &[1.0],
+    ),
+    // Selections nested, and a traced `if`.
+    (
+        "(lambda (x) (where (> x 0) (where (> x 1) (log (- x 1)) (sqrt x)) 0))",
+        "-1.0",
+        &[0.0],
+    ),
+    ("(lambda (x) (if (> x 0) (sqrt x) 0.0))", "-1.0", &[0.0]),
+    // The masked branch under a reduction and a product of branches.
+    (
+        "(lambda (x) (sum (* 3 (where (> x 0) (log x) 0))))",
+        "(tensor 0.0 1.0)",
+        &[0.0, 3.0],
+    ),
+    (
+        "(lambda (x) (sum (where (> x 0) (* (sqrt x) (log x)) 0)))",
+        "(tensor 0.0 1.0)",
+        &[0.0, 1.0],
+    ),
+    // Overflowing branches: exp and the square of a huge number.
+    ("(lambda (x) (where (< x 700) (exp x) 0))", "800.0", &[0.0]),
+    (
+        "(lambda (x) (where (< x 1e200) (* x x) x))",
+        "1e300",
+        &[1.0],
+    ),
+];
+
+fn gradient(engine: &mut Engine, form: &str) -> Vec<f64> {
+    match eval(engine, form) {
+        Value::Float(x) => vec![x],
+        other => array(&other).unwrap().iter().copied().collect(),
+    }
+}
+
+#[test]
+fn branches_not_taken_give_finite_exact_gradients() {
+    let mut engine = engine();
+    for &(f, x, want) in CASES {
+        for form in [
+            format!("((grad {f}) {x})"),
+            format!("((jit (grad {f})) {x})"),
+            format!("(first ((value-and-grad {f}) {x}))"),
+        ] {
+            let got = if form.contains("value-and-grad") {
+                let both = parts(&eval(&mut engine, &form.replace("(first ", "(list "))).unwrap();
+                both.last().unwrap().iter().copied().collect()
+            } else {
+                gradient(&mut engine, &form)
+            };
+            assert_eq!(got.len(), want.len(), "{form}");
+            for (g, w) in got.iter().zip(want.iter()) {
+                assert!(
+                    g.is_finite() && close(*g, *w, 1e-12),
+                    "{form}: {got:?}, want {want:?}"
+                );
+            }
+        }
+    }
+}
+
+/// Where nothing is masked the gradients are those of the plain product:
+/// a selection between two smooth branches against central differences.
+#[test]
+fn selections_between_defined_branches_match_finite_differences() {
+    let mut engine = engine();
+    let f = "(lambda (x) (sum (where (> x 0.5) (* (sin x) (exp x)) (max (* x x) (- 1 x)))))";
+    let error = number(
+        &mut engine,
+        &format!("(check-grad {f} (list (tensor 0.1 0.7 -0.3 1.9)))"),
+    );
+    assert!(error < 1e-6, "check-grad {error}");
+}
+
+/// Forward mode selects the tangent of the branch taken (no product with
+/// the untaken branch's partial is formed).
+#[test]
+fn forward_mode_through_an_untaken_branch_is_finite() {
+    let mut engine = engine();
+    let got = parts(&eval(
+        &mut engine,
+        "(jvp (lambda (x) (sum (where (> x 0) (sqrt x) 0))) (list (tensor -1.0 4.0)) (list (tensor 1.0 1.0)))",
+    ))
+    .unwrap();
+    assert_eq!(got[1].iter().copied().collect::<Vec<_>>(), [0.25]);
+}
