@@ -38,6 +38,13 @@ const CASES: &[(&str, &str, &[f64])] = &[
         "(tensor 0.0 2.0)",
         &[0.0, 1.6931471805599454],
     ),
+    (
+        "(lambda (x) (sum (where (> x 0) (xlogy x x) 0)))",
+        "(tensor 0.0 2.0)",
+        &[0.0, 1.6931471805599454],
+    ),
+    // The norm at the origin: the zero subgradient.
+    ("(lambda (x) (norm x))", "(tensor 0.0 0.0)", &[0.0, 0.0]),
     // Log of masked negatives, the other branch taken.
     (
         "(lambda (x) (where (> x 0) (log x) (* 2 x)))",
