@@ -137,9 +137,16 @@ impl Definition for LogSumExp {
     }
 }
 
-/// `exp(x - lse)`, the derivative of `lse = logsumexp(x)` in `x`.
+/// `exp(x - lse)`, the derivative of `lse = logsumexp(x)` in `x`. Where
+/// every number of a lane is -inf (`lse` -inf) the derivative is 0, not
+/// the NaN of -inf - -inf: the shift there is 0 instead, and exp(-inf) 0.
 fn softmax(rules: &mut Rules<'_>, x: Id, lse: Id) -> Id {
-    let shifted = rules.sub(x, lse);
+    // (Only -inf is below the most negative finite number.)
+    let lowest = rules.num(f64::MIN);
+    let empty = rules.less(lse, lowest);
+    let zero = rules.num(0.0);
+    let shift = rules.select(empty, zero, lse);
+    let shifted = rules.sub(x, shift);
     rules.map1(Math::Exp([Id::from(0usize)]), shifted)
 }
 

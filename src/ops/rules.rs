@@ -113,6 +113,11 @@ impl<'a> Rules<'a> {
         self.graph.add_valid(TOp::Compare(CmpOp::Eq), &[a, b])
     }
 
+    /// `a < b` elementwise as 1.0 / 0.0.
+    pub fn less(&mut self, a: Id, b: Id) -> Id {
+        self.graph.add_valid(TOp::Compare(CmpOp::Lt), &[a, b])
+    }
+
     /// The matrix product, stacks broadcasting (both operands of rank 2
     /// or more).
     pub fn mm(&mut self, a: Id, b: Id) -> Id {

@@ -43,6 +43,18 @@ const CASES: &[(&str, &str, &[f64])] = &[
         "(tensor 0.0 2.0)",
         &[0.0, 1.6931471805599454],
     ),
+    // logsumexp of -inf: the gradient of a constant -inf lane is 0, and
+    // a lane of numbers beside it keeps its softmax.
+    (
+        "(lambda (x) (logsumexp x))",
+        "(tensor (- (exp 1000.0)) (- (exp 1000.0)))",
+        &[0.0, 0.0],
+    ),
+    (
+        "(lambda (x) (sum (logsumexp x :axis 1)))",
+        "(reshape (tensor (- (exp 1000.0)) (- (exp 1000.0)) 1.0 2.0) '(2 2))",
+        &[0.0, 0.0, 0.2689414213699951, 0.7310585786300049],
+    ),
     // The norm at the origin: the zero subgradient.
     ("(lambda (x) (norm x))", "(tensor 0.0 0.0)", &[0.0, 0.0]),
     // Log of masked negatives, the other branch taken.
