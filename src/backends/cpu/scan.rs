@@ -701,12 +701,12 @@ fn add_into(sum: &mut [f64], term: &[f64]) {
     }
 }
 
-/// A matrix transposed, row-major.
+/// A matrix transposed, row-major (copied tile by tile, once).
 fn transposed(matrix: &Buf) -> Buf {
-    let array = matrix.to_array();
-    let swapped = array.t();
-    let mut copy = ArrayD::zeros(IxDyn(swapped.shape()));
-    copy.assign(&swapped);
+    let copy = match matrix {
+        Buf::Array(array) => super::broadcast::standard(&array.view().reversed_axes()),
+        Buf::Scalar(x) => ArrayD::from_elem(IxDyn(&[]), *x),
+    };
     Buf::from_array(Rc::new(copy))
 }
 
