@@ -160,3 +160,11 @@
               `(list ,@(map (lambda (p) `(lambda ,params ,p)) partials))
               ''())
          ',doc))))
+
+(defmacro defvjp (name params body pullback)
+  "(defvjp name (args...) body pullback): defines the function name of args computing body, with a reverse rule: pullback, evaluated with the arguments bound, is a function of the result's cotangent g, or (lambda (g y) ...) to read the result y too, returning the list of the arguments' cotangents, one per argument, each of its argument's shape (nil: zero). The rule serves grad, vjp, jit and scan; forward mode (jvp, hessian) uses its transpose. Works on any tensor function (several arguments, several results as a list); arguments that are not numbers or tensors are passed as they are and get no cotangent from the rule. E.g. (defvjp clip-grad (x) x (lambda (g) (list (clip g -1 1))))."
+  `(begin (define ,name (custom-vjp (lambda ,params ,body) (lambda ,params ,pullback) ',name)) ',name))
+
+(defmacro defjvp (name params body pushforward)
+  "(defjvp name (args...) body pushforward): defines the function name of args computing body, with a forward rule: pushforward is (lambda (args... tangents...) tangent-out), one tangent per argument (nil for one that is not a number or tensor). The rule serves jvp and hessian; reverse mode (grad, vjp) transposes it when it is linear in the tangents, so one rule gives both modes. E.g. (defjvp my-exp (x) (exp x) (lambda (x t) (* (exp x) t)))."
+  `(begin (define ,name (custom-jvp (lambda ,params ,body) ,pushforward ',name)) ',name))

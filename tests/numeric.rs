@@ -34,6 +34,8 @@ mod cache;
 mod compiled;
 #[path = "numeric/composites.rs"]
 mod composites;
+#[path = "numeric/custom_rules.rs"]
+mod custom_rules;
 #[path = "numeric/errors.rs"]
 mod errors;
 #[path = "numeric/hessians.rs"]

@@ -198,7 +198,7 @@ impl Interp {
             None => (builtin.func)(self, &args).map_err(|mut error| {
                 // Loops and checkpoints take traced values themselves; their
                 // refusals explain themselves.
-                let trace_aware = matches!(builtin.name, "scan" | "checkpoint");
+                let trace_aware = matches!(builtin.name, "scan" | "checkpoint" | "while-loop");
                 if traced && error.kind == EvalErrorKind::Type && !trace_aware {
                     error.message.push_str(&format!(
                         " ({} has no derivative: inside a differentiated or compiled function it receives traced values, so call it outside)",

@@ -36,6 +36,10 @@ pub const STDLIB: &[(&str, &str)] = &[
     ("stdlib/optim.lisp", include_str!("../../stdlib/optim.lisp")),
     ("stdlib/data.lisp", include_str!("../../stdlib/data.lisp")),
     ("stdlib/train.lisp", include_str!("../../stdlib/train.lisp")),
+    (
+        "stdlib/solvers.lisp",
+        include_str!("../../stdlib/solvers.lisp"),
+    ),
 ];
 
 /// An Epsilon interpreter: one global environment and its state.

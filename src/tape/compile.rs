@@ -26,7 +26,7 @@ pub fn compile(
     // partials its value (the partials serve derivative sweeps only).
     let mut alias: Vec<usize> = (0..nodes.len()).collect();
     for (index, node) in nodes.iter().enumerate() {
-        if let TOp::StopGradient | TOp::Tag(_) | TOp::Linearized = node.op {
+        if let TOp::StopGradient | TOp::Tag(_) | TOp::Linearized | TOp::Custom(_) = node.op {
             alias[index] = alias[usize::from(node.children[0])];
         }
     }

@@ -239,6 +239,17 @@ pub const DEVICE_CASES: &[(&str, &str)] = &[
                             (sum (matrix-exp (* 0.5 a)))))
          (list (f a t) ((grad f :wrt '(0 1)) a t))",
     ),
+    (
+        "custom rules: a defvjp solve, a defjvp transposed, in a loop",
+        "(defvjp my-solve (A b) (solve A b)
+           (lambda (g y) (let ((lam (solve (transpose A) g))) (list (- (outer lam y)) lam))))
+         (defjvp my-exp (x) (exp x) (lambda (x t) (* (exp x) t)))
+         (define A (+ (* 4 (eye 6)) (* 0.3 (randn '(6 6))))) (define b (randn '(6)))
+         (define (f A b) (sum (my-exp (* 0.2 (scan (lambda (s i) (my-solve A (tanh s))) b 3)))))
+         (list ((value-and-grad f :wrt '(0 1)) A b)
+               (jvp f (list A b) (list (randn '(6 6)) (randn '(6))))
+               ((hessian (lambda (b) (f A b))) b))",
+    ),
 ];
 
 /// The numbers of a result, in order (lists flattened).

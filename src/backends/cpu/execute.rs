@@ -203,6 +203,11 @@ fn step(
 ) -> Result<Val, BackendError> {
     Ok(match op {
         TOp::Input { .. } => unreachable!("inputs are loaded by the executor"),
+        TOp::Placeholder { .. } => {
+            return Err(BackendError::new(
+                "a custom rule's placeholder cannot run (it stands for a cotangent or tangent)",
+            ));
+        }
         TOp::Scalar(c) => Val::Scalar(c.get()),
         op if op.is_elementwise() => run_group(&single_step(op, args.len()), args, shape, pool),
         TOp::MatMul => Val::from_array(gemm(
@@ -211,7 +216,7 @@ fn step(
             false,
             false,
         )),
-        TOp::StopGradient | TOp::Tag(_) | TOp::Linearized => args[0].clone(),
+        TOp::StopGradient | TOp::Tag(_) | TOp::Linearized | TOp::Custom(_) => args[0].clone(),
         TOp::Transpose(perm) => {
             let perm = perm.iter().map(|&p| usize::from(p));
             match args[0] {

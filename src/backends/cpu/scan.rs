@@ -77,10 +77,7 @@ fn go_on(tapes: &LoopTapes, inputs: &mut [Buf], i: usize) -> Result<bool, Backen
         }
     };
     if value != 0.0 && i >= tapes.spec.n {
-        return Err(BackendError::new(format!(
-            "while-loop reached :max-steps {} with its condition still true",
-            tapes.spec.n
-        )));
+        return Err(BackendError::new(tapes.spec.limit_error()));
     }
     Ok(value != 0.0)
 }

@@ -41,7 +41,7 @@ pub fn structural(op: &TOp, args: &[ArrayViewD<'_, f64>], shape: &[usize]) -> Ar
             ndarray::concatenate(Axis(usize::from(*axis)), args).expect("tape shapes join")
         }
         TOp::Roll { axis, shift } => roll(x, usize::from(*axis), *shift, shape),
-        TOp::StopGradient | TOp::Tag(_) | TOp::Linearized => x.to_owned(),
+        TOp::StopGradient | TOp::Tag(_) | TOp::Linearized | TOp::Custom(_) => x.to_owned(),
         other => unreachable!("{other} is not a structural operation"),
     }
 }

@@ -103,12 +103,15 @@ fn operation<M: Machine>(
         TOp::Input { .. } => Err(BackendError::new(
             "an input outside the executor".to_string(),
         )),
+        TOp::Placeholder { .. } => Err(BackendError::new(
+            "a custom rule's placeholder cannot run (it stands for a cotangent or tangent)",
+        )),
         TOp::Scalar(c) => Ok(Datum::Host(c.get())),
         op if op.is_elementwise() => {
             elementwise(machine, &launch::single_step(op, args.len()), args, shape)
         }
         TOp::MatMul => matmul(machine, args[0], args[1], false, false, shape),
-        TOp::StopGradient | TOp::Tag(_) | TOp::Linearized => Ok(args[0].clone()),
+        TOp::StopGradient | TOp::Tag(_) | TOp::Linearized | TOp::Custom(_) => Ok(args[0].clone()),
         TOp::Reshape(_) => reshape(machine, args[0], shape),
         TOp::Reduce { op, axes, .. } => {
             let axes = launch::axes(axes);

@@ -113,10 +113,7 @@ fn go_on<M: Machine>(
     };
     outputs.into_iter().for_each(|v| release(machine, v));
     if value != 0.0 && i >= tapes.spec.n {
-        return Err(BackendError::new(format!(
-            "while-loop reached :max-steps {} with its condition still true",
-            tapes.spec.n
-        )));
+        return Err(BackendError::new(tapes.spec.limit_error()));
     }
     Ok(value != 0.0)
 }

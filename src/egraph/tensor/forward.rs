@@ -145,8 +145,8 @@ impl Sweep<'_> {
         scan.primal_cotangents(self.graph, reverse, &marks)
     }
 
-    /// A loop's (or a loop's reverse's) batched tangent: one loop per
-    /// direction, stacked.
+    /// A loop's (or a loop's reverse's, or a custom call's) batched
+    /// tangent: one unbatched tangent per direction, stacked.
     fn loop_columns(&mut self, id: Id, inputs: &[Option<Id>], batch: usize) -> Id {
         let node = self.graph.node(id).clone();
         let mut columns = Vec::with_capacity(batch);
@@ -175,7 +175,14 @@ impl Sweep<'_> {
             let tangent = match &node.op {
                 TOp::Scan(scan) => self.scan_tangent(scan, &node.children, &column),
                 TOp::ScanVjp(scan) => self.scan_vjp_tangent(scan, &node.children, &column),
-                _ => unreachable!("loop_columns is called on loops"),
+                TOp::Custom(rule) if self.batch.is_none() => {
+                    super::custom::push(self.graph, rule, id, &node.children, &column)
+                        .unwrap_or_else(|| {
+                            self.graph
+                                .full(0.0, self.graph.shape(id).clone().as_slice())
+                        })
+                }
+                _ => unreachable!("loop_columns is called on loops and custom calls"),
             };
             self.batch = Some(batch);
             let mut shape: Shape = SmallVec::from_slice(&[1]);
@@ -245,7 +252,14 @@ impl Sweep<'_> {
                 let (scan, children) = (scan.clone(), children.clone());
                 self.scan_vjp_tangent(&scan, &children, inputs)
             }
-            TOp::Scan(_) | TOp::ScanVjp(_) => {
+            TOp::Custom(rule) if self.batch.is_none() => {
+                // Without a forward rule the request was refused before
+                // the sweep (`reverse::refusal`).
+                let rule = rule.clone();
+                super::custom::push(self.graph, &rule, id, &children, inputs)
+                    .unwrap_or_else(|| self.graph.full(0.0, &out_tangent))
+            }
+            TOp::Scan(_) | TOp::ScanVjp(_) | TOp::Custom(_) => {
                 let batch = self.batch.unwrap_or(1);
                 self.loop_columns(id, inputs, batch)
             }
@@ -396,6 +410,7 @@ impl Sweep<'_> {
                 }
             }
             TOp::Input { .. }
+            | TOp::Placeholder { .. }
             | TOp::Scalar(_)
             | TOp::Compare(_)
             | TOp::Round(_)

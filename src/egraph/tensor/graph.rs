@@ -22,6 +22,9 @@ pub struct TensorGraph {
     expr: RecExpr<TNode>,
     shapes: Vec<Shape>,
     memo: FxHashMap<TNode, Id>,
+    /// Placeholders made so far (their numbers follow the order of
+    /// tracing, so a function traced again makes the same program).
+    placeholders: u32,
 }
 
 impl TensorGraph {
@@ -78,6 +81,23 @@ impl TensorGraph {
             TNode::new(
                 TOp::Input {
                     index,
+                    shape: SmallVec::from_slice(shape),
+                },
+                &[],
+            ),
+            SmallVec::from_slice(shape),
+        )
+    }
+
+    /// A fresh placeholder of `shape` (a stand-in a custom rule is traced
+    /// with).
+    pub fn placeholder(&mut self, shape: &[usize]) -> Id {
+        let serial = self.placeholders;
+        self.placeholders += 1;
+        self.insert(
+            TNode::new(
+                TOp::Placeholder {
+                    serial,
                     shape: SmallVec::from_slice(shape),
                 },
                 &[],

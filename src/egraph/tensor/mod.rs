@@ -5,6 +5,7 @@
 //! Programs come in and leave as node lists over ids; this folder knows
 //! nothing of Lisp values or of how programs are executed.
 
+pub mod custom;
 pub mod egraph;
 pub mod forward;
 pub mod graph;

@@ -201,6 +201,21 @@ pub enum TOp {
     /// cotangent times `p_k` and the forward sweep sums `p_k t_k`. The `p_k`
     /// depend on the `x_k`, so a second derivative differentiates them.
     Linearized,
+    /// A function with its own derivative rules (`defvjp`, `defjvp`):
+    /// operands laid out by `CustomRule` (the value, the arguments, the
+    /// placeholders its rules were traced with and the rules' results).
+    /// The value is its first operand; the sweeps instantiate the rules
+    /// (`custom.rs`).
+    Custom(super::custom::CustomRule),
+    /// A stand-in a custom rule was traced with (a cotangent, a tangent,
+    /// the function's value), replaced by the real node when a sweep
+    /// instantiates the rule. A leaf that never runs.
+    Placeholder {
+        /// Its number in its graph.
+        serial: u32,
+        /// Its shape.
+        shape: Shape,
+    },
     /// An operation of the table (`crate::ops`): indexing, sequences,
     /// linear algebra. Its definition there says everything about it.
     Op(crate::ops::Op),
@@ -271,7 +286,11 @@ impl TNode {
     /// Whether derivatives pass through this node to its operands.
     pub fn is_differentiable(&self) -> bool {
         match &self.op {
-            TOp::Compare(_) | TOp::Round(_) | TOp::ArgExtreme { .. } | TOp::StopGradient => false,
+            TOp::Compare(_)
+            | TOp::Round(_)
+            | TOp::ArgExtreme { .. }
+            | TOp::StopGradient
+            | TOp::Placeholder { .. } => false,
             TOp::Op(op) => (0..self.children.len()).any(|k| op.differentiable(k)),
             _ => true,
         }
@@ -358,6 +377,10 @@ impl fmt::Display for TOp {
             TOp::StopGradient => write!(f, "stop-gradient"),
             TOp::Tag(tag) => write!(f, "tag{tag}"),
             TOp::Linearized => write!(f, "linearized"),
+            TOp::Custom(rule) => write!(f, "custom[{}]", rule.name),
+            TOp::Placeholder { serial, shape } => {
+                write!(f, "placeholder{serial}[{}]", join(shape))
+            }
             TOp::Op(op) => write!(f, "{op}"),
             TOp::Scan(scan) => write!(f, "scan[{} {:?}]", scan.steps_label(), scan.strategy),
             TOp::ScanVjp(scan) => {

@@ -104,7 +104,7 @@ pub fn op_cost(op: &TOp, shape: &[usize], operand_shapes: &[&[usize]]) -> u64 {
         .sum();
     match op {
         TOp::Input { .. } | TOp::Scalar(_) => 1,
-        TOp::StopGradient | TOp::Tag(_) | TOp::Linearized => 1,
+        TOp::StopGradient | TOp::Tag(_) | TOp::Linearized | TOp::Custom(_) => 1,
         TOp::Map(math) => 2 * (n + reads) + n * arithmetic(math),
         TOp::Compare(_) | TOp::Round(_) | TOp::Where => 2 * (n + reads),
         TOp::MatMul => {

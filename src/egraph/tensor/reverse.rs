@@ -22,7 +22,8 @@ pub fn active_nodes(graph: &TensorGraph, from: &[Id], upto: usize) -> Vec<bool> 
             *flag = true;
         }
     }
-    for index in 0..upto {
+    let start = from.iter().map(|&id| usize::from(id)).min().unwrap_or(upto);
+    for index in start..upto {
         let node = graph.node(Id::from(index));
         if node.is_differentiable() && node.children.iter().any(|&c| active[usize::from(c)]) {
             active[index] = true;
@@ -83,6 +84,11 @@ pub fn vjp(graph: &mut TensorGraph, seeds: &[(Id, Id)], wrt: &[Id]) -> Vec<Id> {
                 };
                 scan_pullback(graph, &scan, &children, adjoint)
             }
+            TOp::Custom(rule) => {
+                let rule = rule.clone();
+                let wanted: Vec<bool> = children.iter().map(|&c| active[usize::from(c)]).collect();
+                super::custom::pull(graph, &rule, id, &children, adjoint, &wanted)
+            }
             _ => pullback(graph, id, adjoint, masked[index]),
         };
         let selects = matches!(
@@ -109,18 +115,40 @@ pub fn vjp(graph: &mut TensorGraph, seeds: &[(Id, Id)], wrt: &[Id]) -> Vec<Id> {
         .collect()
 }
 
-/// Why derivatives of `outputs` with respect to `wrt` cannot be built,
-/// if they cannot: a loop whose step holds a loop's reverse (a gradient
-/// taken inside the step) is not differentiated again. Every other loop
-/// and loop reverse has a forward, a batched forward and a reverse rule,
-/// to any order.
-pub fn refusal(graph: &TensorGraph, outputs: &[Id], wrt: &[Id]) -> Option<String> {
+/// Which sweeps a request runs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Modes {
+    /// A reverse sweep.
+    pub reverse: bool,
+    /// A forward sweep.
+    pub forward: bool,
+}
+
+/// Why derivatives of `outputs` with respect to `wrt` cannot be built in
+/// `modes`, if they cannot: a loop whose step holds a loop's reverse (a
+/// gradient taken inside the step) is not differentiated again, and a
+/// custom rule that could not be transposed has one mode only. Every
+/// other loop and loop reverse has a forward, a batched forward and a
+/// reverse rule, to any order.
+pub fn refusal(graph: &TensorGraph, outputs: &[Id], wrt: &[Id], modes: Modes) -> Option<String> {
     let upto = outputs
         .iter()
         .map(|&o| usize::from(o) + 1)
         .max()
         .unwrap_or(0);
     let active = active_nodes(graph, wrt, upto);
+    let custom = (0..upto).find_map(|i| match &graph.node(Id::from(i)).op {
+        TOp::Custom(rule) if active[i] => {
+            super::custom::missing_mode(rule, modes.reverse, modes.forward)
+        }
+        TOp::Scan(scan) | TOp::ScanVjp(scan) if active[i] => {
+            scan.custom_refusal(modes.reverse, modes.forward)
+        }
+        _ => None,
+    });
+    if custom.is_some() {
+        return custom;
+    }
     let blocked = (0..upto).find(|&i| {
         active[i]
             && match &graph.node(Id::from(i)).op {
@@ -338,7 +366,11 @@ fn pullback(graph: &mut TensorGraph, id: Id, g: Id, masked: bool) -> SmallVec<[O
     let shape_of = |graph: &TensorGraph, id: Id| graph.shape(id).clone();
     let out_shape = shape_of(graph, id);
     match &node.op {
-        TOp::Input { .. } | TOp::Scalar(_) => SmallVec::new(),
+        TOp::Input { .. } | TOp::Scalar(_) | TOp::Placeholder { .. } => SmallVec::new(),
+        TOp::Custom(rule) => {
+            let wanted = vec![true; children.len()];
+            super::custom::pull(graph, rule, id, &children, g, &wanted)
+        }
         TOp::Compare(_) | TOp::Round(_) | TOp::ArgExtreme { .. } | TOp::StopGradient => {
             children.iter().map(|_| None).collect()
         }

@@ -160,6 +160,10 @@ pub struct ScanSpec {
     /// Sequences whose cotangent the reverse gives as zeros without
     /// computing it (nothing being differentiated flows from them).
     pub idle_xs: Vec<bool>,
+    /// For a `while-loop`: what reaching its step limit means, for the
+    /// error (`fixed-point: no convergence within ...`); `None` for the
+    /// plain message.
+    pub limit_message: Option<std::sync::Arc<str>>,
     /// The reverse body, made at the first reverse sweep through the scan.
     adjoint: OnceLock<Body>,
     /// A hash of everything above but `adjoint`.
@@ -191,6 +195,7 @@ impl ScanSpec {
             limits,
             dead: vec![false; leaf_count],
             idle_xs: Vec::new(),
+            limit_message: None,
             adjoint: OnceLock::new(),
             fingerprint: 0,
         };
@@ -217,6 +222,25 @@ impl ScanSpec {
         self
     }
 
+    /// This loop reporting `message` when it reaches its step limit
+    /// (`{n}` in it stands for the limit).
+    pub fn limit_message(mut self, message: Option<std::sync::Arc<str>>) -> ScanSpec {
+        self.limit_message = message;
+        self.fingerprint = self.fingerprint();
+        self
+    }
+
+    /// The error for reaching the step limit with the condition true.
+    pub fn limit_error(&self) -> String {
+        match &self.limit_message {
+            Some(message) => message.replace("{n}", &self.n.to_string()),
+            None => format!(
+                "while-loop reached :max-steps {} with its condition still true",
+                self.n
+            ),
+        }
+    }
+
     /// A hash of what the loop is (not of its reverse body, made later).
     fn fingerprint(&self) -> u64 {
         let mut hasher = rustc_hash::FxHasher::default();
@@ -232,6 +256,7 @@ impl ScanSpec {
             self.strategy,
             &self.dead,
             &self.idle_xs,
+            &self.limit_message,
         )
             .hash(&mut hasher);
         hasher.finish()
@@ -493,7 +518,9 @@ impl ScanSpec {
             self.ys.iter().chain(&self.ys).cloned().collect(),
         );
         match &self.condition {
-            Some(condition) => spec.while_true(condition.with_inputs_moved(moved)),
+            Some(condition) => spec
+                .while_true(condition.with_inputs_moved(moved))
+                .limit_message(self.limit_message.clone()),
             None => spec,
         }
     }
@@ -598,6 +625,7 @@ impl ScanSpec {
         )
         .over(self.xs.clone(), self.ys.clone());
         spec.condition = self.condition.clone();
+        spec.limit_message = self.limit_message.clone();
         spec.dead = dead;
         spec.idle_xs = self.idle_xs.clone();
         spec.fingerprint = spec.fingerprint();
@@ -674,6 +702,16 @@ impl ScanSpec {
         })
     }
 
+    /// Why the body's custom rules cannot be differentiated in a mode, if
+    /// one of them (at any depth) lacks it.
+    pub fn custom_refusal(&self, reverse: bool, forward: bool) -> Option<String> {
+        self.body.nodes.iter().find_map(|node| match &node.op {
+            TOp::Custom(rule) => super::custom::missing_mode(rule, reverse, forward),
+            TOp::Scan(inner) | TOp::ScanVjp(inner) => inner.custom_refusal(reverse, forward),
+            _ => None,
+        })
+    }
+
     /// The number of the body's inputs: leaves, the index, the
     /// sequences' slices, captures.
     pub fn body_inputs(&self) -> usize {
@@ -710,6 +748,7 @@ impl PartialEq for ScanSpec {
                 && self.captures == other.captures
                 && self.differentiable == other.differentiable
                 && self.dead == other.dead
+                && self.limit_message == other.limit_message
                 && self.idle_xs == other.idle_xs
                 && self.body == other.body)
     }
@@ -746,6 +785,7 @@ impl Ord for ScanSpec {
                 s.differentiable.clone(),
                 s.dead.clone(),
                 s.idle_xs.clone(),
+                s.limit_message.clone(),
             )
         };
         key(self)

@@ -85,7 +85,18 @@ fn axis_in(axis: u8, rank: usize) -> Result<usize, ShapeError> {
 pub fn infer(op: &TOp, shapes: &[&[usize]]) -> Result<Shape, ShapeError> {
     let one = |i: usize| -> &[usize] { shapes[i] };
     Ok(match op {
-        TOp::Input { shape, .. } => shape.clone(),
+        TOp::Input { shape, .. } | TOp::Placeholder { shape, .. } => shape.clone(),
+        TOp::Custom(rule) => {
+            if shapes.len() != rule.operand_count() {
+                return Err(ShapeError(format!(
+                    "a call of {} with its rule has {} operands, not {}",
+                    rule.name,
+                    rule.operand_count(),
+                    shapes.len()
+                )));
+            }
+            SmallVec::from_slice(one(0))
+        }
         TOp::Scalar(_) => Shape::new(),
         TOp::Map(_) | TOp::Compare(_) | TOp::Where => {
             let mut out: Shape = SmallVec::from_slice(shapes[0]);

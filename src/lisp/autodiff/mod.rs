@@ -16,7 +16,7 @@ use super::trace::{Trace, TraceRef, buf_to_value, node_of, traced, value_to_buf}
 use super::value::Value;
 use crate::backends::cpu::cancel::with_cancel;
 use crate::egraph::tensor::optimize::{Optimized, TensorLimits, TensorReport, optimize};
-use crate::egraph::tensor::reverse::refusal;
+use crate::egraph::tensor::reverse::{Modes, refusal};
 use crate::egraph::tensor::shape::show;
 use crate::egraph::tensor::{Shape, TNode, TOp, TensorGraph, jvp, vjp};
 use crate::tape::dot::Names;
@@ -103,6 +103,25 @@ impl Request {
     /// bare gradient).
     fn wants_value(&self) -> bool {
         !matches!(self, Request::Grad { value: false, .. })
+    }
+
+    /// The sweeps the request runs.
+    fn modes(&self) -> Modes {
+        match self {
+            Request::Value => Modes::default(),
+            Request::Grad { .. } | Request::Vjp => Modes {
+                reverse: true,
+                forward: false,
+            },
+            Request::Jvp | Request::JacobianForward => Modes {
+                reverse: false,
+                forward: true,
+            },
+            Request::Hvp | Request::Hessian => Modes {
+                reverse: true,
+                forward: true,
+            },
+        }
     }
 
     /// The argument positions whose leaves are differentiated.
@@ -525,7 +544,7 @@ fn derivative_roots(
         .iter()
         .flat_map(|&position| arg_leaves[position].iter().map(|&i| leaves[i]))
         .collect();
-    if let Some(message) = refusal(&t.graph, outputs, &differentiated) {
+    if let Some(message) = refusal(&t.graph, outputs, &differentiated, request.modes()) {
         return Err(EvalError::type_error(message));
     }
     match request {

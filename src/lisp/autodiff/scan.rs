@@ -168,6 +168,7 @@ pub fn while_loop(
     init: &Value,
     max_steps: usize,
     strategy: Strategy,
+    limit_message: Option<Arc<str>>,
 ) -> EvalResult<Value> {
     let mut leaves = Vec::new();
     let tree = flatten(init, &mut leaves, "the state of while-loop")?;
@@ -257,7 +258,8 @@ pub fn while_loop(
             strategy,
             limits,
         )
-        .while_true(test),
+        .while_true(test)
+        .limit_message(limit_message),
     );
     let results = match &outer {
         Some(outer) => record(outer, &spec, &leaves, &[], &captures)?,

@@ -674,6 +674,20 @@ fn positive_option(args: &Args, name: &str) -> EvalResult<Option<usize>> {
 fn while_loop(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let snapshots = positive_option(args, "snapshots")?.unwrap_or(WHILE_LOOP_SNAPSHOTS);
     let max_steps = positive_option(args, "max-steps")?.unwrap_or(usize::MAX);
+    let message = match args.option("on-max-steps") {
+        None | Some(Value::Nil) => None,
+        Some(Value::Str(text)) => Some(std::sync::Arc::from(text.to_string().as_str())),
+        Some(other) => {
+            return Err(EvalError::type_error(format!(
+                ":on-max-steps must be a string (the error's message), got {}",
+                other.short()
+            )));
+        }
+    };
+    // The message given is the program's own: no "while-loop:" in front.
+    let expected = message
+        .as_ref()
+        .map(|m: &std::sync::Arc<str>| m.replace("{n}", &max_steps.to_string()));
     autodiff::scan::while_loop(
         interp,
         &args[0],
@@ -681,7 +695,14 @@ fn while_loop(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         &args[2],
         max_steps,
         Strategy::Revolve(snapshots),
+        message,
     )
+    .map_err(|mut error| {
+        if expected.as_deref() == Some(error.message.as_str()) {
+            error.kind = crate::lisp::error::EvalErrorKind::User;
+        }
+        error
+    })
 }
 
 /// The leading length of the first tensor of a scan's sequences (for the
@@ -767,7 +788,7 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("check-grad", "(check-grad f args)", "The largest relative error of f's gradient (all arguments) against central finite differences, at the list args.", 2, Some(2), check_grad),
     builtin("tape-stats", "(tape-stats f args)", "An association list describing the compiled gradient tape of f at args: instructions, stored and recomputed values, peak bytes, flops, cache use.", 2, Some(2), tape_stats),
     with_options(builtin("scan", "(scan step init n-or-xs :checkpoint strategy :snapshots k :memory-budget bytes)", "Runs state <- (step state i) for i from 0 to n - 1 and returns the final state (a number, tensor or list of them); i may index tensors (index, gather, (slice t i (+ i k))). Given tensors xs (or a list of them, one leading length) instead of n, runs (step carry x) over their rows x, each returning (list carry y), and returns (list final-carry ys) with the y stacked along a new first axis (JAX lax.scan). The step is compiled once. Differentiated, its reverse keeps states by :checkpoint: 'store-all, 'recompute, 'revolve (binomial, with :snapshots k states held, default ceil(sqrt n)), or 'auto (as many snapshots as :memory-budget bytes hold).", 3, Some(3), scan), &["checkpoint", "snapshots", "memory-budget"]),
-    with_options(builtin("while-loop", "(while-loop cond body init :snapshots k :max-steps m)", "Runs state <- (body state) while (cond state) and returns the final state (a number, tensor or list of them); the number of steps depends on the data. cond returns a comparison (combine several with * for and, max for or). Both are compiled once. Differentiable in reverse mode (keeping at most :snapshots k states, default 64, by an online checkpointing schedule: the number of steps is not known in advance) and forward mode. Reaching :max-steps m steps with cond still true is an error.", 3, Some(3), while_loop), &["snapshots", "max-steps"]),
+    with_options(builtin("while-loop", "(while-loop cond body init :snapshots k :max-steps m :on-max-steps message)", "Runs state <- (body state) while (cond state) and returns the final state (a number, tensor or list of them); the number of steps depends on the data. cond returns a comparison (combine several with * for and, max for or). Both are compiled once. Differentiable in reverse mode (keeping at most :snapshots k states, default 64, by an online checkpointing schedule: the number of steps is not known in advance) and forward mode. Reaching :max-steps m steps with cond still true is an error, whose message :on-max-steps gives ({n} in it stands for m).", 3, Some(3), while_loop), &["snapshots", "max-steps", "on-max-steps"]),
     builtin("show-tape", "(show-tape f args)", "The compiled gradient tape of f at args, as text.", 2, Some(2), show_tape),
     with_options(builtin("save-dot", "(save-dot f args path :graph 'tape :value #f)", "Writes the graph of the tape show-tape shows (:graph 'program: the optimized tensor program before compilation; :value #t: the tape of value-and-grad) as Graphviz DOT to path and returns path. Nodes: inputs (arg0, arg1.2 for part 2 of a list argument, captured0 for a closed-over tensor) with shapes, constants, operations with result shapes, fused elementwise groups and loops as one node each, outputs (value, gradient arg0); edges run from operands to users. A path ending in .dot also gets an SVG drawing beside it (same name, .svg) when the graph is small enough to lay out here (else a warning); a path ending in .svg gets the drawing only; any other path, DOT only.", 3, Some(3), save_dot), &["graph", "value"]),
 ];

@@ -44,10 +44,10 @@ struct Custom {
     depth: Cell<usize>,
 }
 
-/// Resets the depth when the partials are done, errors included.
-struct DepthGuard<'a> {
-    cell: &'a Cell<usize>,
-    saved: usize,
+/// Resets a depth counter when the rules are traced, errors included.
+pub(super) struct DepthGuard<'a> {
+    pub(super) cell: &'a Cell<usize>,
+    pub(super) saved: usize,
 }
 
 impl Drop for DepthGuard<'_> {

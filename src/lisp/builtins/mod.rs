@@ -19,6 +19,7 @@ mod optim;
 mod plot;
 pub(crate) mod progress;
 pub(crate) mod reduce;
+mod rules;
 mod sort;
 mod special;
 mod symbolic;
@@ -54,6 +55,7 @@ pub const TABLES: &[&[Builtin]] = &[
     symbolic::BUILTINS,
     autodiff::BUILTINS,
     custom::BUILTINS,
+    rules::BUILTINS,
     norms::BUILTINS,
     einsum::BUILTINS,
     special::BUILTINS,

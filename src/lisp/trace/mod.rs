@@ -115,10 +115,15 @@ impl Trace {
                 continue;
             }
             let mut node = self.graph.node(top).clone();
-            // A call with declared partials is its value; the partials are
-            // not computed for it.
-            if node.op == TOp::Linearized {
+            // A call with declared partials or rules is its value; the
+            // partials and rules are not computed for it.
+            if matches!(node.op, TOp::Linearized | TOp::Custom(_)) {
                 node.children.truncate(1);
+            }
+            if let TOp::Placeholder { .. } = node.op {
+                return Err(crate::backends::BackendError::new(
+                    "a derivative rule looked at the values of its cotangent or tangent (a branch, a comparison or a printout); a rule must work for any of them",
+                ));
             }
             let missing: Vec<Id> = node
                 .children
