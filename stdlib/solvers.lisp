@@ -107,7 +107,7 @@
                   g
                   (lambda () (transpose (flat-jacobian rx xs))))))
          (cons '() (if (null? ps) '()
-                       (map neg (second (vjp (lambda qs (apply residual xs qs)) ps u))))))))
+                       (second (vjp (lambda qs (apply residual xs qs)) ps (neg u))))))))
    who
    :jvp
    (lambda all

@@ -40,6 +40,8 @@ mod custom_rules;
 mod errors;
 #[path = "numeric/hessians.rs"]
 mod hessians;
+#[path = "numeric/implicit.rs"]
+mod implicit;
 #[path = "numeric/linearization.rs"]
 mod linearization;
 #[path = "numeric/loop_hessians.rs"]

@@ -292,3 +292,38 @@ fn bad_rules_are_errors_naming_the_rule() {
     assert_eq!(got[1].iter().copied().collect::<Vec<_>>(), [9.0]);
     assert_eq!(number(&mut engine, "((grad squares-cotangent) 2.0)"), 1.0);
 }
+
+/// A rule is traced only for the sweeps that may use it: compiling the
+/// function alone (`jit`) never runs its pullback, a gradient does, and a
+/// gradient taken inside a compiled function does too.
+#[test]
+fn rules_are_traced_only_when_a_sweep_may_need_them() {
+    let mut engine = rule_engine();
+    eval(
+        &mut engine,
+        "(define pullbacks 0)
+         (defvjp counted (x) (* 2 x) (lambda (g) (set! pullbacks (+ pullbacks 1)) (list (* 2 g))))",
+    );
+    assert_eq!(
+        number(
+            &mut engine,
+            "((jit (lambda (x) (sum (counted x)))) (tensor 1.0 2.0))"
+        ),
+        6.0
+    );
+    assert_eq!(number(&mut engine, "pullbacks"), 0.0);
+    let g = array(&eval(
+        &mut engine,
+        "((grad (lambda (x) (sum (counted x)))) (tensor 1.0 2.0))",
+    ))
+    .unwrap();
+    assert_eq!(g.iter().copied().collect::<Vec<_>>(), [2.0, 2.0]);
+    assert_eq!(number(&mut engine, "pullbacks"), 1.0);
+    let g = array(&eval(
+        &mut engine,
+        "((jit (lambda (x) ((grad (lambda (y) (sum (counted y)))) (* 3 x)))) (tensor 1.0 2.0))",
+    ))
+    .unwrap();
+    assert_eq!(g.iter().copied().collect::<Vec<_>>(), [2.0, 2.0]);
+    assert_eq!(number(&mut engine, "pullbacks"), 2.0);
+}

@@ -116,12 +116,22 @@ pub fn vjp(graph: &mut TensorGraph, seeds: &[(Id, Id)], wrt: &[Id]) -> Vec<Id> {
 }
 
 /// Which sweeps a request runs.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Modes {
     /// A reverse sweep.
     pub reverse: bool,
     /// A forward sweep.
     pub forward: bool,
+}
+
+impl Modes {
+    /// The sweeps of either.
+    pub fn union(self, other: Modes) -> Modes {
+        Modes {
+            reverse: self.reverse || other.reverse,
+            forward: self.forward || other.forward,
+        }
+    }
 }
 
 /// Why derivatives of `outputs` with respect to `wrt` cannot be built in

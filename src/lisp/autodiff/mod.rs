@@ -7,6 +7,7 @@
 //! Inside a function that is itself being traced, the same requests append
 //! to the enclosing trace instead, so derivatives nest (`(grad (grad f))`).
 
+mod hoist;
 pub mod scan;
 pub mod tree;
 
@@ -437,7 +438,10 @@ fn record(
         .map(|t| rebuild_in_order(t, &mut leaf_values(t, &traced_leaves).into_iter()))
         .collect();
     let saved = interp.numeric.trace.replace(Rc::clone(&trace));
+    let saved_modes = trace.borrow().modes;
+    trace.borrow_mut().modes = saved_modes.union(request.modes());
     let result = interp.apply(f, traced_args);
+    trace.borrow_mut().modes = saved_modes;
     interp.numeric.trace = saved;
     let result = result?;
     let mut out_leaves = Vec::new();

@@ -8,6 +8,7 @@
 //! the enclosing function): they become the body's captured inputs, and
 //! traced ones receive gradients summed over the steps.
 
+use super::hoist::hoist_invariants;
 use super::tree::{Tree, flatten, rebuild_in_order};
 use crate::backends::cpu::cancel::with_cancel;
 use crate::backends::cpu::{Buf, run_loop};
@@ -48,9 +49,12 @@ type CachedBody = (Vec<TNode>, Vec<Id>, Body);
 type CachedLoop = (Arc<ScanSpec>, Rc<LoopTapes>);
 
 /// Where a captured value comes from.
-enum Origin {
+pub(super) enum Origin {
     /// A traced value of an enclosing trace.
     Traced(Value),
+    /// A traced value of an enclosing trace computed from known values
+    /// only (a hoisted invariant): no derivative flows to it.
+    Constant(Value),
     /// A tensor or number known now.
     Known(Buf),
 }
@@ -70,6 +74,7 @@ pub enum Steps {
 /// captured values with their shapes.
 struct TracedStep {
     nodes: Vec<TNode>,
+    shapes: Vec<Shape>,
     roots: Vec<Id>,
     outputs: Tree,
     output_shapes: Vec<Shape>,
@@ -111,11 +116,22 @@ pub fn scan(
         outer.clone(),
     )?;
     let limits = TensorLimits::for_level(interp.symbolic.level);
-    let body = optimized_body(interp, &traced.nodes, &traced.roots, limits);
-    let captures = traced.captures;
+    let mut captures = traced.captures;
+    let nodes = match &outer {
+        Some(outer) => hoist_invariants(
+            &traced.nodes,
+            &traced.shapes,
+            &traced.roots,
+            shapes.len() + 1 + xs.len(),
+            &mut captures,
+            outer,
+        )?,
+        None => traced.nodes,
+    };
+    let body = optimized_body(interp, &nodes, &traced.roots, limits);
     let differentiable = captures
         .iter()
-        .map(|(origin, _)| matches!(origin, Origin::Traced(_)))
+        .map(|(origin, _)| origin.differentiable())
         .collect();
     let capture_shapes = captures.iter().map(|(_, s)| s.clone()).collect();
     let spec = Arc::new(
@@ -235,13 +251,29 @@ pub fn while_loop(
             )));
         }
     }
-    let captures = captured(&b, shapes.len() + 1).map_err(|_| {
+    let mut captures = captured(&b, shapes.len() + 1).map_err(|_| {
         EvalError::type_error(
             "the condition or body of while-loop looks at the values of its state (if, while, a comparison inside the body, printing): they are compiled once for every step; use where in the body, and comparisons combined with * (and) or max (or) in the condition",
         )
     })?;
     let nodes = b.graph.nodes().to_vec();
+    let node_shapes = b.graph.shapes().to_vec();
     drop(b);
+    let nodes = match &outer {
+        Some(outer) => {
+            let mut all_roots = roots.clone();
+            all_roots.push(go);
+            hoist_invariants(
+                &nodes,
+                &node_shapes,
+                &all_roots,
+                shapes.len() + 1,
+                &mut captures,
+                outer,
+            )?
+        }
+        None => nodes,
+    };
     let limits = TensorLimits::for_level(interp.symbolic.level);
     let test = optimized_body(interp, &nodes, &[go], limits);
     let step_body = optimized_body(interp, &nodes, &roots, limits);
@@ -252,7 +284,7 @@ pub fn while_loop(
             captures.iter().map(|(_, s)| s.clone()).collect(),
             captures
                 .iter()
-                .map(|(origin, _)| matches!(origin, Origin::Traced(_)))
+                .map(|(origin, _)| origin.differentiable())
                 .collect(),
             max_steps,
             strategy,
@@ -403,7 +435,7 @@ pub fn checkpoint_call(interp: &mut Interp, f: &Value, args: &[Value]) -> EvalRe
         captures.iter().map(|(_, s)| s.clone()).collect(),
         captures
             .iter()
-            .map(|(origin, _)| matches!(origin, Origin::Traced(_)))
+            .map(|(origin, _)| origin.differentiable())
             .collect(),
         1,
         Strategy::Recompute,
@@ -512,6 +544,7 @@ fn trace_step(
     let captures = captured(&b, shapes.len() + 1 + row_ids.len())?;
     Ok(TracedStep {
         nodes: b.graph.nodes().to_vec(),
+        shapes: b.graph.shapes().to_vec(),
         roots,
         outputs,
         output_shapes,
@@ -611,10 +644,7 @@ fn record_nodes(
     captures: &[(Origin, Shape)],
 ) -> EvalResult<Vec<Value>> {
     for (origin, _) in captures {
-        children.push(match origin {
-            Origin::Traced(value) => node_of(outer, value)?,
-            Origin::Known(buf) => node_of(outer, &buf_to_value(buf.clone()))?,
-        });
+        children.push(origin.node_in(outer)?);
     }
     let mut trace = outer.borrow_mut();
     let node = trace
@@ -662,7 +692,9 @@ fn run_now(
     for (origin, _) in captures {
         match origin {
             Origin::Known(buf) => args.push(buf.clone()),
-            Origin::Traced(_) => unreachable!("no enclosing trace to capture from"),
+            Origin::Traced(_) | Origin::Constant(_) => {
+                unreachable!("no enclosing trace to capture from")
+            }
         }
     }
     let tapes = compiled_loop(interp, spec);

@@ -125,16 +125,25 @@ impl RuleFunction {
                 saved: self.depth.get(),
             };
             self.depth.set(self.depth.get() + 1);
+            // Only the rules a sweep of the requests under way may use: a
+            // mode's own rule, or the other one to transpose.
+            let modes = trace.borrow().modes;
+            let (has_pullback, has_pushforward) = (
+                self.rule.pullback.is_some(),
+                self.rule.pushforward.is_some(),
+            );
+            let want_pullback = modes.reverse || (modes.forward && !has_pushforward);
+            let want_pushforward = modes.forward || (modes.reverse && !has_pullback);
             let pulled = match &self.rule.pullback {
-                Some(maker) => {
+                Some(maker) if want_pullback => {
                     let g = unpack(&trace, cotangent, &shapes, results.listed)?;
                     let y = unpack(&trace, output, &shapes, results.listed)?;
                     Some(self.pullback(interp, &trace, maker, args, &numeric, &xs, g, y)?)
                 }
-                None => None,
+                _ => None,
             };
             let pushed = match &self.rule.pushforward {
-                Some(rule) => {
+                Some(rule) if want_pushforward => {
                     let mut operands = args.to_vec();
                     let mut tangent_values = vec![Value::Nil; args.len()];
                     for (&k, &t) in numeric.iter().zip(&tangents) {
@@ -151,7 +160,7 @@ impl RuleFunction {
                     self.check_tangents(&trace, &out, &shapes)?;
                     Some(pack(&trace, &out.nodes)?)
                 }
-                None => None,
+                _ => None,
             };
             (pulled, pushed)
         };

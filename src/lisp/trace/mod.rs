@@ -48,6 +48,10 @@ pub struct Trace {
     /// are recorded (a number, 1 or 0) instead of compared now, and a
     /// test of a recorded value (if, and, or, cond) is an error.
     pub record_comparisons: bool,
+    /// The sweeps the requests under way will run over this trace (a
+    /// nested request adds its own while its function runs): a custom
+    /// rule is traced only for a mode that may need it.
+    pub modes: crate::egraph::tensor::reverse::Modes,
 }
 
 /// A shared, growing trace.
@@ -66,8 +70,13 @@ pub struct Traced {
 impl Trace {
     /// A trace for a loop body run inside `parent` (if any).
     pub fn loop_body(parent: Option<TraceRef>) -> Trace {
+        let modes = parent
+            .as_ref()
+            .map(|p| p.borrow().modes)
+            .unwrap_or_default();
         Trace {
             parent,
+            modes,
             loop_body: true,
             ..Trace::default()
         }
