@@ -2,7 +2,7 @@
 //! prints what it promises: the Rosenbrock minimum, the digits accuracy, the
 //! recovered diffusion coefficient, the hyperelastic checks, a falling
 //! attention loss, the Gaussian process's fitted noise, the adaptive
-//! integrator's gradient and aim; the picture and graph files are written and readable.
+//! integrator's gradient and aim, the Lotka-Volterra parameters; the picture and graph files are written and readable.
 
 mod common;
 
@@ -158,6 +158,27 @@ fn adaptive_integrator_gradient_matches_differences_and_aims() {
     assert!(difference < 1e-5, "{}", out.stdout);
     let landed = number_after(&out.stdout, ", lands at");
     assert!((landed - 5.5).abs() < 1e-8, "{}", out.stdout);
+}
+
+#[test]
+fn lotka_volterra_recovers_its_parameters_and_plots() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let png = dir.path().join("lotka-volterra.png");
+    let out = run_example(
+        "lotka-volterra.lisp",
+        &["--points", "25", "--plot", png.to_str().expect("UTF-8")],
+    );
+    check_png(&png);
+    let text = &out.stdout;
+    assert!(
+        number_after(text, "largest relative difference") < 1e-5,
+        "{text}"
+    );
+    assert!(
+        number_after(text, "largest relative error of the parameters:") < 0.05,
+        "{text}"
+    );
+    assert!(text.contains("gradient norm below gtol"), "{text}");
 }
 
 #[test]

@@ -48,6 +48,8 @@ mod linearization;
 mod loop_hessians;
 #[path = "numeric/native.rs"]
 mod native_kernels;
+#[path = "numeric/odeint.rs"]
+mod odeint;
 #[path = "numeric/ops.rs"]
 mod ops;
 #[path = "numeric/regressions.rs"]

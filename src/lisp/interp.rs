@@ -40,6 +40,7 @@ pub const STDLIB: &[(&str, &str)] = &[
         "stdlib/solvers.lisp",
         include_str!("../../stdlib/solvers.lisp"),
     ),
+    ("stdlib/ode.lisp", include_str!("../../stdlib/ode.lisp")),
 ];
 
 /// An Epsilon interpreter: one global environment and its state.

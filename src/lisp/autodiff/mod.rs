@@ -724,9 +724,9 @@ fn check_same(graph: &TensorGraph, id: Id, like: Id, what: &str) -> EvalResult<(
 fn seed_node(t: &mut Trace, trace: &TraceRef, value: &Value) -> EvalResult<Id> {
     match value {
         Value::Traced(v) if Rc::ptr_eq(&v.trace, trace) => Ok(v.id),
-        Value::Traced(_) => Err(EvalError::type_error(
-            "a traced value escaped the function being differentiated",
-        )),
+        Value::Traced(_) => t.capture_enclosing(value).ok_or_else(|| {
+            EvalError::type_error("a traced value escaped the function being differentiated")
+        }),
         other => {
             let buf = value_to_buf(other)?;
             Ok(t.add_input(buf))

@@ -215,7 +215,12 @@ pub fn value_to_buf(value: &Value) -> EvalResult<Buf> {
 
 /// Whether `outer` is a trace that `inner` (a loop body) runs inside.
 fn encloses(outer: &TraceRef, inner: &TraceRef) -> bool {
-    let mut current = inner.borrow().parent.clone();
+    encloses_from(outer, inner.borrow().parent.clone())
+}
+
+/// Whether `outer` is `parent` or a trace `parent` runs inside.
+fn encloses_from(outer: &TraceRef, parent: Option<TraceRef>) -> bool {
+    let mut current = parent;
     while let Some(trace) = current {
         if Rc::ptr_eq(&trace, outer) {
             return true;
@@ -229,10 +234,13 @@ fn encloses(outer: &TraceRef, inner: &TraceRef) -> bool {
 /// (one input per value). Its concrete value is a placeholder of zeros: a
 /// body that looks at values is refused.
 fn capture_outer(trace: &TraceRef, value: &Value, shape: &Shape) -> Id {
+    capture_outer_in(&mut trace.borrow_mut(), value, shape)
+}
+
+fn capture_outer_in(body: &mut Trace, value: &Value, shape: &Shape) -> Id {
     let Value::Traced(traced) = value else {
         unreachable!("only traced values are captured from outside")
     };
-    let mut body = trace.borrow_mut();
     let found = body.outer.iter().find(|(v, _)| match v {
         Value::Traced(t) => Rc::ptr_eq(t, traced),
         _ => false,
@@ -248,6 +256,21 @@ fn capture_outer(trace: &TraceRef, value: &Value, shape: &Shape) -> Id {
     let id = body.add_input(placeholder);
     body.outer.push((value.clone(), id));
     id
+}
+
+impl Trace {
+    /// The node, in this trace (already borrowed), of a traced value of an
+    /// enclosing trace: captured as an input, as `node_of` would.
+    pub fn capture_enclosing(&mut self, value: &Value) -> Option<Id> {
+        let Value::Traced(t) = value else {
+            return None;
+        };
+        if !encloses_from(&t.trace, self.parent.clone()) {
+            return None;
+        }
+        let shape = t.shape.clone();
+        Some(capture_outer_in(self, value, &shape))
+    }
 }
 
 /// The value of node `id` of `trace`: a number for a scalar constant, a

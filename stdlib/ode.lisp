@@ -1,0 +1,254 @@
+;;; Ordinary differential equations (issue 18): odeint, by the adaptive
+;;; Dormand-Prince 5(4) method or fixed-step RK4, differentiable with
+;;; respect to the initial state and the parameters by the continuous
+;;; adjoint ('backsolve) or through the solver's steps ('direct). The
+;;; integration is one while-loop, so it runs inside jit, grad and scan.
+
+;; Dormand-Prince 5(4): the stages' times, their coefficients, the fifth
+;; order weights (the seventh stage is the next step's first), the error
+;; weights (fifth minus fourth order) and the weights of the midpoint of
+;; the step used by the dense output (Shampine's continuous extension).
+(define dopri5-tableau
+  '((0.2 (0.2))
+    (0.3 (0.075 0.225))
+    (0.8 (0.9777777777777777 -3.7333333333333334 3.5555555555555554))
+    (0.8888888888888888 (2.9525986892242035 -11.595793324188385 9.822892851699436 -0.2908093278463649))
+    (1.0 (2.8462752525252526 -10.757575757575758 8.906422717743473 0.2784090909090909 -0.2735313036020583))))
+(define dopri5-weights '(0.09114583333333333 0.0 0.44923629829290207 0.6510416666666666 -0.322376179245283 0.13095238095238096))
+(define dopri5-errors '(0.0012326388888888888 0.0 -0.0042527702905061394 0.03697916666666667 -0.05086379716981132 0.0419047619047619 -0.025))
+(define dopri5-midpoint '(0.10013431883002395 0.0 0.3918321794184259 -0.02982460176594817 0.05893268337240795 -0.04497888809104361 0.023904308236133973))
+
+(define (weighted-sum ws ks)
+  "(weighted-sum ws ks): the sum of w k over the weights ws and the values ks, leaving out zero weights."
+  (let loop ((ws ws) (ks ks) (total 0.0))
+    (cond ((or (null? ws) (null? ks)) total)
+          ((= (car ws) 0.0) (loop (cdr ws) (cdr ks) total))
+          (else (loop (cdr ws) (cdr ks) (+ total (* (car ws) (car ks))))))))
+
+(define (dopri5-step f y t h k1)
+  "(dopri5-step f y t h k1): one Dormand-Prince step of size h from y at t, k1 = (f y t): (y1 k7 error midpoint) with k7 = (f y1 (+ t h))."
+  (let loop ((rows dopri5-tableau) (ks (list k1)))
+    (if (null? rows)
+        (let* ((y1 (+ y (* h (weighted-sum dopri5-weights ks))))
+               (k7 (f y1 (+ t h)))
+               (all (append ks (list k7))))
+          (list y1 k7 (* h (weighted-sum dopri5-errors all))
+                (+ y (* h (weighted-sum dopri5-midpoint all)))))
+        (let* ((row (car rows))
+               (k (f (+ y (* h (weighted-sum (second row) ks))) (+ t (* (first row) h)))))
+          (loop (cdr rows) (append ks (list k)))))))
+
+(define (rk4-step f y t h k1)
+  "(rk4-step f y t h k1): one classical Runge-Kutta step of size h from y at t, k1 = (f y t): (y1 (f y1 (+ t h)))."
+  (let* ((k2 (f (+ y (* 0.5 h k1)) (+ t (* 0.5 h))))
+         (k3 (f (+ y (* 0.5 h k2)) (+ t (* 0.5 h))))
+         (k4 (f (+ y (* h k3)) (+ t h)))
+         (y1 (+ y (* (/ h 6.0) (+ k1 (* 2.0 k2) (* 2.0 k3) k4)))))
+    (list y1 (f y1 (+ t h)))))
+
+(define (rms x)
+  "(rms x): the root mean square of a number or tensor."
+  (sqrt (mean (* x x))))
+
+(define (as-tensor x)
+  "(as-tensor x): x, a number made a one-element tensor (so comparisons on it are recorded inside loops)."
+  (if (number? x) (+ (zeros '(1)) x) x))
+
+(define (select c a b)
+  "(select c a b): a where the number c is nonzero, b elsewhere; the test is recorded, not decided, inside loop bodies."
+  (sum (where (as-tensor c) (as-tensor a) (as-tensor b))))
+
+(define (pick ok a b)
+  "(pick ok a b): a where ok (a one-element comparison) holds, b elsewhere, for numbers and tensors alike."
+  (if (number? a) (select ok a b) (where ok a b)))
+
+(define (first-step f y0 t0 f0 rtol atol)
+  "(first-step f y0 t0 f0 rtol atol): a first step size for an order-5 method (Hairer, Norsett and Wanner's estimate)."
+  (let* ((scale (+ atol (* rtol (abs y0))))
+         (d0 (rms (/ y0 scale)))
+         (d1 (rms (/ f0 scale)))
+         (h0 (select (* (> (as-tensor d0) 1e-5) (> (as-tensor d1) 1e-5)) (* 0.01 (/ d0 (max d1 1e-300))) 1e-6))
+         (f1 (f (+ y0 (* h0 f0)) (+ t0 h0)))
+         (d2 (/ (rms (/ (- f1 f0) scale)) h0))
+         (h1 (select (* (<= (as-tensor d1) 1e-15) (<= (as-tensor d2) 1e-15))
+                     (max 1e-6 (* h0 1e-3))
+                     (pow (/ 0.01 (max d1 d2 1e-300)) 0.2))))
+    (min (* 100 h0) h1)))
+
+(define (time-shape ts y)
+  "(time-shape ts y): ts reshaped to broadcast against stacked values of y's shape, (m 1 ... 1)."
+  (reshape ts (cons (size ts) (map (lambda (d) 1) (shape y)))))
+
+(define (dense-output y0 y1 ymid f0 f1 h theta)
+  "(dense-output y0 y1 ymid f0 f1 h theta): the quartic through y0, the midpoint and y1 with slopes f0 and f1, at the fractions theta of the step."
+  (let ((a (+ (* -2 h f0) (* 2 h f1) (* -8 y0) (* -8 y1) (* 16 ymid)))
+        (b (+ (* 5 h f0) (* -3 h f1) (* 18 y0) (* 14 y1) (* -32 ymid)))
+        (c (+ (* -4 h f0) (* h f1) (* -11 y0) (* -5 y1) (* 16 ymid))))
+    (+ y0 (* theta (+ (* h f0) (* theta (+ c (* theta (+ b (* theta a))))))))))
+
+(define (dopri5-run f y0 ts rtol atol max-steps . first-h)
+  "(dopri5-run f y0 ts rtol atol max-steps [h0]): the final state of the Dormand-Prince integration of dy/dt = (f y t) through the increasing times ts: (y t h k outputs accepted rejected), outputs the states at ts stacked. Adaptive Dormand-Prince 5(4) steps under the error bound atol + rtol |y| (root mean square of the error over that bound at most 1), from the step h0 if given (estimated otherwise); the values at the times a step passes come from its dense output. The step sizes are constants to derivatives."
+  (let* ((m (size ts))
+         (t0 (index ts 0))
+         (t-end (index ts (- m 1)))
+         (f0 (f y0 t0))
+         (tcol (time-shape ts y0))
+         (out (+ (* 0.0 tcol) y0))
+         (h0 (stop-gradient (if (null? first-h) (first-step f y0 t0 f0 rtol atol) (car first-h)))))
+    (while-loop
+     (lambda (s) (< (nth s 1) t-end))
+     (lambda (s)
+       (let* ((y (nth s 0)) (t (nth s 1)) (h (min (nth s 2) (- t-end t))) (k1 (nth s 3))
+              (step (dopri5-step f y t h k1))
+              (y1 (first step))
+              (scale (+ atol (* rtol (max (abs y) (abs y1)))))
+              (ratio (stop-gradient (rms (/ (nth step 2) scale))))
+              (ok (<= (as-tensor ratio) 1.0))
+              (grow (min 10.0 (max 0.2 (* 0.9 (pow (max ratio 1e-10) -0.2)))))
+              (factor (select ok grow (min 1.0 grow)))
+              ;; The last step lands on the last time exactly.
+              (t1 (select (>= (as-tensor (nth s 2)) (- t-end t)) t-end (+ t h)))
+              (out (if (= m 2)
+                       ;; One time after the start: the step that lands on it.
+                       (where (time-shape (* (sum ok) (>= (as-tensor t1) t-end) (tensor 0.0 1.0)) y0)
+                              (+ (* 0.0 tcol) y1) (nth s 4))
+                       (where (* (sum ok) (> tcol t) (<= tcol t1))
+                              (dense-output y y1 (nth step 3) k1 (second step) h (/ (- tcol t) h))
+                              (nth s 4)))))
+         (list (pick ok y1 y) (select ok t1 t) (stop-gradient (* h factor))
+               (pick ok (second step) k1) out
+               (+ (nth s 5) (sum ok)) (- (+ (nth s 6) 1) (sum ok)))))
+     (list y0 t0 h0 f0 out 0.0 0.0)
+     :max-steps max-steps
+     :on-max-steps "odeint: the integration did not reach the last time within :max-steps {n} steps (the step size underflowed: a stiff or singular system, or f gives NaN?)")))
+
+(define (integrate-dopri5 f y0 ts rtol atol max-steps)
+  "(integrate-dopri5 f y0 ts rtol atol max-steps): the states at the times ts of dy/dt = (f y t), stacked (see dopri5-run)."
+  (nth (dopri5-run f y0 ts rtol atol max-steps) 4))
+
+(define (odeint-steps f y0 ts . args)
+  "(odeint-steps f y0 ts params... :rtol 1e-8 :atol 1e-8 :max-steps 100000): the Dormand-Prince steps odeint takes for this problem, as (accepted rejected)."
+  (let* ((split (split-keywords args))
+         (o (options 'odeint-steps (cdr split) '((:rtol 1e-8) (:atol 1e-8) (:max-steps 100000))))
+         (final (dopri5-run (lambda (y t) (apply f y t (car split))) y0 ts
+                            (lookup o :rtol) (lookup o :atol) (lookup o :max-steps))))
+    (list (nth final 5) (nth final 6))))
+
+(define (integrate-rk4 f y0 ts dt max-steps)
+  "(integrate-rk4 f y0 ts dt max-steps): the states at the times ts (increasing, ts[0] the start) of dy/dt = (f y t), stacked: classical Runge-Kutta steps of at most dt, landing on each output time."
+  (let* ((m (size ts))
+         (slots (arange (* 1.0 m)))
+         (rows (time-shape slots y0))
+         (final
+          (while-loop
+           (lambda (s) (< (nth s 2) m))
+           (lambda (s)
+             (let* ((y (nth s 0)) (t (nth s 1)) (i (nth s 2))
+                    (t-next (sum (where (= slots i) ts 0.0)))
+                    (land (<= (as-tensor (- t-next t)) dt))
+                    (h (min dt (- t-next t)))
+                    (k1 (f y t))
+                    (k2 (f (+ y (* 0.5 h k1)) (+ t (* 0.5 h))))
+                    (k3 (f (+ y (* 0.5 h k2)) (+ t (* 0.5 h))))
+                    (k4 (f (+ y (* h k3)) (+ t h)))
+                    (y1 (+ y (* (/ h 6.0) (+ k1 (* 2.0 k2) (* 2.0 k3) k4)))))
+               (list y1 (select land t-next (+ t h)) (+ i (sum land))
+                     (where (* (sum land) (= rows i)) (+ (* 0.0 rows) y1) (nth s 3)))))
+           (list y0 (index ts 0) 1.0 (+ (* 0.0 rows) y0))
+           :max-steps max-steps
+           :on-max-steps "odeint: the integration did not reach the last time within :max-steps {n} steps of :dt")))
+    (nth final 3)))
+
+(define (flat x)
+  "(flat x): a number or tensor as a vector."
+  (reshape (+ (zeros (shape x)) x) (list (size x))))
+
+(define (unflat v start like)
+  "(unflat v start like): the elements of the vector v from start, as many as like has, in like's shape (a number for a number)."
+  (let ((piece (slice v start (+ start (size like)))))
+    (if (number? like) (sum piece) (reshape piece (shape like)))))
+
+(define (odeint-adjoint f stepper y0 ts ps g ys)
+  "(odeint-adjoint f stepper y0 ts ps g ys): the cotangents of y0 and of the params ps given the cotangent g of the states ys at the times ts: the adjoint system integrated backward from the last time, one span between output times after another with the step size carried over, the state reset to the forward solution and the adjoint given g's row at each output time (the continuous adjoint, 'backsolve). stepper is (start run): (start f z t) a first step, (run f z span h) the state at the end of span and the next step."
+  (let* ((m (size ts)) (n (size y0))
+         (dynamics
+          (lambda (z tau)
+            (let* ((t (neg tau)) (y (unflat z 0 y0)) (a (unflat z n y0))
+                   (r (vjp (lambda (y . qs) (apply f y t qs)) (cons y ps) a)))
+              (concat (cons (flat (neg (first r))) (map flat (second r)))))))
+         (z0 (concat (append (list (flat (index ys (- m 1))) (flat (index g (- m 1))))
+                             (map (lambda (p) (zeros (list (size p)))) ps))))
+         (swept
+          (if (= m 1)
+              z0
+              (first
+               (scan (lambda (state i)
+                       (let* ((j (- (- m 1) i))
+                              (tj (index ts j)) (tk (index ts (- j 1)))
+                              (span (+ (* (neg tj) (tensor 1.0 0.0)) (* (neg tk) (tensor 0.0 1.0))))
+                              (ran ((second stepper) dynamics (first state) span (second state)))
+                              (z1 (first ran))
+                              (y (flat (index ys (- j 1))))
+                              (a (+ (slice z1 n (* 2 n)) (flat (index g (- j 1))))))
+                         (list (concat (list y a (slice z1 (* 2 n) (size z1)))) (second ran))))
+                     (list z0 ((first stepper) dynamics z0 (neg (index ts (- m 1)))))
+                     (- m 1)))))
+         (a0 (unflat swept n y0)))
+    (let loop ((ps ps) (start (* 2 n)) (out '()))
+      (if (null? ps)
+          (cons a0 (cons '() (reverse out)))
+          (loop (cdr ps) (+ start (size (car ps))) (cons (unflat swept start (car ps)) out))))))
+
+(define (odeint-tangent f solve y0 ts ps ty0 tps)
+  "(odeint-tangent f solve y0 ts ps ty0 tps): the tangent of the states at the times ts given the tangents ty0 of y0 and tps of the params (nil: zero), by integrating the forward sensitivities alongside the state."
+  (let* ((n (size y0))
+         (ty0 (if (null? ty0) (* 0.0 y0) ty0))
+         (tps (map (lambda (p t) (if (null? t) (* 0.0 p) t)) ps tps))
+         (dynamics
+          (lambda (z t)
+            (let* ((y (unflat z 0 y0)) (ty (unflat z n y0))
+                   (r (jvp (lambda (y . qs) (apply f y t qs)) (cons y ps) (cons ty tps))))
+              (concat (list (flat (first r)) (flat (second r)))))))
+         (both (solve dynamics (concat (list (flat y0) (flat ty0))) ts))
+         (m (size ts)))
+    (reshape (slice both n (* 2 n) :axis 1) (cons m (shape y0)))))
+
+(define (odeint f y0 ts . args)
+  "(odeint f y0 ts params... :method 'dopri5 :rtol 1e-8 :atol 1e-8 :adjoint 'backsolve :dt #f :max-steps 100000): the solution of dy/dt = (f y t params...) from y0 (a number or tensor) at ts[0], at each of the increasing times ts, stacked (ts's length first). :method 'dopri5 takes adaptive Dormand-Prince 5(4) steps under the error bound atol + rtol |y| and reads the times between steps from its dense output; 'rk4 takes classical Runge-Kutta steps of at most :dt, landing on each time. Differentiable with respect to y0 and the params (numbers or tensors): :adjoint 'backsolve integrates the adjoint system backward (the continuous adjoint; memory independent of the steps; forward mode integrates the sensitivities alongside), 'direct differentiates through the solver's steps (the discrete derivative; a while-loop reverse with online checkpointing). Not reaching the last time within :max-steps steps (the step size underflowed) is an error."
+  (let* ((split (split-keywords args))
+         (params (car split))
+         (o (options 'odeint (cdr split)
+                     '((:method dopri5) (:rtol 1e-8) (:atol 1e-8) (:adjoint backsolve) (:dt #f) (:max-steps 100000))))
+         (method (lookup o :method)) (rtol (lookup o :rtol)) (atol (lookup o :atol))
+         (dt (lookup o :dt)) (max-steps (lookup o :max-steps))
+         (solve
+          (cond ((eq? method 'dopri5)
+                 (lambda (g y0 ts) (integrate-dopri5 g y0 ts rtol atol max-steps)))
+                ((and (eq? method 'rk4) (number? dt) (> dt 0))
+                 (lambda (g y0 ts) (integrate-rk4 g y0 ts dt max-steps)))
+                ((eq? method 'rk4) (error "odeint: :method 'rk4 needs a positive step :dt, got" dt))
+                (else (error "odeint: :method must be 'dopri5 or 'rk4, got" method))))
+         ;; The backward pass, span by span.
+         (stepper
+          (if (eq? method 'dopri5)
+              (list (lambda (g z t) (stop-gradient (first-step g z t (g z t) rtol atol)))
+                    (lambda (g z span h)
+                      (let ((final (dopri5-run g z span rtol atol max-steps h)))
+                        (list (index (nth final 4) 1) (nth final 2)))))
+              (list (lambda (g z t) dt)
+                    (lambda (g z span h) (list (index (integrate-rk4 g z span dt max-steps) 1) h)))))
+         (adjoint (lookup o :adjoint)))
+    (cond ((eq? adjoint 'direct) (solve (lambda (y t) (apply f y t params)) y0 ts))
+          ((eq? adjoint 'backsolve)
+           (apply (custom-vjp
+                   (lambda (y0 ts . ps) (solve (lambda (y t) (apply f y t ps)) y0 ts))
+                   (lambda (y0 ts . ps)
+                     (lambda (g ys) (odeint-adjoint f stepper y0 ts ps g ys)))
+                   'odeint
+                   :jvp
+                   (lambda all
+                     (let* ((parts (split-tangents all)) (xs (first parts)) (tans (second parts)))
+                       (odeint-tangent f solve (first xs) (second xs) (cdr (cdr xs))
+                                       (first tans) (cdr (cdr tans))))))
+                  y0 ts params))
+          (else (error "odeint: :adjoint must be 'backsolve or 'direct, got" adjoint)))))
