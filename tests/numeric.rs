@@ -36,6 +36,8 @@ mod compiled;
 mod composites;
 #[path = "numeric/custom_rules.rs"]
 mod custom_rules;
+#[path = "numeric/debug_nans.rs"]
+mod debug_nans;
 #[path = "numeric/errors.rs"]
 mod errors;
 #[path = "numeric/hessians.rs"]

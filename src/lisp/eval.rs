@@ -189,7 +189,17 @@ impl Interp {
         };
         let recorded = match &self.numeric.trace {
             Some(trace) if traced => {
-                crate::lisp::trace::ops::call(&trace.clone(), builtin.name, &args)
+                let before = trace.borrow().graph.len();
+                let recorded = crate::lisp::trace::ops::call(&trace.clone(), builtin.name, &args);
+                if self.numeric.debug_nans {
+                    let mut t = trace.borrow_mut();
+                    let after = t.graph.len();
+                    t.sources.resize(after, None);
+                    for source in &mut t.sources[before..after] {
+                        source.get_or_insert((span, builtin.name));
+                    }
+                }
+                recorded
             }
             _ => None,
         };
@@ -209,6 +219,13 @@ impl Interp {
             }),
         };
         self.call_span = saved;
+        let result = match result {
+            Ok(value) if self.numeric.debug_nans && !traced => {
+                crate::lisp::debug_nans::check_call(builtin.name, args.values, value)
+                    .map_err(|e| e.at(span))
+            }
+            other => other,
+        };
         result.map_err(|mut error| {
             let raised_by_program = error.kind == EvalErrorKind::User || error.is_uncatchable();
             // The built-in's name goes in front, unless the message already

@@ -9,6 +9,7 @@ pub mod analyze;
 pub mod autodiff;
 pub mod builtins;
 pub mod convert;
+pub mod debug_nans;
 pub mod env;
 pub mod error;
 pub mod eval;

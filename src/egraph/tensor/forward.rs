@@ -66,7 +66,9 @@ pub fn jvp(
         if inputs.iter().all(Option::is_none) {
             continue;
         }
+        let outer = sweep.graph.set_deriving(Some((id, false)));
         tangents[index] = Some(sweep.push_forward(id, &inputs));
+        sweep.graph.set_deriving(outer);
     }
     outputs
         .iter()

@@ -25,6 +25,12 @@ pub struct TensorGraph {
     /// Placeholders made so far (their numbers follow the order of
     /// tracing, so a function traced again makes the same program).
     placeholders: u32,
+    /// While a sweep builds a node's derivative: that node, and whether
+    /// the sweep is the reverse one.
+    deriving: Option<(Id, bool)>,
+    /// For each node a sweep made, the node it derives from and whether
+    /// in reverse (so a failure can be told in the user's terms).
+    derived: Vec<Option<(Id, bool)>>,
 }
 
 impl TensorGraph {
@@ -87,6 +93,19 @@ impl TensorGraph {
             ),
             SmallVec::from_slice(shape),
         )
+    }
+
+    /// Marks the nodes added from now on as part of the derivative of
+    /// `from` (`Some((node, reverse))`), or as nobody's (`None`); returns
+    /// the mark it replaces.
+    pub fn set_deriving(&mut self, from: Option<(Id, bool)>) -> Option<(Id, bool)> {
+        std::mem::replace(&mut self.deriving, from)
+    }
+
+    /// The node whose derivative node `id` is part of, and whether that
+    /// derivative is the reverse one.
+    pub fn derived_from(&self, id: Id) -> Option<(Id, bool)> {
+        self.derived.get(usize::from(id)).copied().flatten()
     }
 
     /// A fresh placeholder of `shape` (a stand-in a custom rule is traced
@@ -155,6 +174,7 @@ impl TensorGraph {
         let id = self.expr.add(node.clone());
         self.memo.insert(node, id);
         self.shapes.push(shape);
+        self.derived.push(self.deriving);
         id
     }
 

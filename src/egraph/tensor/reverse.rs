@@ -68,6 +68,7 @@ pub fn vjp(graph: &mut TensorGraph, seeds: &[(Id, Id)], wrt: &[Id]) -> Vec<Id> {
         };
         let id = Id::from(index);
         let children = graph.node(id).children.clone();
+        let outer = graph.set_deriving(Some((id, true)));
         let pulled = match &graph.node(id).op {
             // A loop's sequences nothing differentiated flows from get no
             // cotangent: its reverse step leaves their products out.
@@ -101,6 +102,7 @@ pub fn vjp(graph: &mut TensorGraph, seeds: &[(Id, Id)], wrt: &[Id]) -> Vec<Id> {
                 masked[usize::from(child)] |= selects || masked[index];
             }
         }
+        graph.set_deriving(outer);
     }
     wrt.iter()
         .map(

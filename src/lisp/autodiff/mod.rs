@@ -53,6 +53,9 @@ pub struct NumericState {
     pub(crate) loops: scan::LoopCache,
     /// The memory budget of compiled tapes (`set-memory-budget!`).
     pub memory_budget: Option<usize>,
+    /// `(debug-nans #t)`: operations are checked one by one for the
+    /// first that makes a NaN or an infinity.
+    pub debug_nans: bool,
 }
 
 struct CacheEntry {
@@ -158,6 +161,8 @@ fn fresh_tag(interp: &mut Interp) -> u32 {
 struct Recorded {
     trace: TraceRef,
     roots: Vec<Id>,
+    /// The function's own results (computed first under `debug-nans`).
+    outputs: Vec<Id>,
     groups: Vec<Tree>,
     out_tree: Tree,
     n_out: usize,
@@ -187,6 +192,15 @@ pub fn run(
                 None,
                 None,
             )
+        } else if interp.numeric.debug_nans {
+            // The function's results first: a NaN the forward pass makes
+            // is reported before what its derivative makes of it.
+            let mut all = recorded.outputs.clone();
+            all.extend(&recorded.roots);
+            let checked = trace.borrow().checked_values(&all);
+            let mut outputs = checked.map_err(|failure| nan_error(&trace.borrow(), failure))?;
+            let outputs = outputs.split_off(recorded.outputs.len());
+            (outputs.into_iter().map(buf_to_value).collect(), None, None)
         } else {
             let (compiled, hit) = compiled_for(interp, trace, &recorded.roots);
             let inputs = trace.borrow().inputs.clone();
@@ -223,6 +237,55 @@ pub fn run(
         cached,
         compiled,
     })
+}
+
+/// The error `debug-nans` gives for a failed checked evaluation: the
+/// operation, the pass (the function's own, or the derivative of which
+/// operation), and the built-in call that recorded it.
+fn nan_error(trace: &Trace, failure: crate::lisp::trace::CheckFailure) -> EvalError {
+    let (node, value) = match failure {
+        crate::lisp::trace::CheckFailure::Backend(error) => {
+            return crate::lisp::sites::eval_error(error);
+        }
+        crate::lisp::trace::CheckFailure::NonFinite { node, value } => (node, value),
+    };
+    let graph = &trace.graph;
+    let source = |id: Id| trace.sources.get(usize::from(id)).copied().flatten();
+    let op = graph.node(node).op.to_string();
+    let made = if value.is_nan() {
+        "NaN".to_string()
+    } else {
+        value.to_string()
+    };
+    // Follow a derivative node back to the traced call it differentiates.
+    let mut origin = node;
+    let mut pass: Option<bool> = None;
+    while source(origin).is_none() {
+        match graph.derived_from(origin) {
+            Some((primal, reverse)) => {
+                pass.get_or_insert(reverse);
+                origin = primal;
+            }
+            None => break,
+        }
+    }
+    let what = match (pass, source(origin)) {
+        (None, Some((_, name))) => format!("{op} in ({name} ...) made {made} (forward pass)"),
+        (Some(true), Some((_, name))) => {
+            format!("{op} in the reverse pass (the derivative of ({name} ...)) made {made}")
+        }
+        (Some(false), Some((_, name))) => {
+            format!("{op} in the forward-mode pass (the tangent of ({name} ...)) made {made}")
+        }
+        (Some(true), None) => format!("{op} in the reverse pass made {made}"),
+        (Some(false), None) => format!("{op} in the forward-mode pass made {made}"),
+        (None, None) => format!("{op} made {made}"),
+    };
+    let error = EvalError::range(format!("debug-nans: {what}"));
+    match source(origin) {
+        Some((span, _)) => error.at(span),
+        None => error,
+    }
 }
 
 /// A tape compiled for a request, with the inputs it was traced on: the
@@ -476,6 +539,7 @@ fn record(
     };
     Ok(Recorded {
         trace,
+        outputs: out_ids.clone(),
         roots,
         groups,
         out_tree,

@@ -776,19 +776,151 @@ fn state_bytes(init: &Value) -> EvalResult<usize> {
 
 /// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
+fn debug_nans(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let on = match &args[0] {
+        Value::Bool(b) => *b,
+        other => {
+            return Err(EvalError::type_error(format!(
+                "debug-nans takes #t or #f, got {}",
+                other.short()
+            )));
+        }
+    };
+    let before = std::mem::replace(&mut interp.numeric.debug_nans, on);
+    Ok(Value::Bool(before))
+}
+
 pub const BUILTINS: &[Builtin] = &[
-    with_options(builtin("value-and-grad", "(value-and-grad f :wrt k)", "A function returning (value gradient) of f at its arguments; :wrt as for grad.", 1, Some(1), value_and_grad), &["wrt"]),
-    builtin("vjp", "(vjp f args cotangent)", "Vector-Jacobian product: (value (cotangent-of-each-argument ...)) of f at the list args.", 3, Some(3), vjp),
-    builtin("jvp", "(jvp f args tangents)", "Jacobian-vector product (forward mode): (value tangent-of-result) of f at the list args, for a list of tangents.", 3, Some(3), jvp),
-    builtin("hvp", "(hvp f args v)", "Hessian-vector product of the scalar function f with respect to its first argument, at the list args.", 3, Some(3), hvp),
-    builtin("stop-gradient", "(stop-gradient x)", "x, treated as a constant by differentiation.", 1, Some(1), stop_gradient),
-    builtin("set-memory-budget!", "(set-memory-budget! bytes)", "Compile later tapes to keep their peak memory under bytes where recomputing cheap elementwise values can (#f: no budget); tape-stats says whether a tape fits.", 1, Some(1), set_memory_budget),
-    builtin("checkpoint", "(checkpoint f)", "f, whose intermediates a gradient recomputes in the backward pass instead of storing (only f's results are kept).", 1, Some(1), checkpoint),
-    builtin("jit", "(jit f)", "f compiled to a tape: traced and compiled once per argument-shape signature (and branch path), then run on the backend.", 1, Some(1), jit),
-    builtin("check-grad", "(check-grad f args)", "The largest relative error of f's gradient (all arguments) against central finite differences, at the list args.", 2, Some(2), check_grad),
-    builtin("tape-stats", "(tape-stats f args)", "An association list describing the compiled gradient tape of f at args: instructions, stored and recomputed values, peak bytes, flops, cache use.", 2, Some(2), tape_stats),
-    with_options(builtin("scan", "(scan step init n-or-xs :checkpoint strategy :snapshots k :memory-budget bytes)", "Runs state <- (step state i) for i from 0 to n - 1 and returns the final state (a number, tensor or list of them); i may index tensors (index, gather, (slice t i (+ i k))). Given tensors xs (or a list of them, one leading length) instead of n, runs (step carry x) over their rows x, each returning (list carry y), and returns (list final-carry ys) with the y stacked along a new first axis (JAX lax.scan). The step is compiled once. Differentiated, its reverse keeps states by :checkpoint: 'store-all, 'recompute, 'revolve (binomial, with :snapshots k states held, default ceil(sqrt n)), or 'auto (as many snapshots as :memory-budget bytes hold).", 3, Some(3), scan), &["checkpoint", "snapshots", "memory-budget"]),
-    with_options(builtin("while-loop", "(while-loop cond body init :snapshots k :max-steps m :on-max-steps message)", "Runs state <- (body state) while (cond state) and returns the final state (a number, tensor or list of them); the number of steps depends on the data. cond returns a comparison (combine several with * for and, max for or). Both are compiled once. Differentiable in reverse mode (keeping at most :snapshots k states, default 64, by an online checkpointing schedule: the number of steps is not known in advance) and forward mode. Reaching :max-steps m steps with cond still true is an error, whose message :on-max-steps gives ({n} in it stands for m).", 3, Some(3), while_loop), &["snapshots", "max-steps", "on-max-steps"]),
-    builtin("show-tape", "(show-tape f args)", "The compiled gradient tape of f at args, as text.", 2, Some(2), show_tape),
-    with_options(builtin("save-dot", "(save-dot f args path :graph 'tape :value #f)", "Writes the graph of the tape show-tape shows (:graph 'program: the optimized tensor program before compilation; :value #t: the tape of value-and-grad) as Graphviz DOT to path and returns path. Nodes: inputs (arg0, arg1.2 for part 2 of a list argument, captured0 for a closed-over tensor) with shapes, constants, operations with result shapes, fused elementwise groups and loops as one node each, outputs (value, gradient arg0); edges run from operands to users. A path ending in .dot also gets an SVG drawing beside it (same name, .svg) when the graph is small enough to lay out here (else a warning); a path ending in .svg gets the drawing only; any other path, DOT only.", 3, Some(3), save_dot), &["graph", "value"]),
+    with_options(
+        builtin(
+            "value-and-grad",
+            "(value-and-grad f :wrt k)",
+            "A function returning (value gradient) of f at its arguments; :wrt as for grad.",
+            1,
+            Some(1),
+            value_and_grad,
+        ),
+        &["wrt"],
+    ),
+    builtin(
+        "vjp",
+        "(vjp f args cotangent)",
+        "Vector-Jacobian product: (value (cotangent-of-each-argument ...)) of f at the list args.",
+        3,
+        Some(3),
+        vjp,
+    ),
+    builtin(
+        "jvp",
+        "(jvp f args tangents)",
+        "Jacobian-vector product (forward mode): (value tangent-of-result) of f at the list args, for a list of tangents.",
+        3,
+        Some(3),
+        jvp,
+    ),
+    builtin(
+        "hvp",
+        "(hvp f args v)",
+        "Hessian-vector product of the scalar function f with respect to its first argument, at the list args.",
+        3,
+        Some(3),
+        hvp,
+    ),
+    builtin(
+        "stop-gradient",
+        "(stop-gradient x)",
+        "x, treated as a constant by differentiation.",
+        1,
+        Some(1),
+        stop_gradient,
+    ),
+    builtin(
+        "set-memory-budget!",
+        "(set-memory-budget! bytes)",
+        "Compile later tapes to keep their peak memory under bytes where recomputing cheap elementwise values can (#f: no budget); tape-stats says whether a tape fits.",
+        1,
+        Some(1),
+        set_memory_budget,
+    ),
+    builtin(
+        "checkpoint",
+        "(checkpoint f)",
+        "f, whose intermediates a gradient recomputes in the backward pass instead of storing (only f's results are kept).",
+        1,
+        Some(1),
+        checkpoint,
+    ),
+    builtin(
+        "jit",
+        "(jit f)",
+        "f compiled to a tape: traced and compiled once per argument-shape signature (and branch path), then run on the backend.",
+        1,
+        Some(1),
+        jit,
+    ),
+    builtin(
+        "check-grad",
+        "(check-grad f args)",
+        "The largest relative error of f's gradient (all arguments) against central finite differences, at the list args.",
+        2,
+        Some(2),
+        check_grad,
+    ),
+    builtin(
+        "tape-stats",
+        "(tape-stats f args)",
+        "An association list describing the compiled gradient tape of f at args: instructions, stored and recomputed values, peak bytes, flops, cache use.",
+        2,
+        Some(2),
+        tape_stats,
+    ),
+    with_options(
+        builtin(
+            "scan",
+            "(scan step init n-or-xs :checkpoint strategy :snapshots k :memory-budget bytes)",
+            "Runs state <- (step state i) for i from 0 to n - 1 and returns the final state (a number, tensor or list of them); i may index tensors (index, gather, (slice t i (+ i k))). Given tensors xs (or a list of them, one leading length) instead of n, runs (step carry x) over their rows x, each returning (list carry y), and returns (list final-carry ys) with the y stacked along a new first axis (JAX lax.scan). The step is compiled once. Differentiated, its reverse keeps states by :checkpoint: 'store-all, 'recompute, 'revolve (binomial, with :snapshots k states held, default ceil(sqrt n)), or 'auto (as many snapshots as :memory-budget bytes hold).",
+            3,
+            Some(3),
+            scan,
+        ),
+        &["checkpoint", "snapshots", "memory-budget"],
+    ),
+    with_options(
+        builtin(
+            "while-loop",
+            "(while-loop cond body init :snapshots k :max-steps m :on-max-steps message)",
+            "Runs state <- (body state) while (cond state) and returns the final state (a number, tensor or list of them); the number of steps depends on the data. cond returns a comparison (combine several with * for and, max for or). Both are compiled once. Differentiable in reverse mode (keeping at most :snapshots k states, default 64, by an online checkpointing schedule: the number of steps is not known in advance) and forward mode. Reaching :max-steps m steps with cond still true is an error, whose message :on-max-steps gives ({n} in it stands for m).",
+            3,
+            Some(3),
+            while_loop,
+        ),
+        &["snapshots", "max-steps", "on-max-steps"],
+    ),
+    builtin(
+        "debug-nans",
+        "(debug-nans on)",
+        "With #t, the first operation that makes a NaN or an infinity from finite operands is an error naming the operation, the pass (the function's own, or the reverse or forward-mode derivative of which call) and the call's source location; traced functions are then evaluated operation by operation instead of compiled (slower). With #f, back to normal. Returns the previous setting.",
+        1,
+        Some(1),
+        debug_nans,
+    ),
+    builtin(
+        "show-tape",
+        "(show-tape f args)",
+        "The compiled gradient tape of f at args, as text.",
+        2,
+        Some(2),
+        show_tape,
+    ),
+    with_options(
+        builtin(
+            "save-dot",
+            "(save-dot f args path :graph 'tape :value #f)",
+            "Writes the graph of the tape show-tape shows (:graph 'program: the optimized tensor program before compilation; :value #t: the tape of value-and-grad) as Graphviz DOT to path and returns path. Nodes: inputs (arg0, arg1.2 for part 2 of a list argument, captured0 for a closed-over tensor) with shapes, constants, operations with result shapes, fused elementwise groups and loops as one node each, outputs (value, gradient arg0); edges run from operands to users. A path ending in .dot also gets an SVG drawing beside it (same name, .svg) when the graph is small enough to lay out here (else a warning); a path ending in .svg gets the drawing only; any other path, DOT only.",
+            3,
+            Some(3),
+            save_dot,
+        ),
+        &["graph", "value"],
+    ),
 ];

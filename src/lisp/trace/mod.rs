@@ -52,6 +52,9 @@ pub struct Trace {
     /// nested request adds its own while its function runs): a custom
     /// rule is traced only for a mode that may need it.
     pub modes: crate::egraph::tensor::reverse::Modes,
+    /// Under `(debug-nans #t)`: the built-in call (its span and name)
+    /// that recorded each node, by node.
+    pub sources: Vec<Option<(crate::reader::Span, &'static str)>>,
 }
 
 /// A shared, growing trace.
@@ -114,31 +117,94 @@ impl Trace {
     /// operation may refuse its values: a singular matrix, say).
     pub fn concrete(&mut self, id: Id) -> Result<Buf, crate::backends::BackendError> {
         self.inspected = true;
-        if self.values.len() < self.graph.len() {
-            self.values.resize(self.graph.len(), None);
+        let mut values = std::mem::take(&mut self.values);
+        if values.len() < self.graph.len() {
+            values.resize(self.graph.len(), None);
         }
-        let mut stack = vec![id];
+        let result = self.evaluate(&mut vec![id], &mut values, false);
+        self.values = values;
+        result.map_err(|failure| match failure {
+            CheckFailure::Backend(error) => error,
+            CheckFailure::NonFinite { .. } => unreachable!("values are not checked here"),
+        })?;
+        self.values[usize::from(id)]
+            .clone()
+            .ok_or_else(|| crate::backends::BackendError::new("internal: a value was not computed"))
+    }
+}
+
+/// Why a checked evaluation stopped.
+pub enum CheckFailure {
+    /// An operation refused its values (a singular matrix, say).
+    Backend(crate::backends::BackendError),
+    /// Node `node` made `value` (a NaN or an infinity) from finite
+    /// operands.
+    NonFinite {
+        /// The node.
+        node: Id,
+        /// Its first non-finite element.
+        value: f64,
+    },
+}
+
+/// The first non-finite number of a value, if any.
+pub fn first_non_finite(buf: &Buf) -> Option<f64> {
+    match buf {
+        Buf::Scalar(x) => (!x.is_finite()).then_some(*x),
+        Buf::Array(a) => a.iter().copied().find(|x| !x.is_finite()),
+    }
+}
+
+impl Trace {
+    /// The values of `roots`, computed node by node on the CPU with each
+    /// result checked (`debug-nans`): the first operation that makes a
+    /// NaN or an infinity from finite operands stops the evaluation.
+    /// Values an alias passes on (a stop-gradient, a call with its own
+    /// rule) are their operand's.
+    pub fn checked_values(&self, roots: &[Id]) -> Result<Vec<Buf>, CheckFailure> {
+        let mut values: Vec<Option<Buf>> = vec![None; self.graph.len()];
+        // One root after another, in order.
+        let mut stack: Vec<Id> = Vec::new();
+        for &root in roots {
+            stack.push(root);
+            self.evaluate(&mut stack, &mut values, true)?;
+        }
+        Ok(roots
+            .iter()
+            .map(|&r| values[usize::from(r)].clone().expect("computed above"))
+            .collect())
+    }
+
+    /// Computes the values the nodes on `stack` need into `values`; with
+    /// `check`, a node that makes a NaN or an infinity from finite
+    /// operands stops it. A call with declared partials or rules is its
+    /// value (its partials and rules are not computed); a placeholder has
+    /// no value.
+    fn evaluate(
+        &self,
+        stack: &mut Vec<Id>,
+        values: &mut [Option<Buf>],
+        check: bool,
+    ) -> Result<(), CheckFailure> {
         while let Some(&top) = stack.last() {
-            if self.values[usize::from(top)].is_some() {
+            if values[usize::from(top)].is_some() {
                 stack.pop();
                 continue;
             }
             let mut node = self.graph.node(top).clone();
-            // A call with declared partials or rules is its value; the
-            // partials and rules are not computed for it.
             if matches!(node.op, TOp::Linearized | TOp::Custom(_)) {
                 node.children.truncate(1);
             }
             if let TOp::Placeholder { .. } = node.op {
-                return Err(crate::backends::BackendError::new(
+                return Err(CheckFailure::Backend(crate::backends::BackendError::new(
                     "a derivative rule looked at the values of its cotangent or tangent (a branch, a comparison or a printout); a rule must work for any of them",
-                ));
+                )));
             }
             let missing: Vec<Id> = node
                 .children
                 .iter()
                 .copied()
-                .filter(|&c| self.values[usize::from(c)].is_none())
+                .filter(|&c| values[usize::from(c)].is_none())
                 .collect();
             if !missing.is_empty() {
                 stack.extend(missing);
@@ -150,25 +216,31 @@ impl Trace {
                     let args: Vec<&Buf> = node
                         .children
                         .iter()
-                        .map(|&c| {
-                            self.values[usize::from(c)]
-                                .as_ref()
-                                .expect("computed above")
-                        })
+                        .map(|&c| values[usize::from(c)].as_ref().expect("computed above"))
                         .collect();
-                    eval_op(op, &args, self.graph.shape(top)).unwrap_or_else(|| {
-                        Err(crate::backends::BackendError::new(
-                            "internal: an input without its value",
-                        ))
-                    })?
+                    let value = eval_op(op, &args, self.graph.shape(top))
+                        .unwrap_or_else(|| {
+                            Err(crate::backends::BackendError::new(
+                                "internal: an input without its value",
+                            ))
+                        })
+                        .map_err(CheckFailure::Backend)?;
+                    if check
+                        && args.iter().all(|a| first_non_finite(a).is_none())
+                        && let Some(bad) = first_non_finite(&value)
+                    {
+                        return Err(CheckFailure::NonFinite {
+                            node: top,
+                            value: bad,
+                        });
+                    }
+                    value
                 }
             };
-            self.values[usize::from(top)] = Some(value);
+            values[usize::from(top)] = Some(value);
             stack.pop();
         }
-        self.values[usize::from(id)]
-            .clone()
-            .ok_or_else(|| crate::backends::BackendError::new("internal: a value was not computed"))
+        Ok(())
     }
 }
 
