@@ -190,8 +190,26 @@
                                  (result x1 f1 g1 (+ k 1) #f "f did not decrease: the gradient may be inaccurate"))
                              (loop (+ k 1) x1 f1 g1 history))))))))))))
 
-(define (minimize f x0 . opts)
-  "(minimize f x0 :method 'lbfgs :max-iter 500 :tol 1e-10 :callback #f): minimizes f (a function of one argument: a number, tensor or tree) from x0. :method is 'lbfgs (the default) or an optimizer such as (adam :lr 0.01), run for at most max-iter steps or until the gradient norm is at most tol. (callback k x fx gnorm) runs after each iteration. Gives an association list with x, value, gradient-norm, iterations, evaluations, converged and message; read it with lookup."
+(define (minimize f x0 . args)
+  "(minimize f x0 params... :method 'lbfgs :max-iter 500 :tol 1e-10 :callback #f): minimizes (f x params...) over x from x0 (a number, tensor or tree; without params, f is a function of x alone). :method is 'lbfgs (the default) or an optimizer such as (adam :lr 0.01), run for at most max-iter steps or until the gradient norm is at most tol. (callback k x fx gnorm) runs after each iteration. Gives an association list with x, value, gradient-norm, iterations, evaluations, converged and message; read it with lookup. With params (numbers or tensors) and x a number or tensor, x is differentiable with respect to them (bilevel optimization): at the minimum the gradient of f in x is zero, so by the implicit function theorem one linear solve with the Hessian gives the derivative, never differentiating the iterations (the search itself runs on values, by opaque)."
+  (let ((split (split-keywords args)))
+    (if (null? (car split))
+        (apply minimize-over f x0 (cdr split))
+        (minimize-with-params f x0 (car split) (cdr split)))))
+
+(define (minimize-with-params f x0 params opts)
+  "(minimize-with-params f x0 params opts): minimize's result for (f x params...), its x differentiable with respect to params by the implicit function theorem on the gradient in x."
+  (let* ((report #f)
+         (search (lambda (x0 . ps)
+                   (set! report (apply opaque (lambda (x0 . ps) (apply minimize-over (lambda (x) (apply f x ps)) x0 opts))
+                                       x0 ps))
+                   (lookup report 'x)))
+         (stationary (lambda (x . ps) ((grad (lambda (y) (apply f y ps))) x)))
+         (x (apply (implicit-function 'minimize stationary search 'auto) x0 params)))
+    (cons (list 'x x) (cdr report))))
+
+(define (minimize-over f x0 . opts)
+  "(minimize-over f x0 :method 'lbfgs :max-iter 500 :tol 1e-10 :callback #f): minimize for a function of x alone."
   (let* ((o (options 'minimize opts '((:method lbfgs) (:max-iter 500) (:tol 1e-10) (:callback #f))))
          (method (lookup o :method)) (max-iter (lookup o :max-iter))
          (tol (lookup o :tol)) (callback (lookup o :callback)))

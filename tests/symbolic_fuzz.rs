@@ -81,12 +81,16 @@ fn defined(text: &str, x: f64, y: f64) -> bool {
 /// Whether `node` is an `atan2` at a point of its branch cut (a zero first
 /// argument, a negative second): there its value is pi or -pi by the sign
 /// of the zero, which simplification over the reals does not keep
-/// (`-(0/x)` is `0/x`), as no computer algebra system does.
+/// (`-(0/x)` is `0/x`), as no computer algebra system does. Likewise a
+/// power of a negative base, defined only at whole exponents: a sum
+/// reassociated by the simplifier may round such an exponent off a whole
+/// number (`(-0.4 - 2) + 3.4` is 1, `-0.4 + (3.4 - 2)` is not).
 fn on_branch_cut(node: &epsilon::egraph::Math, values: &[f64]) -> bool {
     match node {
         epsilon::egraph::Math::Atan2([y, x]) => {
             values[usize::from(*y)] == 0.0 && values[usize::from(*x)] < 0.0
         }
+        epsilon::egraph::Math::Pow([base, _]) => values[usize::from(*base)] < 0.0,
         _ => false,
     }
 }

@@ -296,3 +296,60 @@ fn solvers_that_do_not_converge_are_errors_naming_them() {
     .unwrap_err();
     assert!(error.contains(":solve must be"), "{error}");
 }
+
+/// Bilevel optimization: the minimizer of ||x - theta||^2 + 0.1 ||x||^2 is
+/// theta / 1.1, so the gradient of c . x* in theta is c / 1.1; reverse and
+/// forward mode, plain and compiled, and against finite differences of the
+/// eager search. `opaque` runs its function on values and hands back
+/// inputs, constants to derivatives.
+#[test]
+fn minimize_is_differentiable_in_the_objectives_parameters() {
+    let mut engine = implicit_engine();
+    eval(
+        &mut engine,
+        "(define (inner x theta) (+ (sum (pow (- x theta) 2)) (* 0.1 (sum (* x x)))))
+         (define c3 (tensor 1.0 -2.0 0.5))
+         (define theta0 (tensor 1.0 2.0 3.0))
+         (define (outer theta) (sum (* c3 (lookup (minimize inner (zeros '(3)) theta) 'x))))",
+    );
+    let want = [1.0 / 1.1, -2.0 / 1.1, 0.5 / 1.1];
+    for form in ["((grad outer) theta0)", "((jit (grad outer)) theta0)"] {
+        let got = array(&eval(&mut engine, form)).unwrap();
+        for (g, w) in got.iter().zip(want) {
+            assert!(close(*g, w, 1e-9), "{form}: {got}");
+        }
+    }
+    let tangent = number(
+        &mut engine,
+        "(second (jvp outer (list theta0) (list (tensor 0.0 1.0 0.0))))",
+    );
+    assert!(close(tangent, want[1], 1e-9), "jvp {tangent}");
+    let error = number(&mut engine, "(check-grad outer (list theta0))");
+    assert!(error < 1e-6, "check-grad {error}");
+    // The report keeps its other entries.
+    assert_eq!(
+        eval(
+            &mut engine,
+            "(lookup (minimize inner (zeros '(3)) theta0) 'converged)"
+        )
+        .to_string(),
+        "#t"
+    );
+    // opaque: values in, inputs out, no derivative through it.
+    assert_eq!(
+        number(
+            &mut engine,
+            "((grad (lambda (x) (* x (opaque (lambda (v) (* v v)) x)))) 3.0)"
+        ),
+        9.0
+    );
+    let refused = try_eval(
+        &mut engine,
+        "((grad (lambda (x) (scan (lambda (s i) (opaque sin s)) x 2))) 1.0)",
+    )
+    .unwrap_err();
+    assert!(
+        refused.contains("opaque runs its function on values"),
+        "{refused}"
+    );
+}

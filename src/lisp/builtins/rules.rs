@@ -493,8 +493,68 @@ fn custom_jvp(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     make(args, "custom-jvp")
 }
 
+/// `(opaque f args...)`: f run on the values of args outside any trace;
+/// inside a traced function its numbers and tensors come back as inputs
+/// of the traced program (constants to derivatives).
+fn opaque(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let (f, rest) = (&args[0], &args[1..]);
+    let Some(trace) = interp.numeric.trace.clone() else {
+        return interp.apply(f, rest.to_vec());
+    };
+    if trace.borrow().loop_body {
+        return Err(EvalError::type_error(
+            "opaque runs its function on values, which a loop step (compiled once for every step) does not have: call it outside the loop",
+        ));
+    }
+    let values: Vec<Value> = rest.iter().map(concrete_tree).collect::<EvalResult<_>>()?;
+    let saved = interp.numeric.trace.take();
+    let result = interp.apply(f, values);
+    interp.numeric.trace = saved;
+    as_inputs(&trace, &result?)
+}
+
+/// A value with its traced leaves (in lists too) replaced by their numbers.
+fn concrete_tree(value: &Value) -> EvalResult<Value> {
+    match value {
+        Value::Traced(t) => t.concrete_value(),
+        v if v.is_list() && !matches!(v, Value::Nil) => Ok(Value::list(
+            v.list_to_vec()?
+                .iter()
+                .map(concrete_tree)
+                .collect::<EvalResult<Vec<_>>>()?,
+        )),
+        other => Ok(other.clone()),
+    }
+}
+
+/// A value with its numbers and tensors (in lists too) made inputs of
+/// `trace`.
+fn as_inputs(trace: &TraceRef, value: &Value) -> EvalResult<Value> {
+    match value {
+        Value::Float(x) => {
+            let id = trace
+                .borrow_mut()
+                .add_input(crate::backends::cpu::Buf::Scalar(*x));
+            Ok(traced(trace, id))
+        }
+        Value::Tensor(t) => {
+            let buf = crate::backends::cpu::Buf::from_array(Rc::clone(t));
+            let id = trace.borrow_mut().add_input(buf);
+            Ok(traced(trace, id))
+        }
+        v if v.is_list() && !matches!(v, Value::Nil) => Ok(Value::list(
+            v.list_to_vec()?
+                .iter()
+                .map(|item| as_inputs(trace, item))
+                .collect::<EvalResult<Vec<_>>>()?,
+        )),
+        other => Ok(other.clone()),
+    }
+}
+
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
     with_options(builtin("custom-vjp", "(custom-vjp body pullback [name] :jvp pushforward)", "The function body with a reverse rule: (pullback args...) returns a function of the result's cotangent g (or of g and the result y) giving the list of the arguments' cotangents (nil: zero). Forward mode uses :jvp, a pushforward as for custom-jvp, if given, and transposes the pullback otherwise. defvjp is the usual spelling.", 2, Some(3), custom_vjp), &["jvp"]),
+    builtin("opaque", "(opaque f args...)", "Calls f on the values of args outside any trace: inside a differentiated or compiled function the arguments' values are computed now, f may branch and loop on them freely (an optimizer, a line search), and the numbers and tensors it returns (in lists too) enter the traced program as inputs, constants to derivatives (give them a rule with defvjp). Outside a trace, (f args...). Inside a loop step it is an error.", 1, None, opaque),
     builtin("custom-jvp", "(custom-jvp body pushforward [name])", "The function body with a forward rule: (pushforward args... tangents...) returns the result's tangent. Reverse mode transposes it when it is linear in the tangents. defjvp is the usual spelling.", 2, Some(3), custom_jvp),
 ];
