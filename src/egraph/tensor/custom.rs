@@ -112,10 +112,13 @@ pub struct Traced<'a> {
     pub pulled: Option<&'a [Id]>,
     /// A pushforward's result, of the value's shape.
     pub pushed: Option<Id>,
+    /// Whether a sweep may need the mode whose rule is missing (then it is
+    /// built by transposing the other).
+    pub transpose: bool,
 }
 
 /// Adds the custom call node, transposing the rule it was given into the
-/// other mode where that rule is linear.
+/// other mode where a sweep may need it and that rule is linear.
 pub fn add_call(graph: &mut TensorGraph, call: Traced<'_>) -> Result<Id, ShapeError> {
     let value_shape = graph.shape(call.value).clone();
     for (k, (&x, &r)) in call.args.iter().zip(call.pulled.unwrap_or(&[])).enumerate() {
@@ -139,6 +142,7 @@ pub fn add_call(graph: &mut TensorGraph, call: Traced<'_>) -> Result<Id, ShapeEr
     }
     let (pulled, pushed): (Option<Vec<Id>>, Option<Id>) = match (call.pulled, call.pushed) {
         (Some(pulled), Some(pushed)) => (Some(pulled.to_vec()), Some(pushed)),
+        (pulled, pushed) if !call.transpose => (pulled.map(<[Id]>::to_vec), pushed),
         (Some(pulled), None) => {
             // J t = d/dc <J^T c, t>.
             let seeds: Vec<(Id, Id)> = pulled.iter().copied().zip(call.tangents.to_vec()).collect();

@@ -119,7 +119,7 @@ impl RuleFunction {
                 .collect();
             (cotangent, output, tangents)
         };
-        let (pulled, pushed) = {
+        let (pulled, pushed, transpose) = {
             let _guard = DepthGuard {
                 cell: &self.depth,
                 saved: self.depth.get(),
@@ -162,7 +162,10 @@ impl RuleFunction {
                 }
                 _ => None,
             };
-            (pulled, pushed)
+            // The other mode from the rule traced, if a sweep may need it.
+            let transpose =
+                (modes.reverse && pulled.is_none()) || (modes.forward && pushed.is_none());
+            (pulled, pushed, transpose)
         };
         let id = {
             let mut t = trace.borrow_mut();
@@ -177,6 +180,7 @@ impl RuleFunction {
                     tangents: &tangents,
                     pulled: pulled.as_deref(),
                     pushed,
+                    transpose,
                 },
             )
             .map_err(|e| EvalError::shape(format!("{}: {}", self.name, e.0)))?
