@@ -201,6 +201,13 @@ impl Engine {
         Ok(())
     }
 
+    /// How many calls of `jit`, `grad` and `value-and-grad` functions ran
+    /// the tape of an earlier call's trace without running the Lisp
+    /// function again (see `lisp::autodiff::replay`).
+    pub fn replayed_calls(&self) -> u64 {
+        self.interp.numeric.replayed
+    }
+
     /// The value of the global `name`, if bound.
     pub fn get(&self, name: &str) -> Option<Value> {
         self.interp.global(Symbol::intern(name))

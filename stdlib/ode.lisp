@@ -86,41 +86,57 @@
         (c (+ (* -4 h f0) (* h f1) (* -11 y0) (* -5 y1) (* 16 ymid))))
     (+ y0 (* theta (+ (* h f0) (* theta (+ c (* theta (+ b (* theta a))))))))))
 
+(define (dopri5-advance f s target t-end rtol atol max-steps)
+  "(dopri5-advance f s target t-end rtol atol max-steps): Dormand-Prince steps from the state s until its time reaches target, none past t-end (the step that reaches t-end lands on it). s is (y t h k ya ka ym ta ha accepted rejected): the solution y at t, the next step h, k = (f y t), and the last accepted step, from ya at ta of size ha with slope ka there and midpoint ym (what the dense output needs), and the step counts. A step is accepted when the root mean square of its error over atol + rtol |y| is at most 1. Step sizes are constants to derivatives. More than max-steps steps is an error."
+  (while-loop
+   (lambda (s) (< (nth s 1) target))
+   (lambda (s)
+     (let* ((y (nth s 0)) (t (nth s 1)) (h (min (nth s 2) (- t-end t))) (k1 (nth s 3))
+            (step (dopri5-step f y t h k1))
+            (y1 (first step))
+            (scale (+ atol (* rtol (max (abs y) (abs y1)))))
+            (ratio (stop-gradient (rms (/ (nth step 2) scale))))
+            (ok (<= (as-tensor ratio) 1.0))
+            (grow (min 10.0 (max 0.2 (* 0.9 (pow (max ratio 1e-10) -0.2)))))
+            (factor (select ok grow (min 1.0 grow)))
+            ;; The last step lands on the last time exactly.
+            (t1 (select (>= (as-tensor (nth s 2)) (- t-end t)) t-end (+ t h))))
+       (list (pick ok y1 y) (select ok t1 t) (stop-gradient (* h factor)) (pick ok (second step) k1)
+             (pick ok y (nth s 4)) (pick ok k1 (nth s 5)) (pick ok (nth step 3) (nth s 6))
+             (select ok t (nth s 7)) (select ok h (nth s 8))
+             (+ (nth s 9) (sum ok)) (- (+ (nth s 10) 1) (sum ok)))))
+   s
+   :max-steps max-steps
+   :on-max-steps "odeint: the integration did not reach the next output time within :max-steps {n} steps (the step size underflowed: a stiff or singular system, or f gives NaN?)"))
+
+(define (dopri5-start y0 t0 f0 h0)
+  "(dopri5-start y0 t0 f0 h0): the state dopri5-advance starts from: y0 at t0 with slope f0 and first step h0, no step taken."
+  (list y0 t0 h0 f0 y0 f0 y0 t0 1.0 0.0 0.0))
+
+(define (dopri5-at s target)
+  "(dopri5-at s target): the solution at target from a dopri5-advance state whose last accepted step covers it: the state itself when it stands at target, the step's dense output otherwise."
+  (let* ((y (nth s 0)) (t (nth s 1)) (ta (nth s 7)) (ha (nth s 8)))
+    (pick (= (as-tensor t) target) y
+          (dense-output (nth s 4) y (nth s 6) (nth s 5) (nth s 3) ha (/ (- target ta) ha)))))
+
 (define (dopri5-run f y0 ts rtol atol max-steps . first-h)
-  "(dopri5-run f y0 ts rtol atol max-steps [h0]): the final state of the Dormand-Prince integration of dy/dt = (f y t) through the increasing times ts: (y t h k outputs accepted rejected), outputs the states at ts stacked. Adaptive Dormand-Prince 5(4) steps under the error bound atol + rtol |y| (root mean square of the error over that bound at most 1), from the step h0 if given (estimated otherwise); the values at the times a step passes come from its dense output. The step sizes are constants to derivatives."
+  "(dopri5-run f y0 ts rtol atol max-steps [h0]): the Dormand-Prince integration of dy/dt = (f y t) through the increasing times ts: (y t h k outputs accepted rejected), the final state, time, next step and slope, the states at ts stacked, and the step counts. A scan over the output times, each a while-loop of dopri5-advance steps until the solution passes it; the value there comes from the dense output of the step that passed it (steps are not shortened to land on output times, except on the last). Starts from the step h0 if given (estimated otherwise). The step sizes are constants to derivatives."
   (let* ((m (size ts))
          (t0 (index ts 0))
          (t-end (index ts (- m 1)))
          (f0 (f y0 t0))
-         (tcol (time-shape ts y0))
-         (out (+ (* 0.0 tcol) y0))
-         (h0 (stop-gradient (if (null? first-h) (first-step f y0 t0 f0 rtol atol) (car first-h)))))
-    (while-loop
-     (lambda (s) (< (nth s 1) t-end))
-     (lambda (s)
-       (let* ((y (nth s 0)) (t (nth s 1)) (h (min (nth s 2) (- t-end t))) (k1 (nth s 3))
-              (step (dopri5-step f y t h k1))
-              (y1 (first step))
-              (scale (+ atol (* rtol (max (abs y) (abs y1)))))
-              (ratio (stop-gradient (rms (/ (nth step 2) scale))))
-              (ok (<= (as-tensor ratio) 1.0))
-              (grow (min 10.0 (max 0.2 (* 0.9 (pow (max ratio 1e-10) -0.2)))))
-              (factor (select ok grow (min 1.0 grow)))
-              ;; The last step lands on the last time exactly.
-              (t1 (select (>= (as-tensor (nth s 2)) (- t-end t)) t-end (+ t h)))
-              (out (if (= m 2)
-                       ;; One time after the start: the step that lands on it.
-                       (where (time-shape (* (sum ok) (>= (as-tensor t1) t-end) (tensor 0.0 1.0)) y0)
-                              (+ (* 0.0 tcol) y1) (nth s 4))
-                       (where (* (sum ok) (> tcol t) (<= tcol t1))
-                              (dense-output y y1 (nth step 3) k1 (second step) h (/ (- tcol t) h))
-                              (nth s 4)))))
-         (list (pick ok y1 y) (select ok t1 t) (stop-gradient (* h factor))
-               (pick ok (second step) k1) out
-               (+ (nth s 5) (sum ok)) (- (+ (nth s 6) 1) (sum ok)))))
-     (list y0 t0 h0 f0 out 0.0 0.0)
-     :max-steps max-steps
-     :on-max-steps "odeint: the integration did not reach the last time within :max-steps {n} steps (the step size underflowed: a stiff or singular system, or f gives NaN?)")))
+         (first-row (+ (zeros (cons 1 (shape y0))) y0))
+         (h0 (stop-gradient (if (null? first-h) (first-step f y0 t0 f0 rtol atol) (car first-h))))
+         (start (dopri5-start y0 t0 f0 h0)))
+    (if (= m 1)
+        (list y0 t0 h0 f0 first-row 0.0 0.0)
+        (let* ((swept (scan (lambda (s target)
+                              (let ((s1 (dopri5-advance f s target t-end rtol atol max-steps)))
+                                (list s1 (dopri5-at s1 target))))
+                            start (slice ts 1 m)))
+               (s (first swept)))
+          (list (nth s 0) (nth s 1) (nth s 2) (nth s 3)
+                (concat (list first-row (second swept))) (nth s 9) (nth s 10))))))
 
 (define (integrate-dopri5 f y0 ts rtol atol max-steps)
   "(integrate-dopri5 f y0 ts rtol atol max-steps): the states at the times ts of dy/dt = (f y t), stacked (see dopri5-run)."
@@ -214,7 +230,7 @@
     (reshape (slice both n (* 2 n) :axis 1) (cons m (shape y0)))))
 
 (define (odeint f y0 ts . args)
-  "(odeint f y0 ts params... :method 'dopri5 :rtol 1e-8 :atol 1e-8 :adjoint 'backsolve :dt #f :max-steps 100000): the solution of dy/dt = (f y t params...) from y0 (a number or tensor) at ts[0], at each of the increasing times ts, stacked (ts's length first). :method 'dopri5 takes adaptive Dormand-Prince 5(4) steps under the error bound atol + rtol |y| and reads the times between steps from its dense output; 'rk4 takes classical Runge-Kutta steps of at most :dt, landing on each time. Differentiable with respect to y0 and the params (numbers or tensors): :adjoint 'backsolve integrates the adjoint system backward (the continuous adjoint; memory independent of the steps; forward mode integrates the sensitivities alongside), 'direct differentiates through the solver's steps (the discrete derivative; a while-loop reverse with online checkpointing). Not reaching the last time within :max-steps steps (the step size underflowed) is an error."
+  "(odeint f y0 ts params... :method 'dopri5 :rtol 1e-8 :atol 1e-8 :adjoint 'backsolve :dt #f :max-steps 100000): the solution of dy/dt = (f y t params...) from y0 (a number or tensor) at ts[0], at each of the increasing times ts, stacked (ts's length first). :method 'dopri5 takes adaptive Dormand-Prince 5(4) steps under the error bound atol + rtol |y| and reads the times between steps from its dense output; 'rk4 takes classical Runge-Kutta steps of at most :dt, landing on each time. Differentiable with respect to y0 and the params (numbers or tensors): :adjoint 'backsolve integrates the adjoint system backward (the continuous adjoint; memory independent of the steps; forward mode integrates the sensitivities alongside), 'direct differentiates through the solver's steps (the discrete derivative; a while-loop reverse with online checkpointing). Not reaching the next output time within :max-steps steps (the step size underflowed) is an error."
   (let* ((split (split-keywords args))
          (params (car split))
          (o (options 'odeint (cdr split)
@@ -233,8 +249,10 @@
           (if (eq? method 'dopri5)
               (list (lambda (g z t) (stop-gradient (first-step g z t (g z t) rtol atol)))
                     (lambda (g z span h)
-                      (let ((final (dopri5-run g z span rtol atol max-steps h)))
-                        (list (index (nth final 4) 1) (nth final 2)))))
+                      (let* ((t0 (index span 0)) (t1 (index span 1))
+                             (final (dopri5-advance g (dopri5-start z t0 (g z t0) h) t1 t1
+                                                    rtol atol max-steps)))
+                        (list (first final) (nth final 2)))))
               (list (lambda (g z t) dt)
                     (lambda (g z span h) (list (index (integrate-rk4 g z span dt max-steps) 1) h)))))
          (adjoint (lookup o :adjoint)))

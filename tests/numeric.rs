@@ -56,6 +56,8 @@ mod odeint;
 mod ops;
 #[path = "numeric/regressions.rs"]
 mod regressions;
+#[path = "numeric/replay.rs"]
+mod replay;
 #[path = "numeric/review.rs"]
 mod review;
 #[path = "numeric/scan.rs"]

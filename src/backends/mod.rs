@@ -175,6 +175,9 @@ pub struct BackendError {
     /// For a failing operation of the table, where it was called
     /// (`crate::ops::Site`; 0 when unknown).
     pub site: u32,
+    /// Whether the message is the program's own (a `while-loop`'s
+    /// `:on-max-steps`), shown as it is.
+    pub program: bool,
 }
 
 impl BackendError {
@@ -183,6 +186,17 @@ impl BackendError {
         BackendError {
             message: message.into(),
             site: 0,
+            program: false,
+        }
+    }
+
+    /// A loop running past its step limit: the program's message where it
+    /// gave one (`ScanSpec::limit_error`).
+    pub fn step_limit(spec: &crate::egraph::tensor::scan::ScanSpec) -> BackendError {
+        BackendError {
+            message: spec.limit_error(),
+            site: 0,
+            program: spec.limit_message.is_some(),
         }
     }
 
@@ -192,6 +206,7 @@ impl BackendError {
         BackendError {
             message: format!("{}: {}", op.name(), error.message),
             site: op.site().0,
+            program: false,
         }
     }
 }

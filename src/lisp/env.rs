@@ -17,6 +17,22 @@ pub struct Frame {
     pub slots: RefCell<Vec<Value>>,
     /// The enclosing frame.
     pub parent: Env,
+    /// Frames are numbered as they are made (`next_frame_serial`), so a
+    /// replayable trace tells its own frames from older ones.
+    pub serial: u64,
+    /// Whether a closure was made over this frame or one inside it: only
+    /// then can code outside the call read its variables later (which
+    /// replays must know of when they change).
+    pub captured: std::cell::Cell<bool>,
+}
+
+thread_local! {
+    static NEXT_SERIAL: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The serial the next frame made gets.
+pub fn next_frame_serial() -> u64 {
+    NEXT_SERIAL.with(std::cell::Cell::get)
 }
 
 impl Frame {
@@ -24,9 +40,16 @@ impl Frame {
     pub fn new(slots: Vec<Value>, parent: &Env) -> Env {
         #[cfg(test)]
         tests::LIVE_FRAMES.with(|live| live.set(live.get() + 1));
+        let serial = NEXT_SERIAL.with(|next| {
+            let serial = next.get();
+            next.set(serial + 1);
+            serial
+        });
         Some(Rc::new(Frame {
             slots: RefCell::new(slots),
             parent: parent.clone(),
+            serial,
+            captured: std::cell::Cell::new(false),
         }))
     }
 
@@ -63,6 +86,18 @@ impl Frame {
                 }))))
             }
             other => Some(other.clone()),
+        }
+    }
+
+    /// Marks `env`'s frames as captured by a closure made in it.
+    pub fn capture(env: &Env) {
+        let mut frame = env.as_ref();
+        while let Some(f) = frame {
+            if f.captured.replace(true) {
+                // Its parents were marked with it.
+                return;
+            }
+            frame = f.parent.as_ref();
         }
     }
 

@@ -65,7 +65,10 @@ impl Interp {
             Value::Procedure(proc) => match &**proc {
                 Procedure::Closure(closure) => self.apply_closure(closure, args, span),
                 Procedure::Builtin(builtin) => self.call_builtin(builtin, &args, span),
-                Procedure::Host(host) => (host.func)(&args).map_err(|e| e.at(span)),
+                Procedure::Host(host) => {
+                    crate::lisp::autodiff::replay::note_host_call(self);
+                    (host.func)(&args).map_err(|e| e.at(span))
+                }
                 Procedure::Native(native) => {
                     (native.func)(self, &args).map_err(|e| e.called_from(span))
                 }
@@ -156,6 +159,7 @@ impl Interp {
             values: positional,
             options,
         };
+        crate::lisp::autodiff::replay::note_call(self, builtin);
         let involves_traced = args.iter().any(crate::lisp::trace::ops::involves_traced);
         if involves_traced && self.numeric.trace.is_none() {
             self.call_span = saved;
@@ -388,7 +392,10 @@ impl Interp {
         match &**proc {
             Procedure::Closure(closure) => Ok(Step::TailCall(closure.clone(), args, span)),
             Procedure::Builtin(builtin) => self.call_builtin(builtin, &args, span).map(Step::Value),
-            Procedure::Host(host) => (host.func)(&args).map(Step::Value).map_err(|e| e.at(span)),
+            Procedure::Host(host) => {
+                crate::lisp::autodiff::replay::note_host_call(self);
+                (host.func)(&args).map(Step::Value).map_err(|e| e.at(span))
+            }
             Procedure::Native(native) => (native.func)(self, &args)
                 .map(Step::Value)
                 .map_err(|e| e.called_from(span)),
@@ -407,6 +414,17 @@ impl Interp {
                 let frame = Frame::ancestor(env, *depth).ok_or_else(|| {
                     EvalError::new(EvalErrorKind::Internal, "local frame missing")
                 })?;
+                // A frame a closure can read after the call, older than
+                // the trace being recorded if one is: replays must see the
+                // change.
+                if frame.captured.get()
+                    && self
+                        .numeric
+                        .recording_frames
+                        .is_none_or(|first| frame.serial < first)
+                {
+                    self.numeric.world += 1;
+                }
                 frame.store(*index as usize, value);
                 Ok(Value::Void)
             }
@@ -427,10 +445,13 @@ impl Interp {
                 self.set_global(*name, value);
                 Ok(Value::Void)
             }
-            Node::Lambda(def) => Ok(Value::Procedure(Rc::new(Procedure::Closure(Closure {
-                def: Rc::clone(def),
-                env: env.clone(),
-            })))),
+            Node::Lambda(def) => {
+                Frame::capture(env);
+                Ok(Value::Procedure(Rc::new(Procedure::Closure(Closure {
+                    def: Rc::clone(def),
+                    env: env.clone(),
+                }))))
+            }
             Node::While { test, body } => {
                 while truthy(&self.eval(test, env)?)? {
                     self.check_interrupt()?;
@@ -478,6 +499,7 @@ impl Interp {
                 Ok(value)
             }
             Node::DefMacro { name, def } => {
+                Frame::capture(env);
                 let closure = Closure {
                     def: Rc::clone(def),
                     env: env.clone(),

@@ -114,6 +114,7 @@ impl Interp {
 
     /// Binds a global.
     pub fn set_global(&mut self, name: Symbol, value: Value) {
+        self.numeric.world += 1;
         let index = name.index();
         if index >= self.globals.len() {
             self.globals.resize(index + 1, Value::Undefined);

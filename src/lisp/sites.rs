@@ -55,6 +55,9 @@ pub fn span(number: u32) -> Option<Span> {
 /// A tape's failure as an evaluation error: at the failing operation's
 /// call when it is known (the caller adds its own call site).
 pub fn eval_error(error: BackendError) -> EvalError {
+    if error.program {
+        return EvalError::new(crate::lisp::error::EvalErrorKind::User, error.message);
+    }
     match span(error.site) {
         Some(span) => EvalError::range(error.message).at(span),
         None if error.site != 0 => EvalError::range(error.message),

@@ -157,7 +157,7 @@ fn bad_problems_are_errors_naming_odeint() {
     let cases = [
         (
             "(odeint (lambda (y t) (* y y)) 1.0 (tensor 0.0 2.0) :max-steps 2000)",
-            "odeint: the integration did not reach the last time within :max-steps 2000 steps",
+            "odeint: the integration did not reach the next output time within :max-steps 2000 steps",
         ),
         (
             "(odeint decay 1.0 ts 0.5 :method 'rk4)",

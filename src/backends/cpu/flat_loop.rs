@@ -7,9 +7,11 @@
 //! summed into one row. No array, reference count or allocation per
 //! step: what is left of a step is its plan.
 //!
-//! `scan` takes this path when both plans exist and the loop has a fixed
-//! trip count; `while-loop`s and loops with values too large to plan go
-//! through `scan`'s general path.
+//! `scan` takes this path when both plans exist; a `while-loop` (its
+//! condition planned too) takes it forward only, its reverse and loops
+//! with values too large to plan go through `scan`'s general path. A loop
+//! inside a planned tape runs here on slices of the plan's buffers
+//! (`forward_into`).
 
 use super::execute::{Buf, reserve};
 use super::planned::{self, Plan};
@@ -22,9 +24,13 @@ use ndarray::{ArrayD, IxDyn};
 use smallvec::SmallVec;
 use std::rc::Rc;
 
-/// The loop's plans, when it can run here.
+/// The key of a `while-loop`'s condition among a loop's plans (`scan`'s
+/// `Body::Condition`).
+const CONDITION: u8 = 4;
+
+/// The loop's plans, when it can run here (a `while-loop` only forward).
 fn plans(tapes: &LoopTapes, reverse: bool) -> Option<(Rc<Plan>, Option<Rc<Plan>>)> {
-    if !planned::enabled() || tapes.condition.is_some() || tapes.spec.n == 0 {
+    if !planned::enabled() || (reverse && tapes.condition.is_some()) || tapes.spec.n == 0 {
         return None;
     }
     let body = planned::plan_for((tapes.id, 0), &tapes.body)?;
@@ -42,14 +48,74 @@ pub fn forward(tapes: &LoopTapes, args: &[Buf]) -> Option<Result<Vec<Buf>, Backe
     let (body, _) = plans(tapes, false)?;
     let spec = &tapes.spec;
     let leaves = spec.leaves.len();
-    let mut run = Run::new(tapes, body, args, leaves + spec.xs.len())?;
-    Some((|| {
-        let mut ys = Rows::new(spec.n, &spec.ys)?;
-        run.advance(0, spec.n, Some(&mut ys))?;
+    let run = Run::new(tapes, body, args, leaves + spec.xs.len())?;
+    let condition = condition_plan(tapes)?;
+    Some(run_forward(run, condition.as_deref()).map(|(run, ys)| {
         let mut parts = run.state_parts();
-        parts.extend(ys.finish(spec.n, &spec.ys));
-        Ok(parts)
-    })())
+        if let Some(ys) = ys {
+            parts.extend(ys.finish(spec.n, &spec.ys));
+        }
+        parts
+    }))
+}
+
+/// The loop on flat operands (the initial state's leaves, the sequences,
+/// the captures), its result packed into `out` as `scan::forward` packs
+/// it (the final state's leaves, then the stacked outputs, one after the
+/// other); `None` where the loop does not run here.
+pub fn forward_into(
+    tapes: &LoopTapes,
+    args: &[&[f64]],
+    out: &mut [f64],
+) -> Option<Result<(), BackendError>> {
+    let (body, _) = plans(tapes, false)?;
+    let run = Run::from_slices(tapes, body, args)?;
+    let condition = condition_plan(tapes)?;
+    let ys_len: usize = run.ys.iter().map(|len| len * tapes.spec.n).sum();
+    if out.len() != run.state.len() + ys_len {
+        return None;
+    }
+    Some(run_forward(run, condition.as_deref()).map(|(run, ys)| {
+        let (state, rest) = out.split_at_mut(run.state.len());
+        state.copy_from_slice(&run.state);
+        if let Some(ys) = ys {
+            let mut rest = rest;
+            for data in &ys.data {
+                let (part, tail) = rest.split_at_mut(data.len());
+                part.copy_from_slice(data);
+                rest = tail;
+            }
+        }
+    }))
+}
+
+/// A `while-loop`'s condition plan (`Some(None)` for a `scan`; `None`
+/// where the condition cannot be planned).
+fn condition_plan(tapes: &LoopTapes) -> Option<Option<Rc<Plan>>> {
+    match &tapes.condition {
+        Some(condition) => Some(Some(planned::plan_for((tapes.id, CONDITION), condition)?)),
+        None => Some(None),
+    }
+}
+
+/// Runs a loop forward to its end: a `while-loop` while its condition
+/// holds, a `scan` for its `n` steps with its stacked outputs.
+fn run_forward<'a>(
+    mut run: Run<'a>,
+    condition: Option<&Plan>,
+) -> Result<(Run<'a>, Option<Rows>), BackendError> {
+    if let Some(condition) = condition {
+        let mut i = 0;
+        while run.go_on(condition, i)? {
+            run.advance(i, i + 1, None)?;
+            i += 1;
+        }
+        return Ok((run, None));
+    }
+    let n = run.tapes.spec.n;
+    let mut ys = Rows::new(n, &run.tapes.spec.ys)?;
+    run.advance(0, n, Some(&mut ys))?;
+    Ok((run, Some(ys)))
 }
 
 /// The cotangents of the initial state, of the sequences and of the
@@ -123,17 +189,32 @@ fn value(shape: &[usize], data: &[f64]) -> Buf {
     Buf::Array(Rc::new(array))
 }
 
-/// A sequence's numbers: the caller's array itself, or a row-major copy.
-enum Numbers {
+/// A sequence's or a capture's numbers: the caller's array or slice
+/// itself, or a row-major copy.
+enum Numbers<'a> {
     Shared(Rc<ArrayD<f64>>),
+    Borrowed(&'a [f64]),
     Own(Vec<f64>),
 }
 
-impl Numbers {
+impl Numbers<'_> {
     fn numbers(&self) -> &[f64] {
         match self {
             Numbers::Shared(a) => a.as_slice().unwrap_or(&[]),
+            Numbers::Borrowed(data) => data,
             Numbers::Own(v) => v,
+        }
+    }
+
+    /// A buffer's numbers, shared where contiguous.
+    fn of(buf: &Buf) -> Numbers<'static> {
+        match buf {
+            Buf::Array(a) if a.as_slice().is_some() => Numbers::Shared(Rc::clone(a)),
+            other => {
+                let mut data = Vec::new();
+                extend_flat(&mut data, other);
+                Numbers::Own(data)
+            }
         }
     }
 }
@@ -152,8 +233,8 @@ struct Run<'a> {
     /// these: the others are the same in every state).
     changing: Vec<(usize, usize)>,
     /// Each sequence's numbers and the length of one step's slice.
-    xs: Vec<(Numbers, usize)>,
-    captures: Vec<Vec<f64>>,
+    xs: Vec<(Numbers<'a>, usize)>,
+    captures: Vec<Numbers<'a>>,
     /// Each per-step output's length.
     ys: Vec<usize>,
     /// Where per-step outputs nobody keeps go (recomputed steps).
@@ -165,49 +246,82 @@ impl<'a> Run<'a> {
     /// `captures`); `None` where a value's size is not its shape's.
     fn new(tapes: &'a LoopTapes, body: Rc<Plan>, args: &[Buf], captures: usize) -> Option<Run<'a>> {
         let spec = &tapes.spec;
-        let count = |shape: &Shape| shape.iter().product::<usize>();
-        let fits = |buf: &Buf, len: usize| match buf {
-            Buf::Scalar(_) => len == 1,
-            Buf::Array(a) => a.len() == len,
-        };
-        let mut state = Vec::new();
-        let mut leaves = Vec::with_capacity(spec.leaves.len());
-        for (shape, arg) in spec.leaves.iter().zip(args) {
-            if !fits(arg, count(shape)) {
-                return None;
-            }
-            let start = state.len();
-            extend_flat(&mut state, arg);
-            leaves.push((start, state.len()));
-        }
-        let mut xs = Vec::with_capacity(spec.xs.len());
-        for (shape, arg) in spec.xs.iter().zip(&args[spec.leaves.len()..]) {
-            let len = count(shape);
+        let leaves = spec.leaves.len();
+        for (shape, arg) in spec.xs.iter().zip(&args[leaves..]) {
             if !matches!(arg, Buf::Array(a) if a.shape().first() == Some(&spec.n) && a.shape()[1..] == shape[..])
             {
                 return None;
             }
-            let data = match arg {
-                // Read where it lies when contiguous.
-                Buf::Array(a) if a.as_slice().is_some() => Numbers::Shared(Rc::clone(a)),
-                other => {
-                    let mut data = Vec::new();
-                    extend_flat(&mut data, other);
-                    Numbers::Own(data)
-                }
-            };
-            xs.push((data, len));
         }
-        let mut held = Vec::with_capacity(spec.captures.len());
-        for (shape, arg) in spec.captures.iter().zip(args.get(captures..)?) {
-            if !fits(arg, count(shape)) {
+        let numbers = |from: usize, count: usize| -> Option<Vec<Numbers<'a>>> {
+            let taken = args.get(from..from + count)?;
+            Some(taken.iter().map(Numbers::of).collect())
+        };
+        let state = numbers(0, leaves)?;
+        let xs = numbers(leaves, spec.xs.len())?;
+        let held = numbers(captures, spec.captures.len())?;
+        Run::from_numbers(tapes, body, state, xs, held)
+    }
+
+    /// The loop on flat operands: the initial state's leaves, the
+    /// sequences (all their rows) and the captures, one after the other.
+    fn from_slices(tapes: &'a LoopTapes, body: Rc<Plan>, args: &[&'a [f64]]) -> Option<Run<'a>> {
+        let spec = &tapes.spec;
+        let (leaves, xs) = (spec.leaves.len(), spec.xs.len());
+        if args.len() != leaves + xs + spec.captures.len() {
+            return None;
+        }
+        let borrowed = |range: std::ops::Range<usize>| -> Vec<Numbers<'a>> {
+            args[range].iter().map(|a| Numbers::Borrowed(a)).collect()
+        };
+        Run::from_numbers(
+            tapes,
+            body,
+            borrowed(0..leaves),
+            borrowed(leaves..leaves + xs),
+            borrowed(leaves + xs..args.len()),
+        )
+    }
+
+    /// The loop on its operands' numbers; `None` where a value's size is
+    /// not its shape's.
+    fn from_numbers(
+        tapes: &'a LoopTapes,
+        body: Rc<Plan>,
+        initial: Vec<Numbers<'a>>,
+        sequences: Vec<Numbers<'a>>,
+        captures: Vec<Numbers<'a>>,
+    ) -> Option<Run<'a>> {
+        let spec = &tapes.spec;
+        let count = |shape: &Shape| shape.iter().product::<usize>();
+        let mut state = Vec::new();
+        let mut leaves = Vec::with_capacity(spec.leaves.len());
+        for (shape, leaf) in spec.leaves.iter().zip(&initial) {
+            let numbers = leaf.numbers();
+            if numbers.len() != count(shape) {
                 return None;
             }
-            let mut data = Vec::new();
-            extend_flat(&mut data, arg);
-            held.push(data);
+            let start = state.len();
+            state.extend_from_slice(numbers);
+            leaves.push((start, state.len()));
         }
-        if held.len() != spec.captures.len() {
+        let mut xs = Vec::with_capacity(spec.xs.len());
+        for (shape, sequence) in spec.xs.iter().zip(sequences) {
+            let len = count(shape);
+            if sequence.numbers().len() != len * spec.n {
+                return None;
+            }
+            xs.push((sequence, len));
+        }
+        if captures.len() != spec.captures.len()
+            || initial.len() != spec.leaves.len()
+            || xs.len() != spec.xs.len()
+            || spec
+                .captures
+                .iter()
+                .zip(&captures)
+                .any(|(shape, c)| c.numbers().len() != count(shape))
+        {
             return None;
         }
         let changing = leaves
@@ -224,7 +338,7 @@ impl<'a> Run<'a> {
             state,
             leaves,
             xs,
-            captures: held,
+            captures,
             ys: spec.ys.iter().map(count).collect(),
             spare: vec![0.0; spec.ys.iter().map(count).sum()],
         })
@@ -241,8 +355,23 @@ impl<'a> Run<'a> {
                 .iter()
                 .map(|(data, len)| &data.numbers()[i * len..(i + 1) * len]),
         );
-        inputs.extend(self.captures.iter().map(|c| &c[..]));
+        inputs.extend(self.captures.iter().map(Numbers::numbers));
         inputs
+    }
+
+    /// Whether a `while-loop` takes step `i` (its condition on the state);
+    /// an error past the loop's step limit.
+    fn go_on(&self, condition: &Plan, i: usize) -> Result<bool, BackendError> {
+        if i.is_multiple_of(64) && cancel::requested() {
+            return Ok(false);
+        }
+        let index = [i as f64];
+        let mut value = [0.0];
+        condition.run_flat(&self.inputs(&index, i), &mut [&mut value[..]])?;
+        if value[0] != 0.0 && i >= self.tapes.spec.n {
+            return Err(BackendError::step_limit(&self.tapes.spec));
+        }
+        Ok(value[0] != 0.0)
     }
 
     /// Steps `from..to`, writing per-step outputs into `ys` when given.

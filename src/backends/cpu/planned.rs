@@ -13,8 +13,9 @@
 //! contiguous copies and zero fills found once; elementwise groups run
 //! chunk by chunk over their registers; reductions over consecutive axes
 //! and matrix products have their own kernels; any other operation runs
-//! through the general executor's `eval_op`. A tape holding a loop is not
-//! planned.
+//! through the general executor's `eval_op`. A loop inside the tape runs
+//! on flat copies of its operands (`scan::forward_into`), its packed result
+//! written into its slot.
 
 mod fuse;
 
@@ -129,6 +130,12 @@ enum Step {
         args: SmallVec<[(View, Shape); 3]>,
         shape: Shape,
     },
+    /// A loop (`scan`, `while-loop`) run on copies of its operands.
+    Loop {
+        out: u32,
+        tapes: Arc<crate::tape::scan::LoopTapes>,
+        args: SmallVec<[(View, Shape); 3]>,
+    },
     /// Copies a live view into its own slot before its base is written.
     Keep { out: u32, source: View },
     /// A run of the steps above compiled as one program (`fuse`).
@@ -234,9 +241,6 @@ impl Plan {
             values: vec![None; tape.slots],
         };
         for instruction in &tape.instructions {
-            if matches!(instruction.op, Kernel::Loop(_)) {
-                return None;
-            }
             let out = instruction.out;
             // The slot is written: views into it are kept first.
             planner.keep_views_of(out);
@@ -533,6 +537,7 @@ impl Step {
             | Step::LogSumExp { out, .. }
             | Step::Gemm { out, .. }
             | Step::General { out, .. }
+            | Step::Loop { out, .. }
             | Step::Keep { out, .. } => *out,
             Step::Fused { .. } => unreachable!("a fused step has no one output"),
         }
@@ -602,29 +607,48 @@ impl Step {
             Step::General {
                 op, args, shape, ..
             } => {
-                let bufs: SmallVec<[Buf; 3]> = args
-                    .iter()
-                    .map(|(v, s)| {
-                        let data = reader.read(*v);
-                        if s.is_empty() {
-                            Buf::Scalar(data[0])
-                        } else {
-                            let array = ArrayD::from_shape_vec(IxDyn(s), data.to_vec())
-                                .expect("sizes match");
-                            Buf::Array(Rc::new(array))
-                        }
-                    })
-                    .collect();
+                let bufs = buffers_of(args, reader);
                 let refs: SmallVec<[&Buf; 3]> = bufs.iter().collect();
                 let value = eval_op(op, &refs, shape)
                     .unwrap_or_else(|| Err(BackendError::new("an input inside a plan")))?;
-                match value {
-                    Buf::Scalar(x) => out[0] = x,
-                    Buf::Array(a) => copy_array(&a, out),
+                copy_buf(&value, out);
+            }
+            Step::Loop { tapes, args, .. } => {
+                if !tapes.reverse {
+                    let slices: SmallVec<[&[f64]; 16]> =
+                        args.iter().map(|(v, _)| reader.read(*v)).collect();
+                    if let Some(done) = super::scan::forward_into(tapes, &slices, out) {
+                        return done;
+                    }
                 }
+                let bufs = buffers_of(args, reader);
+                copy_buf(&super::run_loop(tapes, &bufs)?, out);
             }
         }
         Ok(())
+    }
+}
+
+/// The general executor's buffers of these views (copies).
+fn buffers_of(args: &[(View, Shape)], reader: &Reader<'_>) -> SmallVec<[Buf; 3]> {
+    args.iter()
+        .map(|(v, s)| {
+            let data = reader.read(*v);
+            if s.is_empty() {
+                Buf::Scalar(data[0])
+            } else {
+                let array = ArrayD::from_shape_vec(IxDyn(s), data.to_vec()).expect("sizes match");
+                Buf::Array(Rc::new(array))
+            }
+        })
+        .collect()
+}
+
+/// Copies a buffer's elements, row-major, to the front of `out`.
+fn copy_buf(value: &Buf, out: &mut [f64]) {
+    match value {
+        Buf::Scalar(x) => out[0] = *x,
+        Buf::Array(a) => copy_array(a, out),
     }
 }
 
@@ -808,7 +832,14 @@ impl Planner {
             shape: shape.clone(),
         };
         match op {
-            Kernel::Loop(_) => None,
+            Kernel::Loop(tapes) => {
+                self.steps.push(Step::Loop {
+                    out,
+                    tapes: Arc::clone(tapes),
+                    args: args.iter().map(|a| (a.view, a.shape.clone())).collect(),
+                });
+                Some(self.computed(out, shape))
+            }
             Kernel::Op(TOp::Input { index, .. }) => Some(Known {
                 view: View {
                     base: Base::Input(*index),

@@ -12,6 +12,35 @@ use crate::tape::scan::LoopTapes;
 use ndarray::{Array1, ArrayD, Axis, IxDyn};
 use std::rc::Rc;
 
+/// `forward` on flat operands, the packed result written into `out`;
+/// `None` where the loop needs the general path (`forward`).
+pub fn forward_into(
+    tapes: &LoopTapes,
+    args: &[&[f64]],
+    out: &mut [f64],
+) -> Option<Result<(), BackendError>> {
+    let spec = &tapes.spec;
+    let leaves = spec.leaves.len();
+    if spec.xs.is_empty()
+        && spec.ys.is_empty()
+        && tapes.condition.is_none()
+        && spec
+            .leaves
+            .iter()
+            .chain(&spec.captures)
+            .all(|s| s.is_empty())
+        && args.iter().all(|a| a.len() == 1)
+        && out.len() == leaves
+        && let Some(program) = scalar_loop::prepare(tapes)
+    {
+        let numbers: Vec<f64> = args.iter().map(|a| a[0]).collect();
+        let state = program.forward(tapes, &numbers[..leaves], &numbers[leaves..]);
+        out.copy_from_slice(&state);
+        return Some(Ok(()));
+    }
+    flat_loop::forward_into(tapes, args, out)
+}
+
 /// The loop's final state and stacked outputs (packed when more than one
 /// state leaf or any outputs).
 pub fn forward(tapes: &LoopTapes, args: &[Buf]) -> Result<Buf, BackendError> {
@@ -67,7 +96,7 @@ fn go_on(tapes: &LoopTapes, inputs: &mut [Buf], i: usize) -> Result<bool, Backen
         return Ok(false);
     }
     inputs[tapes.spec.leaves.len()] = Buf::Scalar(i as f64);
-    let value = match run(condition, inputs)?.first() {
+    let value = match run_body(tapes, Body::Condition, condition, inputs)?.first() {
         Some(Buf::Scalar(x)) => *x,
         Some(Buf::Array(a)) if a.len() == 1 => a.iter().copied().next().unwrap_or(0.0),
         _ => {
@@ -77,7 +106,7 @@ fn go_on(tapes: &LoopTapes, inputs: &mut [Buf], i: usize) -> Result<bool, Backen
         }
     };
     if value != 0.0 && i >= tapes.spec.n {
-        return Err(BackendError::new(tapes.spec.limit_error()));
+        return Err(BackendError::step_limit(&tapes.spec));
     }
     Ok(value != 0.0)
 }
@@ -565,6 +594,8 @@ enum Body {
     KeptStep = 2,
     /// The reverse step that reads them.
     KeptReverse = 3,
+    /// A while-loop's condition.
+    Condition = 4,
 }
 
 /// Runs one of a loop's tapes on `inputs`: from its plan (`planned`)

@@ -113,7 +113,7 @@ fn go_on<M: Machine>(
     };
     outputs.into_iter().for_each(|v| release(machine, v));
     if value != 0.0 && i >= tapes.spec.n {
-        return Err(BackendError::new(tapes.spec.limit_error()));
+        return Err(BackendError::step_limit(&tapes.spec));
     }
     Ok(value != 0.0)
 }

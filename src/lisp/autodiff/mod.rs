@@ -8,6 +8,7 @@
 //! to the enclosing trace instead, so derivatives nest (`(grad (grad f))`).
 
 mod hoist;
+pub mod replay;
 pub mod scan;
 pub mod tree;
 
@@ -56,6 +57,19 @@ pub struct NumericState {
     /// `(debug-nans #t)`: operations are checked one by one for the
     /// first that makes a NaN or an infinity.
     pub debug_nans: bool,
+    /// What traced functions may read and replays must not outlive
+    /// (`replay`): counts changes of globals, of older frames' variables
+    /// and of settings.
+    pub(crate) world: u64,
+    /// Effects a replay would skip (printing, random draws, the clock,
+    /// files) counted while a trace is recorded.
+    pub(crate) effects: u64,
+    /// While a replayable trace is recorded: the serial of the first frame
+    /// made during it (assignments to frames made before it change the
+    /// world).
+    pub(crate) recording_frames: Option<u64>,
+    /// Calls that ran a kept trace's tape without tracing (`replay`).
+    pub replayed: u64,
 }
 
 struct CacheEntry {
@@ -168,6 +182,9 @@ struct Recorded {
     n_out: usize,
     nested: bool,
     n_leaves: usize,
+    /// The argument leaves (by leaf index) the trace's first inputs hold,
+    /// in input order (top level only).
+    input_leaves: Vec<usize>,
     /// Display names of the argument inputs and of the roots.
     names: Names,
 }
@@ -183,6 +200,11 @@ pub fn run(
     seeds: &[Value],
 ) -> EvalResult<Outcome> {
     let recorded = record(interp, f, args, request, seeds)?;
+    finish(interp, recorded, request)
+}
+
+/// Computes a recorded trace's results and derivatives.
+fn finish(interp: &mut Interp, recorded: Recorded, request: &Request) -> EvalResult<Outcome> {
     let trace = &recorded.trace;
     // Root values: top level runs the tape; nested returns traced nodes.
     let (values, cached, compiled): (Vec<Value>, Option<bool>, Option<Rc<Compiled>>) =
@@ -217,26 +239,45 @@ pub fn run(
                 Some(compiled),
             )
         };
-    let n_out = recorded.n_out;
-    let value = if n_out == 0 && !request.wants_value() {
-        Value::Nil
-    } else {
-        rebuild_in_order(&recorded.out_tree, &mut values[..n_out].iter().cloned())
-    };
-    let mut derivatives = Vec::new();
-    let mut offset = n_out;
-    for group in &recorded.groups {
-        let count = count_leaves(group);
-        let slice = values[offset..offset + count].to_vec();
-        offset += count;
-        derivatives.push(rebuild_in_order(group, &mut slice.into_iter()));
-    }
+    let (value, derivatives) = assemble(
+        &values,
+        recorded.n_out,
+        &recorded.out_tree,
+        &recorded.groups,
+        request,
+    );
     Ok(Outcome {
         value,
         derivatives,
         cached,
         compiled,
     })
+}
+
+/// The function's value and the derivatives, rebuilt in the shapes of its
+/// result (`out_tree`, the first `n_out` values) and of the argument groups
+/// differentiated.
+fn assemble(
+    values: &[Value],
+    n_out: usize,
+    out_tree: &Tree,
+    groups: &[Tree],
+    request: &Request,
+) -> (Value, Vec<Value>) {
+    let value = if n_out == 0 && !request.wants_value() {
+        Value::Nil
+    } else {
+        rebuild_in_order(out_tree, &mut values[..n_out].iter().cloned())
+    };
+    let mut derivatives = Vec::new();
+    let mut offset = n_out;
+    for group in groups {
+        let count = count_leaves(group);
+        let slice = values[offset..offset + count].to_vec();
+        offset += count;
+        derivatives.push(rebuild_in_order(group, &mut slice.into_iter()));
+    }
+    (value, derivatives)
 }
 
 /// The error `debug-nans` gives for a failed checked evaluation: the
@@ -473,7 +514,8 @@ fn record(
     }
     let mut leaf_ids: Vec<Id> = Vec::with_capacity(leaves.len());
     let mut traced_leaves: Vec<Value> = Vec::with_capacity(leaves.len());
-    for (leaf, &fixed) in leaves.iter().zip(&is_static) {
+    let mut input_leaves = Vec::new();
+    for (position, (leaf, &fixed)) in leaves.iter().zip(&is_static).enumerate() {
         if fixed {
             // Never read: derivatives are only built for differentiated
             // arguments.
@@ -491,6 +533,7 @@ fn record(
                 .map_err(|e| EvalError::shape(e.0))?
         } else {
             let buf = value_to_buf(leaf)?;
+            input_leaves.push(position);
             trace.borrow_mut().add_input(buf)
         };
         leaf_ids.push(id);
@@ -550,6 +593,7 @@ fn record(
         },
         nested: nested.is_some(),
         n_leaves: leaves.len(),
+        input_leaves,
         names,
     })
 }

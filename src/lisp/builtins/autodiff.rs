@@ -123,9 +123,10 @@ pub(crate) fn grad_of_function(args: &Args, with_value: bool) -> EvalResult<Valu
     let wrt = parse_wrt(args.option("wrt"))?;
     let prefix = if with_value { "value-and-grad" } else { "grad" };
     let name = format!("{prefix} of {}", function_name(&f));
+    let replays = autodiff::replay::Replays::default();
     Ok(native(name, move |interp, call_args| {
         let positions = positions(&wrt, call_args.len())?;
-        let outcome = autodiff::run(
+        let outcome = replays.run(
             interp,
             &f,
             call_args,
@@ -133,7 +134,6 @@ pub(crate) fn grad_of_function(args: &Args, with_value: bool) -> EvalResult<Valu
                 wrt: positions,
                 value: with_value,
             },
-            &[],
         )?;
         let value = outcome.value.clone();
         let grads = gradients(outcome, &wrt);
@@ -364,8 +364,9 @@ fn jit(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     expect_function(&args[0])?;
     let f = args[0].clone();
     let name = format!("jit of {}", function_name(&f));
+    let replays = autodiff::replay::Replays::default();
     Ok(native(name, move |interp, call_args| {
-        Ok(autodiff::run(interp, &f, call_args, &Request::Value, &[])?.value)
+        Ok(replays.run(interp, &f, call_args, &Request::Value)?.value)
     }))
 }
 
