@@ -122,6 +122,11 @@ fn run_forward<'a>(
 /// differentiable captures, as `scan::reverse` gives them (not yet
 /// flattened); `None` where the loop does not run here.
 pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Option<Result<Vec<Buf>, BackendError>> {
+    // A store-all loop keeping each step's products (`residuals`) reverses
+    // on the general path, which keeps them.
+    if tapes.residuals.is_some() {
+        return None;
+    }
     let (body, adjoint) = plans(tapes, true)?;
     let adjoint = adjoint?;
     let spec = &tapes.spec;

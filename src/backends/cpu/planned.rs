@@ -168,7 +168,13 @@ struct Buffers {
 }
 
 /// The most numbers a value of a planned tape holds.
-pub const LARGEST: usize = 1024;
+pub const LARGEST: usize = 16384;
+
+/// The most numbers its values hold on average: a tape of large values
+/// throughout (a stencil step over 10^4 points) runs better on the general
+/// executor's threads; a few large values among small ones (an ODE state
+/// of a thousand numbers, a loop's packed operands) run better here.
+pub const TYPICAL: usize = 4096;
 
 /// Plans kept per thread (emptied when it grows past this).
 const MAX_PLANS: usize = 256;
@@ -221,16 +227,37 @@ struct Planner {
 }
 
 impl Plan {
-    /// The plan of `tape`, or `None` where it holds a loop or a value of
-    /// more than `LARGEST` numbers (the general executor's lazy views,
-    /// threads and native kernels serve large values better, and the
-    /// per-instruction work a plan saves is small beside theirs).
+    /// The plan of `tape`, or `None` where a value holds more than
+    /// `LARGEST` numbers or its values more than `TYPICAL` on average (the
+    /// general executor's lazy views, threads and native kernels serve
+    /// large values better, and the per-instruction work a plan saves is
+    /// small beside theirs).
     pub fn new(tape: &Tape) -> Option<Plan> {
-        if tape
+        // A loop's packed operands and results are only buffers (their
+        // parts are what the tape computes with), joined and split by
+        // copies.
+        let packing = |op: &Kernel| {
+            matches!(
+                op,
+                Kernel::Loop(_)
+                    | Kernel::Op(
+                        TOp::Concat(_)
+                            | TOp::Pad { .. }
+                            | TOp::Slice { .. }
+                            | TOp::Reshape(_)
+                            | TOp::StopGradient
+                            | TOp::Tag(_)
+                    )
+            )
+        };
+        let sizes: Vec<usize> = tape
             .instructions
             .iter()
-            .any(|i| i.shape.iter().product::<usize>() > LARGEST)
-        {
+            .filter(|i| !packing(&i.op))
+            .map(|i| i.shape.iter().product())
+            .collect();
+        let total: usize = sizes.iter().sum();
+        if sizes.iter().any(|&n| n > LARGEST) || total > TYPICAL * sizes.len().max(1) {
             return None;
         }
         let mut planner = Planner {
@@ -568,7 +595,18 @@ impl Step {
                 ..
             } => {
                 if let Some(kernel) = native {
-                    run_native(kernel, operands, *n, reader, out, scratch);
+                    if !*sum {
+                        run_native(kernel, operands, *n, reader, out, scratch);
+                        return Ok(());
+                    }
+                    // The elements into scratch after the operands', then
+                    // summed chunk by chunk as the interpreter sums them.
+                    let (operand_space, values) = scratch.split_at_mut(*registers);
+                    run_native(kernel, operands, *n, reader, values, operand_space);
+                    let total = values[..*n]
+                        .chunks(CHUNK)
+                        .fold(0.0, |total, chunk| total + chunk.iter().sum::<f64>());
+                    out[..*out_len].fill(total);
                     return Ok(());
                 }
                 let total =
@@ -1003,7 +1041,7 @@ impl Planner {
             .steps
             .iter()
             .any(|(op, _)| super::elementwise::vectorized(op));
-        let native = (!sum && !vectorized && native::native_kernels())
+        let native = (!vectorized && native::native_kernels())
             .then(|| {
                 let layout: Vec<native::Operand> = operands
                     .iter()
@@ -1012,9 +1050,18 @@ impl Planner {
                         _ => native::Operand::Streamed,
                     })
                     .collect();
-                native::compile(&group, &layout).ok().map(Rc::new)
+                // A summed group compiles without its sum: the kernel
+                // writes the elements, the step adds them up.
+                let elements = FusedGroup {
+                    sum_over: None,
+                    ..(*group).clone()
+                };
+                native::compile(&elements, &layout).ok().map(Rc::new)
             })
             .flatten();
+        if sum && native.is_some() {
+            self.scratch_len = self.scratch_len.max(prepared + n);
+        }
         self.steps.push(Step::Elementwise {
             out,
             group,

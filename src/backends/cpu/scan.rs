@@ -625,11 +625,21 @@ fn pack(leaves: &[Buf]) -> Buf {
 
 /// Buffers flattened and joined into one vector.
 fn flat(parts: &[Buf]) -> Buf {
-    let mut data = Vec::new();
+    let total = parts
+        .iter()
+        .map(|p| match p {
+            Buf::Scalar(_) => 1,
+            Buf::Array(a) => a.len(),
+        })
+        .sum();
+    let mut data = Vec::with_capacity(total);
     for part in parts {
         match part {
             Buf::Scalar(x) => data.push(*x),
-            Buf::Array(a) => data.extend(a.iter()),
+            Buf::Array(a) => match a.as_slice() {
+                Some(numbers) => data.extend_from_slice(numbers),
+                None => data.extend(a.iter()),
+            },
         }
     }
     Buf::from_array(Rc::new(Array1::from(data).into_dyn()))
@@ -644,9 +654,16 @@ pub fn unpack(packed: &Buf, shapes: &[crate::egraph::tensor::Shape]) -> Vec<Buf>
     {
         return vec![packed.clone()];
     }
-    let data: Vec<f64> = match packed {
-        Buf::Scalar(x) => vec![*x],
-        Buf::Array(a) => a.iter().copied().collect(),
+    let owned: Vec<f64>;
+    let data: &[f64] = match packed {
+        Buf::Scalar(x) => std::slice::from_ref(x),
+        Buf::Array(a) => match a.as_slice() {
+            Some(numbers) => numbers,
+            None => {
+                owned = a.iter().copied().collect();
+                &owned
+            }
+        },
     };
     let mut offset = 0;
     shapes
