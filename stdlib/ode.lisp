@@ -120,7 +120,7 @@
           (dense-output (nth s 4) y (nth s 6) (nth s 5) (nth s 3) ha (/ (- target ta) ha)))))
 
 (define (dopri5-run f y0 ts rtol atol max-steps . first-h)
-  "(dopri5-run f y0 ts rtol atol max-steps [h0]): the Dormand-Prince integration of dy/dt = (f y t) through the increasing times ts: (y t h k outputs accepted rejected), the final state, time, next step and slope, the states at ts stacked, and the step counts. A scan over the output times, each a while-loop of dopri5-advance steps until the solution passes it; the value there comes from the dense output of the step that passed it (steps are not shortened to land on output times, except on the last). Starts from the step h0 if given (estimated otherwise). The step sizes are constants to derivatives."
+  "(dopri5-run f y0 ts rtol atol max-steps [h0]): the Dormand-Prince integration of dy/dt = (f y t) through the increasing times ts: (y t h k outputs accepted rejected), the final state, time, next step and slope, the states at ts stacked, and the step counts. A scan over the output times, each a while-loop of dopri5-advance steps until the solution passes it; the value there comes from the dense output of the step that passed it (steps are not shortened to land on output times, except on the last). Starts from the step h0 if given (estimated otherwise). The step sizes are constants to derivatives. Differentiated in reverse, the scan keeps its state at every output time when that holds at most a million numbers (revolve checkpoints otherwise)."
   (let* ((m (size ts))
          (t0 (index ts 0))
          (t-end (index ts (- m 1)))
@@ -133,7 +133,11 @@
         (let* ((swept (scan (lambda (s target)
                               (let ((s1 (dopri5-advance f s target t-end rtol atol max-steps)))
                                 (list s1 (dopri5-at s1 target))))
-                            start (slice ts 1 m)))
+                            start (slice ts 1 m)
+                            ;; The reverse keeps the state at every output
+                            ;; time (a few times the outputs' own memory)
+                            ;; unless that is large.
+                            :checkpoint (if (<= (* m (size y0)) 1000000) 'store-all 'revolve)))
                (s (first swept)))
           (list (nth s 0) (nth s 1) (nth s 2) (nth s 3)
                 (concat (list first-row (second swept))) (nth s 9) (nth s 10))))))
