@@ -167,14 +167,18 @@ struct Buffers {
     given: Vec<Recurring>,
 }
 
-/// The most numbers a value of a planned tape holds.
-pub const LARGEST: usize = 16384;
+/// The most numbers a value of a planned tape holds (larger values run
+/// better on the general executor: its threads, its vectorized `exp` and
+/// `tanh`; `bench/loops/plan-sizes.lisp`).
+pub const LARGEST: usize = 1024;
 
-/// The most numbers its values hold on average: a tape of large values
-/// throughout (a stencil step over 10^4 points) runs better on the general
-/// executor's threads; a few large values among small ones (an ODE state
-/// of a thousand numbers, a loop's packed operands) run better here.
-pub const TYPICAL: usize = 4096;
+/// The most numbers a value of a planned tape holds where no `exp`,
+/// `tanh` or `sigmoid` makes it (copies and arithmetic: a stencil's
+/// shifts, an ODE's augmented state).
+pub const CHEAP: usize = 4096;
+
+/// The most numbers a value of a planned tape holding a loop holds.
+pub const AROUND_LOOPS: usize = 16384;
 
 /// Plans kept per thread (emptied when it grows past this).
 const MAX_PLANS: usize = 256;
@@ -228,14 +232,17 @@ struct Planner {
 
 impl Plan {
     /// The plan of `tape`, or `None` where a value holds more than
-    /// `LARGEST` numbers or its values more than `TYPICAL` on average (the
+    /// `LARGEST` numbers (`CHEAP` for values no transcendental makes,
+    /// `AROUND_LOOPS` in a tape holding a loop): the
     /// general executor's lazy views, threads and native kernels serve
     /// large values better, and the per-instruction work a plan saves is
-    /// small beside theirs).
+    /// small beside theirs.
     pub fn new(tape: &Tape) -> Option<Plan> {
         // A loop's packed operands and results are only buffers (their
         // parts are what the tape computes with), joined and split by
-        // copies.
+        // copies. A tape holding a loop spends its time in the loop: its
+        // own large values are the loop's packed state and cotangents,
+        // cheap beside it, and the loop's body is planned on its own.
         let packing = |op: &Kernel| {
             matches!(
                 op,
@@ -250,14 +257,34 @@ impl Plan {
                     )
             )
         };
-        let sizes: Vec<usize> = tape
+        let holds_loop = tape
             .instructions
             .iter()
-            .filter(|i| !packing(&i.op))
-            .map(|i| i.shape.iter().product())
-            .collect();
-        let total: usize = sizes.iter().sum();
-        if sizes.iter().any(|&n| n > LARGEST) || total > TYPICAL * sizes.len().max(1) {
+            .any(|i| matches!(i.op, Kernel::Loop(_)));
+        // `exp`, `tanh` and `sigmoid` over many numbers run better as the
+        // general executor's vectorized, threaded loops.
+        let transcendental = |op: &Kernel| match op {
+            Kernel::Fused(group) => group
+                .steps
+                .iter()
+                .any(|(op, _)| super::elementwise::vectorized(op)),
+            Kernel::Op(op) => super::elementwise::vectorized(op),
+            _ => false,
+        };
+        let largest = |op: &Kernel| {
+            if holds_loop {
+                AROUND_LOOPS
+            } else if transcendental(op) {
+                LARGEST
+            } else {
+                CHEAP
+            }
+        };
+        if tape
+            .instructions
+            .iter()
+            .any(|i| !packing(&i.op) && i.shape.iter().product::<usize>() > largest(&i.op))
+        {
             return None;
         }
         let mut planner = Planner {
