@@ -397,7 +397,10 @@ fn pullback(graph: &mut TensorGraph, id: Id, g: Id, masked: bool) -> SmallVec<[O
                 .zip(partials)
                 .map(|(&child, partial)| {
                     let partial = partial?;
-                    let term = match masked {
+                    // A finite constant partial keeps a zero cotangent zero
+                    // by itself (a sum, a difference, a fixed coefficient).
+                    let finite = graph.constant(partial).is_some_and(f64::is_finite);
+                    let term = match masked && !finite {
                         true => masked_product(graph, g, partial),
                         false => graph.mul(g, partial),
                     };
