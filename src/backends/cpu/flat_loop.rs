@@ -24,10 +24,6 @@ use ndarray::{ArrayD, IxDyn};
 use smallvec::SmallVec;
 use std::rc::Rc;
 
-/// The key of a `while-loop`'s condition among a loop's plans (`scan`'s
-/// `Body::Condition`).
-const CONDITION: u8 = 4;
-
 /// The loop's plans, when it can run here (a `while-loop` only forward).
 fn plans(tapes: &LoopTapes, reverse: bool) -> Option<(Rc<Plan>, Option<Rc<Plan>>)> {
     if !planned::enabled() || (reverse && tapes.condition.is_some()) || tapes.spec.n == 0 {
@@ -93,7 +89,10 @@ pub fn forward_into(
 /// where the condition cannot be planned).
 fn condition_plan(tapes: &LoopTapes) -> Option<Option<Rc<Plan>>> {
     match &tapes.condition {
-        Some(condition) => Some(Some(planned::plan_for((tapes.id, CONDITION), condition)?)),
+        Some(condition) => Some(Some(planned::plan_for(
+            (tapes.id, super::scan::Body::Condition as u8),
+            condition,
+        )?)),
         None => Some(None),
     }
 }

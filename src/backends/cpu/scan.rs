@@ -587,7 +587,7 @@ fn advance(
 
 /// Which of a loop's tapes runs.
 #[derive(Clone, Copy)]
-enum Body {
+pub(super) enum Body {
     Step = 0,
     Reverse = 1,
     /// The step that also returns its products (`residuals`).
