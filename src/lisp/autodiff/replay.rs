@@ -88,7 +88,8 @@ struct Replay {
     /// `NumericState::world` when it was recorded.
     world: u64,
     compiled: Rc<Compiled>,
-    /// The inputs it was recorded with (captured tensors stay).
+    /// The inputs it was recorded with: captured tensors as they were,
+    /// placeholders where the arguments go.
     inputs: Vec<Buf>,
     /// The argument leaves that the first inputs take, in order.
     input_leaves: Vec<usize>,
@@ -154,8 +155,14 @@ impl Replays {
             && interp.numeric.world == world
             && !recorded.trace.borrow().inspected;
         let kept = pure.then(|| {
+            // The arguments' own inputs are replaced at every replay: the
+            // kept list does not hold on to this call's tensors.
+            let mut inputs = recorded.trace.borrow().inputs.clone();
+            for input in inputs.iter_mut().take(recorded.input_leaves.len()) {
+                *input = Buf::Scalar(0.0);
+            }
             (
-                recorded.trace.borrow().inputs.clone(),
+                inputs,
                 recorded.input_leaves.clone(),
                 recorded.out_tree.clone(),
                 recorded.groups.clone(),
