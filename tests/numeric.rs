@@ -34,6 +34,8 @@ mod cache;
 mod compiled;
 #[path = "numeric/composites.rs"]
 mod composites;
+#[path = "numeric/constant_leaves.rs"]
+mod constant_leaves;
 #[path = "numeric/custom_rules.rs"]
 mod custom_rules;
 #[path = "numeric/debug_nans.rs"]

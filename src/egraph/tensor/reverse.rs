@@ -15,21 +15,24 @@ use egg::Id;
 use smallvec::SmallVec;
 
 /// Which nodes depend, through differentiable operations, on one of `from`.
+/// (A slice of a loop's packed result depends on them only when a part
+/// of the loop's state that does is in it: see `scan::Activity`.)
 pub fn active_nodes(graph: &TensorGraph, from: &[Id], upto: usize) -> Vec<bool> {
-    let mut active = vec![false; upto];
+    let mut activity = super::scan::Activity::new(upto);
+    let start = from.iter().map(|&id| usize::from(id)).min().unwrap_or(upto);
+    let mut sources = vec![false; upto];
     for &id in from {
-        if let Some(flag) = active.get_mut(usize::from(id)) {
+        if let Some(flag) = sources.get_mut(usize::from(id)) {
             *flag = true;
         }
     }
-    let start = from.iter().map(|&id| usize::from(id)).min().unwrap_or(upto);
-    for index in start..upto {
-        let node = graph.node(Id::from(index));
-        if node.is_differentiable() && node.children.iter().any(|&c| active[usize::from(c)]) {
-            active[index] = true;
+    for (index, &source) in sources.iter().enumerate().skip(start) {
+        match source {
+            true => activity.flags[index] = true,
+            false => activity.set(index, graph.node(Id::from(index))),
         }
     }
-    active
+    activity.flags
 }
 
 /// Appends the vector-Jacobian product: for each `(output, cotangent)` pair
@@ -71,18 +74,34 @@ pub fn vjp(graph: &mut TensorGraph, seeds: &[(Id, Id)], wrt: &[Id]) -> Vec<Id> {
         let outer = graph.set_deriving(Some((id, true)));
         let pulled = match &graph.node(id).op {
             // A loop's sequences nothing differentiated flows from get no
-            // cotangent: its reverse step leaves their products out.
+            // cotangent: its reverse step leaves their products out; and
+            // its state leaves that carry no derivative (a step size, a
+            // time) are constants to its reverse.
             TOp::Scan(scan) => {
                 let leaves = scan.leaves.len();
-                let idle: Vec<bool> = children[leaves..leaves + scan.xs.len()]
+                let xs_end = leaves + scan.xs.len();
+                let is_active = |c: &Id| active[usize::from(*c)];
+                let idle: Vec<bool> = children[leaves..xs_end]
                     .iter()
-                    .map(|&c| !active[usize::from(c)])
+                    .map(|c| !is_active(c))
                     .collect();
-                let scan = if idle.iter().any(|i| *i) {
-                    std::sync::Arc::new(scan.with_idle_xs(idle))
+                let mut scan = if idle.iter().any(|i| *i) {
+                    std::sync::Arc::new(scan.with_idle_xs(idle.clone()))
                 } else {
                     scan.clone()
                 };
+                let initial: Vec<bool> = children[..leaves].iter().map(is_active).collect();
+                let xs: Vec<bool> = idle.iter().map(|i| !i).collect();
+                let captures: Vec<bool> = children[xs_end..]
+                    .iter()
+                    .zip(&scan.differentiable)
+                    .map(|(c, d)| *d && is_active(c))
+                    .collect();
+                let carried = scan.active_leaves(&initial, &xs, &captures);
+                if carried.iter().any(|a| !a) {
+                    let constant = carried.iter().map(|a| !a).collect();
+                    scan = std::sync::Arc::new(scan.with_constant(constant));
+                }
                 scan_pullback(graph, &scan, &children, adjoint)
             }
             TOp::Custom(rule) => {
@@ -214,7 +233,11 @@ fn scan_pullback(
         graph.reshape(piece, &shape)
     });
     let mut pulled: SmallVec<[Option<Id>; 3]> = SmallVec::new();
-    for _ in scan.leaves.iter().chain(&scan.xs) {
+    for k in 0..scan.leaves.len() {
+        let piece = pieces.next();
+        pulled.push(piece.filter(|_| !scan.constant[k]));
+    }
+    for _ in &scan.xs {
         pulled.push(pieces.next());
     }
     for &differentiable in &scan.differentiable {

@@ -157,6 +157,12 @@ pub struct ScanSpec {
     /// State leaves the reverse leaves out: their cotangent is zero and
     /// they feed no other leaf, so they get zero (not `0 * inf`).
     pub dead: Vec<bool>,
+    /// State leaves that carry no derivative: their initial value does
+    /// not depend on anything being differentiated, nor does the step
+    /// make them from anything that does (a step size, a time, a
+    /// counter). The reverse treats them as constants and gives them zero
+    /// cotangents.
+    pub constant: Vec<bool>,
     /// Sequences whose cotangent the reverse gives as zeros without
     /// computing it (nothing being differentiated flows from them).
     pub idle_xs: Vec<bool>,
@@ -194,6 +200,7 @@ impl ScanSpec {
             strategy,
             limits,
             dead: vec![false; leaf_count],
+            constant: vec![false; leaf_count],
             idle_xs: Vec::new(),
             limit_message: None,
             adjoint: OnceLock::new(),
@@ -254,7 +261,7 @@ impl ScanSpec {
             &self.differentiable,
             self.n,
             self.strategy,
-            &self.dead,
+            (&self.dead, &self.constant),
             &self.idle_xs,
             &self.limit_message,
         )
@@ -388,9 +395,10 @@ impl ScanSpec {
             let seeds: Vec<(Id, Id)> = state_seeds.into_iter().chain(output_seeds).collect();
             let captures_from = leaves + 1 + self.xs.len();
             let busy = |k: &usize| !self.idle_xs.get(*k).copied().unwrap_or(false);
-            let wrt: Vec<Id> = inputs[..leaves]
-                .iter()
-                .copied()
+            let varying = |k: &usize| !self.constant.get(*k).copied().unwrap_or(false);
+            let wrt: Vec<Id> = (0..leaves)
+                .filter(varying)
+                .map(|k| inputs[k])
                 .chain(
                     (0..self.xs.len())
                         .filter(busy)
@@ -405,7 +413,13 @@ impl ScanSpec {
                 )
                 .collect();
             let mut cotangents = vjp(&mut graph, &seeds, &wrt).into_iter();
-            let mut roots: Vec<Id> = cotangents.by_ref().take(leaves).collect();
+            let mut roots: Vec<Id> = Vec::with_capacity(leaves);
+            for (k, shape) in self.leaves.iter().enumerate() {
+                roots.push(match varying(&k) {
+                    true => cotangents.next().expect("a cotangent per varying leaf"),
+                    false => graph.full(0.0, shape),
+                });
+            }
             for (k, shape) in self.xs.iter().enumerate() {
                 roots.push(match busy(&k) {
                     true => cotangents.next().expect("a cotangent per busy sequence"),
@@ -627,6 +641,7 @@ impl ScanSpec {
         spec.condition = self.condition.clone();
         spec.limit_message = self.limit_message.clone();
         spec.dead = dead;
+        spec.constant = self.constant.clone();
         spec.idle_xs = self.idle_xs.clone();
         spec.fingerprint = spec.fingerprint();
         spec
@@ -639,6 +654,99 @@ impl ScanSpec {
         spec.idle_xs = idle;
         spec.fingerprint = spec.fingerprint();
         spec
+    }
+
+    /// This loop with the leaves marked in `constant` treated as
+    /// constants by its reverse (they carry no derivative).
+    pub fn with_constant(&self, constant: Vec<bool>) -> ScanSpec {
+        let mut spec = self.with_dead(self.dead.clone());
+        spec.constant = constant;
+        spec.fingerprint = spec.fingerprint();
+        spec
+    }
+
+    /// Which state leaves carry derivatives, given which of the initial
+    /// state's leaves, of the sequences and of the captures do: those
+    /// leaves, and every leaf the step makes (through differentiable
+    /// operations) from one that does, at any number of steps. The rest
+    /// keep their values free of anything being differentiated: the
+    /// reverse need not follow them.
+    pub fn active_leaves(&self, initial: &[bool], xs: &[bool], captures: &[bool]) -> Vec<bool> {
+        self.active_state(initial, xs, captures).0
+    }
+
+    /// Which parts of the loop's result (the final state's leaves, then
+    /// the stacked outputs) carry derivatives, given which operands (the
+    /// initial state's leaves, the sequences, the captures) do.
+    pub fn active_parts(&self, operands: &[bool]) -> Vec<bool> {
+        let (leaves, xs) = (self.leaves.len(), self.xs.len());
+        let flag = |k: usize| operands.get(k).copied().unwrap_or(true);
+        let initial: Vec<bool> = (0..leaves).map(flag).collect();
+        let sequences: Vec<bool> = (leaves..leaves + xs).map(flag).collect();
+        let captures: Vec<bool> = (0..self.captures.len())
+            .map(|j| flag(leaves + xs + j) && self.differentiable[j])
+            .collect();
+        let (mut parts, nodes) = self.active_state(&initial, &sequences, &captures);
+        parts.extend(
+            self.body.roots[leaves..]
+                .iter()
+                .map(|&root| nodes.flags[usize::from(root)]),
+        );
+        parts
+    }
+
+    /// The state leaves that carry derivatives (`active_leaves`) and the
+    /// body's nodes that do, given them.
+    fn active_state(
+        &self,
+        initial: &[bool],
+        xs: &[bool],
+        captures: &[bool],
+    ) -> (Vec<bool>, Activity) {
+        let leaves = self.leaves.len();
+        let mut active = initial.to_vec();
+        let nodes = &self.body.nodes;
+        loop {
+            let mut activity = Activity::new(nodes.len());
+            for (index, node) in nodes.iter().enumerate() {
+                match node.op {
+                    TOp::Input { index: input, .. } => {
+                        let i = input as usize;
+                        activity.flags[index] = match i {
+                            i if i < leaves => active[i],
+                            i if i == leaves => false,
+                            i if i < self.captures_from() => xs.get(i - leaves - 1) == Some(&true),
+                            i => captures.get(i - self.captures_from()) == Some(&true),
+                        };
+                    }
+                    _ => activity.set(index, node),
+                }
+            }
+            let mut changed = false;
+            for (flag, &root) in active.iter_mut().zip(&self.body.roots[..leaves]) {
+                if !*flag && activity.flags[usize::from(root)] {
+                    *flag = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return (active, activity);
+            }
+        }
+    }
+
+    /// Whether elements `start..end` of the loop's packed result cover a
+    /// part marked in `parts`.
+    fn covers(&self, parts: &[bool], start: usize, end: usize) -> bool {
+        let mut offset = 0;
+        self.output_parts()
+            .iter()
+            .zip(parts)
+            .any(|(shape, &active)| {
+                let (a, b) = (offset, offset + numel(shape));
+                offset = b;
+                active && a < end && start < b
+            })
     }
 
     /// The state leaves the reverse needs, given which leaves have a
@@ -748,6 +856,7 @@ impl PartialEq for ScanSpec {
                 && self.captures == other.captures
                 && self.differentiable == other.differentiable
                 && self.dead == other.dead
+                && self.constant == other.constant
                 && self.limit_message == other.limit_message
                 && self.idle_xs == other.idle_xs
                 && self.body == other.body)
@@ -784,6 +893,7 @@ impl Ord for ScanSpec {
                 s.captures.clone(),
                 s.differentiable.clone(),
                 s.dead.clone(),
+                s.constant.clone(),
                 s.idle_xs.clone(),
                 s.limit_message.clone(),
             )
@@ -791,6 +901,59 @@ impl Ord for ScanSpec {
         key(self)
             .cmp(&key(other))
             .then_with(|| self.body.cmp(&other.body))
+    }
+}
+
+/// Which nodes of a program carry derivatives, set node by node (each
+/// after its operands): a node does when it is differentiable and one of
+/// its operands does; a loop by the parts of its result
+/// (`ScanSpec::active_parts`), so that a slice of a loop's packed result
+/// carries derivatives only when a part it covers does (a loop's step
+/// size or counter does not because its state does).
+pub struct Activity {
+    /// Per node, whether it carries derivatives.
+    pub flags: Vec<bool>,
+    /// The loops among the nodes, with the parts of their result that do.
+    loops: rustc_hash::FxHashMap<usize, (Scan, Vec<bool>)>,
+}
+
+impl Activity {
+    /// No node carrying derivatives yet, among `len`.
+    pub fn new(len: usize) -> Activity {
+        Activity {
+            flags: vec![false; len],
+            loops: rustc_hash::FxHashMap::default(),
+        }
+    }
+
+    /// Sets node `index` (not an input) from its operands' flags.
+    pub fn set(&mut self, index: usize, node: &TNode) {
+        let any_operand = || node.children.iter().any(|&c| self.flags[usize::from(c)]);
+        let flag = match &node.op {
+            TOp::Scan(scan) => {
+                let operands: Vec<bool> = node
+                    .children
+                    .iter()
+                    .map(|&c| self.flags[usize::from(c)])
+                    .collect();
+                let parts = scan.active_parts(&operands);
+                let any = parts.iter().any(|p| *p);
+                self.loops.insert(index, (scan.clone(), parts));
+                any
+            }
+            TOp::Slice {
+                axis: 0,
+                start,
+                end,
+            } => match self.loops.get(&usize::from(node.children[0])) {
+                Some((scan, parts)) if scan.output_parts().len() > 1 => {
+                    scan.covers(parts, *start, *end)
+                }
+                _ => any_operand(),
+            },
+            _ => node.is_differentiable() && any_operand(),
+        };
+        self.flags[index] = flag;
     }
 }
 
