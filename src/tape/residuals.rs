@@ -8,8 +8,11 @@
 //! the loop keeps it with the step's state, and the reverse step reads it
 //! as an extra input instead of computing it again: the products of the
 //! step are computed once a step, as JAX's `lax.scan` does with its
-//! residuals, at the memory of the products kept. Only products are kept
-//! (elementwise work is cheap to redo and would cost memory for little).
+//! residuals, at the memory of the products kept. Only products and the
+//! results of inner loops are kept (an inner loop's reverse reads its
+//! final state, which would otherwise cost a second run of the whole inner
+//! loop; elementwise work is cheap to redo and would cost memory for
+//! little).
 //!
 //! The reverse step also reads its captured matrices transposed (a layer's
 //! weights, in the products that carry cotangents back through it). A
@@ -24,7 +27,8 @@ use egg::{Id, RecExpr};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
-/// A loop's step and reverse step rewritten to keep products.
+/// A loop's step and reverse step rewritten to keep products (and inner
+/// loops' results).
 #[derive(Debug)]
 pub struct Residuals {
     /// The step's tape: the body's outputs, then the kept products.
@@ -91,7 +95,7 @@ pub fn residuals(
         .nodes
         .iter()
         .enumerate()
-        .filter(|(i, node)| matches!(node.op, TOp::MatMul) && primal[*i])
+        .filter(|(i, node)| matches!(node.op, TOp::MatMul | TOp::Scan(_)) && primal[*i])
         .filter_map(|(i, _)| in_body.get(&adjoint_classes[i]).map(|&b| (i, b)))
         .collect();
     if kept.is_empty() {
