@@ -6,7 +6,7 @@
 //! is elementwise: the pads reach the leaves (slices and inputs, which the
 //! backend reads in place with an offset) and the whole sum fuses into one
 //! loop. Only pads along the first axis are pushed (a shift of contiguous
-//! elements).
+//! elements), and only small ones (a few rows onto many: a stencil's).
 
 use super::fuse::cheap_op;
 use crate::egraph::language::Constant;
@@ -99,6 +99,14 @@ impl Pusher<'_> {
     }
 }
 
+/// Whether a pad of `added` rows onto a value of `shape` is small enough
+/// to push: the padded operations run over the padded rows too, so a pad
+/// that places a value inside a much larger one (a part of a loop's
+/// packed state, in its cotangent) stays a pad.
+fn small_pad(shape: &[usize], added: usize) -> bool {
+    shape.first().is_some_and(|&rows| added * 4 <= rows)
+}
+
 /// `program` with pads pushed into elementwise code where every reader of
 /// the pad is elementwise; returns the new program, its shapes and roots.
 pub(super) fn push_pads(
@@ -136,7 +144,10 @@ pub(super) fn push_pads(
                 axis: 0,
                 before,
                 after,
-            } if elementwise_readers[index] && pusher.can_push(usize::from(node.children[0])) => {
+            } if elementwise_readers[index]
+                && pusher.can_push(usize::from(node.children[0]))
+                && small_pad(&shapes[usize::from(node.children[0])], before + after) =>
+            {
                 let inner = usize::from(node.children[0]);
                 let pad = Pad { before, after };
                 let pushed = pusher.push(inner, pad, 0);
