@@ -55,12 +55,14 @@ struct View {
 }
 
 /// A contiguous piece of a data movement: `len` elements to `to` in the
-/// result, from operand `from.0` at `from.1` (zeros when `None`).
+/// result, from operand `from.0` at `from.1` (zeros when `None`); when
+/// `fill`, all `len` are the one number there (a broadcast number).
 #[derive(Clone, Copy, Debug)]
 struct Run {
     from: Option<(u8, usize)>,
     to: usize,
     len: usize,
+    fill: bool,
 }
 
 /// How an elementwise operand reaches its registers.
@@ -627,12 +629,13 @@ impl Step {
                         return Ok(());
                     }
                     // The elements into scratch after the operands', then
-                    // summed chunk by chunk as the interpreter sums them.
+                    // summed chunk by chunk as the interpreter and the
+                    // executor's groups sum them (`scalar::sum`'s lanes).
                     let (operand_space, values) = scratch.split_at_mut(*registers);
                     run_native(kernel, operands, *n, reader, values, operand_space);
                     let total = values[..*n]
                         .chunks(CHUNK)
-                        .fold(0.0, |total, chunk| total + chunk.iter().sum::<f64>());
+                        .fold(0.0, |total, chunk| total + crate::scalar::sum(chunk));
                     out[..*out_len].fill(total);
                     return Ok(());
                 }
@@ -734,7 +737,7 @@ fn move_runs(runs: &[Run], sources: &[&[f64]], out: &mut [f64]) {
     for run in runs {
         let to = &mut out[run.to..run.to + run.len];
         match run.from {
-            Some((k, from)) if run.len == 1 => to[0] = sources[k as usize][from],
+            Some((k, from)) if run.len == 1 || run.fill => to.fill(sources[k as usize][from]),
             Some((k, from)) => to.copy_from_slice(&sources[k as usize][from..from + run.len]),
             None => to.fill(0.0),
         }
@@ -825,7 +828,7 @@ fn elementwise(
         }
         let values = regs[result];
         if sum {
-            total += values.iter().sum::<f64>();
+            total += crate::scalar::sum(values);
         } else {
             out[start..start + len].copy_from_slice(values);
         }
@@ -1206,6 +1209,7 @@ fn runs_of(op: &TOp, shapes: &[&[usize]], shape: &[usize]) -> Option<Vec<Run>> {
         match runs.last_mut() {
             Some(last)
                 if last.to + last.len == to
+                    && !last.fill
                     && match (last.from, from) {
                         (None, None) => true,
                         (Some((k, a)), Some((j, b))) => k == j && a + last.len == b,
@@ -1214,7 +1218,22 @@ fn runs_of(op: &TOp, shapes: &[&[usize]], shape: &[usize]) -> Option<Vec<Run>> {
             {
                 last.len += 1
             }
-            _ => runs.push(Run { from, to, len: 1 }),
+            // The same number again: a broadcast number fills the run.
+            Some(last)
+                if last.to + last.len == to
+                    && (last.fill || last.len == 1)
+                    && from.is_some()
+                    && last.from == from =>
+            {
+                last.fill = true;
+                last.len += 1
+            }
+            _ => runs.push(Run {
+                from,
+                to,
+                len: 1,
+                fill: false,
+            }),
         }
         // The next index, row-major.
         for d in (0..rank).rev() {

@@ -21,6 +21,17 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use smallvec::SmallVec;
 use std::sync::Arc;
 
+/// Where the numbers of a copy come from.
+#[derive(Clone, Copy)]
+enum Source {
+    /// As many numbers from a place.
+    Place(Place),
+    /// One number, repeated.
+    Number(Place),
+    /// Zeros.
+    Zero,
+}
+
 /// Bytes per element.
 const ELEMENT: usize = 8;
 
@@ -53,6 +64,15 @@ pub enum Piece {
         /// Where the elements go.
         to: Place,
         /// Where they come from.
+        from: Place,
+        /// How many.
+        len: usize,
+    },
+    /// `len` copies of the number at `from`, at `to`.
+    Fill {
+        /// Where the copies go.
+        to: Place,
+        /// The number.
         from: Place,
         /// How many.
         len: usize,
@@ -132,6 +152,10 @@ pub(super) fn bases_named(pieces: &[Piece]) -> usize {
                 see(from);
             }
             Piece::Zero { to, .. } => see(to),
+            Piece::Fill { to, from, .. } => {
+                see(to);
+                see(from);
+            }
             Piece::Group { operands, out, .. } => {
                 see(out);
                 operands.iter().for_each(|(p, _)| see(p));
@@ -182,8 +206,13 @@ pub(super) fn define(
     };
     for (piece, prepared) in pieces.iter().zip(&prepared) {
         match (piece, prepared) {
-            (Piece::Copy { to, from, len }, _) => emitter.copy(&mut b, *to, Some(*from), *len),
-            (Piece::Zero { to, len }, _) => emitter.copy(&mut b, *to, None, *len),
+            (Piece::Copy { to, from, len }, _) => {
+                emitter.copy(&mut b, *to, Source::Place(*from), *len)
+            }
+            (Piece::Fill { to, from, len }, _) => {
+                emitter.copy(&mut b, *to, Source::Number(*from), *len)
+            }
+            (Piece::Zero { to, len }, _) => emitter.copy(&mut b, *to, Source::Zero, *len),
             (
                 Piece::Group {
                     group,
@@ -257,20 +286,27 @@ impl Emitter {
 
     /// `len` elements from `from` (zeros where `None`) to `to`: short runs
     /// element by element, longer ones in a loop of two at a time.
-    fn copy(&self, b: &mut FunctionBuilder, to: Place, from: Option<Place>, len: usize) {
+    fn copy(&self, b: &mut FunctionBuilder, to: Place, from: Source, len: usize) {
         if len == 0 {
             return;
         }
         let target = self.address(b, to);
-        let source = from.map(|f| self.address(b, f));
         let flags = MemFlagsData::new();
-        let value = |b: &mut FunctionBuilder, ty: Type, at: i32| match source {
-            Some(source) => b.ins().load(ty, flags, source, at),
-            None if ty == types::F64 => b.ins().f64const(0.0),
-            None => {
-                let zero = b.ins().f64const(0.0);
-                b.ins().splat(ty, zero)
+        // A number repeated (zero or one read once), or the source's address.
+        let (source, number) = match from {
+            Source::Place(place) => (Some(self.address(b, place)), None),
+            Source::Zero => (None, Some(b.ins().f64const(0.0))),
+            Source::Number(place) => {
+                let address = self.address(b, place);
+                (None, Some(b.ins().load(types::F64, flags, address, 0)))
             }
+        };
+        let pair = number.map(|x| b.ins().splat(types::F64X2, x));
+        let value = |b: &mut FunctionBuilder, ty: Type, at: i32| match (source, number, pair) {
+            (Some(source), _, _) => b.ins().load(ty, flags, source, at),
+            (None, Some(x), _) if ty == types::F64 => x,
+            (None, _, Some(pair)) => pair,
+            _ => unreachable!("a copy reads a place or repeats a number"),
         };
         if len <= UNROLLED {
             let mut at = 0;
@@ -307,10 +343,7 @@ impl Emitter {
                 let address = b.ins().iadd(source, at);
                 b.ins().load(types::F64X2, flags, address, 0)
             }
-            None => {
-                let zero = b.ins().f64const(0.0);
-                b.ins().splat(types::F64X2, zero)
-            }
+            None => pair.expect("a copy reads a place or repeats a number"),
         };
         let address = b.ins().iadd(target, at);
         b.ins().store(flags, v, address, 0);

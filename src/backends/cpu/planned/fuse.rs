@@ -198,6 +198,14 @@ fn moves(runs: &[Run], sources: &[Place], to: Place, pieces: &mut Vec<Piece>) {
             offset: to.offset + run.to,
         };
         pieces.push(match run.from {
+            Some((k, from)) if run.fill && run.len > 1 => Piece::Fill {
+                to: target,
+                from: Place {
+                    base: sources[k as usize].base,
+                    offset: sources[k as usize].offset + from,
+                },
+                len: run.len,
+            },
             Some((k, from)) => Piece::Copy {
                 to: target,
                 from: Place {
