@@ -101,21 +101,32 @@ pub fn xlogy(x: f64, y: f64) -> f64 {
     }
 }
 
-/// `max` that propagates NaN (as NumPy's `maximum` does).
+/// `max` that propagates NaN (as NumPy's `maximum` does), with -0 below
+/// +0 (as the native code's `fmax` instruction has it).
 pub fn nan_max(a: f64, b: f64) -> f64 {
     if a.is_nan() || b.is_nan() {
         f64::NAN
+    } else if a == b {
+        // Equal: the same number, or zeros of either sign (+0 if either).
+        f64::from_bits(a.to_bits() & b.to_bits())
+    } else if a > b {
+        a
     } else {
-        a.max(b)
+        b
     }
 }
 
-/// `min` that propagates NaN.
+/// `min` that propagates NaN, with -0 below +0.
 pub fn nan_min(a: f64, b: f64) -> f64 {
     if a.is_nan() || b.is_nan() {
         f64::NAN
+    } else if a == b {
+        // Equal: the same number, or zeros of either sign (-0 if either).
+        f64::from_bits(a.to_bits() | b.to_bits())
+    } else if a < b {
+        a
     } else {
-        a.min(b)
+        b
     }
 }
 

@@ -16,6 +16,7 @@ const HOST_HEADER: &str = r#"#include <cmath>
 #include <cstdio>
 #include <cstring>
 using std::isnan;
+using std::signbit;
 struct Dim3 { long long x; };
 static const Dim3 blockIdx{0}, threadIdx{0}, blockDim{1}, gridDim{1};
 #define __global__

@@ -48,12 +48,16 @@ __device__ __forceinline__ double eps_xlogy(double x, double y) {
 __device__ __forceinline__ double eps_pow(double a, double b) {
     return (isnan(a) || isnan(b)) ? eps_nan() : pow(a, b);
 }
-// NaN-propagating; of two equal values (0 and -0) the first, as on the CPU.
+// NaN-propagating, -0 below +0 (as on the CPU).
 __device__ __forceinline__ double eps_max(double a, double b) {
-    return (isnan(a) || isnan(b)) ? eps_nan() : (b > a ? b : a);
+    if (isnan(a) || isnan(b)) return eps_nan();
+    if (a == b) return signbit(a) ? b : a;
+    return b > a ? b : a;
 }
 __device__ __forceinline__ double eps_min(double a, double b) {
-    return (isnan(a) || isnan(b)) ? eps_nan() : (b < a ? b : a);
+    if (isnan(a) || isnan(b)) return eps_nan();
+    if (a == b) return signbit(a) ? a : b;
+    return b < a ? b : a;
 }
 "#;
 

@@ -312,6 +312,8 @@ impl<'a> Code<'a> {
             Lowering::Sub => b.ins().fsub(x[0], x[1]),
             Lowering::Mul => b.ins().fmul(x[0], x[1]),
             Lowering::Div => b.ins().fdiv(x[0], x[1]),
+            Lowering::Min => b.ins().fmin(x[0], x[1]),
+            Lowering::Max => b.ins().fmax(x[0], x[1]),
             Lowering::Neg => b.ins().fneg(x[0]),
             Lowering::Abs => b.ins().fabs(x[0]),
             Lowering::Sqrt => b.ins().sqrt(x[0]),

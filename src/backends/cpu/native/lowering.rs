@@ -22,6 +22,10 @@ pub enum Lowering {
     Sub,
     Mul,
     Div,
+    /// `min` and `max` propagating NaN, -0 below +0 (`scalar::nan_min`,
+    /// `scalar::nan_max`).
+    Min,
+    Max,
     /// `-x`, `|x|`, `sqrt x` (IEEE operations, exact as in Rust).
     Neg,
     Abs,
@@ -57,8 +61,8 @@ pub fn lowering(op: &TOp) -> Option<Lowering> {
             Math::Atan2(_) => Lowering::Binary(atan2),
             Math::Heaviside(_) => Lowering::Binary(heaviside),
             Math::Xlogy(_) => Lowering::Binary(xlogy),
-            Math::Min(_) => Lowering::Binary(nan_min),
-            Math::Max(_) => Lowering::Binary(nan_max),
+            Math::Min(_) => Lowering::Min,
+            Math::Max(_) => Lowering::Max,
             Math::Polygamma(_) => Lowering::Binary(polygamma),
             Math::Exp(_) => inline_or(Inline::Exp, exp),
             Math::Log(_) => Lowering::Unary(ln),
@@ -115,8 +119,6 @@ callable! {
     atan2(y, x) = f64::atan2;
     heaviside(x, at_zero) = scalar::heaviside;
     xlogy(x, y) = scalar::xlogy;
-    nan_min(x, y) = scalar::nan_min;
-    nan_max(x, y) = scalar::nan_max;
     polygamma(n, x) = scalar::gamma::polygamma;
     exp(x) = scalar::exp;
     ln(x) = f64::ln;
