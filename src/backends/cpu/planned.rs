@@ -155,6 +155,10 @@ pub struct Plan {
     scratch_len: usize,
     constants: Vec<f64>,
     outputs: Vec<(View, Shape)>,
+    /// Per output, the slot that native programs may write in the
+    /// caller's buffer directly (`run_flat`), where no other step touches
+    /// it and it holds that output whole.
+    direct: Vec<Option<u32>>,
     input_lens: Vec<usize>,
     /// The buffers, reused by every run (taken while a run is under way).
     buffers: RefCell<Option<Buffers>>,
@@ -335,9 +339,12 @@ impl Plan {
             slots: tape.slots as u32,
             inputs: tape.input_shapes.len() as u32,
         };
+        let steps = fuse::fuse(planner.steps, layout);
+        let direct = direct_outputs(&steps, &outputs, &planner.slot_lens);
         Some(Plan {
-            steps: fuse::fuse(planner.steps, layout),
+            steps,
             layout,
+            direct,
             slot_lens: planner.slot_lens,
             scratch_len: planner.scratch_len,
             constants: planner.constants,
@@ -391,16 +398,31 @@ impl Plan {
                 "output buffers that do not match the loop body's outputs",
             ));
         }
+        // Outputs the programs write in place: their slots are the
+        // caller's buffers during this run.
+        let redirect: SmallVec<[(u32, *mut f64); 16]> = self
+            .direct
+            .iter()
+            .zip(outputs.iter_mut())
+            .filter_map(|(slot, out)| slot.map(|s| (s, out.as_mut_ptr())))
+            .collect();
         self.with_buffers(|buffers| {
-            let result = self.steps_on(buffers, inputs);
+            let result = self.steps_on(buffers, inputs, &redirect);
             if result.is_ok() {
                 let reader = Reader {
                     slots: &buffers.slots,
                     inputs,
                     constants: &self.constants,
                 };
-                for ((view, _), out) in self.outputs.iter().zip(outputs.iter_mut()) {
-                    out.copy_from_slice(reader.read(*view));
+                for (((view, _), out), direct) in self
+                    .outputs
+                    .iter()
+                    .zip(outputs.iter_mut())
+                    .zip(&self.direct)
+                {
+                    if direct.is_none() {
+                        out.copy_from_slice(reader.read(*view));
+                    }
                 }
             }
             result
@@ -489,7 +511,7 @@ impl Plan {
             .collect();
         let result = self
             .check_inputs(&input_slices)
-            .and_then(|()| self.steps_on(buffers, &input_slices))
+            .and_then(|()| self.steps_on(buffers, &input_slices, &[]))
             .map(|()| self.outputs_of(buffers, inputs, &input_slices));
         drop(input_slices);
         buffers.numbers = numbers;
@@ -530,21 +552,32 @@ impl Plan {
             .collect()
     }
 
-    /// Runs every step on `input_slices`.
-    fn steps_on(&self, buffers: &mut Buffers, input_slices: &[&[f64]]) -> Result<(), BackendError> {
+    /// Runs every step on `input_slices`; the programs use the buffers in
+    /// `redirect` (each as long as its slot) for those slots.
+    fn steps_on(
+        &self,
+        buffers: &mut Buffers,
+        input_slices: &[&[f64]],
+        redirect: &[(u32, *mut f64)],
+    ) -> Result<(), BackendError> {
         let slots = &mut buffers.slots;
         let scratch = &mut buffers.scratch;
         for step in &self.steps {
             if let Step::Fused { program } = step {
                 let mut table: SmallVec<[*mut f64; 64]> = SmallVec::new();
                 table.extend(slots.iter_mut().map(|s| s.as_mut_ptr()));
+                for &(slot, buffer) in redirect {
+                    table[slot as usize] = buffer;
+                }
                 table.extend(input_slices.iter().map(|s| s.as_ptr().cast_mut()));
                 table.push(self.constants.as_ptr().cast_mut());
                 table.push(scratch.as_mut_ptr());
                 debug_assert_eq!(table.len(), self.layout.bases());
                 // SAFETY: the table has a pointer per slot, input, the
                 // constants and the scratch, each as long as the plan
-                // sized it; fused steps write only slots and scratch,
+                // sized it (a redirected slot's buffer is the caller's
+                // output of that length, overlapping nothing else, as
+                // `run_flat`'s borrows guarantee); fused steps write only slots and scratch,
                 // never a place they read in the same piece, and nothing
                 // else holds a reference into them while the program
                 // runs. Inputs and constants are only read.
@@ -566,6 +599,53 @@ impl Plan {
     }
 }
 
+/// Per output, its slot where native programs alone touch that slot and
+/// the output is all of it, and no other output is in it: such an output
+/// can be written where the caller wants it (`Plan::run_flat`).
+fn direct_outputs(
+    steps: &[Step],
+    outputs: &[(View, Shape)],
+    slot_lens: &[usize],
+) -> Vec<Option<u32>> {
+    let mut touched = vec![false; slot_lens.len()];
+    let mut mark = |view: &View| {
+        if let Base::Slot(s) = view.base {
+            touched[s as usize] = true;
+        }
+    };
+    for step in steps {
+        if matches!(step, Step::Fused { .. }) {
+            continue;
+        }
+        mark(&View {
+            base: Base::Slot(step.out()),
+            offset: 0,
+            len: 0,
+        });
+        step.reads().iter().for_each(&mut mark);
+    }
+    let mut uses = vec![0usize; slot_lens.len()];
+    for (view, _) in outputs {
+        if let Base::Slot(s) = view.base {
+            uses[s as usize] += 1;
+        }
+    }
+    outputs
+        .iter()
+        .map(|(view, _)| match view.base {
+            Base::Slot(s)
+                if view.offset == 0
+                    && view.len == slot_lens[s as usize]
+                    && !touched[s as usize]
+                    && uses[s as usize] == 1 =>
+            {
+                Some(s)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// Reads views during a run.
 struct Reader<'a> {
     slots: &'a [Vec<f64>],
@@ -585,6 +665,27 @@ impl Reader<'_> {
 }
 
 impl Step {
+    /// The views the step reads (none for a fused step).
+    fn reads(&self) -> SmallVec<[View; 4]> {
+        match self {
+            Step::Move { sources, .. } => sources.clone(),
+            Step::Elementwise { operands, .. } => operands
+                .iter()
+                .map(|o| match o {
+                    Operand::Full(v) | Operand::Scalar(v, _) | Operand::Spread(v, _, _) => *v,
+                })
+                .collect(),
+            Step::Reduce { source, .. }
+            | Step::LogSumExp { source, .. }
+            | Step::Keep { source, .. } => smallvec::smallvec![*source],
+            Step::Gemm { a, b, .. } => smallvec::smallvec![a.0, b.0],
+            Step::General { args, .. } | Step::Loop { args, .. } => {
+                args.iter().map(|(v, _)| *v).collect()
+            }
+            Step::Fused { .. } => SmallVec::new(),
+        }
+    }
+
     fn out(&self) -> u32 {
         match self {
             Step::Move { out, .. }
