@@ -27,6 +27,7 @@ pub mod reader;
 pub mod repl;
 pub mod scalar;
 mod simd;
+pub mod sparse;
 pub mod symbolic;
 pub mod tape;
 
