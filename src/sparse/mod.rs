@@ -35,6 +35,24 @@ pub struct Triplets {
     pub values: Vec<f64>,
 }
 
+impl Triplets {
+    /// No entries yet, room for `n`.
+    pub fn with_capacity(n: usize) -> Triplets {
+        Triplets {
+            rows: Vec::with_capacity(n),
+            cols: Vec::with_capacity(n),
+            values: Vec::with_capacity(n),
+        }
+    }
+
+    /// Appends the entry `(row, col)`.
+    pub fn push(&mut self, row: usize, col: usize, value: f64) {
+        self.rows.push(row);
+        self.cols.push(col);
+        self.values.push(value);
+    }
+}
+
 /// The entries of a matrix with `pattern` from its compressed columns
 /// `compressed[i][c]` (row `i` of `J S`, `S` the colouring's seed matrix):
 /// each entry is read where its column's colour put it.
@@ -43,16 +61,10 @@ pub fn recover_columns(
     colouring: &Colouring,
     compressed: &[Vec<f64>],
 ) -> Triplets {
-    let mut out = Triplets {
-        rows: Vec::with_capacity(pattern.nnz()),
-        cols: Vec::with_capacity(pattern.nnz()),
-        values: Vec::with_capacity(pattern.nnz()),
-    };
+    let mut out = Triplets::with_capacity(pattern.nnz());
     for (i, row) in pattern.rows().enumerate() {
         for &j in row {
-            out.rows.push(i);
-            out.cols.push(j);
-            out.values.push(compressed[i][colouring.colours[j]]);
+            out.push(i, j, compressed[i][colouring.colours[j]]);
         }
     }
     out
@@ -78,11 +90,7 @@ pub fn recover_symmetric(
             .count()
             == 1
     };
-    let mut out = Triplets {
-        rows: Vec::with_capacity(pattern.nnz()),
-        cols: Vec::with_capacity(pattern.nnz()),
-        values: Vec::with_capacity(pattern.nnz()),
-    };
+    let mut out = Triplets::with_capacity(pattern.nnz());
     for (i, row) in pattern.rows().enumerate() {
         for &j in row {
             let value = if i == j || unique(i, colours[j]) {
@@ -90,9 +98,7 @@ pub fn recover_symmetric(
             } else {
                 compressed[j][colours[i]]
             };
-            out.rows.push(i);
-            out.cols.push(j);
-            out.values.push(value);
+            out.push(i, j, value);
         }
     }
     out
