@@ -21,11 +21,11 @@ mod fuse;
 
 use super::elementwise::{CHUNK, apply_chunk};
 use super::execute::{Buf, Recurring, eval_op};
-use super::layout::row_major_strides;
 use super::matmul::matmul_into;
 use super::native;
 use super::reduce::reduce_middle;
 use crate::backends::BackendError;
+use crate::egraph::tensor::movement::Movement;
 use crate::egraph::tensor::op::{ReduceOp, Shape, TOp};
 use crate::ops::reduction::logsumexp_into;
 use crate::tape::{FusedGroup, Kernel, Tape};
@@ -1212,97 +1212,8 @@ impl Planner {
 fn runs_of(op: &TOp, shapes: &[&[usize]], shape: &[usize]) -> Option<Vec<Run>> {
     let rank = shape.len();
     let n: usize = shape.iter().product();
-    let strides: SmallVec<[SmallVec<[usize; 4]>; 4]> = shapes
-        .iter()
-        .map(|s| row_major_strides(s).into_iter().collect())
-        .collect();
-    // The source (operand, flat index) of the element at `index`.
-    let source = |index: &[usize]| -> Option<(u8, usize)> {
-        match op {
-            TOp::Slice { axis, start, .. } => {
-                let axis = usize::from(*axis);
-                Some((
-                    0,
-                    flat(
-                        index,
-                        &strides[0],
-                        |d, i| if d == axis { i + start } else { i },
-                    ),
-                ))
-            }
-            TOp::Pad { axis, before, .. } => {
-                let axis = usize::from(*axis);
-                let i = index[axis];
-                if i < *before || i >= before + shapes[0][axis] {
-                    return None;
-                }
-                Some((
-                    0,
-                    flat(
-                        index,
-                        &strides[0],
-                        |d, i| if d == axis { i - before } else { i },
-                    ),
-                ))
-            }
-            TOp::Broadcast(_) => {
-                let input = shapes[0];
-                let lead = rank - input.len();
-                let mut at = 0;
-                for (d, &extent) in input.iter().enumerate() {
-                    if extent != 1 {
-                        at += index[lead + d] * strides[0][d];
-                    }
-                }
-                Some((0, at))
-            }
-            TOp::Transpose(perm) => {
-                let mut at = 0;
-                for (i, &p) in perm.iter().enumerate() {
-                    at += index[i] * strides[0][usize::from(p)];
-                }
-                Some((0, at))
-            }
-            TOp::Concat(axis) => {
-                let axis = usize::from(*axis);
-                let mut i = index[axis];
-                for (k, s) in shapes.iter().enumerate() {
-                    if i < s[axis] {
-                        let at = flat(index, &strides[k], |d, j| if d == axis { i } else { j });
-                        return Some((k as u8, at));
-                    }
-                    i -= s[axis];
-                }
-                None
-            }
-            TOp::Roll { axis, shift } => {
-                let axis = usize::from(*axis);
-                let len = shapes[0][axis];
-                Some((
-                    0,
-                    flat(index, &strides[0], |d, i| {
-                        if d == axis {
-                            (i + len - shift % len.max(1)) % len.max(1)
-                        } else {
-                            i
-                        }
-                    }),
-                ))
-            }
-            _ => None,
-        }
-    };
-    if !matches!(
-        op,
-        TOp::Slice { .. }
-            | TOp::Pad { .. }
-            | TOp::Broadcast(_)
-            | TOp::Transpose(_)
-            | TOp::Concat(_)
-            | TOp::Roll { .. }
-    ) {
-        return None;
-    }
+    let movement = Movement::new(op, shapes)?;
+    let source = |index: &[usize]| movement.source(index);
     let mut runs: Vec<Run> = Vec::new();
     let mut index = vec![0usize; rank];
     for to in 0..n {
@@ -1346,17 +1257,6 @@ fn runs_of(op: &TOp, shapes: &[&[usize]], shape: &[usize]) -> Option<Vec<Run>> {
         }
     }
     Some(runs)
-}
-
-/// The flat position of `index` (each coordinate mapped by `map(axis,
-/// coordinate)`) under `strides`.
-fn flat(index: &[usize], strides: &[usize], map: impl Fn(usize, usize) -> usize) -> usize {
-    index
-        .iter()
-        .zip(strides)
-        .enumerate()
-        .map(|(d, (&i, &s))| map(d, i) * s)
-        .sum()
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ pub mod egraph;
 pub mod forward;
 pub mod graph;
 pub mod lift;
+pub mod movement;
 pub mod op;
 pub mod optimize;
 pub mod reverse;
