@@ -12,15 +12,18 @@
 //! SIAM Review 2005), whose entries come back from one Hessian-vector
 //! product per colour (`recover_symmetric`).
 //!
-//! Nothing here knows about Lisp, tapes or e-graphs: patterns come in as
-//! rows of column indices, compressed products as dense rows.
+//! Patterns are read from a tensor program (`jacobian_pattern`, over the
+//! nodes of `egraph::tensor`); nothing here knows about Lisp or tapes.
+//! Compressed products come in as dense rows.
 
 mod colouring;
+mod detect;
 mod pattern;
 
 pub use colouring::{
     Colouring, column_colouring, is_column_colouring, is_star_colouring, star_colouring,
 };
+pub use detect::jacobian_pattern;
 pub use pattern::{Pattern, PatternError};
 
 /// The entries of a sparse matrix, row-major: `(rows, cols, values)` of

@@ -168,3 +168,128 @@ proptest! {
         prop_assert_eq!(recover_symmetric(&pattern, &colouring, &compressed), triplets_of(&entries));
     }
 }
+
+mod detected {
+    use super::super::jacobian_pattern;
+    use crate::egraph::language::Math;
+    use crate::egraph::tensor::{CmpOp, ReduceOp, TOp, TensorGraph};
+    use egg::Id;
+
+    fn any() -> [Id; 2] {
+        [Id::from(0usize); 2]
+    }
+
+    fn pattern_rows(graph: &TensorGraph, output: Id, wrt: &[u32]) -> Vec<Vec<usize>> {
+        let pattern = jacobian_pattern(graph.nodes(), graph.shapes(), output, wrt, 1_000_000)
+            .expect("within the limit");
+        pattern.rows().map(<[usize]>::to_vec).collect()
+    }
+
+    #[test]
+    fn a_periodic_stencil_is_cyclic_tridiagonal() {
+        let n = 7;
+        let mut g = TensorGraph::new();
+        let u = g.input(0, &[n]);
+        let left = g.add_valid(TOp::Roll { axis: 0, shift: 1 }, &[u]);
+        let right = g.add_valid(
+            TOp::Roll {
+                axis: 0,
+                shift: n - 1,
+            },
+            &[u],
+        );
+        let two = g.num(-2.0);
+        let centre = g.map(Math::Mul(any()), &[two, u]);
+        let square = g.map(Math::Mul(any()), &[u, u]);
+        let sides = g.map(Math::Add(any()), &[left, right]);
+        let lap = g.map(Math::Add(any()), &[sides, centre]);
+        let r = g.map(Math::Add(any()), &[lap, square]);
+        let rows = pattern_rows(&g, r, &[0]);
+        for (i, row) in rows.iter().enumerate() {
+            let mut want = vec![(i + n - 1) % n, i, (i + 1) % n];
+            want.sort_unstable();
+            assert_eq!(row, &want, "row {i}");
+        }
+    }
+
+    #[test]
+    fn slices_selections_and_reductions_keep_positions() {
+        let n = 6;
+        let mut g = TensorGraph::new();
+        let u = g.input(0, &[n]);
+        // u[1:] - u[:-1]: row i reads i and i + 1.
+        let ahead = g.add_valid(
+            TOp::Slice {
+                axis: 0,
+                start: 1,
+                end: n,
+            },
+            &[u],
+        );
+        let behind = g.add_valid(
+            TOp::Slice {
+                axis: 0,
+                start: 0,
+                end: n - 1,
+            },
+            &[u],
+        );
+        let diff = g.map(Math::Sub(any()), &[ahead, behind]);
+        let rows = pattern_rows(&g, diff, &[0]);
+        assert_eq!(rows, (0..n - 1).map(|i| vec![i, i + 1]).collect::<Vec<_>>());
+        // where(u > 0, u * u, 0): the condition has no derivative.
+        let zero = g.num(0.0);
+        let positive = g.add_valid(TOp::Compare(CmpOp::Gt), &[u, zero]);
+        let square = g.map(Math::Mul(any()), &[u, u]);
+        let picked = g.add_valid(TOp::Where, &[positive, square, zero]);
+        assert_eq!(
+            pattern_rows(&g, picked, &[0]),
+            (0..n).map(|i| vec![i]).collect::<Vec<_>>()
+        );
+        // The row sums of a 2 x 3 matrix.
+        let m = g.input(1, &[2, 3]);
+        let sums = g.add_valid(
+            TOp::Reduce {
+                op: ReduceOp::Sum,
+                axes: [1u8].into_iter().collect(),
+                keepdims: false,
+            },
+            &[m],
+        );
+        assert_eq!(
+            pattern_rows(&g, sums, &[1]),
+            vec![vec![0, 1, 2], vec![3, 4, 5]]
+        );
+        // Columns run over both inputs: u's first, then m's.
+        let total = g.add_valid(
+            TOp::Reduce {
+                op: ReduceOp::Sum,
+                axes: [0u8, 1].into_iter().collect(),
+                keepdims: false,
+            },
+            &[m],
+        );
+        let scaled = g.map(Math::Mul(any()), &[u, total]);
+        let rows = pattern_rows(&g, scaled, &[0, 1]);
+        assert_eq!(rows[2], vec![2, 6, 7, 8, 9, 10, 11]);
+    }
+
+    #[test]
+    fn products_join_rows_and_columns_and_large_patterns_are_refused() {
+        let mut g = TensorGraph::new();
+        let w = g.input(1, &[3, 4]);
+        let x = g.input(0, &[4]);
+        // W x with W constant: every row reads all of x.
+        let wx = g.add_valid(TOp::MatMul, &[w, x]);
+        assert_eq!(pattern_rows(&g, wx, &[0]), vec![vec![0, 1, 2, 3]; 3]);
+        // Differentiated in W: row i reads row i of W.
+        assert_eq!(
+            pattern_rows(&g, wx, &[1]),
+            (0..3)
+                .map(|i| (4 * i..4 * i + 4).collect::<Vec<usize>>())
+                .collect::<Vec<_>>()
+        );
+        let error = jacobian_pattern(g.nodes(), g.shapes(), wx, &[0], 5).unwrap_err();
+        assert!(error.contains("more than 5 non-zeros"), "{error}");
+    }
+}
