@@ -68,6 +68,8 @@ mod scan;
 mod scan_over;
 #[path = "numeric/scan_review.rs"]
 mod scan_review;
+#[path = "numeric/sparse_jacobian.rs"]
+mod sparse_jacobian;
 #[path = "numeric/table.rs"]
 mod table;
 #[path = "numeric/table_arrays.rs"]

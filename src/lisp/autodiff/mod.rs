@@ -203,6 +203,43 @@ pub fn run(
     finish(interp, recorded, request)
 }
 
+/// The non-zero pattern of the Jacobian of `f`'s one result with respect
+/// to its first argument at `args`, read from the traced program
+/// (`sparse::jacobian_pattern`); refused past `max_nnz` entries and
+/// inside a traced function.
+pub fn jacobian_sparsity(
+    interp: &mut Interp,
+    f: &Value,
+    args: &[Value],
+    max_nnz: usize,
+) -> EvalResult<crate::sparse::Pattern> {
+    if interp.numeric.trace.is_some() {
+        return Err(EvalError::type_error(
+            "sparse-jacobian inside a traced function (grad, jit, a loop's step) is not supported: call it at top level",
+        ));
+    }
+    let recorded = record(interp, f, args, &Request::Value, &[])?;
+    let [output] = recorded.outputs[..] else {
+        return Err(EvalError::type_error(format!(
+            "sparse-jacobian needs a function returning one number or tensor, this one returned {} values",
+            recorded.outputs.len()
+        )));
+    };
+    // The first argument's leaf is leaf 0; the inputs that hold it.
+    let wrt: Vec<u32> = (0..recorded.input_leaves.len() as u32)
+        .filter(|&k| recorded.input_leaves[k as usize] == 0)
+        .collect();
+    let trace = recorded.trace.borrow();
+    crate::sparse::jacobian_pattern(
+        trace.graph.nodes(),
+        trace.graph.shapes(),
+        output,
+        &wrt,
+        max_nnz,
+    )
+    .map_err(|message| EvalError::range(format!("sparse-jacobian: {message}")))
+}
+
 /// Computes a recorded trace's results and derivatives.
 fn finish(interp: &mut Interp, recorded: Recorded, request: &Request) -> EvalResult<Outcome> {
     let trace = &recorded.trace;

@@ -21,6 +21,7 @@ pub(crate) mod progress;
 pub(crate) mod reduce;
 mod rules;
 mod sort;
+mod sparse;
 mod special;
 mod symbolic;
 pub(crate) mod system;
@@ -59,6 +60,7 @@ pub const TABLES: &[&[Builtin]] = &[
     norms::BUILTINS,
     einsum::BUILTINS,
     special::BUILTINS,
+    sparse::BUILTINS,
 ];
 
 /// Binds every built-in and constant in `interp`'s global environment.
