@@ -15,8 +15,55 @@ use crate::egraph::tensor::{Shape, TNode, TOp};
 use egg::Id;
 
 /// The positions (among the differentiated inputs' elements, numbered
-/// one input after another) one element may depend on, sorted.
-type Deps = Vec<u32>;
+/// one input after another) each element of a value may depend on,
+/// sorted, one element after another: element `e`'s are
+/// `items[offsets[e]..offsets[e + 1]]`.
+#[derive(Clone)]
+struct Deps {
+    offsets: Vec<usize>,
+    items: Vec<u32>,
+}
+
+impl Deps {
+    /// `n` elements depending on nothing.
+    fn none(n: usize) -> Deps {
+        Deps {
+            offsets: vec![0; n + 1],
+            items: Vec::new(),
+        }
+    }
+
+    /// Room for `n` elements, none written yet.
+    fn with_elements(n: usize) -> Deps {
+        let mut offsets = Vec::with_capacity(n + 1);
+        offsets.push(0);
+        Deps {
+            offsets,
+            items: Vec::new(),
+        }
+    }
+
+    /// Element `e`'s positions (none past the end).
+    fn get(&self, e: usize) -> &[u32] {
+        match (self.offsets.get(e), self.offsets.get(e + 1)) {
+            (Some(&a), Some(&b)) => &self.items[a..b],
+            _ => &[],
+        }
+    }
+
+    /// Appends an element depending on `positions` (sorted and made
+    /// distinct here).
+    fn push(&mut self, positions: &mut Vec<u32>) {
+        positions.sort_unstable();
+        positions.dedup();
+        self.items.extend_from_slice(positions);
+        self.offsets.push(self.items.len());
+    }
+
+    fn total(&self) -> usize {
+        self.items.len()
+    }
+}
 
 /// The pattern of the Jacobian of node `output` (its elements, row-major,
 /// are the rows) with respect to the inputs `wrt` (by input index; their
@@ -57,28 +104,32 @@ pub fn jacobian_pattern(
             readers[usize::from(c)] += 1;
         }
     }
-    let mut deps: Vec<Option<Vec<Deps>>> = vec![None; last + 1];
+    let mut deps: Vec<Option<Deps>> = vec![None; last + 1];
     for (i, node) in nodes[..=last].iter().enumerate() {
         let shape = &shapes[i];
         let n = numel(shape);
         let computed = {
-            let operand = |c: &Id| deps[usize::from(*c)].as_deref().unwrap_or(&[]);
+            let none = Deps::none(0);
+            let operand = |c: &Id| deps[usize::from(*c)].as_ref().unwrap_or(&none);
             match &node.op {
                 TOp::Input { index, .. } => match wrt.iter().position(|w| w == index) {
-                    Some(k) => (0..n).map(|e| vec![(offsets[k] + e) as u32]).collect(),
-                    None => vec![Vec::new(); n],
+                    Some(k) => Deps {
+                        offsets: (0..=n).collect(),
+                        items: (0..n).map(|e| (offsets[k] + e) as u32).collect(),
+                    },
+                    None => Deps::none(n),
                 },
-                _ if !node.is_differentiable() => vec![Vec::new(); n],
+                _ if !node.is_differentiable() => Deps::none(n),
                 TOp::Map(_) | TOp::Where => {
                     // A `where`'s condition has no derivative.
                     let from = usize::from(matches!(node.op, TOp::Where));
-                    let operands: Vec<(&[Deps], &Shape)> = node.children[from..]
+                    let operands: Vec<(&Deps, &Shape)> = node.children[from..]
                         .iter()
                         .map(|c| (operand(c), &shapes[usize::from(*c)]))
                         .collect();
                     elementwise(shape, &operands)
                 }
-                TOp::Reshape(_) | TOp::Tag(_) => operand(&node.children[0]).to_vec(),
+                TOp::Reshape(_) | TOp::Tag(_) => operand(&node.children[0]).clone(),
                 TOp::Reduce { axes, .. } => {
                     let c = node.children[0];
                     reduce(operand(&c), &shapes[usize::from(c)], axes, n)
@@ -104,7 +155,7 @@ pub fn jacobian_pattern(
                 }
             }
         };
-        within(computed.iter().map(Vec::len).sum(), max_nnz)?;
+        within(computed.total(), max_nnz)?;
         deps[i] = Some(computed);
         for &c in &node.children {
             let c = usize::from(c);
@@ -114,12 +165,13 @@ pub fn jacobian_pattern(
             }
         }
     }
-    let rows = deps[last].take().unwrap_or_default();
-    let rows = rows
-        .into_iter()
-        .map(|d| d.into_iter().map(|c| c as usize).collect())
-        .collect();
-    Pattern::new(columns, rows).map_err(|e| e.to_string())
+    let rows = deps[last].take().unwrap_or_else(|| Deps::none(0));
+    // Each element's positions are sorted, distinct and below `columns`.
+    Ok(Pattern::from_rows(
+        columns,
+        rows.offsets.len() - 1,
+        |e, into| into.extend(rows.get(e).iter().map(|&c| c as usize)),
+    ))
 }
 
 /// Refuses `total` entries past `max_nnz`.
@@ -130,32 +182,6 @@ fn within(total: usize, max_nnz: usize) -> Result<(), String> {
         )),
         false => Ok(()),
     }
-}
-
-/// The sorted union of `a` and `b`.
-fn union(a: &[u32], b: &[u32]) -> Deps {
-    let mut out = Vec::with_capacity(a.len() + b.len());
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => {
-                out.push(a[i]);
-                i += 1;
-            }
-            std::cmp::Ordering::Greater => {
-                out.push(b[j]);
-                j += 1;
-            }
-            std::cmp::Ordering::Equal => {
-                out.push(a[i]);
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    out.extend_from_slice(&a[i..]);
-    out.extend_from_slice(&b[j..]);
-    out
 }
 
 /// The flat position in an operand of `from` shape broadcast to `shape`
@@ -184,47 +210,54 @@ fn each_index(shape: &[usize], mut f: impl FnMut(&[usize], usize)) {
 }
 
 /// An elementwise operation's: each element's operands' at its position.
-fn elementwise(shape: &[usize], operands: &[(&[Deps], &Shape)]) -> Vec<Deps> {
-    let mut out = Vec::with_capacity(shape.iter().product());
-    each_index(shape, |index, _| {
-        let mut element = Deps::new();
-        for (deps, from) in operands {
-            if let Some(d) = deps.get(broadcast_position(index, from)) {
-                element = union(&element, d);
-            }
+fn elementwise(shape: &[usize], operands: &[(&Deps, &Shape)]) -> Deps {
+    let mut out = Deps::with_elements(shape.iter().product());
+    let mut positions = Vec::new();
+    let whole: Vec<bool> = operands
+        .iter()
+        .map(|(_, from)| from[..] == *shape)
+        .collect();
+    each_index(shape, |index, flat| {
+        positions.clear();
+        for ((deps, from), &whole) in operands.iter().zip(&whole) {
+            let at = match whole {
+                true => flat,
+                false => broadcast_position(index, from),
+            };
+            positions.extend_from_slice(deps.get(at));
         }
-        out.push(element);
+        out.push(&mut positions);
     });
     out
 }
 
 /// A reduction's over `axes` of an operand of `shape`: each result
 /// element joins the elements it reduces.
-fn reduce(deps: &[Deps], shape: &[usize], axes: &[u8], n: usize) -> Vec<Deps> {
-    let mut out = vec![Deps::new(); n];
-    if deps.is_empty() {
-        return out;
-    }
+fn reduce(deps: &Deps, shape: &[usize], axes: &[u8], n: usize) -> Deps {
+    let mut joined: Vec<Vec<u32>> = vec![Vec::new(); n];
     let kept: Vec<usize> = (0..shape.len())
         .filter(|d| !axes.contains(&(*d as u8)))
         .collect();
     each_index(shape, |index, flat| {
         let at = kept.iter().fold(0, |at, &d| at * shape[d] + index[d]);
-        let joined = union(&out[at], &deps[flat]);
-        out[at] = joined;
+        joined[at].extend_from_slice(deps.get(flat));
     });
+    let mut out = Deps::with_elements(n);
+    for mut positions in joined {
+        out.push(&mut positions);
+    }
     out
 }
 
 /// A 2-D (or matrix-vector) product's: element `(i, j)` joins row `i` of
 /// `a` and column `j` of `b`. `None` for other ranks.
 fn matmul(
-    a: &[Deps],
+    a: &Deps,
     sa: &[usize],
-    b: &[Deps],
+    b: &Deps,
     sb: &[usize],
     max_nnz: usize,
-) -> Result<Option<Vec<Deps>>, String> {
+) -> Result<Option<Deps>, String> {
     let (m, k) = match sa {
         [k] => (1, *k),
         [m, k] => (*m, *k),
@@ -235,62 +268,63 @@ fn matmul(
         [kb, n] if *kb == k => *n,
         _ => return Ok(None),
     };
-    fn at(deps: &[Deps], p: usize) -> &[u32] {
-        deps.get(p).map_or(&[][..], Vec::as_slice)
-    }
-    let rows: Vec<Deps> = (0..m)
-        .map(|i| (0..k).fold(Deps::new(), |u, l| union(&u, at(a, i * k + l))))
-        .collect();
-    let cols: Vec<Deps> = (0..n)
-        .map(|j| (0..k).fold(Deps::new(), |u, l| union(&u, at(b, l * n + j))))
-        .collect();
-    let widest = |d: &[Deps]| d.iter().map(Vec::len).max().unwrap_or(0);
+    let joined = |deps: &Deps, at: &dyn Fn(usize) -> usize| {
+        let mut positions: Vec<u32> = (0..k)
+            .flat_map(|l| deps.get(at(l)).iter().copied())
+            .collect();
+        positions.sort_unstable();
+        positions.dedup();
+        positions
+    };
+    let rows: Vec<Vec<u32>> = (0..m).map(|i| joined(a, &|l| i * k + l)).collect();
+    let cols: Vec<Vec<u32>> = (0..n).map(|j| joined(b, &|l| l * n + j)).collect();
+    let widest = |d: &[Vec<u32>]| d.iter().map(Vec::len).max().unwrap_or(0);
     within(m * n * (widest(&rows) + widest(&cols)), max_nnz)?;
-    Ok(Some(
-        (0..m)
-            .flat_map(|i| (0..n).map(move |j| (i, j)))
-            .map(|(i, j)| union(&rows[i], &cols[j]))
-            .collect(),
-    ))
+    let mut out = Deps::with_elements(m * n);
+    let mut positions = Vec::new();
+    for row in &rows {
+        for col in &cols {
+            positions.clear();
+            positions.extend_from_slice(row);
+            positions.extend_from_slice(col);
+            out.push(&mut positions);
+        }
+    }
+    Ok(Some(out))
 }
 
 /// A data movement's: each element's source's (nothing for a padded
 /// zero).
-fn moved(
-    movement: &Movement,
-    children: &[Id],
-    deps: &[Option<Vec<Deps>>],
-    shape: &[usize],
-) -> Vec<Deps> {
-    let mut out = Vec::with_capacity(shape.iter().product());
+fn moved(movement: &Movement, children: &[Id], deps: &[Option<Deps>], shape: &[usize]) -> Deps {
+    let mut out = Deps::with_elements(shape.iter().product());
+    let mut positions = Vec::new();
     each_index(shape, |index, _| {
-        let element = movement
-            .source(index)
-            .and_then(|(k, at)| {
-                deps[usize::from(children[k as usize])]
-                    .as_ref()?
-                    .get(at)
-                    .cloned()
-            })
-            .unwrap_or_default();
-        out.push(element);
+        positions.clear();
+        if let Some((k, at)) = movement.source(index)
+            && let Some(source) = &deps[usize::from(children[k as usize])]
+        {
+            positions.extend_from_slice(source.get(at));
+        }
+        out.push(&mut positions);
     });
     out
 }
 
 /// An operation taken to mix all its operands' elements: every element
 /// depends on all they depend on.
-fn mixed(
-    children: &[Id],
-    deps: &[Option<Vec<Deps>>],
-    n: usize,
-    max_nnz: usize,
-) -> Result<Vec<Deps>, String> {
-    let all = children
+fn mixed(children: &[Id], deps: &[Option<Deps>], n: usize, max_nnz: usize) -> Result<Deps, String> {
+    let mut all: Vec<u32> = children
         .iter()
         .filter_map(|c| deps[usize::from(*c)].as_ref())
-        .flatten()
-        .fold(Deps::new(), |u, d| union(&u, d));
+        .flat_map(|d| d.items.iter().copied())
+        .collect();
+    all.sort_unstable();
+    all.dedup();
     within(all.len().saturating_mul(n), max_nnz)?;
-    Ok(vec![all; n])
+    let mut out = Deps::with_elements(n);
+    for _ in 0..n {
+        out.items.extend_from_slice(&all);
+        out.offsets.push(out.items.len());
+    }
+    Ok(out)
 }

@@ -57,33 +57,29 @@ impl Triplets {
 }
 
 /// The entries of a matrix with `pattern` from its compressed columns
-/// `compressed[i][c]` (row `i` of `J S`, `S` the colouring's seed matrix):
-/// each entry is read where its column's colour put it.
-pub fn recover_columns(
-    pattern: &Pattern,
-    colouring: &Colouring,
-    compressed: &[Vec<f64>],
-) -> Triplets {
+/// `compressed[i * count + c]` (row `i` of `J S`, `S` the colouring's seed
+/// matrix with `count` columns, row-major): each entry is read where its
+/// column's colour put it.
+pub fn recover_columns(pattern: &Pattern, colouring: &Colouring, compressed: &[f64]) -> Triplets {
+    let count = colouring.count;
     let mut out = Triplets::with_capacity(pattern.nnz());
     for (i, row) in pattern.rows().enumerate() {
         for &j in row {
-            out.push(i, j, compressed[i][colouring.colours[j]]);
+            out.push(i, j, compressed[i * count + colouring.colours[j]]);
         }
     }
     out
 }
 
 /// The entries of a symmetric matrix with `pattern` (its diagonal
-/// included where non-zero) from `compressed[i][c]`, row `i` of `H S`
-/// under a star colouring: an off-diagonal entry `(i, j)` is read in row
-/// `i` where `j` is the only neighbour of `i` with its colour, else in row
-/// `j` (a star colouring makes one of the two hold).
-pub fn recover_symmetric(
-    pattern: &Pattern,
-    colouring: &Colouring,
-    compressed: &[Vec<f64>],
-) -> Triplets {
+/// included where non-zero) from `compressed[i * count + c]`, row `i` of
+/// `H S` (row-major) under a star colouring with `count` colours: an
+/// off-diagonal entry `(i, j)` is read in row `i` where `j` is the only
+/// neighbour of `i` with its colour, else in row `j` (a star colouring
+/// makes one of the two hold).
+pub fn recover_symmetric(pattern: &Pattern, colouring: &Colouring, compressed: &[f64]) -> Triplets {
     let colours = &colouring.colours;
+    let count = colouring.count;
     // How many neighbours of `i` have colour `c` (the diagonal left out).
     let unique = |i: usize, c: usize| {
         pattern
@@ -97,9 +93,9 @@ pub fn recover_symmetric(
     for (i, row) in pattern.rows().enumerate() {
         for &j in row {
             let value = if i == j || unique(i, colours[j]) {
-                compressed[i][colours[j]]
+                compressed[i * count + colours[j]]
             } else {
-                compressed[j][colours[i]]
+                compressed[j * count + colours[i]]
             };
             out.push(i, j, value);
         }

@@ -3,11 +3,13 @@
 use std::fmt;
 
 /// Which entries of a `rows` x `cols` matrix may be non-zero: each row's
-/// column indices, sorted, without repeats.
+/// column indices, sorted, without repeats, one row after another (row
+/// `i`'s are `columns[offsets[i]..offsets[i + 1]]`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pattern {
     cols: usize,
-    row_cols: Vec<Vec<usize>>,
+    offsets: Vec<usize>,
+    columns: Vec<usize>,
 }
 
 /// A pattern that names a column out of range.
@@ -37,20 +39,49 @@ impl Pattern {
     /// The pattern with `row_cols[i]` the columns of row `i` (in any
     /// order, repeats allowed); an error names a column out of range.
     pub fn new(cols: usize, row_cols: Vec<Vec<usize>>) -> Result<Pattern, PatternError> {
-        let mut row_cols = row_cols;
-        for (row, columns) in row_cols.iter_mut().enumerate() {
-            if let Some(&col) = columns.iter().find(|&&c| c >= cols) {
+        let mut offsets = Vec::with_capacity(row_cols.len() + 1);
+        offsets.push(0);
+        let mut columns = Vec::new();
+        for (row, mut these) in row_cols.into_iter().enumerate() {
+            these.sort_unstable();
+            these.dedup();
+            if let Some(&col) = these.last().filter(|&&c| c >= cols) {
                 return Err(PatternError { row, col, cols });
             }
-            columns.sort_unstable();
-            columns.dedup();
+            columns.extend_from_slice(&these);
+            offsets.push(columns.len());
         }
-        Ok(Pattern { cols, row_cols })
+        Ok(Pattern {
+            cols,
+            offsets,
+            columns,
+        })
+    }
+
+    /// The pattern of `rows` rows whose columns `row_columns(i, into)`
+    /// appends (sorted, distinct, below `cols`: the caller's promise).
+    pub(crate) fn from_rows(
+        cols: usize,
+        rows: usize,
+        mut row_columns: impl FnMut(usize, &mut Vec<usize>),
+    ) -> Pattern {
+        let mut offsets = Vec::with_capacity(rows + 1);
+        offsets.push(0);
+        let mut columns = Vec::new();
+        for i in 0..rows {
+            row_columns(i, &mut columns);
+            offsets.push(columns.len());
+        }
+        Pattern {
+            cols,
+            offsets,
+            columns,
+        }
     }
 
     /// The number of rows.
     pub fn nrows(&self) -> usize {
-        self.row_cols.len()
+        self.offsets.len() - 1
     }
 
     /// The number of columns.
@@ -60,40 +91,55 @@ impl Pattern {
 
     /// The columns of row `i`.
     pub fn row(&self, i: usize) -> &[usize] {
-        &self.row_cols[i]
+        &self.columns[self.offsets[i]..self.offsets[i + 1]]
     }
 
     /// Each row's columns, in order.
     pub fn rows(&self) -> impl Iterator<Item = &[usize]> {
-        self.row_cols.iter().map(Vec::as_slice)
+        self.offsets.windows(2).map(|w| &self.columns[w[0]..w[1]])
     }
 
     /// The number of entries that may be non-zero.
     pub fn nnz(&self) -> usize {
-        self.row_cols.iter().map(Vec::len).sum()
+        self.columns.len()
     }
 
     /// The most entries in one row: no column colouring has fewer colours.
     pub fn max_row_degree(&self) -> usize {
-        self.row_cols.iter().map(Vec::len).max().unwrap_or(0)
+        self.offsets
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .max()
+            .unwrap_or(0)
     }
 
     /// The pattern of the transpose: each column's rows.
     pub fn transpose(&self) -> Pattern {
-        let mut col_rows = vec![Vec::new(); self.cols];
-        for (i, row) in self.row_cols.iter().enumerate() {
+        let mut counts = vec![0usize; self.cols + 1];
+        for &j in &self.columns {
+            counts[j + 1] += 1;
+        }
+        for j in 0..self.cols {
+            counts[j + 1] += counts[j];
+        }
+        let offsets = counts.clone();
+        let mut next = counts;
+        let mut columns = vec![0usize; self.columns.len()];
+        for (i, row) in self.rows().enumerate() {
             for &j in row {
-                col_rows[j].push(i);
+                columns[next[j]] = i;
+                next[j] += 1;
             }
         }
         Pattern {
-            cols: self.row_cols.len(),
-            row_cols: col_rows,
+            cols: self.nrows(),
+            offsets,
+            columns,
         }
     }
 
     /// Whether the pattern is square and symmetric.
     pub fn is_symmetric(&self) -> bool {
-        self.cols == self.row_cols.len() && self.transpose() == *self
+        self.cols == self.nrows() && self.transpose() == *self
     }
 }

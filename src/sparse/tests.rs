@@ -15,10 +15,10 @@ fn tridiagonal(n: usize) -> Pattern {
 
 /// `A S`: each row of the `rows` x `cols` matrix given by its triplets,
 /// summed over each colour's columns.
-fn compress(entries: &[(usize, usize, f64)], rows: usize, colouring: &Colouring) -> Vec<Vec<f64>> {
-    let mut out = vec![vec![0.0; colouring.count]; rows];
+fn compress(entries: &[(usize, usize, f64)], rows: usize, colouring: &Colouring) -> Vec<f64> {
+    let mut out = vec![0.0; colouring.count * rows];
     for &(i, j, v) in entries {
-        out[i][colouring.colours[j]] += v;
+        out[i * colouring.count + colouring.colours[j]] += v;
     }
     out
 }

@@ -38,13 +38,14 @@ fn sparse_jacobian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     };
     let pattern = autodiff::jacobian_sparsity(interp, f, std::slice::from_ref(x), MAX_NNZ)?;
     let colouring = column_colouring(&pattern);
-    let mut compressed = vec![vec![0.0; colouring.count]; pattern.nrows()];
+    let count = colouring.count;
+    let mut compressed = vec![0.0; count * pattern.nrows()];
     for (c, columns) in colouring.groups().iter().enumerate() {
         let seed = seed_of(&shape, columns);
         let outcome = autodiff::run(interp, f, std::slice::from_ref(x), &Request::Jvp, &[seed])?;
         let tangent = outcome.derivatives.into_iter().next().unwrap_or(Value::Nil);
         let numbers = numbers_of(&tangent)?;
-        for (row, &value) in compressed.iter_mut().zip(&numbers) {
+        for (row, &value) in compressed.chunks_exact_mut(count).zip(&numbers) {
             row[c] = value;
         }
     }
