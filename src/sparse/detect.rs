@@ -13,6 +13,7 @@ use super::Pattern;
 use crate::egraph::tensor::movement::Movement;
 use crate::egraph::tensor::{Shape, TNode, TOp};
 use egg::Id;
+use std::rc::Rc;
 
 /// The positions (among the differentiated inputs' elements, numbered
 /// one input after another) each element of a value may depend on,
@@ -56,7 +57,7 @@ impl Deps {
     fn push(&mut self, positions: &mut Vec<u32>) {
         positions.sort_unstable();
         positions.dedup();
-        self.items.extend_from_slice(positions);
+        self.items.extend(positions.iter().copied());
         self.offsets.push(self.items.len());
     }
 
@@ -104,22 +105,23 @@ pub fn jacobian_pattern(
             readers[usize::from(c)] += 1;
         }
     }
-    let mut deps: Vec<Option<Deps>> = vec![None; last + 1];
+    // Shared: a reshape's elements depend on what its operand's do.
+    let mut deps: Vec<Option<Rc<Deps>>> = vec![None; last + 1];
     for (i, node) in nodes[..=last].iter().enumerate() {
         let shape = &shapes[i];
         let n = numel(shape);
-        let computed = {
+        let computed: Rc<Deps> = {
             let none = Deps::none(0);
-            let operand = |c: &Id| deps[usize::from(*c)].as_ref().unwrap_or(&none);
+            let operand = |c: &Id| deps[usize::from(*c)].as_deref().unwrap_or(&none);
             match &node.op {
-                TOp::Input { index, .. } => match wrt.iter().position(|w| w == index) {
+                TOp::Input { index, .. } => Rc::new(match wrt.iter().position(|w| w == index) {
                     Some(k) => Deps {
                         offsets: (0..=n).collect(),
                         items: (0..n).map(|e| (offsets[k] + e) as u32).collect(),
                     },
                     None => Deps::none(n),
-                },
-                _ if !node.is_differentiable() => Deps::none(n),
+                }),
+                _ if !node.is_differentiable() => Rc::new(Deps::none(n)),
                 TOp::Map(_) | TOp::Where => {
                     // A `where`'s condition has no derivative.
                     let from = usize::from(matches!(node.op, TOp::Where));
@@ -127,20 +129,23 @@ pub fn jacobian_pattern(
                         .iter()
                         .map(|c| (operand(c), &shapes[usize::from(*c)]))
                         .collect();
-                    elementwise(shape, &operands)
+                    Rc::new(elementwise(shape, &operands))
                 }
-                TOp::Reshape(_) | TOp::Tag(_) => operand(&node.children[0]).clone(),
+                TOp::Reshape(_) | TOp::Tag(_) => match &deps[usize::from(node.children[0])] {
+                    Some(shared) => Rc::clone(shared),
+                    None => Rc::new(Deps::none(n)),
+                },
                 TOp::Reduce { axes, .. } => {
                     let c = node.children[0];
-                    reduce(operand(&c), &shapes[usize::from(c)], axes, n)
+                    Rc::new(reduce(operand(&c), &shapes[usize::from(c)], axes, n))
                 }
                 TOp::MatMul => {
                     let (a, b) = (node.children[0], node.children[1]);
                     let (sa, sb) = (&shapes[usize::from(a)], &shapes[usize::from(b)]);
-                    match matmul(operand(&a), sa, operand(&b), sb, max_nnz)? {
+                    Rc::new(match matmul(operand(&a), sa, operand(&b), sb, max_nnz)? {
                         Some(d) => d,
                         None => mixed(&node.children, &deps, n, max_nnz)?,
-                    }
+                    })
                 }
                 op => {
                     let operand_shapes: Vec<&[usize]> = node
@@ -148,10 +153,10 @@ pub fn jacobian_pattern(
                         .iter()
                         .map(|c| &shapes[usize::from(*c)][..])
                         .collect();
-                    match Movement::new(op, &operand_shapes) {
+                    Rc::new(match Movement::new(op, &operand_shapes) {
                         Some(movement) => moved(&movement, &node.children, &deps, shape),
                         None => mixed(&node.children, &deps, n, max_nnz)?,
-                    }
+                    })
                 }
             }
         };
@@ -165,7 +170,7 @@ pub fn jacobian_pattern(
             }
         }
     }
-    let rows = deps[last].take().unwrap_or_else(|| Deps::none(0));
+    let rows = deps[last].take().unwrap_or_else(|| Rc::new(Deps::none(0)));
     // Each element's positions are sorted, distinct and below `columns`.
     Ok(Pattern::from_rows(
         columns,
@@ -224,7 +229,7 @@ fn elementwise(shape: &[usize], operands: &[(&Deps, &Shape)]) -> Deps {
                 true => flat,
                 false => broadcast_position(index, from),
             };
-            positions.extend_from_slice(deps.get(at));
+            positions.extend(deps.get(at).iter().copied());
         }
         out.push(&mut positions);
     });
@@ -295,7 +300,7 @@ fn matmul(
 
 /// A data movement's: each element's source's (nothing for a padded
 /// zero).
-fn moved(movement: &Movement, children: &[Id], deps: &[Option<Deps>], shape: &[usize]) -> Deps {
+fn moved(movement: &Movement, children: &[Id], deps: &[Option<Rc<Deps>>], shape: &[usize]) -> Deps {
     let mut out = Deps::with_elements(shape.iter().product());
     let mut positions = Vec::new();
     each_index(shape, |index, _| {
@@ -303,7 +308,7 @@ fn moved(movement: &Movement, children: &[Id], deps: &[Option<Deps>], shape: &[u
         if let Some((k, at)) = movement.source(index)
             && let Some(source) = &deps[usize::from(children[k as usize])]
         {
-            positions.extend_from_slice(source.get(at));
+            positions.extend(source.get(at).iter().copied());
         }
         out.push(&mut positions);
     });
@@ -312,7 +317,12 @@ fn moved(movement: &Movement, children: &[Id], deps: &[Option<Deps>], shape: &[u
 
 /// An operation taken to mix all its operands' elements: every element
 /// depends on all they depend on.
-fn mixed(children: &[Id], deps: &[Option<Deps>], n: usize, max_nnz: usize) -> Result<Deps, String> {
+fn mixed(
+    children: &[Id],
+    deps: &[Option<Rc<Deps>>],
+    n: usize,
+    max_nnz: usize,
+) -> Result<Deps, String> {
     let mut all: Vec<u32> = children
         .iter()
         .filter_map(|c| deps[usize::from(*c)].as_ref())

@@ -114,6 +114,11 @@ pub enum Request {
     /// The dense Jacobian for the first argument by forward mode, all unit
     /// directions as one batch.
     JacobianForward,
+    /// Jacobian-vector products for the first argument along a batch of
+    /// directions (the seed, of shape `[p] ++ shape(x)`), in one forward
+    /// pass: `[p] ++ shape(result)` (a sparse Jacobian's compressed
+    /// columns).
+    JvpBatch,
 }
 
 impl Request {
@@ -131,7 +136,7 @@ impl Request {
                 reverse: true,
                 forward: false,
             },
-            Request::Jvp | Request::JacobianForward => Modes {
+            Request::Jvp | Request::JacobianForward | Request::JvpBatch => Modes {
                 reverse: false,
                 forward: true,
             },
@@ -148,7 +153,9 @@ impl Request {
             Request::Value => Vec::new(),
             Request::Grad { wrt, .. } => wrt.clone(),
             Request::Vjp | Request::Jvp => (0..arity).collect(),
-            Request::Hvp | Request::Hessian | Request::JacobianForward => vec![0],
+            Request::Hvp | Request::Hessian | Request::JacobianForward | Request::JvpBatch => {
+                vec![0]
+            }
         }
     }
 }
@@ -823,8 +830,34 @@ fn derivative_roots(
             roots.push(t.graph.reshape(moved, &full));
             groups.push(Tree::Leaf(0));
         }
+        Request::JvpBatch => {
+            let x = single_leaf(arg_leaves, leaves, "sparse-jacobian")?;
+            let [output] = outputs else {
+                return Err(EvalError::shape(
+                    "sparse-jacobian needs a function returning one number or tensor",
+                ));
+            };
+            let seed = seeds.first().unwrap_or(&Value::Nil);
+            roots.push(batched_jvp(t, trace, x, *output, seed)?);
+            groups.push(Tree::Leaf(0));
+        }
     }
     Ok((roots, groups))
+}
+
+/// The products of the batch `seed` (`[p] ++ shape(x)`): `[p] ++
+/// shape(output)`.
+fn batched_jvp(t: &mut Trace, trace: &TraceRef, x: Id, output: Id, seed: &Value) -> EvalResult<Id> {
+    let id = seed_node(t, trace, seed)?;
+    let (seed_shape, x_shape) = (t.graph.shape(id).clone(), t.graph.shape(x).clone());
+    if seed_shape.len() != x_shape.len() + 1 || seed_shape[1..] != x_shape[..] {
+        return Err(EvalError::shape(format!(
+            "a batch of directions has shape [p] ++ {}, this one has shape {}",
+            show(&x_shape),
+            show(&seed_shape)
+        )));
+    }
+    Ok(jvp(&mut t.graph, &[(x, id)], &[output], Some(seed_shape[0]))[0])
 }
 
 /// The one leaf of the first argument (dense Hessians and Jacobians are

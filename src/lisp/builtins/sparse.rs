@@ -1,6 +1,7 @@
 //! Sparse derivatives (SPEC section 7, "Transformations and number
 //! types"): `sparse-jacobian`, its pattern read from the traced program,
-//! its columns coloured, one forward-mode pass per colour.
+//! its columns coloured, all colours' directions in one batched forward
+//! pass.
 
 use super::builtin;
 use crate::lisp::autodiff::{self, Request};
@@ -39,14 +40,23 @@ fn sparse_jacobian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let pattern = autodiff::jacobian_sparsity(interp, f, std::slice::from_ref(x), MAX_NNZ)?;
     let colouring = column_colouring(&pattern);
     let count = colouring.count;
-    let mut compressed = vec![0.0; count * pattern.nrows()];
-    for (c, columns) in colouring.groups().iter().enumerate() {
-        let seed = seed_of(&shape, columns);
-        let outcome = autodiff::run(interp, f, std::slice::from_ref(x), &Request::Jvp, &[seed])?;
-        let tangent = outcome.derivatives.into_iter().next().unwrap_or(Value::Nil);
-        let numbers = numbers_of(&tangent)?;
-        for (row, &value) in compressed.chunks_exact_mut(count).zip(&numbers) {
-            row[c] = value;
+    // All colours' directions as one batch: one forward pass.
+    let seed = seeds_of(&shape, &colouring.groups());
+    let outcome = autodiff::run(
+        interp,
+        f,
+        std::slice::from_ref(x),
+        &Request::JvpBatch,
+        &[seed],
+    )?;
+    let products = outcome.derivatives.into_iter().next().unwrap_or(Value::Nil);
+    let numbers = numbers_of(&products)?;
+    // [count, rows] to rows of `count` numbers.
+    let rows = pattern.nrows();
+    let mut compressed = vec![0.0; count * rows];
+    for (c, column) in numbers.chunks_exact(rows.max(1)).enumerate().take(count) {
+        for (i, &value) in column.iter().enumerate() {
+            compressed[i * count + c] = value;
         }
     }
     Ok(triplets_value(recover_columns(
@@ -56,18 +66,20 @@ fn sparse_jacobian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     )))
 }
 
-/// The direction summing `columns` (flat positions of x): ones there.
-fn seed_of(shape: &[usize], columns: &[usize]) -> Value {
-    if shape.is_empty() {
-        return Value::Float(if columns.is_empty() { 0.0 } else { 1.0 });
-    }
-    let mut seed = ArrayD::zeros(IxDyn(shape));
-    if let Some(data) = seed.as_slice_mut() {
+/// The directions of the colours, stacked: direction `c` has ones at the
+/// flat positions of x in `groups[c]`.
+fn seeds_of(shape: &[usize], groups: &[Vec<usize>]) -> Value {
+    let n: usize = shape.iter().product();
+    let mut data = vec![0.0; groups.len() * n];
+    for (c, columns) in groups.iter().enumerate() {
         for &j in columns {
-            data[j] = 1.0;
+            data[c * n + j] = 1.0;
         }
     }
-    Value::tensor(seed)
+    let full: Vec<usize> = std::iter::once(groups.len())
+        .chain(shape.iter().copied())
+        .collect();
+    Value::tensor(ArrayD::from_shape_vec(IxDyn(&full), data).expect("p directions of x's shape"))
 }
 
 /// A number's or tensor's numbers, row-major.
@@ -95,7 +107,7 @@ fn triplets_value(t: Triplets) -> Value {
 pub const BUILTINS: &[Builtin] = &[builtin(
     "sparse-jacobian",
     "(sparse-jacobian f x)",
-    "The Jacobian of f (one number or tensor out) at x as (rows cols values): three vectors listing its entries that may be non-zero, row-major (rows and cols are flat positions in f's result and in x). The pattern is read from the traced program, not probed; the columns are coloured so that no two of a colour share a row, and each colour costs one forward-mode pass: a tridiagonal Jacobian of any size takes three.",
+    "The Jacobian of f (one number or tensor out) at x as (rows cols values): three vectors listing its entries that may be non-zero, row-major (rows and cols are flat positions in f's result and in x). The pattern is read from the traced program, not probed; the columns are coloured so that no two of a colour share a row, and each colour is one direction of a single batched forward-mode pass: a tridiagonal Jacobian of any size takes three.",
     2,
     Some(2),
     sparse_jacobian,
