@@ -129,7 +129,7 @@ pub fn jacobian_pattern(
                         .iter()
                         .map(|c| (operand(c), &shapes[usize::from(*c)]))
                         .collect();
-                    Rc::new(elementwise(shape, &operands))
+                    Rc::new(elementwise(shape, &operands, max_nnz)?)
                 }
                 TOp::Reshape(_) | TOp::Tag(_) => match &deps[usize::from(node.children[0])] {
                     Some(shared) => Rc::clone(shared),
@@ -154,7 +154,7 @@ pub fn jacobian_pattern(
                         .map(|c| &shapes[usize::from(*c)][..])
                         .collect();
                     Rc::new(match Movement::new(op, &operand_shapes) {
-                        Some(movement) => moved(&movement, &node.children, &deps, shape),
+                        Some(movement) => moved(&movement, &node.children, &deps, shape, max_nnz)?,
                         None => mixed(&node.children, &deps, n, max_nnz)?,
                     })
                 }
@@ -198,12 +198,15 @@ fn broadcast_position(index: &[usize], from: &[usize]) -> usize {
     })
 }
 
-/// Calls `f` with each row-major index of `shape` and its flat position.
-fn each_index(shape: &[usize], mut f: impl FnMut(&[usize], usize)) {
+/// Calls `f` with each row-major index of `shape` and its flat position,
+/// until it returns false.
+fn each_index(shape: &[usize], mut f: impl FnMut(&[usize], usize) -> bool) {
     let n: usize = shape.iter().product();
     let mut index = vec![0usize; shape.len()];
     for flat in 0..n {
-        f(&index, flat);
+        if !f(&index, flat) {
+            return;
+        }
         for d in (0..shape.len()).rev() {
             index[d] += 1;
             if index[d] < shape[d] {
@@ -214,8 +217,13 @@ fn each_index(shape: &[usize], mut f: impl FnMut(&[usize], usize)) {
     }
 }
 
-/// An elementwise operation's: each element's operands' at its position.
-fn elementwise(shape: &[usize], operands: &[(&Deps, &Shape)]) -> Deps {
+/// An elementwise operation's: each element's operands' at its position
+/// (an error past `max_nnz` entries, found as they are made).
+fn elementwise(
+    shape: &[usize],
+    operands: &[(&Deps, &Shape)],
+    max_nnz: usize,
+) -> Result<Deps, String> {
     let mut out = Deps::with_elements(shape.iter().product());
     let mut positions = Vec::new();
     let whole: Vec<bool> = operands
@@ -232,8 +240,10 @@ fn elementwise(shape: &[usize], operands: &[(&Deps, &Shape)]) -> Deps {
             positions.extend(deps.get(at).iter().copied());
         }
         out.push(&mut positions);
+        out.total() <= max_nnz
     });
-    out
+    within(out.total(), max_nnz)?;
+    Ok(out)
 }
 
 /// A reduction's over `axes` of an operand of `shape`: each result
@@ -246,6 +256,7 @@ fn reduce(deps: &Deps, shape: &[usize], axes: &[u8], n: usize) -> Deps {
     each_index(shape, |index, flat| {
         let at = kept.iter().fold(0, |at, &d| at * shape[d] + index[d]);
         joined[at].extend_from_slice(deps.get(flat));
+        true
     });
     let mut out = Deps::with_elements(n);
     for mut positions in joined {
@@ -299,8 +310,14 @@ fn matmul(
 }
 
 /// A data movement's: each element's source's (nothing for a padded
-/// zero).
-fn moved(movement: &Movement, children: &[Id], deps: &[Option<Rc<Deps>>], shape: &[usize]) -> Deps {
+/// zero); an error past `max_nnz` entries (a broadcast repeats them).
+fn moved(
+    movement: &Movement,
+    children: &[Id],
+    deps: &[Option<Rc<Deps>>],
+    shape: &[usize],
+    max_nnz: usize,
+) -> Result<Deps, String> {
     let mut out = Deps::with_elements(shape.iter().product());
     let mut positions = Vec::new();
     each_index(shape, |index, _| {
@@ -311,8 +328,10 @@ fn moved(movement: &Movement, children: &[Id], deps: &[Option<Rc<Deps>>], shape:
             positions.extend(source.get(at).iter().copied());
         }
         out.push(&mut positions);
+        out.total() <= max_nnz
     });
-    out
+    within(out.total(), max_nnz)?;
+    Ok(out)
 }
 
 /// An operation taken to mix all its operands' elements: every element

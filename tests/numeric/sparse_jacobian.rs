@@ -95,6 +95,11 @@ fn sparse_jacobian_errors_are_clear() {
             "(sparse-jacobian (lambda (u) (list u u)) [1.0 2.0])",
             "returning one number or tensor",
         ),
+        // Every entry of 7100 x 7100 may be non-zero: refused, not built.
+        (
+            "(sparse-jacobian (lambda (u) (* u (sum u))) (ones '(7100)))",
+            "compute it densely",
+        ),
         (
             "(grad (lambda (u) (sum (nth (sparse-jacobian stencil u) 2))))",
             "",

@@ -41,7 +41,7 @@ fn sparse_jacobian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let colouring = column_colouring(&pattern);
     let count = colouring.count;
     // All colours' directions as one batch: one forward pass.
-    let seed = seeds_of(&shape, &colouring.groups());
+    let seed = seeds_of(&shape, &colouring.groups())?;
     let outcome = autodiff::run(
         interp,
         f,
@@ -68,7 +68,13 @@ fn sparse_jacobian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 
 /// The directions of the colours, stacked: direction `c` has ones at the
 /// flat positions of x in `groups[c]`.
-fn seeds_of(shape: &[usize], groups: &[Vec<usize>]) -> Value {
+fn seeds_of(shape: &[usize], groups: &[Vec<usize>]) -> EvalResult<Value> {
+    let full: Vec<usize> = std::iter::once(groups.len())
+        .chain(shape.iter().copied())
+        .collect();
+    // As many directions as colours: a pattern with a dense row needs as
+    // many as x has elements.
+    crate::lisp::tensor::check_allocation(&full)?;
     let n: usize = shape.iter().product();
     let mut data = vec![0.0; groups.len() * n];
     for (c, columns) in groups.iter().enumerate() {
@@ -76,10 +82,9 @@ fn seeds_of(shape: &[usize], groups: &[Vec<usize>]) -> Value {
             data[c * n + j] = 1.0;
         }
     }
-    let full: Vec<usize> = std::iter::once(groups.len())
-        .chain(shape.iter().copied())
-        .collect();
-    Value::tensor(ArrayD::from_shape_vec(IxDyn(&full), data).expect("p directions of x's shape"))
+    Ok(Value::tensor(
+        ArrayD::from_shape_vec(IxDyn(&full), data).expect("p directions of x's shape"),
+    ))
 }
 
 /// A number's or tensor's numbers, row-major.
