@@ -30,6 +30,7 @@ mod simd;
 pub mod sparse;
 pub mod symbolic;
 pub mod tape;
+pub mod vmap;
 
 #[cfg(test)]
 mod simulated_device_tests;

@@ -68,6 +68,8 @@ mod scan;
 mod scan_over;
 #[path = "numeric/scan_review.rs"]
 mod scan_review;
+#[path = "numeric/sparse_hessian.rs"]
+mod sparse_hessian;
 #[path = "numeric/sparse_jacobian.rs"]
 mod sparse_jacobian;
 #[path = "numeric/table.rs"]
@@ -86,6 +88,8 @@ mod table_reduce;
 mod table_special;
 #[path = "numeric/untaken_branches.rs"]
 mod untaken_branches;
+#[path = "numeric/vmap.rs"]
+mod vmap;
 #[path = "numeric/while_loop.rs"]
 mod while_loop;
 

@@ -1,18 +1,37 @@
-;; Issue 19, item 3: the sparse Jacobian of a 1-D periodic diffusion
-;; residual of size n (default 10^5), r(u) = u[i-1] + u[i+1] - 2 u[i] +
-;; 0.1 u[i]^2: three non-zeros a row, three colours. Prints the number of
-;; non-zeros, a checksum of the values and the median seconds of `rounds`
-;; warm calls of sparse-jacobian (pattern read from the program, colouring,
-;; one batched forward pass, recovery).
+;; Issue 19, item 3: sparse derivatives of a 1-D periodic diffusion
+;; problem of size n (default 10^5).
+;;   residual r(u) = u[i-1] + u[i+1] - 2 u[i] + 0.1 u[i]^2 (Jacobian: three
+;;   non-zeros a row, three colours);
+;;   energy E(u) = sum 0.5 (u[i+1] - u[i])^2 + 0.025 u[i]^4 (Hessian:
+;;   cyclic tridiagonal, three star colours).
+;; Prints the non-zeros, a checksum, the first call's seconds (the pattern
+;; read from the program and coloured, the tape compiled) and the median
+;; seconds of `rounds` later calls (pattern and colouring found again for
+;; the same program, one batched pass, recovery); for n <= 4000 also the
+;; dense `jacobian` (one forward pass per column, batched) for comparison.
 ;;
 ;;   epsilon run bench/sparse/stencil.lisp 100000 9
 (define n (if (null? *args*) 100000 (string->number (first *args*))))
 (define rounds (if (< (length *args*) 2) 9 (string->number (second *args*))))
 (define (residual u) (+ (roll u 1) (roll u -1) (* -2.0 u) (* 0.1 u u)))
+(define (energy u)
+  (let ((d (- (roll u -1) u)))
+    (sum (+ (* 0.5 d d) (* 0.025 u u u u)))))
 (define u (sin (* 0.001 (arange (* 1.0 n)))))
-(define j (sparse-jacobian residual u))
-(println "n " n " non-zeros " (size (nth j 2)) " checksum " (sum (nth j 2)))
 (define (median xs) (nth (sort xs <) (quotient (length xs) 2)))
-(println "seconds "
-         (median (map (lambda (k) (let ((start (clock))) (sparse-jacobian residual u) (- (clock) start)))
-                      (range rounds))))
+(define (seconds thunk) (let ((start (clock))) (thunk) (- (clock) start)))
+(define (measure name thunk)
+  (let* ((start (clock))
+         (result (thunk))
+         (first-call (- (clock) start))
+         (warm (median (map (lambda (k) (seconds thunk)) (range rounds)))))
+    (println name " n " n " non-zeros " (size (nth result 2)) " checksum " (sum (nth result 2))
+             " first " first-call " seconds " warm)))
+(measure "sparse-jacobian" (lambda () (sparse-jacobian residual u)))
+(measure "sparse-hessian" (lambda () (sparse-hessian energy u)))
+(when (<= n 4000)
+  (let* ((start (clock))
+         (dense ((jacobian residual) u))
+         (first-call (- (clock) start))
+         (warm (median (map (lambda (k) (seconds (lambda () ((jacobian residual) u)))) (range rounds)))))
+    (println "dense-jacobian n " n " first " first-call " seconds " warm)))

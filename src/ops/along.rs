@@ -17,8 +17,8 @@
 
 use super::indexing::{PARALLEL, array, contiguous, positions, split};
 use super::{CudaKernel, Definition, Op, OpError, Pulled, Rules, Site};
-use crate::egraph::tensor::Shape;
 use crate::egraph::tensor::shape::{ShapeError, show};
+use crate::egraph::tensor::{Shape, TOp, TensorGraph};
 use egg::Id;
 use ndarray::{ArrayD, ArrayViewD};
 use rayon::prelude::*;
@@ -202,6 +202,28 @@ impl Definition for TakeAlong {
         (shape.iter().product::<usize>() + operands[1].iter().product::<usize>()) as u64
     }
 
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let t = crate::ops::batching::full(graph, operands[0], batched[0], size);
+        let idx = spread_positions(
+            graph,
+            operands[1],
+            batched[1],
+            &graph.shape(t).clone(),
+            self.axis,
+        );
+        let op = crate::ops::Op::TakeAlong(TakeAlong {
+            axis: self.axis + 1,
+            site: self.site,
+        });
+        graph.add(TOp::Op(op), &[t, idx]).ok()
+    }
+
     fn cuda(&self, operands: &[&[usize]], shape: &[usize]) -> Option<CudaKernel> {
         let b = blocks(operands[0], operands[1], self.axis);
         Some(CudaKernel {
@@ -312,6 +334,29 @@ impl Definition for PutAlongAdd {
         operands[2].iter().product::<usize>() as u64
     }
 
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let t = crate::ops::batching::full(graph, operands[0], batched[0], size);
+        let idx = spread_positions(
+            graph,
+            operands[1],
+            batched[1],
+            &graph.shape(t).clone(),
+            self.axis,
+        );
+        let updates = crate::ops::batching::full(graph, operands[2], batched[2], size);
+        let op = crate::ops::Op::PutAlongAdd(PutAlongAdd {
+            axis: self.axis + 1,
+            site: self.site,
+        });
+        graph.add(TOp::Op(op), &[t, idx, updates]).ok()
+    }
+
     fn cuda(&self, operands: &[&[usize]], _shape: &[usize]) -> Option<CudaKernel> {
         let b = blocks(operands[0], operands[1], self.axis);
         Some(CudaKernel {
@@ -335,6 +380,28 @@ impl Definition for PutAlongAdd {
     fn site(&self) -> Site {
         self.site
     }
+}
+
+/// The positions of a batched `take-along` or `put-along-add` over the
+/// batched tensor of shape `t_shape` along example axis `axis`: shared
+/// positions broadcast from the right as they are; batched ones are
+/// spread over every axis of the tensor but the one they index.
+fn spread_positions(
+    graph: &mut TensorGraph,
+    idx: Id,
+    batched: bool,
+    t_shape: &[usize],
+    axis: u8,
+) -> Id {
+    if !batched {
+        return idx;
+    }
+    let rank = t_shape.len() - 1;
+    let aligned = crate::ops::batching::align(graph, idx, true, rank);
+    let mut spread: Shape = t_shape.iter().copied().collect();
+    let a = usize::from(axis) + 1;
+    spread[a] = graph.shape(aligned)[a];
+    graph.expand_to(aligned, &spread)
 }
 
 #[cfg(test)]

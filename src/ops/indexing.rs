@@ -15,8 +15,8 @@
 mod kernels;
 
 use super::{CudaKernel, Definition, OpError, Pulled, Rules, Site};
-use crate::egraph::tensor::Shape;
 use crate::egraph::tensor::shape::{ShapeError, show};
+use crate::egraph::tensor::{Shape, TOp, TensorGraph};
 use egg::Id;
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use rayon::prelude::*;
@@ -137,6 +137,57 @@ impl Definition for Gather {
 
     fn flops(&self, operands: &[&[usize]], shape: &[usize]) -> u64 {
         (shape.iter().product::<usize>() + operands[1].iter().product::<usize>()) as u64
+    }
+
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let (t, idx) = (operands[0], operands[1]);
+        let axis = self.axis;
+        let gather = |axis: u8| {
+            crate::ops::Op::Gather(Gather {
+                axis,
+                site: self.site,
+            })
+        };
+        match (batched[0], batched[1]) {
+            // The same positions in every example's tensor.
+            (true, false) => graph.add(TOp::Op(gather(axis + 1)), &[t, idx]).ok(),
+            // Each example's positions in one shared tensor: the batch
+            // lands at `axis`, moved to the front.
+            (false, true) => {
+                let node = graph.add(TOp::Op(gather(axis)), &[t, idx]).ok()?;
+                Some(batch_to_front(graph, node, axis))
+            }
+            // Each example's positions in its own tensor: positions along
+            // the axis, slice by slice (`take-along`).
+            _ => {
+                let t_shape = graph.shape(t).clone();
+                let idx_shape = graph.shape(idx).clone();
+                let k: usize = idx_shape[1..].iter().product();
+                let a = usize::from(axis) + 1;
+                let mut spread: Shape = t_shape.clone();
+                spread[a] = k;
+                let mut lined: Shape = smallvec::smallvec![1; spread.len()];
+                lined[0] = size;
+                lined[a] = k;
+                let flat = graph.reshape(idx, &lined);
+                let positions = graph.broadcast(flat, &spread);
+                let op = crate::ops::Op::TakeAlong(super::along::TakeAlong {
+                    axis: axis + 1,
+                    site: self.site,
+                });
+                let taken = graph.add(TOp::Op(op), &[t, positions]).ok()?;
+                let mut out: Shape = t_shape[..a].iter().copied().collect();
+                out.extend_from_slice(&idx_shape[1..]);
+                out.extend_from_slice(&t_shape[a + 1..]);
+                Some(graph.reshape(taken, &out))
+            }
+        }
     }
 
     fn cuda(&self, operands: &[&[usize]], shape: &[usize]) -> Option<CudaKernel> {
@@ -263,6 +314,44 @@ impl Definition for ScatterAdd {
 
     fn flops(&self, operands: &[&[usize]], _shape: &[usize]) -> u64 {
         operands[2].iter().product::<usize>() as u64
+    }
+
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let t = crate::ops::batching::full(graph, operands[0], batched[0], size);
+        let updates = crate::ops::batching::full(graph, operands[2], batched[2], size);
+        let idx = operands[1];
+        if !batched[1] {
+            let op = crate::ops::Op::ScatterAdd(ScatterAdd {
+                axis: self.axis + 1,
+                site: self.site,
+            });
+            return graph.add(TOp::Op(op), &[t, idx, updates]).ok();
+        }
+        // Each example's positions: added along the axis slice by slice
+        // (`put-along-add`), the positions spread over the other axes.
+        let t_shape = graph.shape(t).clone();
+        let idx_shape = graph.shape(idx).clone();
+        let k: usize = idx_shape[1..].iter().product();
+        let a = usize::from(self.axis) + 1;
+        let mut spread: Shape = t_shape.clone();
+        spread[a] = k;
+        let mut lined: Shape = smallvec::smallvec![1; spread.len()];
+        lined[0] = size;
+        lined[a] = k;
+        let flat = graph.reshape(idx, &lined);
+        let positions = graph.broadcast(flat, &spread);
+        let updates = graph.reshape(updates, &spread);
+        let op = crate::ops::Op::PutAlongAdd(super::along::PutAlongAdd {
+            axis: self.axis + 1,
+            site: self.site,
+        });
+        graph.add(TOp::Op(op), &[t, positions, updates]).ok()
     }
 
     fn cuda(&self, operands: &[&[usize]], _shape: &[usize]) -> Option<CudaKernel> {
@@ -393,6 +482,26 @@ impl Definition for IndexSet {
         operands[2].iter().product::<usize>() as u64
     }
 
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        // Positions that differ between examples have no rule yet.
+        if batched[1] {
+            return None;
+        }
+        let t = crate::ops::batching::full(graph, operands[0], batched[0], size);
+        let values = crate::ops::batching::full(graph, operands[2], batched[2], size);
+        let op = crate::ops::Op::IndexSet(IndexSet {
+            axis: self.axis + 1,
+            site: self.site,
+        });
+        graph.add(TOp::Op(op), &[t, operands[1], values]).ok()
+    }
+
     fn site(&self) -> Site {
         self.site
     }
@@ -459,4 +568,17 @@ impl Definition for LastOccurrence {
 pub(crate) fn array(shape: &[usize], data: Vec<f64>) -> Result<ArrayD<f64>, OpError> {
     ArrayD::from_shape_vec(IxDyn(shape), data)
         .map_err(|e| OpError::new(format!("internal: a result of the wrong size ({e})")))
+}
+
+/// A gather's result over a shared tensor with batched positions has the
+/// batch at `axis`: moved to the front.
+fn batch_to_front(graph: &mut TensorGraph, node: Id, axis: u8) -> Id {
+    if axis == 0 {
+        return node;
+    }
+    let rank = graph.shape(node).len() as u8;
+    let perm: smallvec::SmallVec<[u8; 4]> = std::iter::once(axis)
+        .chain((0..rank).filter(|&d| d != axis))
+        .collect();
+    graph.add_valid(TOp::Transpose(perm), &[node])
 }

@@ -23,6 +23,7 @@
 //! how executors schedule work.
 
 pub mod along;
+pub mod batching;
 pub mod einsum;
 pub mod indexing;
 pub mod linalg;
@@ -155,6 +156,22 @@ pub trait Definition {
     /// Floating-point operations of one run, for `tape-stats` and the
     /// optimizer's cost model.
     fn flops(&self, operands: &[&[usize]], shape: &[usize]) -> u64;
+
+    /// The batching rule (`vmap`): the result over a batch of `size`
+    /// examples, where the operands marked in `batched` carry the batch
+    /// as one more leading axis and the others are the same for every
+    /// example; the result carries the batch axis first. `None`: no rule,
+    /// which `vmap` reports naming the operation.
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let _ = (graph, operands, batched, size);
+        None
+    }
 
     /// A CUDA kernel, or `None` to run the CPU kernel on the host (the
     /// operands are copied to the host and the result back).
@@ -303,6 +320,17 @@ impl Op {
         let mut rules = Rules::new(graph, batch);
         self.definition()
             .jvp(&mut rules, node, &operands, &tangents)
+    }
+
+    /// The batching rule (see [`Definition::batch`]).
+    pub fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        self.definition().batch(graph, operands, batched, size)
     }
 
     /// Floating-point operations of one run.

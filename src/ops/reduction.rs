@@ -19,8 +19,8 @@
 use super::indexing::array;
 use super::{CudaKernel, Definition, OpError, Pulled, Rules};
 use crate::egraph::language::Math;
-use crate::egraph::tensor::Shape;
 use crate::egraph::tensor::shape::{ShapeError, show};
+use crate::egraph::tensor::{Shape, TensorGraph};
 use crate::scalar;
 use egg::Id;
 use ndarray::{ArrayD, ArrayViewD, CowArray, IxDyn};
@@ -130,6 +130,19 @@ impl Definition for LogSumExp {
 
     fn flops(&self, operands: &[&[usize]], _shape: &[usize]) -> u64 {
         4 * operands[0].iter().product::<usize>() as u64
+    }
+
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let op = crate::ops::Op::LogSumExp(LogSumExp {
+            axes: self.axes.iter().map(|&a| a + 1).collect(),
+        });
+        crate::ops::batching::shifted_axis(graph, op, operands, batched, size)
     }
 
     fn cuda(&self, operands: &[&[usize]], shape: &[usize]) -> Option<CudaKernel> {

@@ -11,7 +11,7 @@
 use super::indexing::array;
 use super::{Definition, Op, OpError, Pulled, Rules};
 use crate::egraph::tensor::shape::{ShapeError, broadcasts_to, show};
-use crate::egraph::tensor::{Shape, TOp};
+use crate::egraph::tensor::{Shape, TOp, TensorGraph};
 use egg::Id;
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn};
 use smallvec::SmallVec;
@@ -173,6 +173,25 @@ impl Definition for Recurrence {
     fn flops(&self, _operands: &[&[usize]], shape: &[usize]) -> u64 {
         2 * shape.iter().product::<usize>() as u64
     }
+
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        // `b` has the result's shape: made batched; `a` broadcasts to it
+        // from the right, so a batched `a` keeps its batch axis in front.
+        let rank = graph.shape(operands[1]).len() - usize::from(batched[1]);
+        let a = crate::ops::batching::align(graph, operands[0], batched[0], rank);
+        let b = crate::ops::batching::full(graph, operands[1], batched[1], size);
+        let op = crate::ops::Op::Recurrence(Recurrence {
+            axis: self.axis + 1,
+            reverse: self.reverse,
+        });
+        graph.add(TOp::Op(op), &[a, b]).ok()
+    }
 }
 
 /// The elements in reverse order along `axis`.
@@ -228,5 +247,18 @@ impl Definition for Flip {
 
     fn flops(&self, _operands: &[&[usize]], _shape: &[usize]) -> u64 {
         0
+    }
+
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let op = crate::ops::Op::Flip(Flip {
+            axis: self.axis + 1,
+        });
+        crate::ops::batching::shifted_axis(graph, op, operands, batched, size)
     }
 }

@@ -55,9 +55,11 @@ impl Deps {
     /// Appends an element depending on `positions` (sorted and made
     /// distinct here).
     fn push(&mut self, positions: &mut Vec<u32>) {
-        positions.sort_unstable();
+        if !positions.is_sorted() {
+            positions.sort_unstable();
+        }
         positions.dedup();
-        self.items.extend(positions.iter().copied());
+        self.items.extend_from_slice(positions);
         self.offsets.push(self.items.len());
     }
 
@@ -125,11 +127,36 @@ pub fn jacobian_pattern(
                 TOp::Map(_) | TOp::Where => {
                     // A `where`'s condition has no derivative.
                     let from = usize::from(matches!(node.op, TOp::Where));
-                    let operands: Vec<(&Deps, &Shape)> = node.children[from..]
+                    // Operands that depend on something; one of the
+                    // result's shape (or several sharing one set) is the
+                    // result's own: shared, not copied.
+                    let mut active: Vec<Id> = node.children[from..]
                         .iter()
-                        .map(|c| (operand(c), &shapes[usize::from(*c)]))
+                        .copied()
+                        .filter(|c| operand(c).total() > 0)
                         .collect();
-                    Rc::new(elementwise(shape, &operands, max_nnz)?)
+                    // The same positions read at the same places once (a
+                    // reshape shares its operand's, read differently).
+                    let key = |c: &Id| {
+                        let c = usize::from(*c);
+                        (deps[c].as_ref().map(Rc::as_ptr), shapes[c].clone())
+                    };
+                    active.sort_by_key(key);
+                    active.dedup_by_key(|c| key(c));
+                    let whole = |c: &Id| shapes[usize::from(*c)] == *shape;
+                    match &active[..] {
+                        [] => Rc::new(Deps::none(n)),
+                        [one] if whole(one) => {
+                            Rc::clone(deps[usize::from(*one)].as_ref().expect("active"))
+                        }
+                        _ => {
+                            let operands: Vec<(&Deps, &Shape)> = active
+                                .iter()
+                                .map(|c| (operand(c), &shapes[usize::from(*c)]))
+                                .collect();
+                            Rc::new(elementwise(shape, &operands, max_nnz)?)
+                        }
+                    }
                 }
                 TOp::Reshape(_) | TOp::Tag(_) => match &deps[usize::from(node.children[0])] {
                     Some(shared) => Rc::clone(shared),

@@ -26,6 +26,32 @@ pub use colouring::{
 pub use detect::jacobian_pattern;
 pub use pattern::{Pattern, PatternError};
 
+/// A pattern with the colouring that compresses it: what a sparse
+/// derivative needs before its products run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Compression {
+    /// Which entries may be non-zero.
+    pub pattern: Pattern,
+    /// The colours of its columns.
+    pub colouring: Colouring,
+}
+
+impl Compression {
+    /// A Jacobian's: columns coloured distance-1.
+    pub fn jacobian(pattern: Pattern) -> Compression {
+        let colouring = column_colouring(&pattern);
+        Compression { pattern, colouring }
+    }
+
+    /// A Hessian's: the pattern made symmetric, star-coloured. `None` for
+    /// a pattern that is not square.
+    pub fn hessian(pattern: &Pattern) -> Option<Compression> {
+        let pattern = pattern.symmetrized()?;
+        let colouring = star_colouring(&pattern)?;
+        Some(Compression { pattern, colouring })
+    }
+}
+
 /// The entries of a sparse matrix, row-major: `(rows, cols, values)` of
 /// each non-zero of its pattern.
 #[derive(Clone, Debug, PartialEq)]

@@ -138,6 +138,24 @@ impl Pattern {
         }
     }
 
+    /// The union of a square pattern and its transpose (`None` where it is
+    /// not square): a Hessian's pattern read one-sidedly made symmetric.
+    pub fn symmetrized(&self) -> Option<Pattern> {
+        if self.cols != self.nrows() {
+            return None;
+        }
+        let transposed = self.transpose();
+        let mut merged = Vec::new();
+        Some(Pattern::from_rows(self.cols, self.nrows(), |i, into| {
+            merged.clear();
+            merged.extend_from_slice(self.row(i));
+            merged.extend_from_slice(transposed.row(i));
+            merged.sort_unstable();
+            merged.dedup();
+            into.extend_from_slice(&merged);
+        }))
+    }
+
     /// Whether the pattern is square and symmetric.
     pub fn is_symmetric(&self) -> bool {
         self.cols == self.nrows() && self.transpose() == *self

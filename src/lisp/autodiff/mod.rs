@@ -11,6 +11,7 @@ mod hoist;
 pub mod replay;
 pub mod scan;
 pub mod tree;
+pub mod vmap;
 
 use super::error::{EvalError, EvalResult};
 use super::interp::Interp;
@@ -52,6 +53,8 @@ pub struct NumericState {
     next_tag: u32,
     /// Optimized loop bodies and compiled loops (`scan`).
     pub(crate) loops: scan::LoopCache,
+    /// Sparsity patterns and their colourings read before, by program.
+    sparsity: std::collections::VecDeque<SparsityEntry>,
     /// The memory budget of compiled tapes (`set-memory-budget!`).
     pub memory_budget: Option<usize>,
     /// `(debug-nans #t)`: operations are checked one by one for the
@@ -71,6 +74,21 @@ pub struct NumericState {
     /// Calls that ran a kept trace's tape without tracing (`replay`).
     pub replayed: u64,
 }
+
+/// A sparse derivative's pattern and colouring, and the program they were
+/// read from (its nodes up to the result, the result, the inputs
+/// differentiated and which matrix).
+struct SparsityEntry {
+    key: u64,
+    nodes: Vec<TNode>,
+    output: Id,
+    wrt: Vec<u32>,
+    kind: SparseKind,
+    compression: Rc<crate::sparse::Compression>,
+}
+
+/// Sparsity entries kept (the oldest dropped first).
+const MAX_CACHED_SPARSITY: usize = 16;
 
 struct CacheEntry {
     nodes: Vec<TNode>,
@@ -119,6 +137,10 @@ pub enum Request {
     /// pass: `[p] ++ shape(result)` (a sparse Jacobian's compressed
     /// columns).
     JvpBatch,
+    /// Hessian-vector products for the first argument along a batch of
+    /// directions (`[p] ++ shape(x)`), forward over one reverse sweep:
+    /// `[p] ++ shape(x)` (a sparse Hessian's compressed columns).
+    HvpBatch,
 }
 
 impl Request {
@@ -140,7 +162,7 @@ impl Request {
                 reverse: false,
                 forward: true,
             },
-            Request::Hvp | Request::Hessian => Modes {
+            Request::Hvp | Request::Hessian | Request::HvpBatch => Modes {
                 reverse: true,
                 forward: true,
             },
@@ -153,7 +175,11 @@ impl Request {
             Request::Value => Vec::new(),
             Request::Grad { wrt, .. } => wrt.clone(),
             Request::Vjp | Request::Jvp => (0..arity).collect(),
-            Request::Hvp | Request::Hessian | Request::JacobianForward | Request::JvpBatch => {
+            Request::Hvp
+            | Request::Hessian
+            | Request::JacobianForward
+            | Request::JvpBatch
+            | Request::HvpBatch => {
                 vec![0]
             }
         }
@@ -210,25 +236,48 @@ pub fn run(
     finish(interp, recorded, request)
 }
 
-/// The non-zero pattern of the Jacobian of `f`'s one result with respect
-/// to its first argument at `args`, read from the traced program
-/// (`sparse::jacobian_pattern`); refused past `max_nnz` entries and
-/// inside a traced function.
-pub fn jacobian_sparsity(
+/// Which derivative matrix a sparsity pattern is read for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SparseKind {
+    /// The Jacobian of the one result.
+    Jacobian,
+    /// The Hessian of the one number returned: the Jacobian pattern of
+    /// its gradient program, made symmetric.
+    Hessian,
+}
+
+impl SparseKind {
+    /// The built-in's name, for messages.
+    pub fn form(self) -> &'static str {
+        match self {
+            SparseKind::Jacobian => "sparse-jacobian",
+            SparseKind::Hessian => "sparse-hessian",
+        }
+    }
+}
+
+/// The non-zero pattern of the Jacobian of `f`'s one result, or of the
+/// Hessian of its one number, with respect to its first argument at
+/// `args`, read from the traced program (`sparse::jacobian_pattern`; for
+/// a Hessian, over the nodes of the gradient's reverse sweep); refused
+/// past `max_nnz` entries and inside a traced function.
+pub fn derivative_sparsity(
     interp: &mut Interp,
     f: &Value,
     args: &[Value],
+    kind: SparseKind,
     max_nnz: usize,
-) -> EvalResult<crate::sparse::Pattern> {
+) -> EvalResult<Rc<crate::sparse::Compression>> {
+    let form = kind.form();
     if interp.numeric.trace.is_some() {
-        return Err(EvalError::type_error(
-            "sparse-jacobian inside a traced function (grad, jit, a loop's step) is not supported: call it at top level",
-        ));
+        return Err(EvalError::type_error(format!(
+            "{form} inside a traced function (grad, jit, a loop's step) is not supported: call it at top level"
+        )));
     }
     let recorded = record(interp, f, args, &Request::Value, &[])?;
     let [output] = recorded.outputs[..] else {
         return Err(EvalError::type_error(format!(
-            "sparse-jacobian needs a function returning one number or tensor, this one returned {} values",
+            "{form} needs a function returning one number or tensor, this one returned {} values",
             recorded.outputs.len()
         )));
     };
@@ -236,15 +285,71 @@ pub fn jacobian_sparsity(
     let wrt: Vec<u32> = (0..recorded.input_leaves.len() as u32)
         .filter(|&k| recorded.input_leaves[k as usize] == 0)
         .collect();
-    let trace = recorded.trace.borrow();
-    crate::sparse::jacobian_pattern(
+    let mut trace = recorded.trace.borrow_mut();
+    // The same program seen before: its pattern and colouring again.
+    let nodes = &trace.graph.nodes()[..=usize::from(output)];
+    let mut hasher = FxHasher::default();
+    (nodes, output, &wrt, kind).hash(&mut hasher);
+    let key = hasher.finish();
+    let cache = &mut interp.numeric.sparsity;
+    if let Some(entry) = cache.iter().find(|e| {
+        e.key == key
+            && e.output == output
+            && e.wrt == wrt
+            && e.kind == kind
+            && e.nodes[..] == *nodes
+    }) {
+        return Ok(Rc::clone(&entry.compression));
+    }
+    let nodes = nodes.to_vec();
+    let of = match kind {
+        SparseKind::Jacobian => output,
+        SparseKind::Hessian => {
+            if !trace.graph.shape(output).is_empty() {
+                return Err(EvalError::shape(format!(
+                    "sparse-hessian needs a function returning a number, this one returned shape {}",
+                    show(trace.graph.shape(output))
+                )));
+            }
+            let x = trace.graph.nodes().iter().position(
+                |n| matches!(n.op, TOp::Input { index, .. } if wrt.first() == Some(&index)),
+            );
+            let Some(x) = x.filter(|_| wrt.len() == 1) else {
+                return Err(EvalError::type_error(
+                    "sparse-hessian is taken with respect to the first argument, which must be a number or a tensor",
+                ));
+            };
+            let one = trace.graph.num(1.0);
+            let x = Id::from(x);
+            vjp(&mut trace.graph, &[(output, one)], &[x])[0]
+        }
+    };
+    let pattern = crate::sparse::jacobian_pattern(
         trace.graph.nodes(),
         trace.graph.shapes(),
-        output,
+        of,
         &wrt,
         max_nnz,
     )
-    .map_err(|message| EvalError::range(format!("sparse-jacobian: {message}")))
+    .map_err(|message| EvalError::range(format!("{form}: {message}")))?;
+    let compression = Rc::new(match kind {
+        SparseKind::Jacobian => crate::sparse::Compression::jacobian(pattern),
+        SparseKind::Hessian => crate::sparse::Compression::hessian(&pattern)
+            .expect("a gradient has x's shape, so its pattern is square"),
+    });
+    let cache = &mut interp.numeric.sparsity;
+    if cache.len() >= MAX_CACHED_SPARSITY {
+        cache.pop_front();
+    }
+    cache.push_back(SparsityEntry {
+        key,
+        nodes,
+        output,
+        wrt,
+        kind,
+        compression: Rc::clone(&compression),
+    });
+    Ok(compression)
 }
 
 /// Computes a recorded trace's results and derivatives.
@@ -839,6 +944,15 @@ fn derivative_roots(
             };
             let seed = seeds.first().unwrap_or(&Value::Nil);
             roots.push(batched_jvp(t, trace, x, *output, seed)?);
+            groups.push(Tree::Leaf(0));
+        }
+        Request::HvpBatch => {
+            let output = single_output(&t.graph)?;
+            let x = single_leaf(arg_leaves, leaves, "sparse-hessian")?;
+            let one = t.graph.num(1.0);
+            let gradient = vjp(&mut t.graph, &[(output, one)], &[x])[0];
+            let seed = seeds.first().unwrap_or(&Value::Nil);
+            roots.push(batched_jvp(t, trace, x, gradient, seed)?);
             groups.push(Tree::Leaf(0));
         }
     }

@@ -456,7 +456,7 @@ pub fn checkpoint_call(interp: &mut Interp, f: &Value, args: &[Value]) -> EvalRe
 }
 
 /// The shape of a state leaf.
-fn leaf_shape(leaf: &Value) -> Shape {
+pub(super) fn leaf_shape(leaf: &Value) -> Shape {
     match leaf {
         Value::Tensor(t) => t.shape().into(),
         Value::Traced(t) => t.shape.clone(),
@@ -554,7 +554,7 @@ fn trace_step(
 
 /// The captured values of a traced body whose captures start at input
 /// `first_capture`; refuses a body that looked at values.
-fn captured(b: &Trace, first_capture: usize) -> EvalResult<Vec<(Origin, Shape)>> {
+pub(super) fn captured(b: &Trace, first_capture: usize) -> EvalResult<Vec<(Origin, Shape)>> {
     if b.inspected {
         return Err(EvalError::type_error(
             "the step looks at the values of its state or of its step index (if, while, a comparison of numbers, printing): it is compiled once for every step, so it cannot branch on them; use where on tensors (a number state can be a one-element tensor), or a Lisp loop",
@@ -735,7 +735,7 @@ fn unpack(result: Buf, shapes: &[Shape]) -> Vec<Value> {
         .collect()
 }
 
-fn zeros(shape: &[usize]) -> Buf {
+pub(super) fn zeros(shape: &[usize]) -> Buf {
     if shape.is_empty() {
         Buf::Scalar(0.0)
     } else {

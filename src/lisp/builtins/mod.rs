@@ -28,6 +28,7 @@ pub(crate) mod system;
 pub(crate) mod tensor_make;
 pub(crate) mod tensor_ops;
 mod text;
+mod vmap;
 
 use super::interp::Interp;
 use super::procedure::{Builtin, BuiltinFn, Procedure};
@@ -61,6 +62,7 @@ pub const TABLES: &[&[Builtin]] = &[
     einsum::BUILTINS,
     special::BUILTINS,
     sparse::BUILTINS,
+    vmap::BUILTINS,
 ];
 
 /// Binds every built-in and constant in `interp`'s global environment.

@@ -1,15 +1,15 @@
 //! Sparse derivatives (SPEC section 7, "Transformations and number
-//! types"): `sparse-jacobian`, its pattern read from the traced program,
-//! its columns coloured, all colours' directions in one batched forward
-//! pass.
+//! types"): `sparse-jacobian` and `sparse-hessian`, the pattern read from
+//! the traced program, its columns coloured, all colours' directions in
+//! one batched pass.
 
 use super::builtin;
-use crate::lisp::autodiff::{self, Request};
+use crate::lisp::autodiff::{self, Request, SparseKind};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::value::Value;
-use crate::sparse::{Triplets, column_colouring, recover_columns};
+use crate::sparse::{Triplets, recover_columns, recover_symmetric};
 use ndarray::{ArrayD, IxDyn};
 
 /// The most non-zeros a sparse Jacobian may hold (a denser one is better
@@ -18,39 +18,57 @@ const MAX_NNZ: usize = 50_000_000;
 
 /// `(sparse-jacobian f x)`: the Jacobian of f at x as `(rows cols values)`.
 fn sparse_jacobian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
-    let (f, x) = (&args[0], &args[1]);
+    sparse_derivative(interp, args, SparseKind::Jacobian)
+}
+
+/// `(sparse-hessian f x)`: the Hessian of f at x as `(rows cols values)`.
+fn sparse_hessian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    sparse_derivative(interp, args, SparseKind::Hessian)
+}
+
+/// The pattern read from the program, its columns coloured (distance-1
+/// for a Jacobian, a star colouring of a Hessian's symmetric pattern), the
+/// colours' directions as one batch of forward-mode products (over one
+/// reverse sweep for a Hessian), the entries recovered.
+fn sparse_derivative(interp: &mut Interp, args: &Args, kind: SparseKind) -> EvalResult<Value> {
+    let form = kind.form();
+    let f = &args[0];
     if !matches!(f, Value::Procedure(_)) {
         return Err(EvalError::type_error(format!(
-            "sparse-jacobian: expected a function, got {} {}",
+            "{form}: expected a function, got {} {}",
             f.type_name(),
             f.short()
         )));
     }
-    let shape: Vec<usize> = match x {
+    // An integer x is a point like any other (not a static argument).
+    let x = match &args[1] {
+        Value::Int(n) => Value::Float(*n as f64),
+        other => other.clone(),
+    };
+    let shape: Vec<usize> = match &x {
         Value::Tensor(t) => t.shape().to_vec(),
-        Value::Float(_) | Value::Int(_) => Vec::new(),
+        Value::Float(_) => Vec::new(),
         other => {
             return Err(EvalError::type_error(format!(
-                "sparse-jacobian: x must be a number or tensor, got {} {}",
+                "{form}: x must be a number or tensor, got {} {}",
                 other.type_name(),
                 other.short()
             )));
         }
     };
-    let pattern = autodiff::jacobian_sparsity(interp, f, std::slice::from_ref(x), MAX_NNZ)?;
-    let colouring = column_colouring(&pattern);
+    let x = std::slice::from_ref(&x);
+    let compression = autodiff::derivative_sparsity(interp, f, x, kind, MAX_NNZ)?;
+    let (pattern, colouring) = (&compression.pattern, &compression.colouring);
     let count = colouring.count;
-    // All colours' directions as one batch: one forward pass.
+    // All colours' directions as one batch: one pass.
     let seed = seeds_of(&shape, &colouring.groups())?;
-    let outcome = autodiff::run(
-        interp,
-        f,
-        std::slice::from_ref(x),
-        &Request::JvpBatch,
-        &[seed],
-    )?;
+    let request = match kind {
+        SparseKind::Jacobian => Request::JvpBatch,
+        SparseKind::Hessian => Request::HvpBatch,
+    };
+    let outcome = autodiff::run(interp, f, x, &request, &[seed])?;
     let products = outcome.derivatives.into_iter().next().unwrap_or(Value::Nil);
-    let numbers = numbers_of(&products)?;
+    let numbers = numbers_of(&products, form)?;
     // [count, rows] to rows of `count` numbers.
     let rows = pattern.nrows();
     let mut compressed = vec![0.0; count * rows];
@@ -59,11 +77,10 @@ fn sparse_jacobian(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
             compressed[i * count + c] = value;
         }
     }
-    Ok(triplets_value(recover_columns(
-        &pattern,
-        &colouring,
-        &compressed,
-    )))
+    Ok(triplets_value(match kind {
+        SparseKind::Jacobian => recover_columns(pattern, colouring, &compressed),
+        SparseKind::Hessian => recover_symmetric(pattern, colouring, &compressed),
+    }))
 }
 
 /// The directions of the colours, stacked: direction `c` has ones at the
@@ -88,13 +105,13 @@ fn seeds_of(shape: &[usize], groups: &[Vec<usize>]) -> EvalResult<Value> {
 }
 
 /// A number's or tensor's numbers, row-major.
-fn numbers_of(value: &Value) -> EvalResult<Vec<f64>> {
+fn numbers_of(value: &Value, form: &str) -> EvalResult<Vec<f64>> {
     match value {
         Value::Tensor(t) => Ok(t.iter().copied().collect()),
         Value::Float(x) => Ok(vec![*x]),
         Value::Int(n) => Ok(vec![*n as f64]),
         other => Err(EvalError::type_error(format!(
-            "sparse-jacobian needs a function returning one number or tensor, this one returned {}",
+            "{form} needs a function returning one number or tensor, this one returned {}",
             other.short()
         ))),
     }
@@ -109,11 +126,21 @@ fn triplets_value(t: Triplets) -> Value {
     Value::list([index(&t.rows), index(&t.cols), vector(t.values)])
 }
 
-pub const BUILTINS: &[Builtin] = &[builtin(
-    "sparse-jacobian",
-    "(sparse-jacobian f x)",
-    "The Jacobian of f (one number or tensor out) at x as (rows cols values): three vectors listing its entries that may be non-zero, row-major (rows and cols are flat positions in f's result and in x). The pattern is read from the traced program, not probed; the columns are coloured so that no two of a colour share a row, and each colour is one direction of a single batched forward-mode pass: a tridiagonal Jacobian of any size takes three.",
-    2,
-    Some(2),
-    sparse_jacobian,
-)];
+pub const BUILTINS: &[Builtin] = &[
+    builtin(
+        "sparse-jacobian",
+        "(sparse-jacobian f x)",
+        "The Jacobian of f (one number or tensor out) at x as (rows cols values): three vectors listing its entries that may be non-zero, row-major (rows and cols are flat positions in f's result and in x). The pattern is read from the traced program, not probed; the columns are coloured so that no two of a colour share a row, and each colour is one direction of a single batched forward-mode pass: a tridiagonal Jacobian of any size takes three.",
+        2,
+        Some(2),
+        sparse_jacobian,
+    ),
+    builtin(
+        "sparse-hessian",
+        "(sparse-hessian f x)",
+        "The Hessian of f (one number out) at x as (rows cols values): three vectors listing its entries that may be non-zero, row-major (rows and cols are flat positions in x). The pattern is read from the program of f's gradient (no probing) and made symmetric; a star colouring groups the columns so that each entry can be read from one Hessian-vector product per colour, and all colours run as one batch, forward over one reverse sweep: a tridiagonal Hessian of any size takes three.",
+        2,
+        Some(2),
+        sparse_hessian,
+    ),
+];

@@ -10,6 +10,7 @@
 
 use super::{Batched, batch_shape, run_batch, square_dim, to_mat};
 use crate::egraph::tensor::Shape;
+use crate::egraph::tensor::TensorGraph;
 use crate::egraph::tensor::shape::ShapeError;
 use crate::ops::{Definition, OpError, Pulled, Rules, Site};
 use egg::Id;
@@ -127,6 +128,17 @@ impl Definition for Cholesky {
         let n = shape[shape.len() - 1] as u64;
         let count = shape.iter().product::<usize>() as u64 / (n * n).max(1);
         count * n * n * n / 3
+    }
+
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let op = crate::ops::Op::Cholesky(self.clone());
+        crate::ops::batching::leading_axes(graph, op, operands, batched, &[2], size)
     }
 
     fn site(&self) -> Site {

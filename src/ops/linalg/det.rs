@@ -22,6 +22,7 @@ use super::lu::Lu;
 use super::spectral::{as_scale, sum_matrix};
 use super::{Batched, leading, run_batch, run_packed, square_dim, with_core};
 use crate::egraph::language::Math;
+use crate::egraph::tensor::TensorGraph;
 use crate::egraph::tensor::shape::ShapeError;
 use crate::egraph::tensor::{Shape, TOp};
 use crate::ops::{Definition, Op, OpError, Pulled, Rules, Site};
@@ -175,6 +176,17 @@ impl Definition for Det {
         lu_flops(operands[0])
     }
 
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let op = crate::ops::Op::Det(self.clone());
+        crate::ops::batching::leading_axes(graph, op, operands, batched, &[2], size)
+    }
+
     fn site(&self) -> Site {
         self.site
     }
@@ -225,6 +237,24 @@ impl Definition for Slogdet {
 
     fn flops(&self, operands: &[&[usize]], _shape: &[usize]) -> u64 {
         lu_flops(operands[0])
+    }
+
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let op = crate::ops::Op::Slogdet(self.clone());
+        let node = crate::ops::batching::leading_axes(graph, op, operands, batched, &[2], size)?;
+        // One operand, so batched: the stack the packed parts come from.
+        let input = graph.shape(operands[0]).clone();
+        let parts = {
+            let lead: Shape = input[..input.len() - 2].iter().copied().collect();
+            [lead.clone(), lead]
+        };
+        Some(crate::ops::batching::repacked(graph, node, &parts, size))
     }
 
     fn site(&self) -> Site {

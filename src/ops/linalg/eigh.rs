@@ -20,6 +20,7 @@
 use super::spectral::{inverse_gaps, largest_entry};
 use super::{Batched, leading, run_packed, square_dim, to_mat, with_core};
 use crate::egraph::tensor::Shape;
+use crate::egraph::tensor::TensorGraph;
 use crate::egraph::tensor::shape::ShapeError;
 use crate::ops::{Definition, OpError, Pulled, Rules, Site};
 use egg::Id;
@@ -154,6 +155,21 @@ impl Definition for Eigh {
         let n = a[a.len() - 1] as u64;
         let count = a.iter().product::<usize>() as u64 / (n * n).max(1);
         count * 9 * n * n * n
+    }
+
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let op = crate::ops::Op::Eigh(self.clone());
+        let node = crate::ops::batching::leading_axes(graph, op, operands, batched, &[2], size)?;
+        // One operand, so batched: the stack the packed parts come from.
+        let input = graph.shape(operands[0]).clone();
+        let parts = parts(&input);
+        Some(crate::ops::batching::repacked(graph, node, &parts, size))
     }
 
     fn site(&self) -> Site {

@@ -15,6 +15,7 @@
 use super::lu::Lu;
 use super::{Batched, leading, run_batch, square_dim, to_mat, write_mat};
 use crate::egraph::language::Math;
+use crate::egraph::tensor::TensorGraph;
 use crate::egraph::tensor::shape::{ShapeError, broadcast};
 use crate::egraph::tensor::{CmpOp, ReduceOp, Shape, TOp};
 use crate::ops::{Definition, Op, OpError, Pulled, Rules, Site};
@@ -302,6 +303,17 @@ impl Definition for MatrixExp {
         let count = shape.iter().product::<usize>() as u64 / (n * n).max(1);
         // About six products and a solve for degree 13, plus squarings.
         count * 16 * n * n * n
+    }
+
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let op = crate::ops::Op::MatrixExp(self.clone());
+        crate::ops::batching::leading_axes(graph, op, operands, batched, &[2], size)
     }
 
     fn site(&self) -> Site {

@@ -20,6 +20,7 @@
 //! diagonal entry.
 
 use super::{Batched, leading, matrix_dims, run_batch, run_packed, to_mat, with_core};
+use crate::egraph::tensor::TensorGraph;
 use crate::egraph::tensor::shape::ShapeError;
 use crate::egraph::tensor::{Shape, TOp};
 use crate::ops::{Definition, Op, OpError, Pulled, Rules, Site};
@@ -261,6 +262,21 @@ impl Definition for Qr {
         count * 4 * m * n * k
     }
 
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let op = crate::ops::Op::Qr(self.clone());
+        let node = crate::ops::batching::leading_axes(graph, op, operands, batched, &[2], size)?;
+        // One operand, so batched: the stack the packed parts come from.
+        let input = graph.shape(operands[0]).clone();
+        let parts = parts(&input).3;
+        Some(crate::ops::batching::repacked(graph, node, &parts, size))
+    }
+
     fn site(&self) -> Site {
         self.site
     }
@@ -333,6 +349,17 @@ impl Definition for FullRank {
 
     fn flops(&self, _operands: &[&[usize]], shape: &[usize]) -> u64 {
         shape.iter().product::<usize>() as u64
+    }
+
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let op = crate::ops::Op::FullRank(self.clone());
+        crate::ops::batching::leading_axes(graph, op, operands, batched, &[2], size)
     }
 
     fn site(&self) -> Site {

@@ -11,6 +11,7 @@
 use super::lu::Lu;
 use super::{Batched, batch_shape, run_batch, square_dim};
 use crate::egraph::tensor::Shape;
+use crate::egraph::tensor::TensorGraph;
 use crate::egraph::tensor::shape::{ShapeError, show};
 use crate::ops::{Definition, Op, OpError, Pulled, Rules, Site};
 use egg::Id;
@@ -272,6 +273,24 @@ impl Definition for TriangularSolve {
         shape.iter().product::<usize>() as u64 * n as u64
     }
 
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let op = crate::ops::Op::TriangularSolve(self.clone());
+        crate::ops::batching::leading_axes(
+            graph,
+            op,
+            operands,
+            batched,
+            &[2, if self.vector { 1 } else { 2 }],
+            size,
+        )
+    }
+
     fn site(&self) -> Site {
         self.site
     }
@@ -367,6 +386,24 @@ impl Definition for Solve {
         let n = rhs_dims(shape, self.vector).0 as u64;
         let count = operands[0].iter().product::<usize>() as u64 / (n * n).max(1);
         count * 2 * n * n * n / 3 + shape.iter().product::<usize>() as u64 * 2 * n
+    }
+
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let op = crate::ops::Op::Solve(self.clone());
+        crate::ops::batching::leading_axes(
+            graph,
+            op,
+            operands,
+            batched,
+            &[2, if self.vector { 1 } else { 2 }],
+            size,
+        )
     }
 
     fn site(&self) -> Site {

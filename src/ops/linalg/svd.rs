@@ -28,6 +28,7 @@
 use super::spectral::{as_column, as_row, inverse_gaps, inverse_singular, largest_entry};
 use super::{Batched, leading, matrix_dims, run_packed, to_mat, with_core};
 use crate::egraph::tensor::Shape;
+use crate::egraph::tensor::TensorGraph;
 use crate::egraph::tensor::shape::ShapeError;
 use crate::ops::{Definition, OpError, Pulled, Rules, Site};
 use egg::Id;
@@ -233,6 +234,21 @@ impl Definition for Svd {
         let count = a.iter().product::<usize>() as u64 / (m * n).max(1);
         let (big, small) = (m.max(n), m.min(n));
         count * (4 * big * small * small + 22 * small * small * small)
+    }
+
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let op = crate::ops::Op::Svd(self.clone());
+        let node = crate::ops::batching::leading_axes(graph, op, operands, batched, &[2], size)?;
+        // One operand, so batched: the stack the packed parts come from.
+        let input = graph.shape(operands[0]).clone();
+        let parts = parts(&input).3;
+        Some(crate::ops::batching::repacked(graph, node, &parts, size))
     }
 
     fn site(&self) -> Site {

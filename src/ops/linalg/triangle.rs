@@ -6,6 +6,7 @@
 
 use super::matrix_dims;
 use crate::egraph::tensor::Shape;
+use crate::egraph::tensor::TensorGraph;
 use crate::egraph::tensor::shape::{ShapeError, show};
 use crate::ops::indexing::array;
 use crate::ops::{Definition, Op, OpError, Pulled, Rules};
@@ -81,6 +82,17 @@ impl Definition for Triangle {
     fn flops(&self, _operands: &[&[usize]], shape: &[usize]) -> u64 {
         shape.iter().product::<usize>() as u64
     }
+
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let op = crate::ops::Op::Triangle(self.clone());
+        crate::ops::batching::leading_axes(graph, op, operands, batched, &[2], size)
+    }
 }
 
 /// The diagonal of each matrix: `[.., n, m]` gives `[.., min(n, m)]`.
@@ -137,6 +149,17 @@ impl Definition for Diagonal {
 
     fn flops(&self, _operands: &[&[usize]], _shape: &[usize]) -> u64 {
         0
+    }
+
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let op = crate::ops::Op::Diagonal(self.clone());
+        crate::ops::batching::leading_axes(graph, op, operands, batched, &[2], size)
     }
 }
 
@@ -210,5 +233,16 @@ impl Definition for Diag {
 
     fn flops(&self, _operands: &[&[usize]], _shape: &[usize]) -> u64 {
         0
+    }
+
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let op = crate::ops::Op::Diag(self.clone());
+        crate::ops::batching::leading_axes(graph, op, operands, batched, &[1], size)
     }
 }
