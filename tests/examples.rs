@@ -2,7 +2,9 @@
 //! prints what it promises: the Rosenbrock minimum, the digits accuracy, the
 //! recovered diffusion coefficient, the hyperelastic checks, a falling
 //! attention loss, the Gaussian process's fitted noise, the adaptive
-//! integrator's gradient and aim, the Lotka-Volterra parameters; the picture and graph files are written and readable.
+//! integrator's gradient and aim, the Lotka-Volterra parameters, per-example
+//! gradients that average to the batch gradient; the picture and graph files
+//! are written and readable.
 
 mod common;
 
@@ -291,4 +293,20 @@ fn the_embedding_example_builds_and_runs() {
     );
     assert!((number_after(text, "b =") - 1.0).abs() < 1e-6, "{text}");
     assert!(text.contains("error as expected"), "{text}");
+}
+
+#[test]
+fn per_example_gradients_average_to_the_batch_gradient_and_train() {
+    let out = run_example("per-example-gradients.lisp", &["--epochs", "3"]);
+    let text = &out.stdout;
+    assert!(
+        number_after(text, "mean differs from the batch gradient by") < 1e-12,
+        "{text}"
+    );
+    let last = text
+        .lines()
+        .filter(|l| l.contains("held-out accuracy"))
+        .last()
+        .expect("an epoch line");
+    assert!(number_after(last, "held-out accuracy") > 0.5, "{text}");
 }

@@ -198,3 +198,23 @@ fn the_operation_table_knows_nothing_of_lisp_tapes_or_executors() {
         ],
     );
 }
+
+#[test]
+fn batching_and_sparsity_know_nothing_of_lisp_tapes_or_executors() {
+    // vmap's rewriting and the sparse patterns work on tensor programs;
+    // the Lisp layer traces functions and hands the programs over.
+    for folder in ["vmap", "sparse"] {
+        assert_no_use(
+            folder,
+            &[
+                "crate::lisp",
+                "crate::reader",
+                "crate::tape",
+                "crate::backends",
+                "crate::engine",
+                "Value::",
+                "crate::Value",
+            ],
+        );
+    }
+}
