@@ -17,6 +17,7 @@
 //! the function and hands the program here).
 
 mod rules;
+mod scan;
 
 use crate::egraph::tensor::{Shape, TNode, TOp, TensorGraph};
 use egg::Id;

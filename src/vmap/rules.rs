@@ -164,8 +164,10 @@ impl Batcher<'_> {
                 op.batch(self.graph, &ids, &batched, self.size)
                     .ok_or_else(|| BatchError::NoRule(op.name()))
             }
-            TOp::Scan(_) => Err(BatchError::NoRule("scan (a loop)".into())),
-            TOp::ScanVjp(_) => Err(BatchError::NoRule("the reverse of a loop".into())),
+            TOp::Scan(spec) => super::scan::batch_scan(self.graph, spec, operands, self.size),
+            TOp::ScanVjp(spec) => {
+                super::scan::batch_scan_vjp(self.graph, spec, operands, self.size)
+            }
             TOp::Custom(rule) => {
                 // The value, the arguments, the (batched) stand-ins and
                 // the rules' results, all over the batch.

@@ -305,6 +305,55 @@ const CASES: &[(&str, &str, &str, &str, bool)] = &[
         "(#f 0)",
         true,
     ),
+    (
+        "scan",
+        "(lambda (x) (scan (lambda (s i) (+ (* 0.5 s) (sin s))) x 5))",
+        "xs",
+        "(0)",
+        true,
+    ),
+    (
+        "scan-shared-state",
+        "(lambda (x) (scan (lambda (s i) (+ (* 0.5 s) (sin x))) v 3))",
+        "xs",
+        "(0)",
+        true,
+    ),
+    (
+        "scan-over-rows",
+        "(lambda (m) (let ((r (scan (lambda (c row) (list (+ c (tanh row)) (* c row))) v m))) (+ (first r) (sum (second r) :axis 0))))",
+        "ms",
+        "(0)",
+        true,
+    ),
+    (
+        "scan-captures",
+        "(lambda (a x) (scan (lambda (s i) (tanh (+ (* a s) x))) x 4))",
+        "v xs",
+        "(#f 0)",
+        true,
+    ),
+    (
+        "while-loop",
+        "(lambda (x) (while-loop (lambda (s) (< (sum (* s s)) 50.0)) (lambda (s) (* 1.3 s)) x))",
+        "xs",
+        "(0)",
+        true,
+    ),
+    (
+        "fixed-point",
+        "(lambda (x) (fixed-point (lambda (y a) (* 0.5 (+ y (/ a y)))) (+ 1.0 (* x x)) (+ 1.0 (* x x))))",
+        "xs",
+        "(0)",
+        true,
+    ),
+    (
+        "odeint",
+        "(lambda (y) (odeint (lambda (y t k) (* (- k) (sin y))) y [0.0 0.5 1.0] 0.7))",
+        "xs",
+        "(0)",
+        true,
+    ),
 ];
 
 /// The largest difference between the batched result and the looped one,
@@ -550,10 +599,6 @@ fn vmap_errors_are_clear() {
         (
             "((vmap (lambda (a) a) :in-axes '(x)) xs)",
             "integer axis or #f",
-        ),
-        (
-            "((vmap (lambda (x) (scan (lambda (s i) (* 0.5 s)) x 3))) xs)",
-            "no batching rule for the operation scan",
         ),
         (
             "((vmap (lambda (x i) (index-set x i [1.0 2.0] :axis 0))) xs idx)",
