@@ -65,11 +65,13 @@ fn batched_spec(
             .collect(),
     };
     loop {
-        let (body, condition, grown) = batched_body(spec, &plan, size)?;
-        if let Some(grown) = grown {
-            plan.leaves = grown;
-            continue;
-        }
+        let (body, condition) = match batched_body(spec, &plan, size)? {
+            Stepped::Grown(grown) => {
+                plan.leaves = grown;
+                continue;
+            }
+            Stepped::Done { body, condition } => (body, condition),
+        };
         let leaves = spec
             .leaves
             .iter()
@@ -111,14 +113,17 @@ fn batched_spec(
     }
 }
 
-/// The batched step (and condition) under `plan`; `Some(leaves)` in the
-/// third place when the step makes a shared leaf batched (the plan must
-/// grow).
-fn batched_body(
-    spec: &ScanSpec,
-    plan: &Plan,
-    size: usize,
-) -> Result<(Body, Option<Body>, Option<Vec<bool>>), BatchError> {
+/// A batched step, or the state leaves it showed must be batched too.
+enum Stepped {
+    /// The step makes a shared leaf from batched values: the plan grows
+    /// to these leaves.
+    Grown(Vec<bool>),
+    /// The batched step and condition.
+    Done { body: Body, condition: Option<Body> },
+}
+
+/// The batched step (and condition) under `plan`.
+fn batched_body(spec: &ScanSpec, plan: &Plan, size: usize) -> Result<Stepped, BatchError> {
     let n_leaves = spec.leaves.len();
     let mut graph = TensorGraph::new();
     let inputs: Vec<Batched> = (0..spec.body_inputs())
@@ -175,7 +180,7 @@ fn batched_body(
         .map(|k| plan.leaves[k] || outs[k].batched || per_example_test)
         .collect();
     if grown != plan.leaves {
-        return Ok((body.clone(), None, Some(grown)));
+        return Ok(Stepped::Grown(grown));
     }
     let mut roots: Vec<Id> = Vec::with_capacity(outs.len());
     for (k, out) in outs.iter().enumerate() {
@@ -221,7 +226,7 @@ fn batched_body(
     let limits = spec.limits;
     let body = Body::optimized(graph.nodes(), &roots, limits);
     let condition = condition_roots.map(|root| Body::optimized(graph.nodes(), &[root], limits));
-    Ok((body, condition, None))
+    Ok(Stepped::Done { body, condition })
 }
 
 /// The batched loop's operands: state leaves batched as planned, sequences
