@@ -14,9 +14,10 @@
 #[path = "indexing_kernels.rs"]
 mod kernels;
 
-use super::{CudaKernel, Definition, OpError, Pulled, Rules, Site};
+use super::{CudaKernel, Definition, Op, OpError, Pulled, Rules, Site};
+use crate::egraph::language::Math;
 use crate::egraph::tensor::shape::{ShapeError, show};
-use crate::egraph::tensor::{Shape, TOp, TensorGraph};
+use crate::egraph::tensor::{CmpOp, Shape, TOp, TensorGraph};
 use egg::Id;
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use rayon::prelude::*;
@@ -397,6 +398,91 @@ pub struct IndexSet {
     pub site: Site,
 }
 
+/// Over a batch of positions `idx` (`[size] ++ shape`, along an axis of
+/// length `len`, counted from the end where negative), 1.0 where a
+/// position is the last of its example's occurrences of it: one pass over
+/// all examples' positions, each offset by its example's number times
+/// `len`.
+fn last_occurrences(graph: &mut TensorGraph, idx: Id, len: usize, size: usize) -> Option<Id> {
+    let idx_shape = graph.shape(idx).clone();
+    let per_example: usize = idx_shape[1..].iter().product();
+    let zero = graph.num(0.0);
+    let length = graph.num(len as f64);
+    let negative = graph.add(TOp::Compare(CmpOp::Lt), &[idx, zero]).ok()?;
+    let wrapped = graph
+        .add(TOp::Map(Math::Add([Id::from(0); 2])), &[idx, length])
+        .ok()?;
+    let idx = graph.add(TOp::Where, &[negative, wrapped, idx]).ok()?;
+    // The examples' numbers 0..size, as a running count of ones.
+    let one = graph.num(1.0);
+    let ones = graph.full(1.0, &[size]);
+    let counting = Op::Recurrence(super::sequence::Recurrence {
+        axis: 0,
+        reverse: false,
+    });
+    let count = graph.add(TOp::Op(counting), &[one, ones]).ok()?;
+    let numbers = graph
+        .add(TOp::Map(Math::Sub([Id::from(0); 2])), &[count, one])
+        .ok()?;
+    let mut lined: Shape = smallvec::smallvec![1; idx_shape.len()];
+    lined[0] = size;
+    let numbers = graph.reshape(numbers, &lined);
+    let offsets = graph
+        .add(TOp::Map(Math::Mul([Id::from(0); 2])), &[numbers, length])
+        .ok()?;
+    let spread = graph
+        .add(TOp::Map(Math::Add([Id::from(0); 2])), &[idx, offsets])
+        .ok()?;
+    let flat = graph.reshape(spread, &[size * per_example]);
+    let last = Op::LastOccurrence(LastOccurrence { len: size * len });
+    let last = graph.add(TOp::Op(last), &[flat]).ok()?;
+    Some(graph.reshape(last, &idx_shape))
+}
+
+impl IndexSet {
+    /// `index-set` over a batch whose positions differ between examples
+    /// (`t`, `values` and `idx` batched): the last value written at each
+    /// example's position, scattered with `scatter-add`, where the
+    /// example's positions hit; `t` elsewhere. Each example's last
+    /// occurrences are found in one pass over all examples' positions,
+    /// offset by the example's number times the axis length.
+    fn batch_positions(
+        &self,
+        graph: &mut TensorGraph,
+        t: Id,
+        idx: Id,
+        values: Id,
+        size: usize,
+    ) -> Option<Id> {
+        let a = usize::from(self.axis) + 1;
+        let t_shape = graph.shape(t).clone();
+        let len = t_shape[a];
+        let idx_shape = graph.shape(idx).clone();
+        let last = last_occurrences(graph, idx, len, size)?;
+        let value_rank = graph.shape(values).len();
+        let mut kept_shape: Shape = smallvec::smallvec![1; value_rank];
+        kept_shape[0] = size;
+        kept_shape[a..a + idx_shape.len() - 1].copy_from_slice(&idx_shape[1..]);
+        let last = graph.reshape(last, &kept_shape);
+        let kept = graph
+            .add(TOp::Map(Math::Mul([Id::from(0); 2])), &[values, last])
+            .ok()?;
+        let scatter = ScatterAdd {
+            axis: self.axis,
+            site: self.site,
+        };
+        let empty = graph.full(0.0, &t_shape);
+        let value_shape = graph.shape(values).clone();
+        let marks = graph.full(1.0, &value_shape);
+        let all = [true; 3];
+        let hits = scatter.batch(graph, &[empty, idx, marks], &all, size)?;
+        let zero = graph.num(0.0);
+        let hit = graph.add(TOp::Compare(CmpOp::Gt), &[hits, zero]).ok()?;
+        let written = scatter.batch(graph, &[empty, idx, kept], &all, size)?;
+        graph.add(TOp::Where, &[hit, written, t]).ok()
+    }
+}
+
 impl Definition for IndexSet {
     fn describe(&self) -> String {
         format!("index-set[{}]", self.axis)
@@ -489,12 +575,11 @@ impl Definition for IndexSet {
         batched: &[bool],
         size: usize,
     ) -> Option<Id> {
-        // Positions that differ between examples have no rule yet.
-        if batched[1] {
-            return None;
-        }
         let t = crate::ops::batching::full(graph, operands[0], batched[0], size);
         let values = crate::ops::batching::full(graph, operands[2], batched[2], size);
+        if batched[1] {
+            return self.batch_positions(graph, t, operands[1], values, size);
+        }
         let op = crate::ops::Op::IndexSet(IndexSet {
             axis: self.axis + 1,
             site: self.site,
@@ -561,6 +646,17 @@ impl Definition for LastOccurrence {
 
     fn flops(&self, operands: &[&[usize]], _shape: &[usize]) -> u64 {
         operands[0].iter().product::<usize>() as u64
+    }
+
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let _ = batched;
+        last_occurrences(graph, operands[0], self.len, size)
     }
 }
 

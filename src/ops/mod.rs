@@ -160,18 +160,15 @@ pub trait Definition {
     /// The batching rule (`vmap`): the result over a batch of `size`
     /// examples, where the operands marked in `batched` carry the batch
     /// as one more leading axis and the others are the same for every
-    /// example; the result carries the batch axis first. `None`: no rule,
-    /// which `vmap` reports naming the operation.
+    /// example; the result carries the batch axis first. `None`: the
+    /// operands do not combine so (`vmap` reports it naming the operation).
     fn batch(
         &self,
         graph: &mut TensorGraph,
         operands: &[Id],
         batched: &[bool],
         size: usize,
-    ) -> Option<Id> {
-        let _ = (graph, operands, batched, size);
-        None
-    }
+    ) -> Option<Id>;
 
     /// A CUDA kernel, or `None` to run the CPU kernel on the host (the
     /// operands are copied to the host and the result back).

@@ -8,9 +8,9 @@
 //! computed from them alone). A node none of whose operands is batched is
 //! copied as it is; otherwise its operation's batching rule builds the
 //! batched result (`rules.rs` for the operations of the tensor language,
-//! `ops::Definition::batch` for those of the operation table). An
-//! operation without a rule is an error naming it: there is no silent
-//! loop over the examples.
+//! `ops::Definition::batch` for those of the operation table, which every
+//! operation must give). A rule that cannot apply is an error naming the
+//! operation: there is no silent loop over the examples.
 //!
 //! This folder knows the tensor language and its graph builder; it knows
 //! nothing of Lisp, tapes or executors (`lisp/autodiff/vmap.rs` traces

@@ -348,6 +348,13 @@ const CASES: &[(&str, &str, &str, &str, bool)] = &[
         true,
     ),
     (
+        "index-set-positions",
+        "(lambda (x i) (index-set x (concat (list i [-1.0 1.0])) (* 3.0 (slice x 0 4)) :axis 0))",
+        "xs idx",
+        "(0 0)",
+        true,
+    ),
+    (
         "odeint",
         "(lambda (y) (odeint (lambda (y t k) (* (- k) (sin y))) y [0.0 0.5 1.0] 0.7))",
         "xs",
@@ -599,10 +606,6 @@ fn vmap_errors_are_clear() {
         (
             "((vmap (lambda (a) a) :in-axes '(x)) xs)",
             "integer axis or #f",
-        ),
-        (
-            "((vmap (lambda (x i) (index-set x i [1.0 2.0] :axis 0))) xs idx)",
-            "no batching rule for the operation index-set",
         ),
         (
             "((jacrev (lambda (x) (list x x))) v)",
