@@ -202,6 +202,20 @@ impl Definition for TakeAlong {
         (shape.iter().product::<usize>() + operands[1].iter().product::<usize>()) as u64
     }
 
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        let a = usize::from(self.axis);
+        let mut index = crate::ops::reads::unravel(element, shape);
+        index[a] = 0;
+        crate::ops::reads::lane(out, 0, operands[0], &index, a);
+        true
+    }
+
     fn batch(
         &self,
         graph: &mut TensorGraph,
@@ -332,6 +346,21 @@ impl Definition for PutAlongAdd {
 
     fn flops(&self, operands: &[&[usize]], _shape: &[usize]) -> u64 {
         operands[2].iter().product::<usize>() as u64
+    }
+
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        let a = usize::from(self.axis);
+        out.push((0, element));
+        let mut index = crate::ops::reads::unravel(element, shape);
+        index[a] = 0;
+        crate::ops::reads::lane(out, 2, operands[2], &index, a);
+        true
     }
 
     fn batch(

@@ -140,6 +140,24 @@ impl Definition for Gather {
         (shape.iter().product::<usize>() + operands[1].iter().product::<usize>()) as u64
     }
 
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        // The lane along the axis: the positions are values.
+        let (t, picked) = (operands[0], operands[1].len());
+        let a = usize::from(self.axis);
+        let index = crate::ops::reads::unravel(element, shape);
+        let mut at: SmallVec<[usize; 6]> = index[..a].iter().copied().collect();
+        at.push(0);
+        at.extend_from_slice(&index[a + picked..]);
+        crate::ops::reads::lane(out, 0, t, &at, a);
+        true
+    }
+
     fn batch(
         &self,
         graph: &mut TensorGraph,
@@ -255,6 +273,31 @@ fn check_updates(
     Ok(t.iter().copied().collect())
 }
 
+/// What an element of `scatter-add`'s or `index-set`'s result may read:
+/// the same element of t, and every update aimed along the axis at the
+/// element's lane (the positions are values).
+fn scatter_reads(
+    axis: u8,
+    operands: &[&[usize]],
+    shape: &[usize],
+    element: usize,
+    out: &mut Vec<(usize, usize)>,
+) {
+    let (idx, updates) = (operands[1], operands[2]);
+    let a = usize::from(axis);
+    let index = crate::ops::reads::unravel(element, shape);
+    out.push((0, element));
+    let picks: usize = idx.iter().product();
+    let mut at: SmallVec<[usize; 6]> = index[..a].iter().copied().collect();
+    at.extend(std::iter::repeat_n(0, idx.len()));
+    at.extend_from_slice(&index[a + 1..]);
+    for j in 0..picks {
+        let which = crate::ops::reads::unravel(j, idx);
+        at[a..a + idx.len()].copy_from_slice(&which);
+        out.push((2, crate::ops::reads::ravel(&at, updates)));
+    }
+}
+
 impl Definition for ScatterAdd {
     fn describe(&self) -> String {
         format!("scatter-add[{}]", self.axis)
@@ -315,6 +358,17 @@ impl Definition for ScatterAdd {
 
     fn flops(&self, operands: &[&[usize]], _shape: &[usize]) -> u64 {
         operands[2].iter().product::<usize>() as u64
+    }
+
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        scatter_reads(self.axis, operands, shape, element, out);
+        true
     }
 
     fn batch(
@@ -568,6 +622,17 @@ impl Definition for IndexSet {
         operands[2].iter().product::<usize>() as u64
     }
 
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        scatter_reads(self.axis, operands, shape, element, out);
+        true
+    }
+
     fn batch(
         &self,
         graph: &mut TensorGraph,
@@ -646,6 +711,17 @@ impl Definition for LastOccurrence {
 
     fn flops(&self, operands: &[&[usize]], _shape: &[usize]) -> u64 {
         operands[0].iter().product::<usize>() as u64
+    }
+
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        let _ = (operands, shape, element, out);
+        true
     }
 
     fn batch(

@@ -27,6 +27,7 @@ pub mod batching;
 pub mod einsum;
 pub mod indexing;
 pub mod linalg;
+pub mod reads;
 pub mod reduction;
 mod rules;
 pub mod sequence;
@@ -156,6 +157,23 @@ pub trait Definition {
     /// Floating-point operations of one run, for `tape-stats` and the
     /// optimizer's cost model.
     fn flops(&self, operands: &[&[usize]], shape: &[usize]) -> u64;
+
+    /// For sparsity patterns read from a program (`crate::sparse`, no
+    /// values known): appends to `out` the operand elements `(operand,
+    /// flat position)` that element `element` of the result (of `shape`)
+    /// may depend on; positions an index operand picks count as any
+    /// position along their axis. `false` (the default) when every
+    /// element may depend on every element of the operands.
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        let _ = (operands, shape, element, out);
+        false
+    }
 
     /// The batching rule (`vmap`): the result over a batch of `size`
     /// examples, where the operands marked in `batched` carry the batch
@@ -328,6 +346,18 @@ impl Op {
         size: usize,
     ) -> Option<Id> {
         self.definition().batch(graph, operands, batched, size)
+    }
+
+    /// The operand elements a result element may depend on (see
+    /// [`Definition::reads`]); `false` for all of them.
+    pub fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        self.definition().reads(operands, shape, element, out)
     }
 
     /// Floating-point operations of one run.

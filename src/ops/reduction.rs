@@ -132,6 +132,33 @@ impl Definition for LogSumExp {
         4 * operands[0].iter().product::<usize>() as u64
     }
 
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        // The lanes reduced into this element.
+        let x = operands[0];
+        let index = crate::ops::reads::unravel(element, shape);
+        let reduced: usize = (0..x.len())
+            .filter(|&a| self.reduced(a))
+            .map(|a| x[a])
+            .product();
+        let axes: SmallVec<[usize; 6]> = (0..x.len()).filter(|&a| self.reduced(a)).collect();
+        let extents: SmallVec<[usize; 6]> = axes.iter().map(|&a| x[a]).collect();
+        let mut at = index.clone();
+        for k in 0..reduced {
+            let offsets = crate::ops::reads::unravel(k, &extents);
+            for (&a, &o) in axes.iter().zip(&offsets) {
+                at[a] = o;
+            }
+            out.push((0, crate::ops::reads::ravel(&at, x)));
+        }
+        true
+    }
+
     fn batch(
         &self,
         graph: &mut TensorGraph,

@@ -174,6 +174,42 @@ impl Definition for Recurrence {
         2 * shape.iter().product::<usize>() as u64
     }
 
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        // The elements of a and b up to this one along the axis (from it
+        // to the end, reversed); a broadcasts to b from the right.
+        let a = usize::from(self.axis);
+        let index = crate::ops::reads::unravel(element, shape);
+        let steps = if self.reverse {
+            index[a]..shape[a]
+        } else {
+            0..index[a] + 1
+        };
+        let coefficients = operands[0];
+        let lead = shape.len() - coefficients.len();
+        for i in steps {
+            let mut at = index.clone();
+            at[a] = i;
+            out.push((1, crate::ops::reads::ravel(&at, shape)));
+            let from: SmallVec<[usize; 6]> = (0..coefficients.len())
+                .map(|d| {
+                    if coefficients[d] == 1 {
+                        0
+                    } else {
+                        at[lead + d]
+                    }
+                })
+                .collect();
+            out.push((0, crate::ops::reads::ravel(&from, coefficients)));
+        }
+        true
+    }
+
     fn batch(
         &self,
         graph: &mut TensorGraph,
@@ -247,6 +283,21 @@ impl Definition for Flip {
 
     fn flops(&self, _operands: &[&[usize]], _shape: &[usize]) -> u64 {
         0
+    }
+
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        let _ = operands;
+        let a = usize::from(self.axis);
+        let mut index = crate::ops::reads::unravel(element, shape);
+        index[a] = shape[a] - 1 - index[a];
+        out.push((0, crate::ops::reads::ravel(&index, shape)));
+        true
     }
 
     fn batch(

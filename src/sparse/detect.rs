@@ -5,12 +5,16 @@
 //! movements follow their sources (`egraph::tensor::movement`), a
 //! reduction joins the positions it reduces, a matrix product the row and
 //! the column it reads; comparisons, rounding and `stop-gradient` depend
-//! on nothing (their derivative is zero). Any other operation is taken to
-//! mix all its operands' elements (a loop, a solve): the pattern stays
-//! correct, only less sparse.
+//! on nothing (their derivative is zero); an operation of the table says
+//! what each of its elements reads (`ops::Definition::reads`: a gather
+//! its lane, a cumulative sum its prefix, a solve or a factorization its
+//! own matrix of a stack). Any other operation is taken to mix all its
+//! operands' elements (a loop): the pattern stays correct, only less
+//! sparse.
 
 use super::Pattern;
 use crate::egraph::tensor::movement::Movement;
+use crate::egraph::tensor::scan::ScanSpec;
 use crate::egraph::tensor::{Shape, TNode, TOp};
 use egg::Id;
 use std::rc::Rc;
@@ -80,6 +84,26 @@ pub fn jacobian_pattern(
     wrt: &[u32],
     max_nnz: usize,
 ) -> Result<Pattern, String> {
+    let (columns, mut found) = dependencies(nodes, shapes, wrt, &[output], max_nnz)?;
+    let rows = found.pop().unwrap_or_else(|| Rc::new(Deps::none(0)));
+    // Each element's positions are sorted, distinct and below `columns`.
+    Ok(Pattern::from_rows(
+        columns,
+        rows.offsets.len() - 1,
+        |e, into| into.extend(rows.get(e).iter().map(|&c| c as usize)),
+    ))
+}
+
+/// The dependencies of each element of the nodes `keep` on the elements
+/// of the inputs `wrt` (numbered one input after another), with the
+/// number of those elements.
+fn dependencies(
+    nodes: &[TNode],
+    shapes: &[Shape],
+    wrt: &[u32],
+    keep: &[Id],
+    max_nnz: usize,
+) -> Result<(usize, Vec<Rc<Deps>>), String> {
     let numel = |s: &Shape| s.iter().product::<usize>();
     let mut offsets = Vec::with_capacity(wrt.len());
     let mut columns = 0usize;
@@ -98,14 +122,17 @@ pub fn jacobian_pattern(
             "{columns} differentiated elements are too many for a pattern"
         ));
     }
-    let last = usize::from(output);
+    let last = keep.iter().map(|&k| usize::from(k)).max().unwrap_or(0);
     // How many later nodes read each node (its dependencies are dropped
-    // after the last).
+    // after the last, unless kept).
     let mut readers = vec![0usize; last + 1];
     for node in &nodes[..=last] {
         for &c in &node.children {
             readers[usize::from(c)] += 1;
         }
+    }
+    for &k in keep {
+        readers[usize::from(k)] += 1;
     }
     // Shared: a reshape's elements depend on what its operand's do.
     let mut deps: Vec<Option<Rc<Deps>>> = vec![None; last + 1];
@@ -180,9 +207,19 @@ pub fn jacobian_pattern(
                         .iter()
                         .map(|c| &shapes[usize::from(*c)][..])
                         .collect();
-                    Rc::new(match Movement::new(op, &operand_shapes) {
-                        Some(movement) => moved(&movement, &node.children, &deps, shape, max_nnz)?,
-                        None => mixed(&node.children, &deps, n, max_nnz)?,
+                    let table = match op {
+                        TOp::Op(op) => {
+                            read_by(op, &operand_shapes, &node.children, &deps, shape, max_nnz)?
+                        }
+                        TOp::Scan(spec) => Some(looped(spec, &node.children, &deps, max_nnz)?),
+                        _ => None,
+                    };
+                    Rc::new(match (table, Movement::new(op, &operand_shapes)) {
+                        (Some(d), _) => d,
+                        (None, Some(movement)) => {
+                            moved(&movement, &node.children, &deps, shape, max_nnz)?
+                        }
+                        (None, None) => mixed(&node.children, &deps, n, max_nnz)?,
                     })
                 }
             }
@@ -192,18 +229,20 @@ pub fn jacobian_pattern(
         for &c in &node.children {
             let c = usize::from(c);
             readers[c] -= 1;
-            if readers[c] == 0 && c != last {
+            if readers[c] == 0 {
                 deps[c] = None;
             }
         }
     }
-    let rows = deps[last].take().unwrap_or_else(|| Rc::new(Deps::none(0)));
-    // Each element's positions are sorted, distinct and below `columns`.
-    Ok(Pattern::from_rows(
-        columns,
-        rows.offsets.len() - 1,
-        |e, into| into.extend(rows.get(e).iter().map(|&c| c as usize)),
-    ))
+    let kept = keep
+        .iter()
+        .map(|&k| {
+            deps[usize::from(k)]
+                .clone()
+                .unwrap_or_else(|| Rc::new(Deps::none(0)))
+        })
+        .collect();
+    Ok((columns, kept))
 }
 
 /// Refuses `total` entries past `max_nnz`.
@@ -357,6 +396,150 @@ fn moved(
         out.push(&mut positions);
         out.total() <= max_nnz
     });
+    within(out.total(), max_nnz)?;
+    Ok(out)
+}
+
+/// A table operation's, by what each element reads
+/// (`ops::Definition::reads`); `None` where it does not say (every element
+/// reads everything).
+fn read_by(
+    op: &crate::ops::Op,
+    operand_shapes: &[&[usize]],
+    children: &[Id],
+    deps: &[Option<Rc<Deps>>],
+    shape: &[usize],
+    max_nnz: usize,
+) -> Result<Option<Deps>, String> {
+    let n: usize = shape.iter().product();
+    let mut out = Deps::with_elements(n);
+    let mut reads = Vec::new();
+    let mut positions = Vec::new();
+    for e in 0..n {
+        reads.clear();
+        if !op.reads(operand_shapes, shape, e, &mut reads) {
+            return Ok(None);
+        }
+        positions.clear();
+        for &(k, at) in &reads {
+            if op.differentiable(k)
+                && let Some(source) = &deps[usize::from(children[k])]
+            {
+                positions.extend(source.get(at).iter().copied());
+            }
+        }
+        out.push(&mut positions);
+        within(out.total(), max_nnz)?;
+    }
+    Ok(Some(out))
+}
+
+/// A loop's: the step's own dependencies (of the next state's and the
+/// outputs' elements on the state's, the sequences' rows' and the
+/// captures' elements) applied step after step to the state's. A counted
+/// loop stops early where the state's stop changing and nothing is
+/// stacked; a `while-loop`, whose number of steps is not known, gathers
+/// the state's dependencies over any number of steps (until they stop
+/// growing).
+fn looped(
+    spec: &ScanSpec,
+    children: &[Id],
+    deps: &[Option<Rc<Deps>>],
+    max_nnz: usize,
+) -> Result<Deps, String> {
+    let (n_leaves, n_xs) = (spec.leaves.len(), spec.xs.len());
+    let body = &spec.body;
+    // Every body input but the step index.
+    let inputs: Vec<u32> = (0..spec.body_inputs() as u32)
+        .filter(|&i| i as usize != n_leaves)
+        .collect();
+    let (_, step) = dependencies(&body.nodes, &body.shapes, &inputs, &body.roots, max_nnz)?;
+    // Where each body input's elements start among the step's columns.
+    let mut starts = Vec::with_capacity(inputs.len());
+    let mut at = 0usize;
+    for &i in &inputs {
+        starts.push(at);
+        at += spec.input_shape(i as usize).iter().product::<usize>();
+    }
+    let none = Deps::none(0);
+    let operand = |k: usize| deps[usize::from(children[k])].as_deref().unwrap_or(&none);
+    let mut state: Vec<Deps> = (0..n_leaves).map(|k| operand(k).clone()).collect();
+    let mut stacked: Vec<Deps> = spec
+        .ys
+        .iter()
+        .map(|y| Deps::with_elements(spec.n * y.iter().product::<usize>()))
+        .collect();
+    let row_len: Vec<usize> = spec.xs.iter().map(|x| x.iter().product()).collect();
+    let gathering = spec.condition.is_some();
+    let mut positions = Vec::new();
+    let mut t = 0usize;
+    loop {
+        if !gathering && t >= spec.n {
+            break;
+        }
+        // The outer dependencies of step column `col` at step `t`.
+        let source = |state: &[Deps], col: usize, into: &mut Vec<u32>| {
+            let which = starts.partition_point(|&s| s <= col) - 1;
+            let (input, e) = (inputs[which] as usize, col - starts[which]);
+            let from = if input < n_leaves {
+                state[input].get(e)
+            } else if input <= n_leaves + n_xs {
+                let k = input - n_leaves - 1;
+                operand(n_leaves + k).get(t * row_len[k] + e)
+            } else {
+                operand(input - 1).get(e)
+            };
+            into.extend_from_slice(from);
+        };
+        let mut next: Vec<Deps> = Vec::with_capacity(n_leaves);
+        for (k, root) in step.iter().enumerate() {
+            let elements = root.offsets.len() - 1;
+            let mut made = Deps::with_elements(elements);
+            for e in 0..elements {
+                positions.clear();
+                for &col in root.get(e) {
+                    source(&state, col as usize, &mut positions);
+                }
+                if gathering && k < n_leaves {
+                    positions.extend_from_slice(state[k].get(e));
+                }
+                made.push(&mut positions);
+            }
+            within(made.total(), max_nnz)?;
+            if k < n_leaves {
+                next.push(made);
+            } else {
+                let into = &mut stacked[k - n_leaves];
+                for e in 0..elements {
+                    positions.clear();
+                    positions.extend_from_slice(made.get(e));
+                    into.push(&mut positions);
+                }
+                within(into.total(), max_nnz)?;
+            }
+        }
+        t += 1;
+        let settled = next
+            .iter()
+            .zip(&state)
+            .all(|(a, b)| a.offsets == b.offsets && a.items == b.items);
+        state = next;
+        if settled && (gathering || (spec.ys.is_empty() && n_xs == 0)) {
+            break;
+        }
+    }
+    if let ([one], []) = (&state[..], &spec.ys[..]) {
+        return Ok(one.clone());
+    }
+    // The packed result: the state's leaves, then the stacked outputs.
+    let mut out = Deps::with_elements(0);
+    for part in state.iter().chain(&stacked) {
+        for e in 0..part.offsets.len() - 1 {
+            positions.clear();
+            positions.extend_from_slice(part.get(e));
+            out.push(&mut positions);
+        }
+    }
     within(out.total(), max_nnz)?;
     Ok(out)
 }

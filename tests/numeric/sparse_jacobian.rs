@@ -121,3 +121,105 @@ fn sparse_jacobian_errors_are_clear() {
         "{message}"
     );
 }
+
+/// Checks `(sparse-jacobian f x)` (x of `n` elements, defined) against
+/// the dense Jacobian entry by entry; returns the number of entries
+/// listed.
+fn listed_against_dense(engine: &mut Engine, f: &str, n: usize) -> usize {
+    let triplets = parts(&eval(engine, &format!("(sparse-jacobian {f} x)"))).unwrap();
+    let dense = array(&eval(engine, &format!("((jacobian {f}) x)"))).unwrap();
+    let (got, listed) = dense_of(&triplets, dense.len() / n, n);
+    for (k, (&want, (&g, &l))) in dense.iter().zip(got.iter().zip(&listed)).enumerate() {
+        assert!(
+            (g - want).abs() <= 1e-12 * want.abs().max(1.0),
+            "{f}: entry ({}, {}) is {g}, the dense Jacobian's {want}",
+            k / n,
+            k % n
+        );
+        assert!(
+            l || want == 0.0,
+            "{f}: entry ({}, {}) = {want} missing",
+            k / n,
+            k % n
+        );
+    }
+    triplets[0].len()
+}
+
+#[test]
+fn table_operations_say_what_they_read() {
+    // Each function's sparse Jacobian against the dense one, and the
+    // number of entries its pattern lists (what each element reads, not
+    // everything).
+    let mut engine = engine();
+    eval(
+        &mut engine,
+        "(seed! 31)
+         (define S (+ (eye 3) (* 0.1 (randn '(4 3 3)))))
+         (define (stacked-solve u) (solve S (reshape u '(4 3 1))))
+         (define (stacked-inverse u) (inv (+ (eye 2) (* 0.1 (reshape u '(3 2 2))))))
+         (define (running u) (cumsum (* u u)))
+         (define (backwards u) (flip (sin u)))
+         (define (rows-logsumexp u) (logsumexp (reshape u '(3 4)) :axis 1))
+         (define (picked u) (gather (reshape u '(3 4)) [2 0] :axis 1))
+         (define (added u) (scatter-add (reshape u '(3 4)) [1 1] (* 2.0 (slice (reshape u '(3 4)) 0 2 :axis 1)) :axis 1))
+         (define (diagonals u) (diagonal (reshape u '(3 2 2))))
+         (define (lower u) (tril (reshape u '(3 3))))
+         (define (cholesky-stack u) (cholesky (+ (* 4.0 (eye 2)) (* 0.1 (reshape (* u u) '(3 2 2))))))
+         (define (determinants u) (det (+ (eye 2) (reshape u '(3 2 2)))))",
+    );
+    for (f, n, entries) in [
+        // Four 3 x 3 blocks.
+        ("stacked-solve", 12, 4 * 9),
+        // Three 4 x 4 blocks (each inverse entry reads its whole matrix).
+        ("stacked-inverse", 12, 3 * 4 * 4),
+        // Lower triangular: 1 + 2 + ... + 6.
+        ("running", 6, 21),
+        ("backwards", 6, 6),
+        ("rows-logsumexp", 12, 3 * 4),
+        // Each picked element reads its row's lane: 3 rows x 2 picks x 4.
+        ("picked", 12, 3 * 2 * 4),
+        // Each element reads itself and the row's two updates' sources.
+        ("added", 12, 12 * 3 - 6),
+        ("diagonals", 12, 3 * 2),
+        ("lower", 9, 9),
+        ("cholesky-stack", 12, 3 * 4 * 4),
+        ("determinants", 12, 3 * 4),
+    ] {
+        eval(&mut engine, &format!("(define x (randn '({n})))"));
+        let listed = listed_against_dense(&mut engine, f, n);
+        assert!(
+            listed <= entries,
+            "{f}: {listed} entries listed, at most {entries} expected"
+        );
+    }
+}
+
+#[test]
+fn loops_carry_their_steps_dependencies() {
+    // A stencil stepped three times reads three neighbours on each side;
+    // a state part the step keeps apart stays apart; outputs stacked over
+    // rows of a sequence read the rows so far.
+    let mut engine = engine();
+    eval(
+        &mut engine,
+        "(seed! 37)
+         (define (stepped u) (scan (lambda (s i) (+ s (* 0.1 (+ (roll s 1) (roll s -1) (* -2.0 s))) (* 0.01 s s))) u 3))
+         (define (apart u) (first (scan (lambda (s i) (list (* 1.1 (first s)) (sin (second s)))) (list u (* 2.0 u)) 4)))
+         (define (rows u) (second (scan (lambda (c row) (list (+ c (tanh row)) (* c row))) (zeros '(3)) (reshape u '(4 3)))))
+         (define (until u) (while-loop (lambda (s) (< (sum (* s s)) 100.0)) (lambda (s) (+ (* 1.2 s) (* 0.1 (roll s 1)))) u))",
+    );
+    for (f, n, entries) in [
+        ("stepped", 12, 12 * 7),
+        ("apart", 12, 12),
+        // Output row t reads the rows up to t, column by column: 4 rows
+        // of 3, row t's column j reading t + 1 elements.
+        ("rows", 12, 3 * (1 + 2 + 3 + 4)),
+        // Any number of steps of a two-point stencil: everything.
+        ("until", 6, 36),
+    ] {
+        eval(&mut engine, &format!("(define x (* 0.5 (randn '({n}))))"));
+        let listed = listed_against_dense(&mut engine, f, n);
+        assert_eq!(listed, entries, "{f}: entries listed");
+    }
+}

@@ -130,6 +130,17 @@ impl Definition for Cholesky {
         count * n * n * n / 3
     }
 
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        crate::ops::reads::per_matrix(out, operands, &[2], shape, 2, element);
+        true
+    }
+
     fn batch(
         &self,
         graph: &mut TensorGraph,

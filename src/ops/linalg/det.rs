@@ -176,6 +176,17 @@ impl Definition for Det {
         lu_flops(operands[0])
     }
 
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        crate::ops::reads::per_matrix(out, operands, &[2], shape, 0, element);
+        true
+    }
+
     fn batch(
         &self,
         graph: &mut TensorGraph,
@@ -237,6 +248,23 @@ impl Definition for Slogdet {
 
     fn flops(&self, operands: &[&[usize]], _shape: &[usize]) -> u64 {
         lu_flops(operands[0])
+    }
+
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        let _ = shape;
+        let parts = {
+            let a = operands[0];
+            let lead: Shape = a[..a.len() - 2].iter().copied().collect();
+            [lead.clone(), lead]
+        };
+        crate::ops::reads::per_matrix_packed(out, operands, &[2], &parts, &[0, 0], element);
+        true
     }
 
     fn batch(

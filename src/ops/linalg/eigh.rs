@@ -157,6 +157,19 @@ impl Definition for Eigh {
         count * 9 * n * n * n
     }
 
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        let _ = shape;
+        let parts = parts(operands[0]);
+        crate::ops::reads::per_matrix_packed(out, operands, &[2], &parts, &[1, 2], element);
+        true
+    }
+
     fn batch(
         &self,
         graph: &mut TensorGraph,

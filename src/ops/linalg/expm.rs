@@ -305,6 +305,17 @@ impl Definition for MatrixExp {
         count * 16 * n * n * n
     }
 
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        crate::ops::reads::per_matrix(out, operands, &[2], shape, 2, element);
+        true
+    }
+
     fn batch(
         &self,
         graph: &mut TensorGraph,

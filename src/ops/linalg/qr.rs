@@ -262,6 +262,19 @@ impl Definition for Qr {
         count * 4 * m * n * k
     }
 
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        let _ = shape;
+        let parts = parts(operands[0]).3;
+        crate::ops::reads::per_matrix_packed(out, operands, &[2], &parts, &[2, 2], element);
+        true
+    }
+
     fn batch(
         &self,
         graph: &mut TensorGraph,
@@ -349,6 +362,17 @@ impl Definition for FullRank {
 
     fn flops(&self, _operands: &[&[usize]], shape: &[usize]) -> u64 {
         shape.iter().product::<usize>() as u64
+    }
+
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        crate::ops::reads::per_matrix(out, operands, &[2], shape, 2, element);
+        true
     }
 
     fn batch(

@@ -273,6 +273,18 @@ impl Definition for TriangularSolve {
         shape.iter().product::<usize>() as u64 * n as u64
     }
 
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        let core = if self.vector { 1 } else { 2 };
+        crate::ops::reads::per_matrix(out, operands, &[2, core], shape, core, element);
+        true
+    }
+
     fn batch(
         &self,
         graph: &mut TensorGraph,
@@ -386,6 +398,18 @@ impl Definition for Solve {
         let n = rhs_dims(shape, self.vector).0 as u64;
         let count = operands[0].iter().product::<usize>() as u64 / (n * n).max(1);
         count * 2 * n * n * n / 3 + shape.iter().product::<usize>() as u64 * 2 * n
+    }
+
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        let core = if self.vector { 1 } else { 2 };
+        crate::ops::reads::per_matrix(out, operands, &[2, core], shape, core, element);
+        true
     }
 
     fn batch(

@@ -236,6 +236,19 @@ impl Definition for Svd {
         count * (4 * big * small * small + 22 * small * small * small)
     }
 
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        let _ = shape;
+        let parts = parts(operands[0]).3;
+        crate::ops::reads::per_matrix_packed(out, operands, &[2], &parts, &[2, 1, 2], element);
+        true
+    }
+
     fn batch(
         &self,
         graph: &mut TensorGraph,

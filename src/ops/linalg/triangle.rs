@@ -83,6 +83,18 @@ impl Definition for Triangle {
         shape.iter().product::<usize>() as u64
     }
 
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        let _ = (operands, shape);
+        out.push((0, element));
+        true
+    }
+
     fn batch(
         &self,
         graph: &mut TensorGraph,
@@ -149,6 +161,21 @@ impl Definition for Diagonal {
 
     fn flops(&self, _operands: &[&[usize]], _shape: &[usize]) -> u64 {
         0
+    }
+
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        let x = operands[0];
+        let mut index = crate::ops::reads::unravel(element, shape);
+        let i = index[index.len() - 1];
+        index.push(i);
+        out.push((0, crate::ops::reads::ravel(&index, x)));
+        true
     }
 
     fn batch(
@@ -233,6 +260,23 @@ impl Definition for Diag {
 
     fn flops(&self, _operands: &[&[usize]], _shape: &[usize]) -> u64 {
         0
+    }
+
+    fn reads(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+        element: usize,
+        out: &mut Vec<(usize, usize)>,
+    ) -> bool {
+        let index = crate::ops::reads::unravel(element, shape);
+        let (r, c) = (index[index.len() - 2], index[index.len() - 1]);
+        if r == c {
+            let mut at: SmallVec<[usize; 6]> = index[..index.len() - 1].iter().copied().collect();
+            at[index.len() - 2] = r;
+            out.push((0, crate::ops::reads::ravel(&at, operands[0])));
+        }
+        true
     }
 
     fn batch(
