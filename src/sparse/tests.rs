@@ -125,6 +125,24 @@ fn merged(entries: &[(usize, usize, f64)]) -> Vec<(usize, usize, f64)> {
     all.into_iter().map(|((i, j), v)| (i, j, v)).collect()
 }
 
+#[test]
+fn a_one_sided_pattern_is_made_symmetric() {
+    // An upper bidiagonal pattern becomes tridiagonal; a rectangular one
+    // has no symmetric form.
+    let upper = Pattern::new(4, vec![vec![0, 1], vec![1, 2], vec![2, 3], vec![3]]).unwrap();
+    let both = upper.symmetrized().unwrap();
+    assert!(both.is_symmetric());
+    assert_eq!(both, tridiagonal(4));
+    let compression = Compression::hessian(&upper).unwrap();
+    assert!(is_star_colouring(
+        &compression.pattern,
+        &compression.colouring
+    ));
+    assert_eq!(compression.colouring.count, 3);
+    let wide = Pattern::new(3, vec![vec![0, 2]]).unwrap();
+    assert!(wide.symmetrized().is_none());
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 

@@ -488,6 +488,11 @@ fn vmap_composes_with_grad_jit_jacobian_and_itself() {
             "(sum ((jacobian (lambda (x) ((vmap (lambda (r) (* r r))) x))) xs) :axis '(2 3))",
             "(* 2.0 xs)",
         ),
+        // vmap inside a loop's step.
+        (
+            "(scan (lambda (s i) ((vmap (lambda (r) (* r (sin r)))) s)) ms 2)",
+            "(let ((a (* ms (sin ms)))) (* a (sin a)))",
+        ),
         // Per-example Hessian-vector products: vmap of hvp.
         (
             "((vmap (lambda (x) (hvp (lambda (y) (sum (* y y y))) (list x) (list v)))) xs)",
