@@ -613,6 +613,11 @@ fn vmap_errors_are_clear() {
             "integer axis or #f",
         ),
         (
+            "((vmap (lambda (x) (+ x (rand '(4))))) xs)",
+            "a vmapped function would be drawn once",
+        ),
+        ("((vmap (lambda (x) x)) 3.0)", "which has shape []"),
+        (
             "((jacrev (lambda (x) (list x x))) v)",
             "must be a number or tensor",
         ),

@@ -142,7 +142,7 @@ fn random_tensor(
         .is_some_and(|t| t.borrow().loop_body)
     {
         return Err(EvalError::type_error(
-            "random numbers inside a scan step or a checkpointed function would be drawn once, when it is traced, not at each step: draw them outside and pass them in",
+            "random numbers inside a scan step, a checkpointed function or a vmapped function would be drawn once, when it is traced, not at each step or for each example: draw them outside and pass them in",
         ));
     }
     if args.is_empty() {
