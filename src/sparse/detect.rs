@@ -14,7 +14,6 @@
 
 use super::Pattern;
 use crate::egraph::tensor::movement::Movement;
-use crate::egraph::tensor::scan::ScanSpec;
 use crate::egraph::tensor::{Shape, TNode, TOp};
 use egg::Id;
 use std::rc::Rc;
@@ -24,14 +23,14 @@ use std::rc::Rc;
 /// sorted, one element after another: element `e`'s are
 /// `items[offsets[e]..offsets[e + 1]]`.
 #[derive(Clone)]
-struct Deps {
-    offsets: Vec<usize>,
-    items: Vec<u32>,
+pub(super) struct Deps {
+    pub(super) offsets: Vec<usize>,
+    pub(super) items: Vec<u32>,
 }
 
 impl Deps {
     /// `n` elements depending on nothing.
-    fn none(n: usize) -> Deps {
+    pub(super) fn none(n: usize) -> Deps {
         Deps {
             offsets: vec![0; n + 1],
             items: Vec::new(),
@@ -39,7 +38,7 @@ impl Deps {
     }
 
     /// Room for `n` elements, none written yet.
-    fn with_elements(n: usize) -> Deps {
+    pub(super) fn with_elements(n: usize) -> Deps {
         let mut offsets = Vec::with_capacity(n + 1);
         offsets.push(0);
         Deps {
@@ -49,7 +48,7 @@ impl Deps {
     }
 
     /// Element `e`'s positions (none past the end).
-    fn get(&self, e: usize) -> &[u32] {
+    pub(super) fn get(&self, e: usize) -> &[u32] {
         match (self.offsets.get(e), self.offsets.get(e + 1)) {
             (Some(&a), Some(&b)) => &self.items[a..b],
             _ => &[],
@@ -58,7 +57,7 @@ impl Deps {
 
     /// Appends an element depending on `positions` (sorted and made
     /// distinct here).
-    fn push(&mut self, positions: &mut Vec<u32>) {
+    pub(super) fn push(&mut self, positions: &mut Vec<u32>) {
         if !positions.is_sorted() {
             positions.sort_unstable();
         }
@@ -67,7 +66,7 @@ impl Deps {
         self.offsets.push(self.items.len());
     }
 
-    fn total(&self) -> usize {
+    pub(super) fn total(&self) -> usize {
         self.items.len()
     }
 }
@@ -84,8 +83,10 @@ pub fn jacobian_pattern(
     wrt: &[u32],
     max_nnz: usize,
 ) -> Result<Pattern, String> {
-    let (columns, mut found) = dependencies(nodes, shapes, wrt, &[output], max_nnz)?;
-    let rows = found.pop().unwrap_or_else(|| Rc::new(Deps::none(0)));
+    let Found {
+        columns, mut kept, ..
+    } = dependencies(nodes, shapes, wrt, &[output], max_nnz)?;
+    let rows = kept.pop().unwrap_or_else(|| Rc::new(Deps::none(0)));
     // Each element's positions are sorted, distinct and below `columns`.
     Ok(Pattern::from_rows(
         columns,
@@ -94,16 +95,25 @@ pub fn jacobian_pattern(
     ))
 }
 
+/// The elements of inputs a program's nodes depend on: `columns` of
+/// them, input `wrt[k]`'s starting at `starts[k]` (an input the program
+/// never reads has none).
+pub(super) struct Found {
+    pub columns: usize,
+    pub starts: Vec<usize>,
+    /// The dependencies of each kept node's elements.
+    pub kept: Vec<Rc<Deps>>,
+}
+
 /// The dependencies of each element of the nodes `keep` on the elements
-/// of the inputs `wrt` (numbered one input after another), with the
-/// number of those elements.
-fn dependencies(
+/// of the inputs `wrt` (numbered one input after another).
+pub(super) fn dependencies(
     nodes: &[TNode],
     shapes: &[Shape],
     wrt: &[u32],
     keep: &[Id],
     max_nnz: usize,
-) -> Result<(usize, Vec<Rc<Deps>>), String> {
+) -> Result<Found, String> {
     let numel = |s: &Shape| s.iter().product::<usize>();
     let mut offsets = Vec::with_capacity(wrt.len());
     let mut columns = 0usize;
@@ -211,7 +221,15 @@ fn dependencies(
                         TOp::Op(op) => {
                             read_by(op, &operand_shapes, &node.children, &deps, shape, max_nnz)?
                         }
-                        TOp::Scan(spec) => Some(looped(spec, &node.children, &deps, max_nnz)?),
+                        TOp::Scan(spec) => {
+                            Some(super::loops::looped(spec, &node.children, &deps, max_nnz)?)
+                        }
+                        TOp::ScanVjp(spec) => Some(super::loops::looped_reverse(
+                            spec,
+                            &node.children,
+                            &deps,
+                            max_nnz,
+                        )?),
                         _ => None,
                     };
                     Rc::new(match (table, Movement::new(op, &operand_shapes)) {
@@ -242,11 +260,15 @@ fn dependencies(
                 .unwrap_or_else(|| Rc::new(Deps::none(0)))
         })
         .collect();
-    Ok((columns, kept))
+    Ok(Found {
+        columns,
+        starts: offsets,
+        kept,
+    })
 }
 
 /// Refuses `total` entries past `max_nnz`.
-fn within(total: usize, max_nnz: usize) -> Result<(), String> {
+pub(super) fn within(total: usize, max_nnz: usize) -> Result<(), String> {
     match total > max_nnz {
         true => Err(format!(
             "the Jacobian has more than {max_nnz} non-zeros (at least {total} in one value of the program): compute it densely (jacobian)"
@@ -432,116 +454,6 @@ fn read_by(
         within(out.total(), max_nnz)?;
     }
     Ok(Some(out))
-}
-
-/// A loop's: the step's own dependencies (of the next state's and the
-/// outputs' elements on the state's, the sequences' rows' and the
-/// captures' elements) applied step after step to the state's. A counted
-/// loop stops early where the state's stop changing and nothing is
-/// stacked; a `while-loop`, whose number of steps is not known, gathers
-/// the state's dependencies over any number of steps (until they stop
-/// growing).
-fn looped(
-    spec: &ScanSpec,
-    children: &[Id],
-    deps: &[Option<Rc<Deps>>],
-    max_nnz: usize,
-) -> Result<Deps, String> {
-    let (n_leaves, n_xs) = (spec.leaves.len(), spec.xs.len());
-    let body = &spec.body;
-    // Every body input but the step index.
-    let inputs: Vec<u32> = (0..spec.body_inputs() as u32)
-        .filter(|&i| i as usize != n_leaves)
-        .collect();
-    let (_, step) = dependencies(&body.nodes, &body.shapes, &inputs, &body.roots, max_nnz)?;
-    // Where each body input's elements start among the step's columns.
-    let mut starts = Vec::with_capacity(inputs.len());
-    let mut at = 0usize;
-    for &i in &inputs {
-        starts.push(at);
-        at += spec.input_shape(i as usize).iter().product::<usize>();
-    }
-    let none = Deps::none(0);
-    let operand = |k: usize| deps[usize::from(children[k])].as_deref().unwrap_or(&none);
-    let mut state: Vec<Deps> = (0..n_leaves).map(|k| operand(k).clone()).collect();
-    let mut stacked: Vec<Deps> = spec
-        .ys
-        .iter()
-        .map(|y| Deps::with_elements(spec.n * y.iter().product::<usize>()))
-        .collect();
-    let row_len: Vec<usize> = spec.xs.iter().map(|x| x.iter().product()).collect();
-    let gathering = spec.condition.is_some();
-    let mut positions = Vec::new();
-    let mut t = 0usize;
-    loop {
-        if !gathering && t >= spec.n {
-            break;
-        }
-        // The outer dependencies of step column `col` at step `t`.
-        let source = |state: &[Deps], col: usize, into: &mut Vec<u32>| {
-            let which = starts.partition_point(|&s| s <= col) - 1;
-            let (input, e) = (inputs[which] as usize, col - starts[which]);
-            let from = if input < n_leaves {
-                state[input].get(e)
-            } else if input <= n_leaves + n_xs {
-                let k = input - n_leaves - 1;
-                operand(n_leaves + k).get(t * row_len[k] + e)
-            } else {
-                operand(input - 1).get(e)
-            };
-            into.extend_from_slice(from);
-        };
-        let mut next: Vec<Deps> = Vec::with_capacity(n_leaves);
-        for (k, root) in step.iter().enumerate() {
-            let elements = root.offsets.len() - 1;
-            let mut made = Deps::with_elements(elements);
-            for e in 0..elements {
-                positions.clear();
-                for &col in root.get(e) {
-                    source(&state, col as usize, &mut positions);
-                }
-                if gathering && k < n_leaves {
-                    positions.extend_from_slice(state[k].get(e));
-                }
-                made.push(&mut positions);
-            }
-            within(made.total(), max_nnz)?;
-            if k < n_leaves {
-                next.push(made);
-            } else {
-                let into = &mut stacked[k - n_leaves];
-                for e in 0..elements {
-                    positions.clear();
-                    positions.extend_from_slice(made.get(e));
-                    into.push(&mut positions);
-                }
-                within(into.total(), max_nnz)?;
-            }
-        }
-        t += 1;
-        let settled = next
-            .iter()
-            .zip(&state)
-            .all(|(a, b)| a.offsets == b.offsets && a.items == b.items);
-        state = next;
-        if settled && (gathering || (spec.ys.is_empty() && n_xs == 0)) {
-            break;
-        }
-    }
-    if let ([one], []) = (&state[..], &spec.ys[..]) {
-        return Ok(one.clone());
-    }
-    // The packed result: the state's leaves, then the stacked outputs.
-    let mut out = Deps::with_elements(0);
-    for part in state.iter().chain(&stacked) {
-        for e in 0..part.offsets.len() - 1 {
-            positions.clear();
-            positions.extend_from_slice(part.get(e));
-            out.push(&mut positions);
-        }
-    }
-    within(out.total(), max_nnz)?;
-    Ok(out)
 }
 
 /// An operation taken to mix all its operands' elements: every element

@@ -18,6 +18,7 @@
 
 mod colouring;
 mod detect;
+mod loops;
 mod pattern;
 
 pub use colouring::{

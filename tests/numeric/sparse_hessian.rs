@@ -170,3 +170,37 @@ proptest! {
             .map_err(TestCaseError::fail)?;
     }
 }
+
+#[test]
+fn hessians_through_loops_stay_banded() {
+    // The gradient program holds the loop's reverse: its pattern follows
+    // the reverse step back through the forward states.
+    let mut engine = engine();
+    eval(
+        &mut engine,
+        "(seed! 41)
+         (define w (randn '(16)))
+         (define (stepped u) (sum (* w (scan (lambda (s i) (+ s (* 0.1 (+ (roll s 1) (roll s -1) (* -2.0 s))) (* 0.05 s s))) u 2))))
+         (define (kept-apart u) (sum (* w (scan (lambda (s i) (* s (+ 1.0 (* 0.1 s)))) u 3))))
+         (define (over-rows u) (sum (second (scan (lambda (c row) (list (+ c (* row row)) (* c (sin row)))) (zeros '(4)) (reshape u '(4 4))))))
+         (define (until u) (sum (while-loop (lambda (s) (< (sum (* s s)) 40.0)) (lambda (s) (+ (* 1.2 s) (* 0.05 s s))) u)))",
+    );
+    for (f, x, most) in [
+        // Two steps of a three-point stencil: products reach four
+        // neighbours on each side at most.
+        ("stepped", "(* 0.5 (randn '(16)))", 16 * 9),
+        // Elementwise steps: a diagonal Hessian.
+        ("kept-apart", "(* 0.5 (randn '(16)))", 16),
+        // Column j of the rows couples down the rows only.
+        ("over-rows", "(* 0.5 (randn '(16)))", 4 * 16),
+        // Elementwise steps of unknown number: still diagonal.
+        ("until", "(* 0.3 (randn '(16)))", 16),
+    ] {
+        eval(&mut engine, &format!("(define x {x})"));
+        let listed = compare(&mut engine, f, "sparse-hessian", "hessian").unwrap();
+        assert!(
+            listed <= most,
+            "{f}: {listed} entries listed, at most {most} expected"
+        );
+    }
+}
