@@ -68,9 +68,16 @@ fn traced_call(
     replays: &autodiff::replay::Replays,
     inner: &Value,
     args: &[Value],
+    what: &str,
 ) -> EvalResult<Value> {
     if interp.numeric.trace.is_some() {
         return interp.apply(inner, args.to_vec());
+    }
+    // Arguments that are not numbers, tensors or lists of them are refused
+    // here, in this form's words, rather than by the trace.
+    let mut leaves = Vec::new();
+    for arg in args {
+        crate::lisp::autodiff::tree::flatten(arg, &mut leaves, &format!("arguments of {what}"))?;
     }
     Ok(replays.run(interp, inner, args, &Request::Value)?.value)
 }
@@ -89,7 +96,7 @@ fn vmap(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     };
     let replays = autodiff::replay::Replays::default();
     Ok(native(name, move |interp, call_args| {
-        traced_call(interp, &replays, &inner, call_args)
+        traced_call(interp, &replays, &inner, call_args, "a vmapped function")
     }))
 }
 
@@ -159,7 +166,7 @@ fn jacobian_function(args: &Args, mode: Mode) -> EvalResult<Value> {
     };
     let replays = autodiff::replay::Replays::default();
     Ok(native(name, move |interp, call_args| {
-        traced_call(interp, &replays, &inner, call_args)
+        traced_call(interp, &replays, &inner, call_args, form)
     }))
 }
 
