@@ -106,6 +106,28 @@ impl Operands<'_> {
             .as_deref()
             .unwrap_or(&self.none)
     }
+
+    /// The dependencies of element `e` of step input `input` (a state
+    /// leaf, a sequence's row `t`, a capture; not the index) given the
+    /// state's, `state`.
+    fn step_input<'a>(
+        &'a self,
+        spec: &ScanSpec,
+        state: &'a [Deps],
+        t: usize,
+        input: usize,
+        e: usize,
+    ) -> &'a [u32] {
+        let (n_leaves, n_xs) = (spec.leaves.len(), spec.xs.len());
+        if input < n_leaves {
+            state[input].get(e)
+        } else if input <= n_leaves + n_xs {
+            let k = input - n_leaves - 1;
+            self.get(n_leaves + k).get(t * numel(&spec.xs[k]) + e)
+        } else {
+            self.get(input - 1).get(e)
+        }
+    }
 }
 
 /// The states' dependencies before each step (`0..n`, and after the last
@@ -119,7 +141,6 @@ fn forward(
 ) -> Result<(Vec<Vec<Deps>>, Vec<Deps>), String> {
     let (n_leaves, n_xs) = (spec.leaves.len(), spec.xs.len());
     let step = Step::of(&spec.body, spec.body_inputs(), n_leaves, max_nnz)?;
-    let row_len: Vec<usize> = spec.xs.iter().map(|x| numel(x)).collect();
     let gathering = spec.condition.is_some();
     let mut state: Vec<Deps> = (0..n_leaves).map(|k| operands.get(k).clone()).collect();
     let mut states = Vec::new();
@@ -134,15 +155,7 @@ fn forward(
         let current = &state;
         let made = step.apply(
             |input, e, into| {
-                let from = if input < n_leaves {
-                    current[input].get(e)
-                } else if input <= n_leaves + n_xs {
-                    let k = input - n_leaves - 1;
-                    operands.get(n_leaves + k).get(t * row_len[k] + e)
-                } else {
-                    operands.get(input - 1).get(e)
-                };
-                into.extend_from_slice(from);
+                into.extend_from_slice(operands.step_input(spec, current, t, input, e));
             },
             |k, e, into| {
                 if gathering && k < n_leaves {
@@ -270,13 +283,8 @@ pub(super) fn looped_reverse(
         let current = &cotangent;
         let made = reverse.apply(
             |input, e, into| {
-                let from = if input < n_leaves {
-                    state[input].get(e)
-                } else if input <= n_leaves + n_xs {
-                    let k = input - n_leaves - 1;
-                    operands.get(n_leaves + k).get(t * row_len[k] + e)
-                } else if input < body_inputs {
-                    operands.get(input - 1).get(e)
+                let from = if input < body_inputs {
+                    operands.step_input(spec, state, t, input, e)
                 } else if input < body_inputs + n_leaves {
                     current[input - body_inputs].get(e)
                 } else {
