@@ -187,15 +187,8 @@ impl Definition for Gather {
             _ => {
                 let t_shape = graph.shape(t).clone();
                 let idx_shape = graph.shape(idx).clone();
-                let k: usize = idx_shape[1..].iter().product();
                 let a = usize::from(axis) + 1;
-                let mut spread: Shape = t_shape.clone();
-                spread[a] = k;
-                let mut lined: Shape = smallvec::smallvec![1; spread.len()];
-                lined[0] = size;
-                lined[a] = k;
-                let flat = graph.reshape(idx, &lined);
-                let positions = graph.broadcast(flat, &spread);
+                let (positions, _) = positions_along(graph, idx, &t_shape, a, size);
                 let op = crate::ops::Op::TakeAlong(super::along::TakeAlong {
                     axis: axis + 1,
                     site: self.site,
@@ -391,16 +384,8 @@ impl Definition for ScatterAdd {
         // Each example's positions: added along the axis slice by slice
         // (`put-along-add`), the positions spread over the other axes.
         let t_shape = graph.shape(t).clone();
-        let idx_shape = graph.shape(idx).clone();
-        let k: usize = idx_shape[1..].iter().product();
         let a = usize::from(self.axis) + 1;
-        let mut spread: Shape = t_shape.clone();
-        spread[a] = k;
-        let mut lined: Shape = smallvec::smallvec![1; spread.len()];
-        lined[0] = size;
-        lined[a] = k;
-        let flat = graph.reshape(idx, &lined);
-        let positions = graph.broadcast(flat, &spread);
+        let (positions, spread) = positions_along(graph, idx, &t_shape, a, size);
         let updates = graph.reshape(updates, &spread);
         let op = crate::ops::Op::PutAlongAdd(super::along::PutAlongAdd {
             axis: self.axis + 1,
@@ -740,6 +725,28 @@ impl Definition for LastOccurrence {
 pub(crate) fn array(shape: &[usize], data: Vec<f64>) -> Result<ArrayD<f64>, OpError> {
     ArrayD::from_shape_vec(IxDyn(shape), data)
         .map_err(|e| OpError::new(format!("internal: a result of the wrong size ({e})")))
+}
+
+/// A batch of positions (`[size] ++ shape`) per example, flattened and
+/// laid along batched axis `a` of a tensor of `t_shape`, spread over its
+/// other axes: the positions of a `take-along` or `put-along-add` that
+/// does what a `gather` or `scatter-add` with those positions does, one
+/// example at a time. Returns them and their shape.
+fn positions_along(
+    graph: &mut TensorGraph,
+    idx: Id,
+    t_shape: &[usize],
+    a: usize,
+    size: usize,
+) -> (Id, Shape) {
+    let k: usize = graph.shape(idx)[1..].iter().product();
+    let mut spread: Shape = t_shape.iter().copied().collect();
+    spread[a] = k;
+    let mut lined: Shape = smallvec::smallvec![1; spread.len()];
+    lined[0] = size;
+    lined[a] = k;
+    let flat = graph.reshape(idx, &lined);
+    (graph.broadcast(flat, &spread), spread)
 }
 
 /// A gather's result over a shared tensor with batched positions has the

@@ -4,6 +4,7 @@
 //! entries left out are zero there, and the number of colours a stencil
 //! takes does not grow with its size.
 
+use super::sparse_jacobian::compare_within;
 use super::*;
 
 const SETUP: &str = r"
@@ -16,42 +17,9 @@ const SETUP: &str = r"
 (define (extremes u) (sum (* (max u (roll u 2)) u)))
 ";
 
-/// The dense `rows` x `cols` matrix the triplets list, and which entries
-/// were listed.
-fn dense_of(triplets: &[ArrayD<f64>], rows: usize, cols: usize) -> (Vec<f64>, Vec<bool>) {
-    let mut dense = vec![0.0; rows * cols];
-    let mut listed = vec![false; rows * cols];
-    for ((&i, &j), &v) in triplets[0].iter().zip(&triplets[1]).zip(&triplets[2]) {
-        let at = i as usize * cols + j as usize;
-        dense[at] = v;
-        listed[at] = true;
-    }
-    (dense, listed)
-}
-
-/// Compares the sparse form `form` of f at x (already defined in the
-/// engine) with the dense matrix `dense_form`; returns the number of
-/// listed entries.
+/// `compare_within` at the tolerance these Hessians are checked to.
 fn compare(engine: &mut Engine, f: &str, form: &str, dense_form: &str) -> Result<usize, String> {
-    let triplets = parts(&eval(engine, &format!("({form} {f} x)"))).unwrap();
-    let dense = array(&eval(engine, &format!("(({dense_form} {f}) x)"))).unwrap();
-    let cols = array(&eval(engine, "x")).unwrap().len();
-    let rows = dense.len() / cols;
-    let (got, listed) = dense_of(&triplets, rows, cols);
-    for (k, (&want, (&g, &l))) in dense.iter().zip(got.iter().zip(&listed)).enumerate() {
-        let (i, j) = (k / cols, k % cols);
-        if (g - want).abs() > 1e-10 * want.abs().max(1.0) {
-            return Err(format!(
-                "{form} {f}: entry ({i}, {j}) is {g}, the dense one {want}"
-            ));
-        }
-        if !l && want != 0.0 {
-            return Err(format!(
-                "{form} {f}: entry ({i}, {j}) = {want} missing from the pattern"
-            ));
-        }
-    }
-    Ok(triplets[0].len())
+    compare_within(engine, f, form, dense_form, 1e-10)
 }
 
 #[test]

@@ -28,6 +28,38 @@ fn dense_of(triplets: &[ArrayD<f64>], rows: usize, cols: usize) -> (Vec<f64>, Ve
     (dense, listed)
 }
 
+/// Compares the sparse form `form` (`sparse-jacobian`, `sparse-hessian`)
+/// of f at x (already defined in the engine) with the dense matrix of
+/// `dense_form`, entry by entry to relative `tolerance`, every entry the
+/// dense one holds listed; returns the number of listed entries.
+pub(super) fn compare_within(
+    engine: &mut Engine,
+    f: &str,
+    form: &str,
+    dense_form: &str,
+    tolerance: f64,
+) -> Result<usize, String> {
+    let triplets = parts(&eval(engine, &format!("({form} {f} x)"))).unwrap();
+    let dense = array(&eval(engine, &format!("(({dense_form} {f}) x)"))).unwrap();
+    let cols = array(&eval(engine, "x")).unwrap().len();
+    let rows = dense.len() / cols;
+    let (got, listed) = dense_of(&triplets, rows, cols);
+    for (k, (&want, (&g, &l))) in dense.iter().zip(got.iter().zip(&listed)).enumerate() {
+        let (i, j) = (k / cols, k % cols);
+        if (g - want).abs() > tolerance * want.abs().max(1.0) {
+            return Err(format!(
+                "{form} {f}: entry ({i}, {j}) is {g}, the dense one {want}"
+            ));
+        }
+        if !l && want != 0.0 {
+            return Err(format!(
+                "{form} {f}: entry ({i}, {j}) = {want} missing from the pattern"
+            ));
+        }
+    }
+    Ok(triplets[0].len())
+}
+
 #[test]
 fn sparse_jacobians_equal_the_dense_ones() {
     let mut engine = engine();
@@ -41,25 +73,7 @@ fn sparse_jacobians_equal_the_dense_ones() {
         ("scaled", "(randn '(6))"),
     ] {
         eval(&mut engine, &format!("(define x {x})"));
-        let triplets = parts(&eval(&mut engine, &format!("(sparse-jacobian {f} x)"))).unwrap();
-        let dense = array(&eval(&mut engine, &format!("((jacobian {f}) x)"))).unwrap();
-        let cols = array(&eval(&mut engine, "x")).unwrap().len();
-        let rows = dense.len() / cols;
-        let (got, listed) = dense_of(&triplets, rows, cols);
-        for (k, (&want, (&g, &l))) in dense.iter().zip(got.iter().zip(&listed)).enumerate() {
-            assert!(
-                (g - want).abs() <= 1e-12 * want.abs().max(1.0),
-                "{f}: entry ({}, {}) is {g}, the dense Jacobian's {want}",
-                k / cols,
-                k % cols
-            );
-            assert!(
-                l || want == 0.0,
-                "{f}: entry ({}, {}) = {want} missing from the pattern",
-                k / cols,
-                k % cols
-            );
-        }
+        compare_within(&mut engine, f, "sparse-jacobian", "jacobian", 1e-12).unwrap();
     }
 }
 
@@ -126,24 +140,13 @@ fn sparse_jacobian_errors_are_clear() {
 /// the dense Jacobian entry by entry; returns the number of entries
 /// listed.
 fn listed_against_dense(engine: &mut Engine, f: &str, n: usize) -> usize {
-    let triplets = parts(&eval(engine, &format!("(sparse-jacobian {f} x)"))).unwrap();
-    let dense = array(&eval(engine, &format!("((jacobian {f}) x)"))).unwrap();
-    let (got, listed) = dense_of(&triplets, dense.len() / n, n);
-    for (k, (&want, (&g, &l))) in dense.iter().zip(got.iter().zip(&listed)).enumerate() {
-        assert!(
-            (g - want).abs() <= 1e-12 * want.abs().max(1.0),
-            "{f}: entry ({}, {}) is {g}, the dense Jacobian's {want}",
-            k / n,
-            k % n
-        );
-        assert!(
-            l || want == 0.0,
-            "{f}: entry ({}, {}) = {want} missing",
-            k / n,
-            k % n
-        );
-    }
-    triplets[0].len()
+    let listed = compare_within(engine, f, "sparse-jacobian", "jacobian", 1e-12).unwrap();
+    assert_eq!(
+        array(&eval(engine, "x")).unwrap().len(),
+        n,
+        "{f}: x has {n} elements"
+    );
+    listed
 }
 
 #[test]
