@@ -18,6 +18,7 @@
 
 pub mod backends;
 mod compiled;
+pub mod dtype;
 pub mod egraph;
 mod engine;
 mod error;

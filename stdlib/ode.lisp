@@ -51,12 +51,12 @@
   (sqrt (mean (* x x))))
 
 (define (as-tensor x)
-  "(as-tensor x): x, a number made a one-element tensor (so comparisons on it are recorded inside loops)."
-  (if (number? x) (+ (zeros '(1)) x) x))
+  "(as-tensor x): x, a number made a one-element tensor (so comparisons on it are recorded inside loops), of the number's own type."
+  (if (number? x) (reshape x '(1)) x))
 
 (define (select c a b)
   "(select c a b): a where the number c is nonzero, b elsewhere; the test is recorded, not decided, inside loop bodies."
-  (sum (where (as-tensor c) (as-tensor a) (as-tensor b))))
+  (sum (where (as-tensor c) a b)))
 
 (define (pick ok a b)
   "(pick ok a b): a where ok (a one-element comparison) holds, b elsewhere, for numbers and tensors alike."
@@ -125,7 +125,7 @@
          (t0 (index ts 0))
          (t-end (index ts (- m 1)))
          (f0 (f y0 t0))
-         (first-row (+ (zeros (cons 1 (shape y0))) y0))
+         (first-row (+ (zeros (cons 1 (shape y0)) :dtype (dtype y0)) y0))
          (h0 (stop-gradient (if (null? first-h) (first-step f y0 t0 f0 rtol atol) (car first-h))))
          (start (dopri5-start y0 t0 f0 h0)))
     (if (= m 1)
@@ -181,7 +181,7 @@
 
 (define (flat x)
   "(flat x): a number or tensor as a vector."
-  (reshape (+ (zeros (shape x)) x) (list (size x))))
+  (reshape (+ (zeros (shape x) :dtype (dtype x)) x) (list (size x))))
 
 (define (unflat v start like)
   "(unflat v start like): the elements of the vector v from start, as many as like has, in like's shape (a number for a number)."
@@ -197,7 +197,7 @@
                    (r (vjp (lambda (y . qs) (apply f y t qs)) (cons y ps) a)))
               (concat (cons (flat (neg (first r))) (map flat (second r)))))))
          (z0 (concat (append (list (flat (index ys (- m 1))) (flat (index g (- m 1))))
-                             (map (lambda (p) (zeros (list (size p)))) ps))))
+                             (map (lambda (p) (zeros (list (size p)) :dtype (dtype p))) ps))))
          (swept
           (if (= m 1)
               z0
@@ -234,12 +234,18 @@
     (reshape (slice both n (* 2 n) :axis 1) (cons m (shape y0)))))
 
 (define (odeint f y0 ts . args)
-  "(odeint f y0 ts params... :method 'dopri5 :rtol 1e-8 :atol 1e-8 :adjoint 'backsolve :dt #f :max-steps 100000): the solution of dy/dt = (f y t params...) from y0 (a number or tensor) at ts[0], at each of the increasing times ts, stacked (ts's length first). :method 'dopri5 takes adaptive Dormand-Prince 5(4) steps under the error bound atol + rtol |y| and reads the times between steps from its dense output; 'rk4 takes classical Runge-Kutta steps of at most :dt, landing on each time. Differentiable with respect to y0 and the params (numbers or tensors): :adjoint 'backsolve integrates the adjoint system backward (the continuous adjoint; memory independent of the steps; forward mode integrates the sensitivities alongside), 'direct differentiates through the solver's steps (the discrete derivative; a while-loop reverse with online checkpointing). Not reaching the next output time within :max-steps steps (the step size underflowed) is an error."
+  "(odeint f y0 ts params... :method 'dopri5 :rtol 1e-8 :atol 1e-8 (1e-6 for an f32 y0) :adjoint 'backsolve :dt #f :max-steps 100000): the solution of dy/dt = (f y t params...) from y0 (a number or tensor) at ts[0], at each of the increasing times ts, stacked (ts's length first). :method 'dopri5 takes adaptive Dormand-Prince 5(4) steps under the error bound atol + rtol |y| and reads the times between steps from its dense output; 'rk4 takes classical Runge-Kutta steps of at most :dt, landing on each time. Differentiable with respect to y0 and the params (numbers or tensors): :adjoint 'backsolve integrates the adjoint system backward (the continuous adjoint; memory independent of the steps; forward mode integrates the sensitivities alongside), 'direct differentiates through the solver's steps (the discrete derivative; a while-loop reverse with online checkpointing). The times are taken in y0's type. Not reaching the next output time within :max-steps steps (the step size underflowed) is an error."
   (let* ((split (split-keywords args))
          (params (car split))
          (o (options 'odeint (cdr split)
-                     '((:method dopri5) (:rtol 1e-8) (:atol 1e-8) (:adjoint backsolve) (:dt #f) (:max-steps 100000))))
-         (method (lookup o :method)) (rtol (lookup o :rtol)) (atol (lookup o :atol))
+                     '((:method dopri5) (:rtol auto) (:atol auto) (:adjoint backsolve) (:dt #f) (:max-steps 100000))))
+         ;; The times in the state's type (an f32 state stays f32), and
+         ;; tolerances f32 can meet by default.
+         (ts (astype ts (dtype y0)))
+         (default-tol (if (eq? (dtype y0) 'f32) 1e-6 1e-8))
+         (method (lookup o :method))
+         (rtol (if (eq? (lookup o :rtol) 'auto) default-tol (lookup o :rtol)))
+         (atol (if (eq? (lookup o :atol) 'auto) default-tol (lookup o :atol)))
          (dt (lookup o :dt)) (max-steps (lookup o :max-steps))
          (solve
           (cond ((eq? method 'dopri5)

@@ -17,7 +17,7 @@
 
 (define (safe-ratio a b)
   "(safe-ratio a b): a / b for numbers, and 0 where b is 0 (its gradient is finite there too). The test is a tensor comparison, so it is recorded, not decided, inside loop bodies."
-  (let ((bt (+ (zeros '(1)) b)))
+  (let ((bt (reshape b '(1))))
     (sum (where (= bt 0) 0.0 (/ a bt)))))
 
 (define (bicgstab apply-a b . opts)

@@ -40,6 +40,8 @@ mod constant_leaves;
 mod custom_rules;
 #[path = "numeric/debug_nans.rs"]
 mod debug_nans;
+#[path = "numeric/dtype.rs"]
+mod dtype;
 #[path = "numeric/errors.rs"]
 mod errors;
 #[path = "numeric/hessians.rs"]
@@ -158,6 +160,7 @@ fn array(value: &Value) -> Result<ArrayD<f64>, String> {
         Value::Int(n) => Ok(ArrayD::from_elem(IxDyn(&[]), *n as f64)),
         Value::Float(x) => Ok(ArrayD::from_elem(IxDyn(&[]), *x)),
         Value::Tensor(t) => Ok(t.as_standard_layout().into_owned()),
+        Value::Tensor32(t) => Ok(t.mapv(f64::from)),
         other => Err(format!("expected a number or tensor, got {other}")),
     }
 }

@@ -8,8 +8,11 @@
 ;; the first (compilation). bench/reference/transformer.py is the same
 ;; model in JAX.
 ;;
-;;   epsilon run bench/transformer/train-step.lisp 5
+;;   epsilon run bench/transformer/train-step.lisp 5 [f64|f32]
 (define rounds (if (null? *args*) 5 (string->number (first *args*))))
+;; The number type of the parameters and targets (the reference makes its
+;; tables in f64 and converts them the same way).
+(define number-type (if (< (length *args*) 2) 'f64 (string->symbol (second *args*))))
 (define layers 4)
 (define width 256)
 (define heads 4)
@@ -29,12 +32,13 @@
           (table width hidden (+ (* 10 l) 5) s) (zeros (list hidden))
           (table hidden width (+ (* 10 l) 6) (/ 1.0 (sqrt hidden))) (zeros (list width)))))
 (define params
-  (list (table vocab width 101 0.1) (table seq width 102 0.1)
-        (map layer-params (range layers))
-        (table width vocab 103 (/ 1.0 (sqrt width)))))
+  (astype (list (table vocab width 101 0.1) (table seq width 102 0.1)
+                (map layer-params (range layers))
+                (table width vocab 103 (/ 1.0 (sqrt width))))
+          number-type))
 (define tokens (mod (+ (* 7 (reshape (arange (* batch (+ seq 1))) (list batch (+ seq 1)))) 3) vocab))
 (define inputs (slice tokens 0 seq :axis 1))
-(define targets (one-hot (flatten (slice tokens 1 (+ seq 1) :axis 1)) vocab))
+(define targets (astype (one-hot (flatten (slice tokens 1 (+ seq 1) :axis 1)) vocab) number-type))
 (define causal (tril (ones (list seq seq))))
 
 (define (split-heads x)   ; [B T D] -> [B H T d]
@@ -66,6 +70,7 @@
     (list (first r) (opt params (second r)))))
 (define (median xs) (nth (sort xs <) (quotient (length xs) 2)))
 (define state (train-step params))
+(println "number type " number-type)
 (println "first loss " (first state))
 (define times
   (map (lambda (k)

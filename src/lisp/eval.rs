@@ -209,7 +209,7 @@ impl Interp {
         };
         let result = match recorded {
             Some(result) => result,
-            None => (builtin.func)(self, &args).map_err(|mut error| {
+            None => self.call_typed(builtin, &args, traced).map_err(|mut error| {
                 // Loops and checkpoints take traced values themselves; their
                 // refusals explain themselves.
                 let trace_aware = matches!(builtin.name, "scan" | "checkpoint" | "while-loop");
@@ -241,6 +241,32 @@ impl Interp {
                 error.message = format!("{}: {}", builtin.name, error.message);
             }
             error.at(span)
+        })
+    }
+
+    /// Calls `builtin`'s function, converting f32 arguments and results
+    /// as `builtins::dtype::Conversion` says.
+    /// A call on traced values records them with their types as they are.
+    fn call_typed(&mut self, builtin: &Builtin, args: &Args, traced: bool) -> EvalResult<Value> {
+        use crate::lisp::builtins::dtype::{Conversion, converted, explicit_dtype};
+        let explicit = explicit_dtype(builtin, args)?;
+        let conversion = Conversion::of(self, builtin, args, explicit);
+        if conversion.is_plain() || traced {
+            return (builtin.func)(self, args);
+        }
+        let result = match &conversion.widened {
+            Some(values) => {
+                let widened = Args {
+                    values,
+                    options: args.options.clone(),
+                };
+                (builtin.func)(self, &widened)
+            }
+            None => (builtin.func)(self, args),
+        }?;
+        Ok(match conversion.result {
+            Some(dtype) => converted(&result, dtype),
+            None => result,
         })
     }
 
@@ -480,9 +506,30 @@ impl Interp {
                         return result.map_err(|e| e.at(*span));
                     }
                 }
-                stack_elements(&values)
+                // f32 elements (with numbers) make an f32 tensor.
+                let f32_items = values.iter().any(|v| matches!(v, Value::Tensor32(_)));
+                let widened: Vec<Value>;
+                let items = if f32_items {
+                    widened = values
+                        .iter()
+                        .map(|v| {
+                            crate::lisp::builtins::dtype::converted(v, crate::dtype::DType::F64)
+                        })
+                        .collect();
+                    &widened
+                } else {
+                    &values
+                };
+                let stacked = stack_elements(items)
                     .map(Value::tensor)
-                    .map_err(|e| e.at(*span))
+                    .map_err(|e| e.at(*span))?;
+                let f32_result = f32_items && !values.iter().any(|v| matches!(v, Value::Tensor(_)));
+                Ok(match f32_result {
+                    true => {
+                        crate::lisp::builtins::dtype::converted(&stacked, crate::dtype::DType::F32)
+                    }
+                    false => stacked,
+                })
             }
             Node::Time { expr, span } => {
                 let started = Instant::now();

@@ -69,8 +69,10 @@ fn write_value(out: &mut String, value: &Value, readable: bool) {
             }
         }
         Value::Tensor(t) => write_tensor(out, t),
+        Value::Tensor32(t) => write_tensor32(out, t),
         Value::Traced(t) => match t.concrete_value() {
             Ok(Value::Tensor(t)) => write_tensor(out, &t),
+            Ok(Value::Tensor32(t)) => write_tensor32(out, &t),
             Ok(other) => out.push_str(&other.to_string()),
             Err(e) => out.push_str(&format!("#<traced value: {}>", e.message)),
         },
@@ -140,8 +142,43 @@ fn write_tensor(out: &mut String, tensor: &ArrayD<f64>) {
     write_nested(out, shape, &values);
 }
 
+/// An f32 tensor: `#<tensor f32 [1.1 2.0]>`, each number in the shortest
+/// form that reads back as the same f32.
+fn write_tensor32(out: &mut String, tensor: &ArrayD<f32>) {
+    let shape: Vec<String> = tensor.shape().iter().map(usize::to_string).collect();
+    let text = |x: f32| match x.is_nan() {
+        true => "nan".to_string(),
+        false => format!("{x:?}"),
+    };
+    if tensor.len() > MAX_TENSOR_ELEMENTS || tensor.ndim() == 0 {
+        let count = tensor.len();
+        let head: Vec<String> = tensor.iter().take(3).map(|&x| text(x)).collect();
+        let tail: Vec<String> = tensor
+            .iter()
+            .skip(count.saturating_sub(3).max(3))
+            .map(|&x| text(x))
+            .collect();
+        let _ = write!(out, "#<tensor f32 [{}] {}", shape.join(" "), head.join(" "));
+        if !tail.is_empty() {
+            let _ = write!(out, " ... {}", tail.join(" "));
+        }
+        out.push('>');
+        return;
+    }
+    out.push_str("#<tensor f32 ");
+    let values: Vec<String> = tensor.iter().map(|&x| text(x)).collect();
+    write_nested_with(out, tensor.shape(), &values);
+    out.push('>');
+}
+
 /// Writes `values` (row-major, of `shape`) as nested brackets.
 fn write_nested(out: &mut String, shape: &[usize], values: &[f64]) {
+    let values: Vec<String> = values.iter().map(|&x| format_float(x)).collect();
+    write_nested_with(out, shape, &values);
+}
+
+/// Writes formatted `values` (row-major, of `shape`) as nested brackets.
+fn write_nested_with(out: &mut String, shape: &[usize], values: &[String]) {
     out.push('[');
     match shape {
         [] => {}
@@ -150,7 +187,7 @@ fn write_nested(out: &mut String, shape: &[usize], values: &[f64]) {
                 if position > 0 {
                     out.push(' ');
                 }
-                out.push_str(&format_float(*value));
+                out.push_str(value);
             }
         }
         [rows, inner @ ..] => {
@@ -160,7 +197,7 @@ fn write_nested(out: &mut String, shape: &[usize], values: &[f64]) {
                     out.push(' ');
                 }
                 let chunk = values.get(row * stride..(row + 1) * stride).unwrap_or(&[]);
-                write_nested(out, inner, chunk);
+                write_nested_with(out, inner, chunk);
             }
         }
     }

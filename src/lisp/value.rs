@@ -55,6 +55,10 @@ pub enum Value {
     Pair(Rc<Pair>),
     /// An n-dimensional array of f64.
     Tensor(Rc<ArrayD<f64>>),
+    /// An n-dimensional array of f32 (`astype`, `:dtype 'f32`). Built-ins
+    /// without an f32 kernel read it widened (`as_tensor`) and their
+    /// results are rounded back (`builtins::dtype`).
+    Tensor32(Rc<ArrayD<f32>>),
     /// A number or tensor inside a function being differentiated or
     /// compiled: a node of the active trace (see `lisp::trace`).
     Traced(Rc<super::trace::Traced>),
@@ -185,7 +189,7 @@ impl Value {
             Value::Symbol(_) => "symbol",
             Value::Keyword(_) => "keyword",
             Value::Pair(_) => "list",
-            Value::Tensor(_) => "tensor",
+            Value::Tensor(_) | Value::Tensor32(_) => "tensor",
             // Code inside a differentiated function sees the types it
             // would see outside.
             Value::Traced(t) if t.is_scalar() => "float",
@@ -230,6 +234,9 @@ impl Value {
             Value::Int(n) => Ok(*n as f64),
             Value::Float(x) => Ok(*x),
             Value::Tensor(t) if t.len() == 1 => Ok(t.iter().next().copied().unwrap_or(0.0)),
+            Value::Tensor32(t) if t.len() == 1 => {
+                Ok(t.iter().next().copied().map_or(0.0, f64::from))
+            }
             other => Err(EvalError::type_error(format!(
                 "expected a number, got {} {}",
                 other.type_name(),
@@ -280,10 +287,12 @@ impl Value {
         }
     }
 
-    /// The value as a tensor; numbers become 0-dimensional tensors.
+    /// The value as a tensor; numbers become 0-dimensional tensors and f32
+    /// tensors are widened (exactly).
     pub fn as_tensor(&self) -> EvalResult<Rc<ArrayD<f64>>> {
         match self {
             Value::Tensor(t) => Ok(Rc::clone(t)),
+            Value::Tensor32(t) => Ok(Rc::new(crate::dtype::widen(t))),
             Value::Int(_) | Value::Float(_) => Ok(Rc::new(ArrayD::from_elem(
                 ndarray::IxDyn(&[]),
                 self.as_f64()?,
@@ -382,6 +391,12 @@ impl From<&str> for Value {
 impl From<ArrayD<f64>> for Value {
     fn from(array: ArrayD<f64>) -> Self {
         Value::tensor(array)
+    }
+}
+
+impl From<ArrayD<f32>> for Value {
+    fn from(array: ArrayD<f32>) -> Self {
+        Value::Tensor32(Rc::new(array))
     }
 }
 

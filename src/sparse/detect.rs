@@ -195,10 +195,12 @@ pub(super) fn dependencies(
                         }
                     }
                 }
-                TOp::Reshape(_) | TOp::Tag(_) => match &deps[usize::from(node.children[0])] {
-                    Some(shared) => Rc::clone(shared),
-                    None => Rc::new(Deps::none(n)),
-                },
+                TOp::Reshape(_) | TOp::Tag(_) | TOp::Cast(_) => {
+                    match &deps[usize::from(node.children[0])] {
+                        Some(shared) => Rc::clone(shared),
+                        None => Rc::new(Deps::none(n)),
+                    }
+                }
                 TOp::Reduce { axes, .. } => {
                     let c = node.children[0];
                     Rc::new(reduce(operand(&c), &shapes[usize::from(c)], axes, n))

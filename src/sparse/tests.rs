@@ -207,7 +207,7 @@ mod detected {
     fn a_periodic_stencil_is_cyclic_tridiagonal() {
         let n = 7;
         let mut g = TensorGraph::new();
-        let u = g.input(0, &[n]);
+        let u = g.input(0, &[n], crate::dtype::DType::F64);
         let left = g.add_valid(TOp::Roll { axis: 0, shift: 1 }, &[u]);
         let right = g.add_valid(
             TOp::Roll {
@@ -234,7 +234,7 @@ mod detected {
     fn slices_selections_and_reductions_keep_positions() {
         let n = 6;
         let mut g = TensorGraph::new();
-        let u = g.input(0, &[n]);
+        let u = g.input(0, &[n], crate::dtype::DType::F64);
         // u[1:] - u[:-1]: row i reads i and i + 1.
         let ahead = g.add_valid(
             TOp::Slice {
@@ -265,7 +265,7 @@ mod detected {
             (0..n).map(|i| vec![i]).collect::<Vec<_>>()
         );
         // The row sums of a 2 x 3 matrix.
-        let m = g.input(1, &[2, 3]);
+        let m = g.input(1, &[2, 3], crate::dtype::DType::F64);
         let sums = g.add_valid(
             TOp::Reduce {
                 op: ReduceOp::Sum,
@@ -295,8 +295,8 @@ mod detected {
     #[test]
     fn products_join_rows_and_columns_and_large_patterns_are_refused() {
         let mut g = TensorGraph::new();
-        let w = g.input(1, &[3, 4]);
-        let x = g.input(0, &[4]);
+        let w = g.input(1, &[3, 4], crate::dtype::DType::F64);
+        let x = g.input(0, &[4], crate::dtype::DType::F64);
         // W x with W constant: every row reads all of x.
         let wx = g.add_valid(TOp::MatMul, &[w, x]);
         assert_eq!(pattern_rows(&g, wx, &[0]), vec![vec![0, 1, 2, 3]; 3]);

@@ -19,14 +19,36 @@ pub fn compile(
     roots: &[Id],
     input_shapes: &[Shape],
 ) -> Tape {
+    let rounded = super::rounding::round_f32_results(program, shapes, roots);
+    let (program, shapes, roots) = match &rounded {
+        Some((program, shapes, roots)) => (program, &shapes[..], &roots[..]),
+        None => (program, shapes, roots),
+    };
     let (program, shapes, roots) = super::push_pads::push_pads(program, shapes, roots);
     let (shapes, roots) = (&shapes[..], &roots[..]);
     let nodes = program.as_ref();
+    let dtypes = crate::egraph::tensor::dtype::dtypes_of(nodes);
+    // An f32 product runs in f32 arithmetic on the CPU (each backend
+    // gives f32 numbers): the rounding after it is the product itself.
+    let single = |index: usize| {
+        matches!(nodes[index].op, TOp::MatMul) && dtypes[index] == crate::dtype::DType::F32
+    };
     // Aliases: a stop-gradient is its operand, and a call with declared
     // partials its value (the partials serve derivative sweeps only).
     let mut alias: Vec<usize> = (0..nodes.len()).collect();
     for (index, node) in nodes.iter().enumerate() {
-        if let TOp::StopGradient | TOp::Tag(_) | TOp::Linearized | TOp::Custom(_) = node.op {
+        // Values are held as f64, so a conversion to f64 is its operand.
+        if let TOp::StopGradient
+        | TOp::Tag(_)
+        | TOp::Linearized
+        | TOp::Custom(_)
+        | TOp::Cast(crate::dtype::DType::F64 | crate::dtype::DType::Weak) = node.op
+        {
+            alias[index] = alias[usize::from(node.children[0])];
+        }
+        if let TOp::Cast(crate::dtype::DType::F32) = node.op
+            && single(alias[usize::from(node.children[0])])
+        {
             alias[index] = alias[usize::from(node.children[0])];
         }
     }
@@ -53,6 +75,7 @@ pub fn compile(
                 Kernel::Gemm {
                     ta: flags[0],
                     tb: flags[1],
+                    single: single(index),
                 }
             }
             ref op if op.is_elementwise() => {
@@ -90,7 +113,9 @@ pub fn compile(
     }
     let root_values: Vec<usize> = roots.iter().map(|&r| resolve(r)).collect();
     let fused = super::fuse::fuse(&mut kernels, &mut needed, shapes, &root_values);
-    schedule(&kernels, &needed, shapes, &root_values, input_shapes, fused)
+    let mut tape = schedule(&kernels, &needed, shapes, &root_values, input_shapes, fused);
+    tape.output_dtypes = roots.iter().map(|&r| dtypes[usize::from(r)]).collect();
+    tape
 }
 
 /// `Some(x)` when node `index` is `x` transposed as a matrix.
@@ -201,6 +226,7 @@ fn schedule(
         input_shapes: input_shapes.to_vec(),
         outputs: roots.iter().map(|r| slot_of[r]).collect(),
         output_shapes: roots.iter().map(|&r| shapes[r].clone()).collect(),
+        output_dtypes: vec![crate::dtype::DType::F64; roots.len()],
         stats,
     }
 }

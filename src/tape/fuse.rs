@@ -12,7 +12,8 @@ use crate::egraph::tensor::{ReduceOp, Shape, TOp};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
-/// The most steps in one fused kernel.
+/// The most steps in one fused kernel, not counting the roundings of f32
+/// steps (each f32 operation is followed by one).
 const MAX_STEPS: usize = 48;
 
 fn elementwise(kernel: &Kernel) -> bool {
@@ -30,7 +31,7 @@ fn cheap(kernel: &Kernel) -> bool {
 /// operands (so recomputing it beats storing it).
 pub(super) fn cheap_op(op: &TOp) -> bool {
     match op {
-        TOp::Compare(_) | TOp::Where | TOp::Round(_) => true,
+        TOp::Compare(_) | TOp::Where | TOp::Round(_) | TOp::Cast(_) => true,
         TOp::Map(math) => matches!(
             math,
             Math::Add(_)
@@ -140,6 +141,8 @@ pub(super) fn fuse(
         let mut operand_register: FxHashMap<usize, u16> = FxHashMap::default();
         let mut step_register: FxHashMap<usize, u16> = FxHashMap::default();
         let mut steps: Vec<(TOp, SmallVec<[Ref; 3]>)> = Vec::new();
+        // Steps counted against `MAX_STEPS`.
+        let mut counted = 0;
         // Iterative post-order walk from the root.
         let mut stack: Vec<(usize, bool)> = vec![(root, false)];
         while let Some((node, expanded)) = stack.pop() {
@@ -151,7 +154,7 @@ pub(super) fn fuse(
                 stack.push((node, true));
                 for &arg in args.iter().rev() {
                     let inline =
-                        steps.len() + stack.len() < MAX_STEPS && inlinable(kernels, arg, shape);
+                        counted + stack.len() < MAX_STEPS && inlinable(kernels, arg, shape);
                     if inline && !step_register.contains_key(&arg) {
                         stack.push((arg, false));
                     }
@@ -177,6 +180,7 @@ pub(super) fn fuse(
                 })
                 .collect();
             step_register.insert(node, steps.len() as u16);
+            counted += usize::from(!matches!(op, TOp::Cast(_)));
             steps.push((op, refs));
         }
         if steps.len() < 2 && sum_over.is_none() {

@@ -13,6 +13,7 @@ mod fuse;
 mod push_pads;
 mod remat;
 pub mod residuals;
+mod rounding;
 pub mod scan;
 mod show;
 
@@ -53,6 +54,10 @@ pub enum Kernel {
         ta: bool,
         /// Transpose the second operand.
         tb: bool,
+        /// A product of f32 numbers computed in f32 arithmetic (single
+        /// precision's multiply-adds, as BLAS's sgemm): its result is f32
+        /// numbers with no rounding after it.
+        single: bool,
     },
     /// A group of elementwise operations on one shape, run together over
     /// chunks of elements so intermediates never leave the cache.
@@ -91,6 +96,9 @@ pub struct Tape {
     pub outputs: Vec<Slot>,
     /// The shapes of the results.
     pub output_shapes: Vec<Shape>,
+    /// The number types of the results (an f32 result is held as f64
+    /// numbers that are f32 ones: `rounding`).
+    pub output_dtypes: Vec<crate::dtype::DType>,
     /// Statistics computed when compiling.
     pub stats: TapeStats,
 }

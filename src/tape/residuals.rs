@@ -116,11 +116,13 @@ pub fn residuals(
     );
     // The reverse step, reading them as inputs.
     let mut nodes = adjoint.nodes.clone();
+    let dtypes = crate::egraph::tensor::dtype::dtypes_of(&nodes);
     for (j, &(a, _)) in kept.iter().enumerate() {
         nodes[a] = TNode {
             op: TOp::Input {
                 index: (adjoint_inputs.len() + j) as u32,
                 shape: adjoint.shapes[a].clone(),
+                dtype: dtypes[a],
             },
             children: SmallVec::new(),
         };
@@ -155,10 +157,15 @@ fn read_transposed(
         let TOp::Transpose(perm) = &nodes[i].op else {
             continue;
         };
-        let TOp::Input { index, shape } = &nodes[usize::from(nodes[i].children[0])].op else {
+        let TOp::Input {
+            index,
+            shape,
+            dtype,
+        } = nodes[usize::from(nodes[i].children[0])].op.clone()
+        else {
             continue;
         };
-        let index = *index as usize;
+        let index = index as usize;
         if perm[..] != [1, 0] || shape.len() != 2 || !captures.contains(&index) {
             continue;
         }
@@ -176,6 +183,7 @@ fn read_transposed(
             op: TOp::Input {
                 index: (first + position) as u32,
                 shape: swapped,
+                dtype,
             },
             children: SmallVec::new(),
         };

@@ -8,9 +8,10 @@ impl fmt::Display for Kernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Kernel::Op(op) => write!(f, "{op}"),
-            Kernel::Gemm { ta, tb } => write!(
+            Kernel::Gemm { ta, tb, single } => write!(
                 f,
-                "matmul{}{}",
+                "matmul{}{}{}",
+                if *single { "-f32" } else { "" },
                 if *ta { " aᵀ" } else { "" },
                 if *tb { " bᵀ" } else { "" }
             ),

@@ -107,11 +107,11 @@ pub fn batch_program(
             // are fresh ones here, batched: the rule's results over them
             // are then batched like any value, and a custom call with a
             // batched operand has batched rules.
-            TOp::Placeholder { shape, .. } => {
+            TOp::Placeholder { shape, dtype, .. } => {
                 let full: Shape = std::iter::once(size).chain(shape.iter().copied()).collect();
-                Batched::mapped(batcher.graph.placeholder(&full))
+                Batched::mapped(batcher.graph.placeholder(&full, *dtype))
             }
-            TOp::Input { index, shape } => {
+            TOp::Input { index, shape, .. } => {
                 let bound = inputs.get(*index as usize).copied().ok_or_else(|| {
                     BatchError::Shape(format!("input {index} of the program is not bound"))
                 })?;

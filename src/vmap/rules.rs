@@ -70,7 +70,7 @@ impl Batcher<'_> {
                     operands.iter().map(|&b| self.align(b, rank)).collect();
                 self.add(op.clone(), &children)
             }
-            TOp::Round(_) | TOp::StopGradient | TOp::Tag(_) => {
+            TOp::Round(_) | TOp::Cast(_) | TOp::StopGradient | TOp::Tag(_) => {
                 self.add(op.clone(), &[Self::only(operands)])
             }
             TOp::Linearized => {

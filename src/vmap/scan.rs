@@ -144,7 +144,7 @@ fn batched_body(spec: &ScanSpec, plan: &Plan, size: usize) -> Result<Stepped, Ba
                 shape
             };
             Batched {
-                id: graph.input(i as u32, &full),
+                id: graph.input(i as u32, &full, spec.input_dtype(i)),
                 batched,
             }
         })

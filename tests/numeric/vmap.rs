@@ -7,7 +7,7 @@
 use super::*;
 
 /// Arguments drawn for a batch of `B` examples (`B` is defined before).
-const SETUP: &str = r"
+pub(super) const SETUP: &str = r"
 (define (spd n) (let ((m (randn (list B n n)))) (+ (matmul m (transpose m '(0 2 1))) (* 4.0 (eye n)))))
 (define xs (randn (list B 4)))
 (define ys (randn (list B 4)))
@@ -25,7 +25,7 @@ const SETUP: &str = r"
 
 /// Each operation of the tape as a function, its arguments and which are
 /// mapped (`#t`: along axis 0), and whether its gradient is checked too.
-const CASES: &[(&str, &str, &str, &str, bool)] = &[
+pub(super) const CASES: &[(&str, &str, &str, &str, bool)] = &[
     (
         "map",
         "(lambda (x y) (+ (* x (sin y)) (exp (* 0.1 x)) (tanh y)))",

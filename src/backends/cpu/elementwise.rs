@@ -23,7 +23,7 @@ pub(super) const TASK: usize = 32 * CHUNK;
 const PARALLEL_THRESHOLD: usize = 1 << 15;
 
 /// Computes `out[i] = op(ins[0][i], ins[1][i], ...)` for an elementwise
-/// operation (`Map`, `Compare`, `Round`, `Where`).
+/// operation (`Map`, `Compare`, `Round`, `Where`, `Cast`).
 pub fn apply_chunk(op: &TOp, ins: &[&[f64]], out: &mut [f64]) {
     macro_rules! unary {
         ($f:expr) => {{
@@ -94,6 +94,9 @@ pub fn apply_chunk(op: &TOp, ins: &[&[f64]], out: &mut [f64]) {
                 *o = if c != 0.0 { a } else { b };
             }
         }
+        // The type is matched outside the loop, so the loop vectorizes.
+        TOp::Cast(crate::dtype::DType::F32) => unary!(crate::dtype::round32),
+        TOp::Cast(_) => out.copy_from_slice(&ins[0][..out.len()]),
         other => unreachable!("{other} is not elementwise"),
     }
 }

@@ -213,7 +213,7 @@ fn step(
         TOp::MatMul => Val::from_array(gemm(
             &args[0].cow().view(),
             &args[1].cow().view(),
-            false,
+            (false, false),
             false,
         )),
         TOp::StopGradient | TOp::Tag(_) | TOp::Linearized | TOp::Custom(_) => args[0].clone(),
@@ -428,9 +428,12 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
                 Kernel::Op(TOp::Input { index, .. }) => Val::from_buf(&inputs[*index as usize]),
                 Kernel::Fused(group) => run_group(group, &args, &instruction.shape, take(n)),
                 Kernel::Loop(tapes) => run_loop(tapes, &args)?,
-                Kernel::Gemm { ta, tb } => {
-                    Val::from_array(gemm(&args[0].cow().view(), &args[1].cow().view(), *ta, *tb))
-                }
+                Kernel::Gemm { ta, tb, single } => Val::from_array(gemm(
+                    &args[0].cow().view(),
+                    &args[1].cow().view(),
+                    (*ta, *tb),
+                    *single,
+                )),
                 Kernel::Op(op)
                     if op.is_elementwise()
                         && instruction.shape.is_empty()

@@ -27,17 +27,41 @@ const THREADED: usize = 1 << 18;
 /// swapped) first when its flag is set. Shapes are the tape's, checked by
 /// shape inference: the inner sizes agree and the batch axes broadcast.
 pub fn matmul(a: &ArrayViewD<'_, f64>, b: &ArrayViewD<'_, f64>, ta: bool, tb: bool) -> ArrayD<f64> {
+    product(a, b, (ta, tb), false)
+}
+
+/// `matmul` of operands holding f32 numbers, in f32 arithmetic (faer's
+/// f32 kernels, twice as many lanes per instruction as f64's): the
+/// operands are narrowed (exactly), the products accumulated in f32 as
+/// BLAS's sgemm does, and the result widened back (exactly).
+pub fn matmul_single(
+    a: &ArrayViewD<'_, f64>,
+    b: &ArrayViewD<'_, f64>,
+    ta: bool,
+    tb: bool,
+) -> ArrayD<f64> {
+    product(a, b, (ta, tb), true)
+}
+
+fn product(
+    a: &ArrayViewD<'_, f64>,
+    b: &ArrayViewD<'_, f64>,
+    (ta, tb): (bool, bool),
+    single: bool,
+) -> ArrayD<f64> {
     let (a_stored, a_swapped) = stored(a);
     let (b_stored, b_swapped) = stored(b);
     // A vector is a one-row matrix on the left, a one-column one on the right.
-    let left = match a_stored.shape() {
-        [k] => Operand::new(numbers(&a_stored), &[1, *k], false),
-        shape => Operand::new(numbers(&a_stored), shape, ta != a_swapped),
+    let (a_shape, a_transposed) = match a_stored.shape() {
+        [k] => (vec![1, *k], false),
+        shape => (shape.to_vec(), ta != a_swapped),
     };
-    let right = match b_stored.shape() {
-        [k] => Operand::new(numbers(&b_stored), &[*k, 1], false),
-        shape => Operand::new(numbers(&b_stored), shape, tb != b_swapped),
+    let (b_shape, b_transposed) = match b_stored.shape() {
+        [k] => (vec![*k, 1], false),
+        shape => (shape.to_vec(), tb != b_swapped),
     };
+    let left = Operand::new(numbers(&a_stored), &a_shape, a_transposed);
+    let right = Operand::new(numbers(&b_stored), &b_shape, b_transposed);
     let (m, k, n) = (left.rows(), left.cols(), right.cols());
     debug_assert_eq!(k, right.rows(), "shape inference checks the inner sizes");
     let batch = broadcast_batch(&left.batch, &right.batch);
@@ -48,8 +72,19 @@ pub fn matmul(a: &ArrayViewD<'_, f64>, b: &ArrayViewD<'_, f64>, ta: bool, tb: bo
     let mut out = super::execute::take(len).unwrap_or_else(|| vec![0.0; len]);
     if k == 0 {
         out.fill(0.0);
-    } else if !out.is_empty() {
-        products(&left, &right, &batch, &mut out);
+    } else if out.is_empty() {
+    } else if single {
+        let (a32, b32) = (narrowed(left.data), narrowed(right.data));
+        let left = Operand::new(&a32, &a_shape, a_transposed);
+        let right = Operand::new(&b32, &b_shape, b_transposed);
+        let mut out32 = scratch(len);
+        products(&left, &right, &batch, &mut out32, 1.0f32);
+        widen_into(&out32, &mut out);
+        for used in [a32, b32, out32] {
+            keep(used);
+        }
+    } else {
+        products(&left, &right, &batch, &mut out, 1.0);
     }
     let mut shape = batch;
     if a.ndim() > 1 {
@@ -81,7 +116,7 @@ pub(crate) fn matmul_into(
     if k == 0 {
         out.fill(0.0);
     } else if !out.is_empty() {
-        products(&left, &right, &[], out);
+        products(&left, &right, &[], out, 1.0);
     }
 }
 
@@ -101,17 +136,87 @@ fn numbers<'a>(x: &'a CowArray<'_, f64, IxDyn>) -> &'a [f64] {
     x.as_slice().expect("a standard-layout array is contiguous")
 }
 
+/// Numbers converted in parallel blocks of this many.
+const CONVERTED: usize = 1 << 14;
+
+/// f32 scratch buffers kept per thread (the products of one tape come in
+/// a few sizes): fresh memory would be zeroed and faulted in each time.
+const KEPT_SCRATCH: usize = 6;
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Vec<Vec<f32>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// An f32 buffer of `len` numbers (their values are left over from an
+/// earlier use: every one is written before it is read).
+fn scratch(len: usize) -> Vec<f32> {
+    let kept = SCRATCH.with(|kept| {
+        let mut kept = kept.borrow_mut();
+        let fitting = kept
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.capacity() >= len)
+            .min_by_key(|(_, v)| v.capacity())
+            .map(|(i, _)| i);
+        fitting.map(|i| kept.swap_remove(i))
+    });
+    let mut buffer = kept.unwrap_or_default();
+    buffer.resize(len, 0.0);
+    buffer.truncate(len);
+    buffer
+}
+
+/// Gives a scratch buffer back for later products on this thread.
+fn keep(buffer: Vec<f32>) {
+    SCRATCH.with(|kept| {
+        let mut kept = kept.borrow_mut();
+        if kept.len() >= KEPT_SCRATCH
+            && let Some(smallest) = (0..kept.len()).min_by_key(|&i| kept[i].capacity())
+        {
+            if kept[smallest].capacity() >= buffer.capacity() {
+                return;
+            }
+            kept.swap_remove(smallest);
+        }
+        kept.push(buffer);
+    });
+}
+
+/// f32 numbers held as f64, as f32 (exact).
+fn narrowed(x: &[f64]) -> Vec<f32> {
+    let mut out = scratch(x.len());
+    out.par_chunks_mut(CONVERTED)
+        .zip(x.par_chunks(CONVERTED))
+        .for_each(|(o, x)| {
+            for (o, &x) in o.iter_mut().zip(x) {
+                *o = x as f32;
+            }
+        });
+    out
+}
+
+/// `x` widened into `out` (exact).
+fn widen_into(x: &[f32], out: &mut [f64]) {
+    out.par_chunks_mut(CONVERTED)
+        .zip(x.par_chunks(CONVERTED))
+        .for_each(|(o, x)| {
+            for (o, &x) in o.iter_mut().zip(x) {
+                *o = f64::from(x);
+            }
+        });
+}
+
 /// One operand: row-major numbers, its batch axes, the matrix as stored
 /// and whether it is read transposed.
-struct Operand<'a> {
-    data: &'a [f64],
+struct Operand<'a, T = f64> {
+    data: &'a [T],
     batch: Vec<usize>,
     stored: (usize, usize),
     transposed: bool,
 }
 
-impl<'a> Operand<'a> {
-    fn new(data: &'a [f64], shape: &[usize], transposed: bool) -> Operand<'a> {
+impl<'a, T> Operand<'a, T> {
+    fn new(data: &'a [T], shape: &[usize], transposed: bool) -> Operand<'a, T> {
         let rank = shape.len();
         Operand {
             data,
@@ -176,7 +281,7 @@ impl<'a> Operand<'a> {
     }
 
     /// The matrix whose numbers start at `offset`.
-    fn matrix(&self, offset: usize) -> MatRef<'a, f64> {
+    fn matrix(&self, offset: usize) -> MatRef<'a, T> {
         let (rows, cols) = self.stored;
         let numbers = &self.data[offset..offset + rows * cols];
         let matrix = MatRef::from_row_major_slice(numbers, rows, cols);
@@ -200,8 +305,17 @@ fn broadcast_batch(a: &[usize], b: &[usize]) -> Vec<usize> {
         .collect()
 }
 
-/// Fills `out` (row-major, `batch` x rows x columns) with the products.
-fn products(left: &Operand<'_>, right: &Operand<'_>, batch: &[usize], out: &mut [f64]) {
+/// Fills `out` (row-major, `batch` x rows x columns) with the products
+/// (`one` is the number 1 of their type).
+fn products<T>(
+    left: &Operand<'_, T>,
+    right: &Operand<'_, T>,
+    batch: &[usize],
+    out: &mut [T],
+    one: T,
+) where
+    T: faer::traits::ComplexField + Copy + Send + Sync,
+{
     let (m, k, n) = (left.rows(), left.cols(), right.cols());
     let count: usize = batch.iter().product();
     let work = m * n * k;
@@ -213,10 +327,10 @@ fn products(left: &Operand<'_>, right: &Operand<'_>, batch: &[usize], out: &mut 
             Par::Seq
         }
     };
-    let product = |out: &mut [f64], a: MatRef<'_, f64>, b: MatRef<'_, f64>, par: Par| {
+    let product = |out: &mut [T], a: MatRef<'_, T>, b: MatRef<'_, T>, par: Par| {
         let rows = a.nrows();
         let dst = MatMut::from_row_major_slice_mut(out, rows, n);
-        faer_matmul(dst, Accum::Replace, a, b, 1.0, par);
+        faer_matmul(dst, Accum::Replace, a, b, one, par);
     };
     let a_offsets = left.offsets(batch);
     let b_offsets = right.offsets(batch);
@@ -229,7 +343,7 @@ fn products(left: &Operand<'_>, right: &Operand<'_>, batch: &[usize], out: &mut 
         product(out, a, right.matrix(0), par(rows * n * k));
         return;
     }
-    let one = |(b, out): (usize, &mut [f64]), par: Par| {
+    let one = |(b, out): (usize, &mut [T]), par: Par| {
         product(
             out,
             left.matrix(a_offsets[b]),

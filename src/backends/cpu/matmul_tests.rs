@@ -215,3 +215,34 @@ fn large_products_match_a_triple_loop() {
         check(&a.view(), &b.view(), ta, tb);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    /// f32 products (`matmul_single`) of f32 numbers: f32 numbers, within
+    /// f32 accumulation's error of the f64 product, on every path.
+    #[test]
+    fn single_products_are_f32_numbers_near_the_product(
+        (a, b, ta, tb) in case(),
+        layouts in (0u8..4, 0u8..4),
+        seed in any::<u32>(),
+    ) {
+        let round = |(mut x, layout): (ArrayD<f64>, u8)| {
+            x.mapv_inplace(crate::dtype::round32);
+            (x, layout)
+        };
+        let a = round(laid_out(&a, u64::from(seed), layouts.0));
+        let b = round(laid_out(&b, u64::from(seed) + 1, layouts.1));
+        let (va, vb) = (view(&a), view(&b));
+        let k = if ta { va.shape()[va.ndim().saturating_sub(2)] } else { va.shape()[va.ndim() - 1] };
+        let got = super::matmul_single(&va, &vb, ta, tb);
+        let want = matmul(&va, &vb, ta, tb);
+        prop_assert_eq!(got.shape(), want.shape());
+        // Operands lie in [-2, 2]: each product term is at most 4.
+        let bound = (k as f64 + 1.0) * f64::from(f32::EPSILON) * 4.0 * k as f64;
+        for (g, w) in got.iter().zip(&want) {
+            prop_assert_eq!(*g, crate::dtype::round32(*g));
+            prop_assert!((g - w).abs() <= bound.max(1e-30), "{} against {}", g, w);
+        }
+    }
+}

@@ -1091,7 +1091,9 @@ impl Planner {
                 });
                 Some(self.computed(out, shape))
             }
-            Kernel::Gemm { ta, tb } => {
+            // f32 products run in the general executor's f32 kernel.
+            Kernel::Gemm { single: true, .. } => None,
+            Kernel::Gemm { ta, tb, .. } => {
                 if args.iter().any(|a| a.shape.len() != 2) {
                     // Other ranks: NumPy's matmul through the general
                     // executor (transposed operands are not planned).

@@ -100,9 +100,9 @@ fn op(graph: &mut TensorGraph, op: TOp, children: &[Id]) -> Id {
 #[test]
 fn views_and_movements_agree_with_the_executor() {
     let mut g = TensorGraph::new();
-    let a = g.input(0, &[4, 6]);
-    let b = g.input(1, &[6]);
-    let s = g.input(2, &[]);
+    let a = g.input(0, &[4, 6], crate::dtype::DType::F64);
+    let b = g.input(1, &[6], crate::dtype::DType::F64);
+    let s = g.input(2, &[], crate::dtype::DType::F64);
     let rows = op(
         &mut g,
         TOp::Slice {
@@ -195,8 +195,8 @@ fn slots_reused_under_live_views_keep_their_values() {
     // Many slices of one value, each reshaped and used late: the tape
     // reuses slots while the views are alive.
     let mut g = TensorGraph::new();
-    let a = g.input(0, &[4, 14]);
-    let x = g.input(1, &[14]);
+    let a = g.input(0, &[4, 14], crate::dtype::DType::F64);
+    let x = g.input(1, &[14], crate::dtype::DType::F64);
     let mut parts = Vec::new();
     for k in 0..4 {
         let row = op(
@@ -235,9 +235,9 @@ fn slots_reused_under_live_views_keep_their_values() {
 #[test]
 fn large_groups_run_in_chunks() {
     let mut g = TensorGraph::new();
-    let a = g.input(0, &[3, 300]);
-    let b = g.input(1, &[300]);
-    let c = g.input(2, &[3, 1]);
+    let a = g.input(0, &[3, 300], crate::dtype::DType::F64);
+    let b = g.input(1, &[300], crate::dtype::DType::F64);
+    let c = g.input(2, &[3, 1], crate::dtype::DType::F64);
     let e = g.map(Math::Exp([Id::from(0)]), &[a]);
     let m = g.map(Math::Mul([Id::from(0); 2]), &[e, b]);
     let d = g.map(Math::Sub([Id::from(0); 2]), &[m, c]);
@@ -248,7 +248,7 @@ fn large_groups_run_in_chunks() {
 #[test]
 fn results_held_by_the_caller_are_never_overwritten() {
     let mut g = TensorGraph::new();
-    let a = g.input(0, &[4]);
+    let a = g.input(0, &[4], crate::dtype::DType::F64);
     let two = g.num(2.0);
     let doubled = g.map(Math::Mul([Id::from(0); 2]), &[a, two]);
     let program = RecExpr::from(g.nodes().to_vec());
@@ -276,8 +276,8 @@ fn results_held_by_the_caller_are_never_overwritten() {
 #[test]
 fn reductions_over_scattered_axes_and_stacked_products_take_the_general_path() {
     let mut g = TensorGraph::new();
-    let a = g.input(0, &[2, 3, 4]);
-    let b = g.input(1, &[2, 4, 3]);
+    let a = g.input(0, &[2, 3, 4], crate::dtype::DType::F64);
+    let b = g.input(1, &[2, 4, 3], crate::dtype::DType::F64);
     let sum = op(
         &mut g,
         TOp::Reduce {

@@ -86,7 +86,17 @@ fn step<M: Machine>(
             .cloned()
             .ok_or_else(|| BackendError::new(format!("the tape has no input {index}"))),
         Kernel::Fused(group) => elementwise(machine, group, args, shape),
-        Kernel::Gemm { ta, tb } => matmul(machine, args[0], args[1], *ta, *tb, shape),
+        Kernel::Gemm { ta, tb, single } => {
+            let product = matmul(machine, args[0], args[1], *ta, *tb, shape)?;
+            if !*single {
+                return Ok(product);
+            }
+            // cuBLAS computes in f64 here: the f32 product is its rounding.
+            let round = launch::single_step(&TOp::Cast(crate::dtype::DType::F32), 1);
+            let rounded = elementwise(machine, &round, &[&product], shape);
+            release(machine, product);
+            rounded
+        }
         Kernel::Loop(tapes) => scan::run_loop(machine, tapes, args),
         Kernel::Op(op) => operation(machine, op, args, shape),
     }

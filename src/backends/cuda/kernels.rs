@@ -153,6 +153,10 @@ pub fn expression(op: &TOp, a: &[String]) -> Option<String> {
         TOp::Round(RoundOp::Round) => call("rint"),
         // A NaN condition selects `a`, as on the CPU.
         TOp::Where => format!("({} != 0.0) ? {} : {}", arg(0), arg(1), arg(2)),
+        // An f32 step's result: rounded to single precision (a C
+        // conversion rounds to nearest, ties to even, as on the CPU).
+        TOp::Cast(crate::dtype::DType::F32) => format!("(double)(float)({})", arg(0)),
+        TOp::Cast(_) => arg(0),
         _ => return None,
     })
 }

@@ -70,13 +70,27 @@ pub fn jvp(
         tangents[index] = Some(sweep.push_forward(id, &inputs));
         sweep.graph.set_deriving(outer);
     }
+    // A tangent has its output's number type (a weak seed does not
+    // widen an f32 result, and an f64 one does not stay f64).
     outputs
         .iter()
-        .map(|&output| match tangents[usize::from(output)] {
-            Some(t) => t,
-            None => sweep.zeros(output),
+        .map(|&output| {
+            let tangent = match tangents[usize::from(output)] {
+                Some(t) => t,
+                None => sweep.zeros(output),
+            };
+            strong_as(sweep.graph, tangent, output)
         })
         .collect()
+}
+
+/// `value` converted to the number type of `like`, when that is a strong
+/// one (a derivative has its variable's type).
+pub(super) fn strong_as(graph: &mut TensorGraph, value: Id, like: Id) -> Id {
+    match graph.dtype(like) {
+        crate::dtype::DType::Weak => value,
+        dtype => graph.cast(value, dtype),
+    }
 }
 
 struct Sweep<'a> {
@@ -279,6 +293,10 @@ impl Sweep<'_> {
                     Some(sum) => self.graph.expand_to(sum, &out_tangent),
                     None => self.graph.full(0.0, &out_tangent),
                 }
+            }
+            TOp::Cast(dtype) => {
+                let t = tangent_or_zero(self, 0);
+                self.graph.cast(t, *dtype)
             }
             TOp::Where => {
                 let zero = self.graph.num(0.0);

@@ -7,8 +7,10 @@
 //! The tracer records a Lisp function into one; the reverse and forward
 //! sweeps append derivative nodes to the same graph.
 
+use super::dtype::{infer_dtype, promotes_operand};
 use super::op::{Shape, TNode, TOp, map_op};
 use super::shape::{ShapeError, infer, numel};
+use crate::dtype::DType;
 use crate::egraph::eval::apply_op;
 use crate::egraph::language::{Constant, Math};
 use crate::egraph::partials::PartialBuilder;
@@ -21,6 +23,7 @@ use smallvec::SmallVec;
 pub struct TensorGraph {
     expr: RecExpr<TNode>,
     shapes: Vec<Shape>,
+    dtypes: Vec<DType>,
     memo: FxHashMap<TNode, Id>,
     /// Placeholders made so far (their numbers follow the order of
     /// tracing, so a function traced again makes the same program).
@@ -59,11 +62,22 @@ impl TensorGraph {
         &self.shapes[usize::from(id)]
     }
 
+    /// The number type of the value at `id`.
+    pub fn dtype(&self, id: Id) -> DType {
+        self.dtypes[usize::from(id)]
+    }
+
+    /// The number type of every node, by id.
+    pub fn dtypes(&self) -> &[DType] {
+        &self.dtypes
+    }
+
     /// Makes room for `additional` more nodes (a sweep roughly doubles a
     /// program), so the tables do not grow step by step.
     pub fn reserve(&mut self, additional: usize) {
         self.memo.reserve(additional);
         self.shapes.reserve(additional);
+        self.dtypes.reserve(additional);
     }
 
     /// The shape of every node, by id.
@@ -81,18 +95,26 @@ impl TensorGraph {
         self.expr[id].constant()
     }
 
-    /// Run-time input `index` of `shape`.
-    pub fn input(&mut self, index: u32, shape: &[usize]) -> Id {
+    /// Run-time input `index` of `shape` and type `dtype`.
+    pub fn input(&mut self, index: u32, shape: &[usize], dtype: DType) -> Id {
         self.insert(
             TNode::new(
                 TOp::Input {
                     index,
                     shape: SmallVec::from_slice(shape),
+                    dtype,
                 },
                 &[],
             ),
             SmallVec::from_slice(shape),
+            dtype,
         )
+    }
+
+    /// `x` converted to `dtype` (itself when it has that type; a constant
+    /// stays a weak constant, rounded).
+    pub fn cast(&mut self, x: Id, dtype: DType) -> Id {
+        self.add_valid(TOp::Cast(dtype), &[x])
     }
 
     /// Marks the nodes added from now on as part of the derivative of
@@ -108,9 +130,9 @@ impl TensorGraph {
         self.derived.get(usize::from(id)).copied().flatten()
     }
 
-    /// A fresh placeholder of `shape` (a stand-in a custom rule is traced
-    /// with).
-    pub fn placeholder(&mut self, shape: &[usize]) -> Id {
+    /// A fresh placeholder of `shape` and `dtype` (a stand-in a custom
+    /// rule is traced with).
+    pub fn placeholder(&mut self, shape: &[usize], dtype: DType) -> Id {
         let serial = self.placeholders;
         self.placeholders += 1;
         self.insert(
@@ -118,10 +140,12 @@ impl TensorGraph {
                 TOp::Placeholder {
                     serial,
                     shape: SmallVec::from_slice(shape),
+                    dtype,
                 },
                 &[],
             ),
             SmallVec::from_slice(shape),
+            dtype,
         )
     }
 
@@ -129,7 +153,11 @@ impl TensorGraph {
     /// passed as inputs instead).
     pub fn scalar(&mut self, value: f64) -> Option<Id> {
         let constant = Constant::new(value)?;
-        Some(self.insert(TNode::new(TOp::Scalar(constant), &[]), Shape::new()))
+        Some(self.insert(
+            TNode::new(TOp::Scalar(constant), &[]),
+            Shape::new(),
+            DType::Weak,
+        ))
     }
 
     /// A finite scalar known to the caller (a number in a derivative rule).
@@ -144,8 +172,37 @@ impl TensorGraph {
         self.broadcast(scalar, shape)
     }
 
-    /// Adds `op` over `children`, checking shapes and applying identities.
+    /// Adds `op` over `children`, checking shapes, converting the operands
+    /// it promotes to its compute type (`dtype::infer_dtype`) and applying
+    /// identities.
     pub fn add(&mut self, op: TOp, children: &[Id]) -> Result<Id, ShapeError> {
+        let operand_dtypes: SmallVec<[DType; 3]> =
+            children.iter().map(|&c| self.dtype(c)).collect();
+        let typing = infer_dtype(&op, &operand_dtypes);
+        if let TOp::Cast(target) = op {
+            if let Some(id) = self.cast_simplified(children[0], target) {
+                return Ok(id);
+            }
+        } else if children
+            .iter()
+            .enumerate()
+            .any(|(k, &c)| promotes_operand(&op, k) && self.dtype(c) != typing.compute)
+        {
+            let converted: SmallVec<[Id; 3]> = children
+                .iter()
+                .enumerate()
+                .map(|(k, &c)| {
+                    if promotes_operand(&op, k) {
+                        self.converted(c, typing.compute)
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            if converted[..] != *children {
+                return self.add(op, &converted);
+            }
+        }
         let shape = {
             let shapes: SmallVec<[&[usize]; 3]> = children
                 .iter()
@@ -155,9 +212,66 @@ impl TensorGraph {
         };
         let node = TNode::new(op, children);
         if let Some(id) = self.simplified(&node, &shape) {
+            debug_assert_eq!(
+                self.dtype(id),
+                typing.result,
+                "an identity keeps the number type"
+            );
             return Ok(id);
         }
-        Ok(self.insert(node, shape))
+        Ok(self.insert(node, shape, typing.result))
+    }
+
+    /// Operand `x` as an operation computing in `dtype` reads it: a
+    /// constant rounded to the type (staying weak, so identities on
+    /// constants still apply), a weak value widened to f64 as it is, any
+    /// other value converted.
+    fn converted(&mut self, x: Id, dtype: DType) -> Id {
+        let from = self.dtype(x);
+        if from == dtype || (from == DType::Weak && dtype != DType::F32) {
+            return x;
+        }
+        if from == DType::Weak
+            && let Some(rounded) = self.rounded_constant(x, dtype)
+        {
+            return rounded;
+        }
+        self.cast(x, dtype)
+    }
+
+    /// A weak constant (a number, or one broadcast or reshaped) rounded to
+    /// `dtype`.
+    fn rounded_constant(&mut self, x: Id, dtype: DType) -> Option<Id> {
+        match (&self.expr[x].op, self.expr[x].children.as_slice()) {
+            (TOp::Scalar(c), _) => {
+                let value = dtype.round(c.get());
+                // A number beyond f32's range becomes infinite: an input,
+                // which `cast` converts instead.
+                self.scalar(value)
+            }
+            (op @ (TOp::Broadcast(_) | TOp::Reshape(_)), &[inner]) => {
+                let op = op.clone();
+                let rounded = self.rounded_constant(inner, dtype)?;
+                Some(self.add_valid(op, &[rounded]))
+            }
+            _ => None,
+        }
+    }
+
+    /// `Cast(target)` of `x` when it needs no node of its own.
+    fn cast_simplified(&mut self, x: Id, target: DType) -> Option<Id> {
+        let from = self.dtype(x);
+        if from == target {
+            return Some(x);
+        }
+        if target == DType::F32 && from == DType::Weak {
+            return None;
+        }
+        // A conversion of a widening conversion converts the original.
+        match (&self.expr[x].op, self.expr[x].children.as_slice()) {
+            (TOp::Cast(_), &[inner]) if self.dtype(inner) <= from => Some(self.cast(inner, target)),
+            _ => None,
+        }
     }
 
     /// Adds a node whose shapes are known to fit (built by a derivative
@@ -167,13 +281,14 @@ impl TensorGraph {
             .expect("derivative rules combine operands of fitting shapes")
     }
 
-    fn insert(&mut self, node: TNode, shape: Shape) -> Id {
+    fn insert(&mut self, node: TNode, shape: Shape, dtype: DType) -> Id {
         if let Some(&id) = self.memo.get(&node) {
             return id;
         }
         let id = self.expr.add(node.clone());
         self.memo.insert(node, id);
         self.shapes.push(shape);
+        self.dtypes.push(dtype);
         self.derived.push(self.deriving);
         id
     }

@@ -37,7 +37,7 @@ pub fn lift(
     let inputs: Vec<Id> = shapes
         .iter()
         .enumerate()
-        .map(|(k, shape)| graph.input(k as u32, shape))
+        .map(|(k, shape)| graph.input(k as u32, shape, crate::dtype::DType::F64))
         .collect();
     let mut lifter = Lifter {
         graph: &mut graph,

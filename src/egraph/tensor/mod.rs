@@ -6,6 +6,7 @@
 //! nothing of Lisp values or of how programs are executed.
 
 pub mod custom;
+pub mod dtype;
 pub mod egraph;
 pub mod forward;
 pub mod graph;

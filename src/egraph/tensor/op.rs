@@ -3,6 +3,7 @@
 //! operations are the scalar `Math` operators lifted to tensors with NumPy
 //! broadcasting, so the scalar table of local partials serves them too.
 
+use crate::dtype::DType;
 use crate::egraph::language::{Constant, Math};
 use egg::{Id, Language};
 use smallvec::SmallVec;
@@ -122,8 +123,10 @@ pub enum TOp {
         index: u32,
         /// Its shape.
         shape: Shape,
+        /// Its number type.
+        dtype: DType,
     },
-    /// A scalar constant. A leaf.
+    /// A scalar constant (of the weak type). A leaf.
     Scalar(Constant),
     /// A scalar operator applied elementwise with broadcasting. The `Math`
     /// node's own children are placeholders (`Id(0)`); the operands are the
@@ -135,6 +138,9 @@ pub enum TOp {
     Round(RoundOp),
     /// `(where cond a b)`: three operands, broadcasting.
     Where,
+    /// The operand converted to a number type (elementwise; to f32 it
+    /// rounds, to f64 it is exact).
+    Cast(DType),
     /// Reduction over `axes` (sorted, distinct).
     Reduce {
         /// What is computed.
@@ -215,6 +221,8 @@ pub enum TOp {
         serial: u32,
         /// Its shape.
         shape: Shape,
+        /// Its number type.
+        dtype: DType,
     },
     /// An operation of the table (`crate::ops`): indexing, sequences,
     /// linear algebra. Its definition there says everything about it.
@@ -240,7 +248,7 @@ impl TOp {
     pub fn is_elementwise(&self) -> bool {
         matches!(
             self,
-            TOp::Map(_) | TOp::Compare(_) | TOp::Round(_) | TOp::Where
+            TOp::Map(_) | TOp::Compare(_) | TOp::Round(_) | TOp::Where | TOp::Cast(_)
         )
     }
 }
@@ -327,6 +335,14 @@ impl Language for TNode {
     }
 }
 
+/// How a leaf shows its number type: nothing for f64 (the default).
+fn dtype_suffix(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "f32",
+        DType::Weak | DType::F64 => "",
+    }
+}
+
 fn join<T: fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
     items
         .into_iter()
@@ -338,7 +354,11 @@ fn join<T: fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
 impl fmt::Display for TOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TOp::Input { index, shape } => write!(f, "input{index}[{}]", join(shape)),
+            TOp::Input {
+                index,
+                shape,
+                dtype,
+            } => write!(f, "input{index}[{}]{}", join(shape), dtype_suffix(*dtype)),
             // Shortest round-trip form (`-1.7976931348623157e308`, not 309
             // digits).
             TOp::Scalar(c) => write!(f, "{:?}", c.get()),
@@ -346,6 +366,7 @@ impl fmt::Display for TOp {
             TOp::Compare(op) => write!(f, "{}", op.name()),
             TOp::Round(op) => write!(f, "{}", op.name()),
             TOp::Where => write!(f, "where"),
+            TOp::Cast(dtype) => write!(f, "cast-{}", dtype.name()),
             TOp::Reduce { op, axes, keepdims } => {
                 write!(
                     f,
@@ -378,8 +399,17 @@ impl fmt::Display for TOp {
             TOp::Tag(tag) => write!(f, "tag{tag}"),
             TOp::Linearized => write!(f, "linearized"),
             TOp::Custom(rule) => write!(f, "custom[{}]", rule.name),
-            TOp::Placeholder { serial, shape } => {
-                write!(f, "placeholder{serial}[{}]", join(shape))
+            TOp::Placeholder {
+                serial,
+                shape,
+                dtype,
+            } => {
+                write!(
+                    f,
+                    "placeholder{serial}[{}]{}",
+                    join(shape),
+                    dtype_suffix(*dtype)
+                )
             }
             TOp::Op(op) => write!(f, "{op}"),
             TOp::Scan(scan) => write!(f, "scan[{} {:?}]", scan.steps_label(), scan.strategy),

@@ -106,7 +106,7 @@ pub fn op_cost(op: &TOp, shape: &[usize], operand_shapes: &[&[usize]]) -> u64 {
         TOp::Input { .. } | TOp::Scalar(_) => 1,
         TOp::StopGradient | TOp::Tag(_) | TOp::Linearized | TOp::Custom(_) => 1,
         TOp::Map(math) => 2 * (n + reads) + n * arithmetic(math),
-        TOp::Compare(_) | TOp::Round(_) | TOp::Where => 2 * (n + reads),
+        TOp::Compare(_) | TOp::Round(_) | TOp::Where | TOp::Cast(_) => 2 * (n + reads),
         TOp::MatMul => {
             let inner = operand_shapes[0].last().copied().unwrap_or(1) as u64;
             2 * n * inner + 2 * (n + reads)

@@ -123,16 +123,18 @@ pub fn vjp(graph: &mut TensorGraph, seeds: &[(Id, Id)], wrt: &[Id]) -> Vec<Id> {
         }
         graph.set_deriving(outer);
     }
+    // A cotangent has its variable's number type.
     wrt.iter()
-        .map(
-            |&target| match adjoints.get(usize::from(target)).copied().flatten() {
+        .map(|&target| {
+            let adjoint = match adjoints.get(usize::from(target)).copied().flatten() {
                 Some(adjoint) => adjoint,
                 None => {
                     let shape = graph.shape(target).clone();
                     graph.full(0.0, &shape)
                 }
-            },
-        )
+            };
+            super::forward::strong_as(graph, adjoint, target)
+        })
         .collect()
 }
 
@@ -410,6 +412,11 @@ fn pullback(graph: &mut TensorGraph, id: Id, g: Id, masked: bool) -> SmallVec<[O
             children.iter().map(|_| None).collect()
         }
         TOp::Scan(scan) => scan_pullback(graph, scan, &children, g),
+        // The cotangent of a conversion is converted back.
+        TOp::Cast(_) => {
+            let dtype = graph.dtype(children[0]);
+            SmallVec::from_slice(&[Some(graph.cast(g, dtype))])
+        }
         TOp::Op(op) => op.vjp(graph, id, g),
         TOp::ScanVjp(scan) => scan_vjp_pullback(graph, scan, &children, g),
         TOp::Map(_) => {

@@ -26,6 +26,7 @@ use super::op::{Shape, TNode, TOp};
 use super::optimize::{TensorLimits, optimize};
 use super::reverse::vjp;
 use super::shape::numel;
+use crate::dtype::DType;
 use egg::Id;
 use smallvec::SmallVec;
 use std::hash::{Hash, Hasher};
@@ -78,10 +79,15 @@ impl Body {
             .nodes
             .iter()
             .map(|node| match &node.op {
-                TOp::Input { index, shape } => TNode::new(
+                TOp::Input {
+                    index,
+                    shape,
+                    dtype,
+                } => TNode::new(
                     TOp::Input {
                         index: moved(*index as usize) as u32,
                         shape: shape.clone(),
+                        dtype: *dtype,
                     },
                     &[],
                 ),
@@ -93,6 +99,22 @@ impl Body {
             shapes: self.shapes.clone(),
             roots: self.roots.clone(),
         }
+    }
+
+    /// The number type of input `index`, if the body reads it.
+    pub fn input_dtype(&self, index: usize) -> Option<DType> {
+        self.nodes.iter().find_map(|node| match node.op {
+            TOp::Input {
+                index: i, dtype, ..
+            } if i as usize == index => Some(dtype),
+            _ => None,
+        })
+    }
+
+    /// The number type of each root.
+    pub fn root_dtypes(&self) -> Vec<DType> {
+        let dtypes = super::dtype::dtypes_of(&self.nodes);
+        self.roots.iter().map(|&r| dtypes[usize::from(r)]).collect()
     }
 
     /// `roots` of `nodes`, optimized. Remembered per thread: a function
@@ -340,6 +362,16 @@ impl ScanSpec {
             .collect()
     }
 
+    /// The number type of the bodies' input `index` (read by the step or
+    /// a `while-loop`'s condition; weak, which promotes nothing, when
+    /// neither reads it).
+    pub fn input_dtype(&self, index: usize) -> DType {
+        self.body
+            .input_dtype(index)
+            .or_else(|| self.condition.as_ref()?.input_dtype(index))
+            .unwrap_or(DType::Weak)
+    }
+
     /// The length of the `ScanVjp` result: all cotangents, flat.
     pub fn adjoint_len(&self) -> usize {
         self.adjoint_shapes().iter().map(|s| numel(s)).sum()
@@ -368,11 +400,18 @@ impl ScanSpec {
                 .iter()
                 .enumerate()
                 .map(|(index, id)| {
-                    id.unwrap_or_else(|| graph.input(index as u32, &self.input_shape(index)))
+                    id.unwrap_or_else(|| {
+                        graph.input(
+                            index as u32,
+                            &self.input_shape(index),
+                            self.input_dtype(index),
+                        )
+                    })
                 })
                 .collect();
             let base = self.body_inputs() as u32;
             let leaves = self.leaves.len();
+            let root_dtypes = self.body.root_dtypes();
             let state_seeds = self
                 .leaves
                 .iter()
@@ -380,7 +419,7 @@ impl ScanSpec {
                 .filter(|(k, _)| !self.dead[*k])
                 .map(|(k, shape)| {
                     let root = map[usize::from(self.body.roots[k])];
-                    (root, graph.input(base + k as u32, shape))
+                    (root, graph.input(base + k as u32, shape, root_dtypes[k]))
                 })
                 .collect::<Vec<_>>();
             let output_seeds = self
@@ -389,7 +428,10 @@ impl ScanSpec {
                 .enumerate()
                 .map(|(m, shape)| {
                     let root = map[usize::from(self.body.roots[leaves + m])];
-                    (root, graph.input(base + (leaves + m) as u32, shape))
+                    (
+                        root,
+                        graph.input(base + (leaves + m) as u32, shape, root_dtypes[leaves + m]),
+                    )
                 })
                 .collect::<Vec<_>>();
             let seeds: Vec<(Id, Id)> = state_seeds.into_iter().chain(output_seeds).collect();
@@ -452,9 +494,13 @@ impl ScanSpec {
         let mut inputs: Vec<Option<Id>> = vec![None; self.body_inputs()];
         for node in &self.body.nodes {
             let id = match &node.op {
-                TOp::Input { index, shape } => {
+                TOp::Input {
+                    index,
+                    shape,
+                    dtype,
+                } => {
                     let index = *index as usize;
-                    let id = graph.input(moved(index) as u32, shape);
+                    let id = graph.input(moved(index) as u32, shape, *dtype);
                     inputs[index] = Some(id);
                     id
                 }
@@ -468,7 +514,7 @@ impl ScanSpec {
         }
         let mut seeds: Vec<(Id, Id)> = Vec::new();
         for (k, shape) in self.leaves.iter().enumerate() {
-            let tangent = graph.input((leaves + k) as u32, shape);
+            let tangent = graph.input((leaves + k) as u32, shape, self.input_dtype(k));
             if let Some(input) = inputs[k] {
                 seeds.push((input, tangent));
             }
@@ -478,7 +524,8 @@ impl ScanSpec {
             if xs_tangent.get(m).copied().unwrap_or(false) {
                 let index = 2 * leaves + 1 + xs + extra;
                 extra += 1;
-                let tangent = graph.input(index as u32, shape);
+                let dtype = self.input_dtype(leaves + 1 + m);
+                let tangent = graph.input(index as u32, shape, dtype);
                 if let Some(input) = inputs[leaves + 1 + m] {
                     seeds.push((input, tangent));
                 }
@@ -489,7 +536,8 @@ impl ScanSpec {
             if captures_tangent.get(j).copied().unwrap_or(false) {
                 let index = 2 * leaves + 1 + xs + tangent_xs + captures + extra;
                 extra += 1;
-                let tangent = graph.input(index as u32, shape);
+                let dtype = self.input_dtype(captures_from + j);
+                let tangent = graph.input(index as u32, shape, dtype);
                 if let Some(input) = inputs[captures_from + j] {
                     seeds.push((input, tangent));
                 }

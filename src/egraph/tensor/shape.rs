@@ -105,7 +105,9 @@ pub fn infer(op: &TOp, shapes: &[&[usize]]) -> Result<Shape, ShapeError> {
             }
             out
         }
-        TOp::Round(_) | TOp::StopGradient | TOp::Tag(_) => SmallVec::from_slice(one(0)),
+        TOp::Round(_) | TOp::Cast(_) | TOp::StopGradient | TOp::Tag(_) => {
+            SmallVec::from_slice(one(0))
+        }
         TOp::Linearized => {
             if shapes.len().is_multiple_of(2) {
                 return Err(ShapeError(format!(

@@ -80,6 +80,7 @@ pub(super) fn hoist_invariants(
         outside[i] = Some(id);
     }
     let mut body = nodes.to_vec();
+    let dtypes = crate::egraph::tensor::dtype::dtypes_of(nodes);
     for &i in &hoisted {
         let index = (first_capture + captures.len()) as u32;
         let value = traced(outer, outside[i].expect("built above"));
@@ -92,6 +93,7 @@ pub(super) fn hoist_invariants(
             TOp::Input {
                 index,
                 shape: shapes[i].clone(),
+                dtype: dtypes[i],
             },
             &[],
         );
@@ -139,7 +141,11 @@ impl Origin {
     pub(super) fn node_in(&self, outer: &TraceRef) -> EvalResult<Id> {
         match self {
             Origin::Traced(value) | Origin::Constant(value) => node_of(outer, value),
-            Origin::Known(buf) => node_of(outer, &buf_to_value(buf.clone())),
+            // An f32 value is held widened: an input of its own type.
+            Origin::Known(buf, crate::dtype::DType::F32) => Ok(outer
+                .borrow_mut()
+                .add_typed_input(buf.clone(), crate::dtype::DType::F32)),
+            Origin::Known(buf, _) => node_of(outer, &buf_to_value(buf.clone())),
         }
     }
 }

@@ -15,7 +15,7 @@ pub mod vmap;
 
 use super::error::{EvalError, EvalResult};
 use super::interp::Interp;
-use super::trace::{Trace, TraceRef, buf_to_value, node_of, traced, value_to_buf};
+use super::trace::{Trace, TraceRef, node_of, traced};
 use super::value::Value;
 use crate::backends::cpu::cancel::with_cancel;
 use crate::egraph::tensor::optimize::{Optimized, TensorLimits, TensorReport, optimize};
@@ -73,6 +73,8 @@ pub struct NumericState {
     pub(crate) recording_frames: Option<u64>,
     /// Calls that ran a kept trace's tape without tracing (`replay`).
     pub replayed: u64,
+    /// The type the constructors make (`set-default-dtype!`).
+    pub default_dtype: crate::dtype::DType,
 }
 
 /// A sparse derivative's pattern and colouring, and the program they were
@@ -352,6 +354,23 @@ pub fn derivative_sparsity(
     Ok(compression)
 }
 
+/// A tape's results as Lisp values of their types.
+pub(super) fn typed_values(
+    outputs: Vec<crate::backends::cpu::Buf>,
+    dtypes: &[crate::dtype::DType],
+) -> Vec<Value> {
+    outputs
+        .into_iter()
+        .zip(
+            dtypes
+                .iter()
+                .copied()
+                .chain(std::iter::repeat(crate::dtype::DType::F64)),
+        )
+        .map(|(buf, dtype)| crate::lisp::trace::typed_value(buf, dtype))
+        .collect()
+}
+
 /// Computes a recorded trace's results and derivatives.
 fn finish(interp: &mut Interp, recorded: Recorded, request: &Request) -> EvalResult<Outcome> {
     let trace = &recorded.trace;
@@ -371,7 +390,11 @@ fn finish(interp: &mut Interp, recorded: Recorded, request: &Request) -> EvalRes
             let checked = trace.borrow().checked_values(&all);
             let mut outputs = checked.map_err(|failure| nan_error(&trace.borrow(), failure))?;
             let outputs = outputs.split_off(recorded.outputs.len());
-            (outputs.into_iter().map(buf_to_value).collect(), None, None)
+            let dtypes: Vec<crate::dtype::DType> = {
+                let t = trace.borrow();
+                recorded.roots.iter().map(|&r| t.graph.dtype(r)).collect()
+            };
+            (typed_values(outputs, &dtypes), None, None)
         } else {
             let (compiled, hit) = compiled_for(interp, trace, &recorded.roots);
             let inputs = trace.borrow().inputs.clone();
@@ -383,7 +406,7 @@ fn finish(interp: &mut Interp, recorded: Recorded, request: &Request) -> EvalRes
             interp.check_interrupt()?;
             let outputs = outputs.map_err(crate::lisp::sites::eval_error)?;
             (
-                outputs.into_iter().map(buf_to_value).collect(),
+                typed_values(outputs, &compiled.tape.output_dtypes),
                 Some(hit),
                 Some(compiled),
             )
@@ -681,9 +704,8 @@ fn record(
                 .add(TOp::Tag(tag), &[inner])
                 .map_err(|e| EvalError::shape(e.0))?
         } else {
-            let buf = value_to_buf(leaf)?;
             input_leaves.push(position);
-            trace.borrow_mut().add_input(buf)
+            trace.borrow_mut().add_value_input(leaf)?
         };
         leaf_ids.push(id);
         traced_leaves.push(traced(&trace, id));
@@ -996,7 +1018,11 @@ fn identity_seed(t: &mut Trace, x: Id) -> EvalResult<(usize, Id)> {
     let eye = ndarray::Array2::<f64>::eye(n)
         .into_shape_with_order(ndarray::IxDyn(&seed_shape))
         .expect("n rows of n elements");
-    let id = t.add_input(crate::backends::cpu::Buf::Array(Rc::new(eye)));
+    // Zeros and ones: weak, so an f32 function's derivative stays f32.
+    let id = t.add_typed_input(
+        crate::backends::cpu::Buf::Array(Rc::new(eye)),
+        crate::dtype::DType::Weak,
+    );
     Ok((n, id))
 }
 
@@ -1019,10 +1045,7 @@ fn seed_node(t: &mut Trace, trace: &TraceRef, value: &Value) -> EvalResult<Id> {
         Value::Traced(_) => t.capture_enclosing(value).ok_or_else(|| {
             EvalError::type_error("a traced value escaped the function being differentiated")
         }),
-        other => {
-            let buf = value_to_buf(other)?;
-            Ok(t.add_input(buf))
-        }
+        other => t.add_value_input(other),
     }
 }
 

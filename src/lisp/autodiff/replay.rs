@@ -31,9 +31,10 @@ use super::tree::{Tree, flatten};
 use super::{Compiled, Outcome, Request, assemble, finish, record};
 use crate::backends::cpu::Buf;
 use crate::backends::cpu::cancel::with_cancel;
+use crate::dtype::DType;
 use crate::lisp::error::EvalResult;
 use crate::lisp::interp::Interp;
-use crate::lisp::trace::{buf_to_value, value_to_buf};
+use crate::lisp::trace::value_to_buf;
 use crate::lisp::value::Value;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -48,8 +49,8 @@ enum Leaf {
     Int(i64),
     /// A float.
     Number,
-    /// A tensor of this shape.
-    Tensor(Vec<usize>),
+    /// A tensor of this shape and type.
+    Tensor(Vec<usize>, DType),
 }
 
 /// A call's arguments: their structure and leaves.
@@ -73,7 +74,8 @@ impl Signature {
             .map(|v| match v {
                 Value::Int(n) => Some(Leaf::Int(*n)),
                 Value::Float(_) => Some(Leaf::Number),
-                Value::Tensor(t) => Some(Leaf::Tensor(t.shape().to_vec())),
+                Value::Tensor(t) => Some(Leaf::Tensor(t.shape().to_vec(), DType::F64)),
+                Value::Tensor32(t) => Some(Leaf::Tensor(t.shape().to_vec(), DType::F32)),
                 _ => None,
             })
             .collect::<Option<Vec<_>>>()?;
@@ -203,11 +205,8 @@ impl Replay {
             crate::backends::run(&self.compiled.tape, &inputs)
         });
         interp.check_interrupt()?;
-        let values: Vec<Value> = outputs
-            .map_err(crate::lisp::sites::eval_error)?
-            .into_iter()
-            .map(buf_to_value)
-            .collect();
+        let outputs = outputs.map_err(crate::lisp::sites::eval_error)?;
+        let values = super::typed_values(outputs, &self.compiled.tape.output_dtypes);
         let (value, derivatives) =
             assemble(&values, self.n_out, &self.out_tree, &self.groups, request);
         Ok(Outcome {

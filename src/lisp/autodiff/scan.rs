@@ -12,13 +12,16 @@ use super::hoist::hoist_invariants;
 use super::tree::{Tree, flatten, rebuild_in_order};
 use crate::backends::cpu::cancel::with_cancel;
 use crate::backends::cpu::{Buf, run_loop};
+use crate::dtype::DType;
 use crate::egraph::tensor::optimize::TensorLimits;
 use crate::egraph::tensor::scan::{Body, ScanSpec, Strategy};
 use crate::egraph::tensor::shape::show;
 use crate::egraph::tensor::{Shape, TNode, TOp};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
-use crate::lisp::trace::{Trace, TraceRef, buf_to_value, node_of, traced, value_to_buf};
+use crate::lisp::trace::{
+    Trace, TraceRef, node_of, traced, typed_value, value_dtype, value_to_buf,
+};
 use crate::lisp::value::Value;
 use crate::tape::scan::LoopTapes;
 use egg::Id;
@@ -55,8 +58,9 @@ pub(super) enum Origin {
     /// A traced value of an enclosing trace computed from known values
     /// only (a hoisted invariant): no derivative flows to it.
     Constant(Value),
-    /// A tensor or number known now.
-    Known(Buf),
+    /// A tensor or number known now, of this type (an f32 one held
+    /// widened).
+    Known(Buf, DType),
 }
 
 /// What a scan runs over: a number of steps, or sequences whose rows the
@@ -102,19 +106,40 @@ pub fn scan(
         }
     };
     let shapes: Vec<Shape> = leaves.iter().map(leaf_shape).collect();
+    let mut dtypes: Vec<DType> = leaves.iter().map(value_dtype).collect();
     let xs: Vec<Shape> = sequences
         .iter()
         .map(|x| leaf_shape(x)[1..].into())
         .collect();
+    let xs_dtypes: Vec<DType> = sequences.iter().map(value_dtype).collect();
     let outer = interp.numeric.trace.clone();
-    let traced = trace_step(
-        interp,
-        step,
-        &tree,
-        &shapes,
-        xs_tree.as_ref().map(|t| (t, &xs[..])),
-        outer.clone(),
-    )?;
+    let trace = |interp: &mut Interp, dtypes: &[DType]| {
+        trace_step(
+            interp,
+            step,
+            &tree,
+            (&shapes, dtypes),
+            xs_tree.as_ref().map(|t| (t, &xs[..], &xs_dtypes[..])),
+            outer.clone(),
+        )
+    };
+    let mut traced = trace(interp, &dtypes)?;
+    // A number in the state that the step makes f32 or f64 is a value of
+    // that type from the start (JAX promotes weak carries the same way):
+    // the step is traced again with it so.
+    let made = crate::egraph::tensor::dtype::dtypes_of(&traced.nodes);
+    let mut promoted = false;
+    for k in 0..leaves.len() {
+        let next = made[usize::from(traced.roots[k])];
+        if dtypes[k] == DType::Weak && next != DType::Weak {
+            dtypes[k] = next;
+            leaves[k] = crate::lisp::builtins::dtype::converted_number(&leaves[k], next);
+            promoted = true;
+        }
+    }
+    if promoted {
+        traced = trace(interp, &dtypes)?;
+    }
     let limits = TensorLimits::for_level(interp.symbolic.level);
     let mut captures = traced.captures;
     let nodes = match &outer {
@@ -149,10 +174,12 @@ pub fn scan(
     let results = if n == 0 {
         // No step runs: the state as it was, and no rows of output.
         let mut results = leaves.clone();
+        let dtypes = spec.body.root_dtypes();
         results.extend(
             spec.output_parts()[shapes.len()..]
                 .iter()
-                .map(|shape| buf_to_value(zeros(shape))),
+                .zip(&dtypes[shapes.len()..])
+                .map(|(shape, &dtype)| typed_value(zeros(shape), dtype)),
         );
         results
     } else {
@@ -189,11 +216,13 @@ pub fn while_loop(
     let mut leaves = Vec::new();
     let tree = flatten(init, &mut leaves, "the state of while-loop")?;
     let shapes: Vec<Shape> = leaves.iter().map(leaf_shape).collect();
+    let dtypes: Vec<DType> = leaves.iter().map(value_dtype).collect();
     let outer = interp.numeric.trace.clone();
     let body: TraceRef = Rc::new(RefCell::new(Trace::loop_body(outer.clone())));
     let state_ids: Vec<Id> = shapes
         .iter()
-        .map(|shape| body.borrow_mut().add_input(zeros(shape)))
+        .zip(&dtypes)
+        .map(|(shape, &dtype)| body.borrow_mut().add_typed_input(zeros(shape), dtype))
         .collect();
     body.borrow_mut().add_input(Buf::Scalar(0.0));
     let state = rebuild_in_order(&tree, &mut state_ids.iter().map(|&id| traced(&body, id)));
@@ -231,10 +260,11 @@ pub fn while_loop(
             shapes.len()
         )));
     }
-    let roots: Vec<Id> = out_leaves
+    let mut roots: Vec<Id> = out_leaves
         .iter()
         .map(|v| node_of(&body, v))
         .collect::<EvalResult<_>>()?;
+    carried(&body, &mut roots, &dtypes, "while-loop's body")?;
     let b = body.borrow();
     if !b.graph.shape(go).is_empty() {
         return Err(EvalError::shape(format!(
@@ -360,7 +390,11 @@ pub fn checkpoint_call(interp: &mut Interp, f: &Value, args: &[Value]) -> EvalRe
     let body: TraceRef = Rc::new(RefCell::new(Trace::loop_body(Some(Rc::clone(&outer)))));
     let arg_ids: Vec<Id> = shapes
         .iter()
-        .map(|shape| body.borrow_mut().add_input(zeros(shape)))
+        .zip(&leaves)
+        .map(|(shape, leaf)| {
+            body.borrow_mut()
+                .add_typed_input(zeros(shape), value_dtype(leaf))
+        })
         .collect();
     // The index of the one step (unused by `f`).
     body.borrow_mut().add_input(Buf::Scalar(0.0));
@@ -392,6 +426,7 @@ pub fn checkpoint_call(interp: &mut Interp, f: &Value, args: &[Value]) -> EvalRe
         .collect::<EvalResult<_>>()?;
     let b = body.borrow();
     let result_shapes: Vec<Shape> = roots.iter().map(|&r| b.graph.shape(r).clone()).collect();
+    let result_dtypes: Vec<crate::dtype::DType> = roots.iter().map(|&r| b.graph.dtype(r)).collect();
     let captures = captured(&b, shapes.len() + 1).map_err(|_| {
         EvalError::type_error(
             "a checkpointed function looks at the values of its arguments (if, while, a comparison of numbers, printing): it is recomputed in the backward pass, so it cannot branch on them",
@@ -405,10 +440,15 @@ pub fn checkpoint_call(interp: &mut Interp, f: &Value, args: &[Value]) -> EvalRe
         .nodes()
         .iter()
         .map(|node| match &node.op {
-            TOp::Input { index, shape } if *index as usize >= arguments => TNode::new(
+            TOp::Input {
+                index,
+                shape,
+                dtype,
+            } if *index as usize >= arguments => TNode::new(
                 TOp::Input {
                     index: index + results_count as u32,
                     shape: shape.clone(),
+                    dtype: *dtype,
                 },
                 &[],
             ),
@@ -421,6 +461,7 @@ pub fn checkpoint_call(interp: &mut Interp, f: &Value, args: &[Value]) -> EvalRe
             TOp::Input {
                 index: (arguments + k) as u32,
                 shape: shape.clone(),
+                dtype: result_dtypes[k],
             },
             &[],
         ));
@@ -459,6 +500,7 @@ pub fn checkpoint_call(interp: &mut Interp, f: &Value, args: &[Value]) -> EvalRe
 pub(super) fn leaf_shape(leaf: &Value) -> Shape {
     match leaf {
         Value::Tensor(t) => t.shape().into(),
+        Value::Tensor32(t) => t.shape().into(),
         Value::Traced(t) => t.shape.clone(),
         _ => Shape::new(),
     }
@@ -471,25 +513,26 @@ fn trace_step(
     interp: &mut Interp,
     step: &Value,
     tree: &Tree,
-    shapes: &[Shape],
-    xs: Option<(&Tree, &[Shape])>,
+    (shapes, dtypes): (&[Shape], &[DType]),
+    xs: Option<(&Tree, &[Shape], &[DType])>,
     outer: Option<TraceRef>,
 ) -> EvalResult<TracedStep> {
     let body: TraceRef = Rc::new(RefCell::new(Trace::loop_body(outer)));
     let state_ids: Vec<Id> = shapes
         .iter()
-        .map(|shape| body.borrow_mut().add_input(zeros(shape)))
+        .zip(dtypes)
+        .map(|(shape, &dtype)| body.borrow_mut().add_typed_input(zeros(shape), dtype))
         .collect();
     let index_id = body.borrow_mut().add_input(Buf::Scalar(0.0));
-    let row_ids: Vec<Id> = xs
-        .map(|(_, rows)| rows)
-        .unwrap_or_default()
+    let (rows, row_dtypes) = xs.map(|(_, rows, d)| (rows, d)).unwrap_or_default();
+    let row_ids: Vec<Id> = rows
         .iter()
-        .map(|shape| body.borrow_mut().add_input(zeros(shape)))
+        .zip(row_dtypes)
+        .map(|(shape, &dtype)| body.borrow_mut().add_typed_input(zeros(shape), dtype))
         .collect();
     let state = rebuild_in_order(tree, &mut state_ids.iter().map(|&id| traced(&body, id)));
     let second = match xs {
-        Some((xs_tree, _)) => {
+        Some((xs_tree, _, _)) => {
             rebuild_in_order(xs_tree, &mut row_ids.iter().map(|&id| traced(&body, id)))
         }
         None => traced(&body, index_id),
@@ -522,11 +565,12 @@ fn trace_step(
     }
     let mut output_leaves = Vec::new();
     let outputs = flatten(&output, &mut output_leaves, "the outputs of scan's step")?;
-    let roots: Vec<Id> = out_leaves
+    let mut roots: Vec<Id> = out_leaves
         .iter()
         .chain(&output_leaves)
         .map(|v| node_of(&body, v))
         .collect::<EvalResult<_>>()?;
+    carried(&body, &mut roots[..shapes.len()], dtypes, "scan's step")?;
     let b = body.borrow();
     for (k, (&root, shape)) in roots.iter().zip(shapes).enumerate() {
         if b.graph.shape(root) != shape {
@@ -550,6 +594,27 @@ fn trace_step(
         output_shapes,
         captures,
     })
+}
+
+/// Makes a step's next state of the initial state's number types: a weak
+/// leaf (a number) takes the leaf's strong type; a leaf whose strong type
+/// changes is refused, naming both types (as JAX does).
+fn carried(body: &TraceRef, roots: &mut [Id], dtypes: &[DType], what: &str) -> EvalResult<()> {
+    let mut b = body.borrow_mut();
+    for (k, (root, &initial)) in roots.iter_mut().zip(dtypes).enumerate() {
+        let made = b.graph.dtype(*root);
+        match (initial, made) {
+            (DType::Weak, _) => {}
+            (_, DType::Weak) => *root = b.graph.cast(*root, initial),
+            (initial, made) if initial != made => {
+                return Err(EvalError::type_error(format!(
+                    "{what} makes state part {k} {made} from {initial}: the state keeps its type from step to step (astype the initial value or the step's result)"
+                )));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// The captured values of a traced body whose captures start at input
@@ -578,7 +643,14 @@ pub(super) fn captured(b: &Trace, first_capture: usize) -> EvalResult<Vec<(Origi
                 .iter()
                 .find(|(_, id)| Some(*id) == node)
                 .map_or_else(
-                    || Origin::Known(b.inputs[j].clone()),
+                    || {
+                        let dtype = match (node, &b.inputs[j]) {
+                            (Some(node), _) => b.graph.dtype(node),
+                            (None, Buf::Scalar(_)) => DType::Weak,
+                            (None, Buf::Array(_)) => DType::F64,
+                        };
+                        Origin::Known(b.inputs[j].clone(), dtype)
+                    },
                     |(value, _)| Origin::Traced(value.clone()),
                 );
             (origin, Shape::from(b.inputs[j].shape()))
@@ -652,6 +724,7 @@ fn record_nodes(
         .add(TOp::Scan(Arc::clone(spec)), &children)
         .map_err(|e| EvalError::shape(e.0))?;
     let parts = spec.output_parts();
+    let mut dtypes = spec.body.root_dtypes().into_iter();
     let ids: Vec<Id> = if spec.ys.is_empty() && parts.len() == 1 {
         vec![node]
     } else {
@@ -667,7 +740,10 @@ fn record_nodes(
                 };
                 offset += len;
                 let piece = trace.graph.add_valid(slice, &[node]);
-                trace.graph.reshape(piece, shape)
+                let piece = trace.graph.reshape(piece, shape);
+                // Each part has its own type (the pack holds them all).
+                let dtype = dtypes.next().unwrap_or_default();
+                trace.graph.cast(piece, dtype)
             })
             .collect()
     };
@@ -691,7 +767,7 @@ fn run_now(
         .collect::<EvalResult<_>>()?;
     for (origin, _) in captures {
         match origin {
-            Origin::Known(buf) => args.push(buf.clone()),
+            Origin::Known(buf, _) => args.push(buf.clone()),
             Origin::Traced(_) | Origin::Constant(_) => {
                 unreachable!("no enclosing trace to capture from")
             }
@@ -701,7 +777,11 @@ fn run_now(
     let result = with_cancel(interp.interrupt_flag(), || run_loop(&tapes, &args));
     interp.check_interrupt()?;
     let result = result.map_err(crate::lisp::sites::eval_error)?;
-    Ok(unpack(result, &spec.output_parts()))
+    Ok(unpack(
+        result,
+        &spec.output_parts(),
+        &spec.body.root_dtypes(),
+    ))
 }
 
 /// The loop compiled, from the cache when an equal loop was compiled.
@@ -728,10 +808,11 @@ fn compiled_loop(interp: &mut Interp, spec: &Arc<ScanSpec>) -> Rc<LoopTapes> {
 }
 
 /// A loop's result split into the state's leaves.
-fn unpack(result: Buf, shapes: &[Shape]) -> Vec<Value> {
+fn unpack(result: Buf, shapes: &[Shape], dtypes: &[DType]) -> Vec<Value> {
     crate::backends::cpu::unpack(&result, shapes)
         .into_iter()
-        .map(buf_to_value)
+        .zip(dtypes)
+        .map(|(buf, &dtype)| typed_value(buf, dtype))
         .collect()
 }
 

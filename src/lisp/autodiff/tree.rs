@@ -17,7 +17,11 @@ pub enum Tree {
 /// Flattens `value` into `leaves` and returns its structure.
 pub fn flatten(value: &Value, leaves: &mut Vec<Value>, what: &str) -> EvalResult<Tree> {
     match value {
-        Value::Int(_) | Value::Float(_) | Value::Tensor(_) | Value::Traced(_) => {
+        Value::Int(_)
+        | Value::Float(_)
+        | Value::Tensor(_)
+        | Value::Tensor32(_)
+        | Value::Traced(_) => {
             leaves.push(value.clone());
             Ok(Tree::Leaf(leaves.len() - 1))
         }

@@ -101,7 +101,8 @@ pub fn vmap_in_trace(
                     .filter(|&(k, _)| k != *axis)
                     .map(|(_, &d)| d)
                     .collect();
-                let id = body.borrow_mut().add_input(zeros(&example));
+                let dtype = crate::lisp::trace::value_dtype(leaf);
+                let id = body.borrow_mut().add_typed_input(zeros(&example), dtype);
                 body_leaves.push(traced(&body, id));
                 let outer_id = node_of(&outer, leaf)?;
                 let first = batch_axis_first(&mut outer.borrow_mut().graph, outer_id, *axis);

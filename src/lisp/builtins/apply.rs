@@ -67,6 +67,7 @@ impl Apply {
         match value {
             Value::Int(_) | Value::Float(_) => Ok(Shape::new()),
             Value::Tensor(t) => Ok(SmallVec::from_slice(t.shape())),
+            Value::Tensor32(t) => Ok(SmallVec::from_slice(t.shape())),
             Value::Traced(t) => Ok(t.shape.clone()),
             other => Err(EvalError::type_error(format!(
                 "expected a number or tensor, got {} {}",
@@ -117,9 +118,11 @@ impl Apply {
     /// a tensor, traced or not), for index arguments.
     pub fn tensor_of(&self, value: &Value) -> EvalResult<Value> {
         match value {
-            Value::Tensor(_) | Value::Traced(_) | Value::Int(_) | Value::Float(_) => {
-                Ok(value.clone())
-            }
+            Value::Tensor(_)
+            | Value::Tensor32(_)
+            | Value::Traced(_)
+            | Value::Int(_)
+            | Value::Float(_) => Ok(value.clone()),
             Value::Nil | Value::Pair(_) => {
                 let items = value.list_to_vec()?;
                 let numbers = items

@@ -211,6 +211,7 @@ fn hvp(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 fn shape_of(value: &Value) -> Vec<usize> {
     match value {
         Value::Tensor(t) => t.shape().to_vec(),
+        Value::Tensor32(t) => t.shape().to_vec(),
         Value::Traced(t) => t.shape.to_vec(),
         _ => Vec::new(),
     }
@@ -265,7 +266,11 @@ pub(crate) fn jacobian_of_function(args: &Args) -> EvalResult<Value> {
         let value = autodiff::run(interp, &f, call_args, &Request::Value, &[])?.value;
         if !matches!(
             value,
-            Value::Float(_) | Value::Int(_) | Value::Tensor(_) | Value::Traced(_)
+            Value::Float(_)
+                | Value::Int(_)
+                | Value::Tensor(_)
+                | Value::Tensor32(_)
+                | Value::Traced(_)
         ) {
             return Err(EvalError::type_error(format!(
                 "jacobian needs a function returning one number or tensor, this one returned {}",
@@ -374,9 +379,21 @@ fn jit(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 const CHECKED_ELEMENTS: usize = 200;
 
 fn check_grad(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    // The check runs in f64 (f32 finite differences would measure
+    // rounding, not the derivative): arguments widened, constructors f64.
+    let saved = std::mem::replace(&mut interp.numeric.default_dtype, crate::dtype::DType::F64);
+    let checked = check_grad_f64(interp, args);
+    interp.numeric.default_dtype = saved;
+    checked
+}
+
+fn check_grad_f64(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     expect_function(&args[0])?;
     let f = args[0].clone();
-    let call_args = list_arg(&args[1], "check-grad's second argument")?;
+    let call_args: Vec<Value> = list_arg(&args[1], "check-grad's second argument")?
+        .iter()
+        .map(|a| super::dtype::converted(a, crate::dtype::DType::F64))
+        .collect();
     let all: Vec<usize> = (0..call_args.len()).collect();
     let outcome = autodiff::run(
         interp,
@@ -643,7 +660,7 @@ fn scan(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let (step, init) = (&args[0], &args[1]);
     let (n, steps) = match &args[2] {
         Value::Int(n) if *n >= 0 => (*n as usize, Steps::Count(*n as usize)),
-        xs @ (Value::Tensor(_) | Value::Traced(_) | Value::Pair(_)) => {
+        xs @ (Value::Tensor(_) | Value::Tensor32(_) | Value::Traced(_) | Value::Pair(_)) => {
             (sequence_rows(xs), Steps::Over(xs.clone()))
         }
         other => {
@@ -711,6 +728,7 @@ fn while_loop(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 fn sequence_rows(xs: &Value) -> usize {
     match xs {
         Value::Tensor(t) => t.shape().first().copied().unwrap_or(0),
+        Value::Tensor32(t) => t.shape().first().copied().unwrap_or(0),
         Value::Traced(t) => t.shape.first().copied().unwrap_or(0),
         Value::Pair(_) => xs
             .list_to_vec()
@@ -769,6 +787,7 @@ fn state_bytes(init: &Value) -> EvalResult<usize> {
         .iter()
         .map(|leaf| match leaf {
             Value::Tensor(t) => t.len() * 8,
+            Value::Tensor32(t) => t.len() * 8,
             Value::Traced(t) => t.shape.iter().product::<usize>() * 8,
             _ => 8,
         })

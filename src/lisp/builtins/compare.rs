@@ -122,6 +122,7 @@ pub fn eq(a: &Value, b: &Value) -> bool {
         (Value::Str(x), Value::Str(y)) => Rc::ptr_eq(x, y),
         (Value::Pair(x), Value::Pair(y)) => Rc::ptr_eq(x, y),
         (Value::Tensor(x), Value::Tensor(y)) => Rc::ptr_eq(x, y),
+        (Value::Tensor32(x), Value::Tensor32(y)) => Rc::ptr_eq(x, y),
         (Value::Procedure(x), Value::Procedure(y)) => Rc::ptr_eq(x, y) || same_closure(x, y),
         (Value::Macro(x), Value::Macro(y)) => Rc::ptr_eq(x, y),
         _ => false,
@@ -154,6 +155,13 @@ pub fn equal(a: &Value, b: &Value) -> bool {
         (Value::Float(x), Value::Float(y)) => x == y || (x.is_nan() && y.is_nan()),
         (Value::Str(x), Value::Str(y)) => x == y,
         (Value::Tensor(x), Value::Tensor(y)) => {
+            x.shape() == y.shape()
+                && x.iter()
+                    .zip(y.iter())
+                    .all(|(p, q)| p == q || (p.is_nan() && q.is_nan()))
+        }
+        // Tensors of one type are equal when their elements are.
+        (Value::Tensor32(x), Value::Tensor32(y)) => {
             x.shape() == y.shape()
                 && x.iter()
                     .zip(y.iter())
@@ -249,7 +257,7 @@ predicates! {
     is_keyword => |v| matches!(v, Value::Keyword(_));
     is_string => |v| matches!(v, Value::Str(_));
     is_procedure => |v| matches!(v, Value::Procedure(_));
-    is_tensor => |v| matches!(v, Value::Tensor(_));
+    is_tensor => |v| matches!(v, Value::Tensor(_) | Value::Tensor32(_));
 }
 
 /// The built-ins of this family, with their docstrings.

@@ -9,6 +9,7 @@ mod autodiff;
 pub mod compare;
 mod custom;
 mod data;
+pub(crate) mod dtype;
 mod einsum;
 pub(crate) mod indexing;
 mod linalg;
@@ -63,6 +64,7 @@ pub const TABLES: &[&[Builtin]] = &[
     special::BUILTINS,
     sparse::BUILTINS,
     vmap::BUILTINS,
+    dtype::BUILTINS,
 ];
 
 /// Binds every built-in and constant in `interp`'s global environment.

@@ -2,10 +2,13 @@
 //! over a parameter leaf instead of a dozen interpreted tensor operations.
 
 use super::builtin;
+use super::dtype::converted;
+use crate::dtype::DType;
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::tensor::format_shape;
+use crate::lisp::trace::value_dtype;
 use crate::lisp::value::Value;
 use ndarray::ArrayD;
 
@@ -56,6 +59,16 @@ fn adam_update(_: &mut Interp, args: &Args) -> EvalResult<Value> {
             Value::Float(v),
         ]));
     }
+    if let [
+        Value::Tensor32(p),
+        Value::Tensor32(g),
+        Value::Tensor32(m),
+        Value::Tensor32(v),
+    ] = leaves
+        && [g, m, v].iter().all(|a| a.shape() == p.shape())
+    {
+        return Ok(single(&adam, p, g, m, v));
+    }
     let arrays = leaves
         .iter()
         .map(Value::as_tensor)
@@ -91,11 +104,42 @@ fn adam_update(_: &mut Interp, args: &Args) -> EvalResult<Value> {
             .map(Value::tensor)
             .map_err(|e| EvalError::shape(e.to_string()))
     };
-    Ok(Value::list(vec![
-        tensor(p_new)?,
-        tensor(m_new)?,
-        tensor(v_new)?,
-    ]))
+    let updated = Value::list(vec![tensor(p_new)?, tensor(m_new)?, tensor(v_new)?]);
+    // Leaves that promote to f32 (f32 tensors with numbers) stay f32.
+    let dtype = DType::promote_all(leaves.iter().map(value_dtype));
+    Ok(match dtype {
+        DType::F32 => converted(&updated, DType::F32),
+        _ => updated,
+    })
+}
+
+/// Adam on f32 leaves: each element computed in f64 and rounded once, in
+/// one pass over the f32 storage.
+fn single(
+    adam: &Adam,
+    p: &ArrayD<f32>,
+    g: &ArrayD<f32>,
+    m: &ArrayD<f32>,
+    v: &ArrayD<f32>,
+) -> Value {
+    let len = p.len();
+    let (mut p_new, mut m_new, mut v_new) = (
+        Vec::with_capacity(len),
+        Vec::with_capacity(len),
+        Vec::with_capacity(len),
+    );
+    let elements = p.iter().zip(g.iter()).zip(m.iter().zip(v.iter()));
+    for ((&p, &g), (&m, &v)) in elements {
+        let (p, m, v) = adam.step(p.into(), g.into(), m.into(), v.into());
+        p_new.push(p as f32);
+        m_new.push(m as f32);
+        v_new.push(v as f32);
+    }
+    let tensor = |values: Vec<f32>| {
+        let array = ArrayD::from_shape_vec(p.raw_dim(), values).expect("one number per element");
+        Value::Tensor32(std::rc::Rc::new(array))
+    };
+    Value::list(vec![tensor(p_new), tensor(m_new), tensor(v_new)])
 }
 
 /// The built-ins of this family, with their docstrings.

@@ -63,7 +63,7 @@ struct RuleFunction {
 fn is_numeric(value: &Value) -> bool {
     matches!(
         value,
-        Value::Int(_) | Value::Float(_) | Value::Tensor(_) | Value::Traced(_)
+        Value::Int(_) | Value::Float(_) | Value::Tensor(_) | Value::Tensor32(_) | Value::Traced(_)
     )
 }
 
@@ -108,13 +108,15 @@ impl RuleFunction {
         let (cotangent, output, tangents) = {
             let mut t = trace.borrow_mut();
             let shape = t.graph.shape(packed).clone();
-            let cotangent = t.graph.placeholder(&shape);
-            let output = t.graph.placeholder(&shape);
+            let dtype = t.graph.dtype(packed);
+            let cotangent = t.graph.placeholder(&shape, dtype);
+            let output = t.graph.placeholder(&shape, dtype);
             let tangents: Vec<Id> = xs
                 .iter()
                 .map(|&x| {
                     let shape = t.graph.shape(x).clone();
-                    t.graph.placeholder(&shape)
+                    let dtype = t.graph.dtype(x);
+                    t.graph.placeholder(&shape, dtype)
                 })
                 .collect();
             (cotangent, output, tangents)
@@ -541,9 +543,8 @@ fn as_inputs(trace: &TraceRef, value: &Value) -> EvalResult<Value> {
                 .add_input(crate::backends::cpu::Buf::Scalar(*x));
             Ok(traced(trace, id))
         }
-        Value::Tensor(t) => {
-            let buf = crate::backends::cpu::Buf::from_array(Rc::clone(t));
-            let id = trace.borrow_mut().add_input(buf);
+        Value::Tensor(_) | Value::Tensor32(_) => {
+            let id = trace.borrow_mut().add_value_input(value)?;
             Ok(traced(trace, id))
         }
         v if v.is_list() && !matches!(v, Value::Nil) => Ok(Value::list(

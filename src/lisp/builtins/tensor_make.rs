@@ -2,6 +2,7 @@
 //! their shape (reshape, transpose, broadcast), plus conversion back to lists.
 
 use super::builtin;
+use super::dtype::with_dtype;
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
@@ -370,15 +371,15 @@ fn item(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 /// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
-    builtin("tensor", "(tensor x...)", "A tensor from a number, a nested list of numbers, or several elements: (tensor '((1 2) (3 4))), (tensor 1 2 3).", 1, None, tensor),
-    builtin("zeros", "(zeros shape)", "A tensor of zeros; shape is a list (zeros '(2 3)) or sizes (zeros 2 3).", 0, None, zeros),
-    builtin("ones", "(ones shape)", "A tensor of ones; shape is a list or sizes.", 0, None, ones),
-    builtin("full", "(full shape value)", "A tensor of the given shape filled with value.", 2, None, full),
-    builtin("eye", "(eye n [m])", "The n-by-m identity matrix (square by default).", 1, Some(2), eye),
-    builtin("linspace", "(linspace start end n)", "n evenly spaced values from start to end inclusive.", 3, Some(3), linspace),
-    builtin("arange", "(arange [start] end [step])", "Values from start (default 0) below end, by step (default 1), as a tensor.", 1, Some(3), arange),
-    builtin("rand", "(rand [shape])", "Uniform random values in [0, 1): a float with no argument, else a tensor; reproducible after seed!.", 0, None, rand_fn),
-    builtin("randn", "(randn [shape])", "Standard normal random values: a float with no argument, else a tensor; reproducible after seed!.", 0, None, randn),
+    with_dtype(builtin("tensor", "(tensor x...)", "A tensor from a number, a nested list of numbers, or several elements: (tensor '((1 2) (3 4))), (tensor 1 2 3).", 1, None, tensor)),
+    with_dtype(builtin("zeros", "(zeros shape)", "A tensor of zeros; shape is a list (zeros '(2 3)) or sizes (zeros 2 3).", 0, None, zeros)),
+    with_dtype(builtin("ones", "(ones shape)", "A tensor of ones; shape is a list or sizes.", 0, None, ones)),
+    with_dtype(builtin("full", "(full shape value)", "A tensor of the given shape filled with value.", 2, None, full)),
+    with_dtype(builtin("eye", "(eye n [m])", "The n-by-m identity matrix (square by default).", 1, Some(2), eye)),
+    with_dtype(builtin("linspace", "(linspace start end n)", "n evenly spaced values from start to end inclusive.", 3, Some(3), linspace)),
+    with_dtype(builtin("arange", "(arange [start] end [step])", "Values from start (default 0) below end, by step (default 1), as a tensor.", 1, Some(3), arange)),
+    with_dtype(builtin("rand", "(rand [shape])", "Uniform random values in [0, 1): a float with no argument, else a tensor; reproducible after seed!.", 0, None, rand_fn)),
+    with_dtype(builtin("randn", "(randn [shape])", "Standard normal random values: a float with no argument, else a tensor; reproducible after seed!.", 0, None, randn)),
     builtin("permutation", "(permutation n)", "The integers 0 to n-1 in random order, as a vector (reproducible after seed!); with gather, it shuffles rows.", 1, Some(1), permutation),
     builtin("seed!", "(seed! n)", "Seeds the random generator behind rand and randn.", 1, Some(1), seed),
     builtin("shape", "(shape t)", "The shape of a tensor as a list of sizes (() for a number).", 1, Some(1), shape),

@@ -14,6 +14,7 @@ pub(crate) mod ops;
 use super::error::{EvalError, EvalResult};
 use super::value::Value;
 use crate::backends::cpu::{Buf, eval_op};
+use crate::dtype::DType;
 use crate::egraph::tensor::{Shape, TOp, TensorGraph};
 use egg::Id;
 use ndarray::ArrayD;
@@ -29,7 +30,10 @@ pub struct Trace {
     /// Concrete values of the program's inputs, by input index.
     pub inputs: Vec<Buf>,
     /// Tensors captured as inputs, by address (one input per tensor).
-    captured: Vec<(*const ArrayD<f64>, Id)>,
+    captured: Vec<(*const (), Id)>,
+    /// The f32 tensors captured (widened for the tape): kept so their
+    /// addresses stay theirs while the trace lives.
+    captured32: Vec<Rc<ArrayD<f32>>>,
     /// Concrete values computed so far, by node.
     values: Vec<Option<Buf>>,
     /// For a loop body (`scan`): the trace the loop runs in, whose traced
@@ -68,6 +72,8 @@ pub struct Traced {
     pub id: Id,
     /// Its shape.
     pub shape: Shape,
+    /// Its number type.
+    pub dtype: DType,
 }
 
 impl Trace {
@@ -85,23 +91,60 @@ impl Trace {
         }
     }
 
-    /// A new run-time input holding `value`.
+    /// A new run-time input holding `value` (a weak number, or an f64
+    /// tensor).
     pub fn add_input(&mut self, value: Buf) -> Id {
+        let dtype = match value {
+            Buf::Scalar(_) => DType::Weak,
+            Buf::Array(_) => DType::F64,
+        };
+        self.add_typed_input(value, dtype)
+    }
+
+    /// A new run-time input holding `value`, of type `dtype` (an f32 value
+    /// is held widened).
+    pub fn add_typed_input(&mut self, value: Buf, dtype: DType) -> Id {
         let index = self.inputs.len() as u32;
-        let id = self.graph.input(index, value.shape());
+        let id = self.graph.input(index, value.shape(), dtype);
         self.inputs.push(value);
         id
+    }
+
+    /// A new run-time input for a Lisp value (a number, a tensor of
+    /// either type, or a traced value's number).
+    pub fn add_value_input(&mut self, value: &Value) -> EvalResult<Id> {
+        let buf = value_to_buf(value)?;
+        let dtype = match value {
+            Value::Int(_) | Value::Float(_) => DType::Weak,
+            Value::Traced(t) => t.dtype,
+            other => value_dtype(other),
+        };
+        Ok(self.add_typed_input(buf, dtype))
     }
 
     /// The node of a tensor captured from outside the traced function (one
     /// input per distinct tensor).
     pub fn capture(&mut self, tensor: &Rc<ArrayD<f64>>) -> Id {
-        let address = Rc::as_ptr(tensor);
+        let address = Rc::as_ptr(tensor) as *const ();
         if let Some(&(_, id)) = self.captured.iter().find(|(a, _)| *a == address) {
             return id;
         }
         let id = self.add_input(Buf::Array(Rc::clone(tensor)));
         self.captured.push((address, id));
+        id
+    }
+
+    /// The node of an f32 tensor captured from outside the traced function
+    /// (one input per distinct tensor).
+    pub fn capture32(&mut self, tensor: &Rc<ArrayD<f32>>) -> Id {
+        let address = Rc::as_ptr(tensor) as *const ();
+        if let Some(&(_, id)) = self.captured.iter().find(|(a, _)| *a == address) {
+            return id;
+        }
+        let widened = Buf::from_array(Rc::new(crate::dtype::widen(tensor)));
+        let id = self.add_typed_input(widened, DType::F32);
+        self.captured.push((address, id));
+        self.captured32.push(Rc::clone(tensor));
         id
     }
 
@@ -225,6 +268,11 @@ impl Trace {
                             ))
                         })
                         .map_err(CheckFailure::Backend)?;
+                    // An f32 operation is its f64 result rounded once.
+                    let value = match self.graph.dtype(top) {
+                        DType::F32 => round_buf(value),
+                        _ => value,
+                    };
                     if check
                         && args.iter().all(|a| first_non_finite(a).is_none())
                         && let Some(bad) = first_non_finite(&value)
@@ -249,7 +297,7 @@ impl Traced {
     pub fn concrete_value(&self) -> EvalResult<Value> {
         let computed = self.trace.borrow_mut().concrete(self.id);
         computed
-            .map(buf_to_value)
+            .map(|buf| typed_value(buf, self.dtype))
             .map_err(crate::lisp::sites::eval_error)
     }
 
@@ -267,12 +315,47 @@ pub fn buf_to_value(buf: Buf) -> Value {
     }
 }
 
-/// A Lisp number or tensor as a CPU buffer.
+/// A CPU buffer as a Lisp value of type `dtype`: an f32 result is
+/// narrowed (its values are f32 numbers already); 0-dimensional values
+/// are floats.
+pub fn typed_value(buf: Buf, dtype: DType) -> Value {
+    match (buf, dtype) {
+        (Buf::Array(a), DType::F32) => Value::Tensor32(Rc::new(crate::dtype::narrow(&a))),
+        (Buf::Scalar(x), DType::F32) => Value::Float(crate::dtype::round32(x)),
+        (buf, _) => buf_to_value(buf),
+    }
+}
+
+/// Every element of `buf` rounded to f32.
+pub fn round_buf(buf: Buf) -> Buf {
+    match buf {
+        Buf::Scalar(x) => Buf::Scalar(crate::dtype::round32(x)),
+        Buf::Array(a) => {
+            let mut owned = Rc::try_unwrap(a).unwrap_or_else(|shared| (*shared).clone());
+            owned.mapv_inplace(crate::dtype::round32);
+            Buf::Array(Rc::new(owned))
+        }
+    }
+}
+
+/// The number type of a Lisp value: f32 or f64 for tensors, weak for
+/// numbers and anything else.
+pub fn value_dtype(value: &Value) -> DType {
+    match value {
+        Value::Tensor(_) => DType::F64,
+        Value::Tensor32(_) => DType::F32,
+        Value::Traced(t) => t.dtype,
+        _ => DType::Weak,
+    }
+}
+
+/// A Lisp number or tensor as a CPU buffer (an f32 tensor widened).
 pub fn value_to_buf(value: &Value) -> EvalResult<Buf> {
     match value {
         Value::Int(n) => Ok(Buf::Scalar(*n as f64)),
         Value::Float(x) => Ok(Buf::Scalar(*x)),
         Value::Tensor(t) => Ok(Buf::from_array(Rc::clone(t))),
+        Value::Tensor32(t) => Ok(Buf::from_array(Rc::new(crate::dtype::widen(t)))),
         Value::Traced(t) => {
             let computed = t.trace.borrow_mut().concrete(t.id);
             computed.map_err(crate::lisp::sites::eval_error)
@@ -325,7 +408,7 @@ fn capture_outer_in(body: &mut Trace, value: &Value, shape: &Shape) -> Id {
     } else {
         Buf::from_array(Rc::new(ArrayD::zeros(ndarray::IxDyn(shape))))
     };
-    let id = body.add_input(placeholder);
+    let id = body.add_typed_input(placeholder, traced.dtype);
     body.outer.push((value.clone(), id));
     id
 }
@@ -353,11 +436,13 @@ pub fn traced(trace: &TraceRef, id: Id) -> Value {
         return Value::Float(x);
     }
     let shape = borrowed.graph.shape(id).clone();
+    let dtype = borrowed.graph.dtype(id);
     drop(borrowed);
     Value::Traced(Rc::new(Traced {
         trace: Rc::clone(trace),
         id,
         shape,
+        dtype,
     }))
 }
 
@@ -373,6 +458,7 @@ pub fn node_of(trace: &TraceRef, value: &Value) -> EvalResult<Id> {
         Value::Int(n) => Ok(trace.borrow_mut().number(*n as f64)),
         Value::Float(x) => Ok(trace.borrow_mut().number(*x)),
         Value::Tensor(t) => Ok(trace.borrow_mut().capture(t)),
+        Value::Tensor32(t) => Ok(trace.borrow_mut().capture32(t)),
         other => Err(EvalError::type_error(format!(
             "expected a number or tensor, got {} {}",
             other.type_name(),

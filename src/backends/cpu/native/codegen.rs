@@ -171,6 +171,8 @@ pub(super) fn check(group: &FusedGroup, lowerings: &[Lowering]) -> Result<(), St
             Lowering::Neg
             | Lowering::Abs
             | Lowering::Sqrt
+            | Lowering::Round32
+            | Lowering::Identity
             | Lowering::Inline(_)
             | Lowering::Unary(_) => 1,
             Lowering::Where => 3,
@@ -318,6 +320,15 @@ impl<'a> Code<'a> {
             Lowering::Abs => b.ins().fabs(x[0]),
             Lowering::Sqrt => b.ins().sqrt(x[0]),
             Lowering::Constant(c) => constant(b, c, ty),
+            Lowering::Round32 if ty == types::F64 => {
+                let single = b.ins().fdemote(types::F32, x[0]);
+                b.ins().fpromote(types::F64, single)
+            }
+            Lowering::Round32 => {
+                let single = b.ins().fvdemote(x[0]);
+                b.ins().fvpromote_low(single)
+            }
+            Lowering::Identity => x[0],
             Lowering::Compare(cmp) => {
                 let holds = b.ins().fcmp(condition(cmp), x[0], x[1]);
                 let (one, zero) = (constant(b, 1.0, ty), constant(b, 0.0, ty));

@@ -36,6 +36,10 @@ pub enum Lowering {
     Where,
     /// A number.
     Constant(f64),
+    /// `x` rounded to f32 (and widened back): an f32 step's result.
+    Round32,
+    /// `x` as it is (a conversion to f64).
+    Identity,
     /// `exp`, `tanh` or `sigmoid` as instructions (`transcendental`).
     Inline(Inline),
     /// A call per element.
@@ -91,6 +95,8 @@ pub fn lowering(op: &TOp) -> Option<Lowering> {
         TOp::Round(RoundOp::Ceil) => Lowering::Unary(ceil),
         TOp::Round(RoundOp::Round) => Lowering::Unary(round_ties_even),
         TOp::Where => Lowering::Where,
+        TOp::Cast(crate::dtype::DType::F32) => Lowering::Round32,
+        TOp::Cast(_) => Lowering::Identity,
         _ => return None,
     })
 }

@@ -74,6 +74,9 @@ pub(crate) fn operations() -> Vec<(TOp, usize)> {
         ops.push((TOp::Round(round), 1));
     }
     ops.push((TOp::Where, 3));
+    // The rounding after an f32 step, and the (identity) widening.
+    ops.push((TOp::Cast(crate::dtype::DType::F32), 1));
+    ops.push((TOp::Cast(crate::dtype::DType::F64), 1));
     for c in [2.0, -0.5, 0.0] {
         let c = Constant::new(c).expect("finite");
         ops.push((TOp::Map(Math::Num(c)), 0));
