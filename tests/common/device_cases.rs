@@ -252,6 +252,23 @@ pub const DEVICE_CASES: &[(&str, &str)] = &[
     ),
 ];
 
+/// f32 programs (single precision, issue 19): the device rounds its f64
+/// arithmetic and products to f32 where the CPU multiplies matrices in f32
+/// arithmetic, so the two agree within f32 accumulation (compared at
+/// `F32_TOLERANCE` of the largest number).
+pub const F32_DEVICE_CASES: &[(&str, &str)] = &[(
+    "f32 elementwise work, products, reductions and gradients",
+    "(define x (astype (randn '(6 40)) 'f32)) (define w (astype (randn '(40 8)) 'f32))
+     (define (f x w) (let ((h (matmul x w))) (sum (* (tanh h) (+ 1.5 (* 0.1 h h))))))
+     (list ((value-and-grad f :wrt '(0 1)) x w)
+           (softmax (matmul x w) :axis 1)
+           (scan (lambda (s i) (* 0.9 (+ s (sin s)))) (index x 0) 5))",
+)];
+
+/// How close the device's f32 numbers are to the CPU's, relative to the
+/// largest.
+pub const F32_TOLERANCE: f64 = 1e-5;
+
 /// The numbers of a result, in order (lists flattened).
 pub fn numbers_of(value: &Value, into: &mut Vec<f64>) {
     match value {
@@ -259,6 +276,7 @@ pub fn numbers_of(value: &Value, into: &mut Vec<f64>) {
         Value::Float(x) => into.push(*x),
         Value::Bool(b) => into.push(f64::from(u8::from(*b))),
         Value::Tensor(t) => into.extend(t.iter().copied()),
+        Value::Tensor32(t) => into.extend(t.iter().map(|&x| f64::from(x))),
         Value::Pair(_) => {
             let mut rest = value.clone();
             while let Value::Pair(pair) = rest {
@@ -289,7 +307,11 @@ pub fn compare_all(runner: std::rc::Rc<dyn Executor>, tolerance: f64) -> usize {
     let mut compared = 0;
     // The reference is the CPU backend itself, whatever the process chose.
     let cpu: std::rc::Rc<dyn Executor> = std::rc::Rc::new(Cpu);
-    for (name, program) in DEVICE_CASES {
+    let cases = DEVICE_CASES
+        .iter()
+        .map(|case| (case, tolerance))
+        .chain(F32_DEVICE_CASES.iter().map(|case| (case, tolerance.max(F32_TOLERANCE))));
+    for ((name, program), tolerance) in cases {
         override_executor(Some(cpu.clone()));
         let want = numbers(program);
         override_executor(Some(runner.clone()));
