@@ -160,7 +160,13 @@ impl Interp {
             options,
         };
         crate::lisp::autodiff::replay::note_call(self, builtin);
-        let involves_traced = args.iter().any(crate::lisp::trace::ops::involves_traced);
+        // Without a trace, only the arguments themselves are looked at (a
+        // traced value escaped into a list is reported where it is used):
+        // walking every list argument made list code quadratic.
+        let involves_traced = match self.numeric.trace {
+            Some(_) => args.iter().any(crate::lisp::trace::ops::involves_traced),
+            None => args.iter().any(|a| matches!(a, Value::Traced(_))),
+        };
         if involves_traced && self.numeric.trace.is_none() {
             self.call_span = saved;
             return Err(EvalError::type_error(format!(

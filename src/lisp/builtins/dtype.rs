@@ -209,10 +209,11 @@ impl Conversion {
         explicit: Option<DType>,
     ) -> Conversion {
         let default = interp.numeric.default_dtype;
-        let has_f32 = holds_f32(args.values);
-        let widening = has_f32
-            && numeric(builtin.name)
-            && !args.values.iter().any(|a| matches!(a, Value::Procedure(_)));
+        // Only numeric built-ins look for f32 tensors (a list built-in on
+        // a long list is not slowed down).
+        let numeric = numeric(builtin.name);
+        let has_f32 = numeric && holds_f32(args.values);
+        let widening = has_f32 && !args.values.iter().any(|a| matches!(a, Value::Procedure(_)));
         let promotes_to = match widening {
             true => {
                 let values: Vec<Value> = args
