@@ -20,6 +20,17 @@ fn elementwise(kernel: &Kernel) -> bool {
     matches!(kernel, Kernel::Op(op) if op.is_elementwise())
 }
 
+/// Whether value `i` is cheap to recompute in each consumer: a rounding of
+/// an f32 step costs what the step it rounds costs (a stored `tanh`
+/// stays stored when its users read its rounding).
+fn cheap_value(kernels: &Kernels, i: usize) -> bool {
+    match kernels[i].as_ref() {
+        Some((Kernel::Op(TOp::Cast(_)), args)) => cheap_value(kernels, args[0]),
+        Some((kernel, _)) => cheap(kernel),
+        None => false,
+    }
+}
+
 fn cheap(kernel: &Kernel) -> bool {
     match kernel {
         Kernel::Op(op) => cheap_op(op),
@@ -119,7 +130,7 @@ pub(super) fn fuse(
                     || users[i]
                         .iter()
                         .any(|&u| !fusable(kernels, u) || shapes[u] != shapes[i])
-                    || (users[i].len() > 1 && !kernels[i].as_ref().is_some_and(|(k, _)| cheap(k))))
+                    || (users[i].len() > 1 && !cheap_value(kernels, i)))
         })
         .collect();
     let inlinable = |kernels: &Kernels, i: usize, shape: &Shape| {
