@@ -105,4 +105,39 @@ mod tests {
             round_f32_results(&RecExpr::from(g64.nodes().to_vec()), g64.shapes(), &[b]).is_none()
         );
     }
+
+    #[test]
+    fn an_expensive_f32_value_read_through_its_rounding_is_computed_once() {
+        // t = tanh(x * y) read by two results: stored once, as in f64,
+        // not recomputed inside each result's group.
+        let mut graph = TensorGraph::new();
+        let x = graph.input(0, &[64], DType::F32);
+        let y = graph.input(1, &[64], DType::F32);
+        let xy = graph.mul(x, y);
+        let t = graph.map(Math::Tanh([xy]), &[xy]);
+        let a = graph.add2(t, x);
+        let b = graph.mul(t, y);
+        let program = RecExpr::from(graph.nodes().to_vec());
+        let shapes: Vec<Shape> = graph.shapes().to_vec();
+        let tape = crate::tape::compile(
+            &program,
+            &shapes,
+            &[a, b],
+            &[shapes[0].clone(), shapes[1].clone()],
+        );
+        let tanh_steps: usize = tape
+            .instructions
+            .iter()
+            .map(|i| match &i.op {
+                crate::tape::Kernel::Fused(group) => group
+                    .steps
+                    .iter()
+                    .filter(|(op, _)| matches!(op, TOp::Map(Math::Tanh(_))))
+                    .count(),
+                crate::tape::Kernel::Op(TOp::Map(Math::Tanh(_))) => 1,
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(tanh_steps, 1, "{tape}");
+    }
 }
