@@ -100,6 +100,17 @@ struct Operands<'a> {
     none: Deps,
 }
 
+impl<'a> Operands<'a> {
+    /// The operands `children` of a loop node, with their dependencies.
+    fn new(children: &'a [Id], deps: &'a [Option<Rc<Deps>>]) -> Operands<'a> {
+        Operands {
+            children,
+            deps,
+            none: Deps::none(0),
+        }
+    }
+}
+
 impl Operands<'_> {
     fn get(&self, k: usize) -> &Deps {
         self.deps[usize::from(self.children[k])]
@@ -194,11 +205,7 @@ pub(super) fn looped(
     deps: &[Option<Rc<Deps>>],
     max_nnz: usize,
 ) -> Result<Deps, String> {
-    let operands = Operands {
-        children,
-        deps,
-        none: Deps::none(0),
-    };
+    let operands = Operands::new(children, deps);
     let (mut states, stacked) = forward(spec, &operands, false, max_nnz)?;
     let last = states.pop().unwrap_or_default();
     if let ([one], []) = (&last[..], &spec.ys[..]) {
@@ -217,11 +224,7 @@ pub(super) fn looped_reverse(
     deps: &[Option<Rc<Deps>>],
     max_nnz: usize,
 ) -> Result<Deps, String> {
-    let operands = Operands {
-        children,
-        deps,
-        none: Deps::none(0),
-    };
+    let operands = Operands::new(children, deps);
     let (n_leaves, n_xs, n_ys) = (spec.leaves.len(), spec.xs.len(), spec.ys.len());
     let g = operands.get(children.len() - 1);
     let gathering = spec.condition.is_some();
