@@ -605,8 +605,20 @@ fn matmul_pullback(
                 graph.add_valid(TOp::Transpose(perm), &[x])
             };
             let bt = swap(graph, b);
-            let at = swap(graph, a);
             let da = mm(graph, g, bt);
+            if rb == 2 {
+                // One matrix shared by the stack: its adjoint is one
+                // product over the stacked rows (aᵀ g with the batch
+                // folded into the contracted axis), not a stack of
+                // products summed.
+                let (k, n) = (sb[0], sb[1]);
+                let rows = sa.iter().product::<usize>() / k.max(1);
+                let stacked = graph.reshape(a, &[rows, k]);
+                let cotangents = graph.reshape(g, &[rows, n]);
+                let at = t(graph, stacked);
+                return (graph.sum_to(da, sa), mm(graph, at, cotangents));
+            }
+            let at = swap(graph, a);
             let db = mm(graph, at, g);
             (graph.sum_to(da, sa), graph.sum_to(db, sb))
         }
