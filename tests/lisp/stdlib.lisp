@@ -188,6 +188,18 @@
 ;=> (#t #t #t)
 (adam-update [1 2] [1 2 3] [0 0] [0 0] 1 0.1 0.9 0.999 1e-8 0)
 ;!! need one shape
+;; f32 leaves: each element is the f64 step rounded once, for large leaves
+;; (updated in parallel blocks) and transposed ones alike.
+(let* ((k (arange 1.0 120001.0))
+       (leaf (lambda (x) (astype (transpose (reshape x '(300 400))) 'f32)))
+       (p (leaf (sin k))) (g (leaf (cos k))) (m (leaf (* 0.1 (sin (* 3 k)))))
+       (v (leaf (* 0.01 (cos k) (cos k))))
+       (u (adam-update p g m v 3 0.01 0.9 0.999 1e-8 0.01))
+       (w (adam-update (astype p 'f64) (astype g 'f64) (astype m 'f64) (astype v 'f64)
+                       3 0.01 0.9 0.999 1e-8 0.01)))
+  (list (map dtype u) (shape (first u))
+        (map (lambda (a b) (equal? a (astype b 'f32))) u w)))
+;=> ((f32 f32 f32) (400 300) (#t #t #t))
 (tree-from-leaves (list [1 2] (list 3.0)) (list 10.0 [4 5]))
 ;=> (10.0 ([4.0 5.0]))
 (tree-from-leaves (list 1.0 2.0) (list 3.0))

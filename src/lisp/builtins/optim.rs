@@ -114,7 +114,7 @@ fn adam_update(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 }
 
 /// Adam on f32 leaves: each element computed in f64 and rounded once, in
-/// one pass over the f32 storage.
+/// one pass over the f32 storage (in parallel blocks for large leaves).
 fn single(
     adam: &Adam,
     p: &ArrayD<f32>,
@@ -122,18 +122,49 @@ fn single(
     m: &ArrayD<f32>,
     v: &ArrayD<f32>,
 ) -> Value {
+    // Leaves are row-major in practice; others are copied first.
+    let copies = [p, g, m, v].map(|a| {
+        a.as_slice()
+            .is_none()
+            .then(|| a.iter().copied().collect::<Vec<f32>>())
+    });
+    let views: [&[f32]; 4] = std::array::from_fn(|k| {
+        let leaf = [p, g, m, v][k];
+        copies[k]
+            .as_deref()
+            .unwrap_or_else(|| leaf.as_slice().expect("row-major"))
+    });
     let len = p.len();
-    let (mut p_new, mut m_new, mut v_new) = (
-        Vec::with_capacity(len),
-        Vec::with_capacity(len),
-        Vec::with_capacity(len),
-    );
-    let elements = p.iter().zip(g.iter()).zip(m.iter().zip(v.iter()));
-    for ((&p, &g), (&m, &v)) in elements {
-        let (p, m, v) = adam.step(p.into(), g.into(), m.into(), v.into());
-        p_new.push(p as f32);
-        m_new.push(m as f32);
-        v_new.push(v as f32);
+    let (mut p_new, mut m_new, mut v_new) = (vec![0f32; len], vec![0f32; len], vec![0f32; len]);
+    let update = |(k, ((p_out, m_out), v_out)): (usize, Outputs<'_>)| {
+        let at = k * BLOCK;
+        for i in 0..p_out.len() {
+            let j = at + i;
+            let (p, m, v) = adam.step(
+                views[0][j].into(),
+                views[1][j].into(),
+                views[2][j].into(),
+                views[3][j].into(),
+            );
+            p_out[i] = p as f32;
+            m_out[i] = m as f32;
+            v_out[i] = v as f32;
+        }
+    };
+    if len >= 2 * BLOCK {
+        use rayon::prelude::*;
+        p_new
+            .par_chunks_mut(BLOCK)
+            .zip(m_new.par_chunks_mut(BLOCK))
+            .zip(v_new.par_chunks_mut(BLOCK))
+            .enumerate()
+            .for_each(update);
+    } else {
+        let blocks = p_new
+            .chunks_mut(BLOCK)
+            .zip(m_new.chunks_mut(BLOCK))
+            .zip(v_new.chunks_mut(BLOCK));
+        blocks.enumerate().for_each(update);
     }
     let tensor = |values: Vec<f32>| {
         let array = ArrayD::from_shape_vec(p.raw_dim(), values).expect("one number per element");
@@ -141,6 +172,12 @@ fn single(
     };
     Value::list(vec![tensor(p_new), tensor(m_new), tensor(v_new)])
 }
+
+/// One block's new parameters, first and second moments.
+type Outputs<'a> = ((&'a mut [f32], &'a mut [f32]), &'a mut [f32]);
+
+/// Elements updated per parallel task.
+const BLOCK: usize = 1 << 15;
 
 /// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
