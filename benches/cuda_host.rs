@@ -51,9 +51,9 @@ impl Machine for Null {
     fn gemm(
         &self,
         call: &GemmCall,
-        _: &usize,
-        _: &usize,
+        _: (&usize, &usize),
         _: &mut usize,
+        _: bool,
     ) -> Result<(), BackendError> {
         black_box(call.m);
         Ok(())

@@ -137,3 +137,18 @@ fn probing_for_a_device_never_panics() {
         }
     }
 }
+
+#[test]
+fn the_f32_storage_conversions_compile() {
+    for widen in [false, true] {
+        let launch = epsilon::backends::cuda::launch::convert(1001, widen);
+        assert!(launch.source.contains(launch.name));
+        if nvrtc_available() {
+            oldest_arch()
+                .and_then(|arch| compile(&launch.source, arch))
+                .unwrap_or_else(|e| panic!("{}: {e}\n{}", launch.name, launch.source));
+        } else {
+            eprintln!("skipped compiling {}: no NVRTC", launch.name);
+        }
+    }
+}

@@ -252,10 +252,10 @@ pub const DEVICE_CASES: &[(&str, &str)] = &[
     ),
 ];
 
-/// f32 programs (single precision, issue 19): the device rounds its f64
-/// arithmetic and products to f32 where the CPU multiplies matrices in f32
-/// arithmetic, so the two agree within f32 accumulation (compared at
-/// `F32_TOLERANCE` of the largest number).
+/// f32 programs (single precision, issue 19): both backends multiply
+/// matrices in f32 arithmetic (faer's f32 kernels, cuBLAS's sgemm), in
+/// different summation orders, so they agree within f32 accumulation
+/// (compared at `F32_TOLERANCE` of the largest number).
 pub const F32_DEVICE_CASES: &[(&str, &str)] = &[(
     "f32 elementwise work, products, reductions and gradients",
     "(define x (astype (randn '(6 40)) 'f32)) (define w (astype (randn '(40 8)) 'f32))

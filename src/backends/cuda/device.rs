@@ -18,7 +18,8 @@ use crate::backends::BackendError;
 use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig,
+    PushKernelArg,
 };
 use cudarc::nvrtc::Ptx;
 use rustc_hash::FxHashMap;
@@ -189,6 +190,54 @@ impl CudaDevice {
     }
 }
 
+impl CudaDevice {
+    /// `c = a b` as `call` describes it, in `T` (cuBLAS's dgemm or sgemm;
+    /// strided batched for stacks); `one` is 1 in `T`.
+    fn blas_gemm<T, A, B, C>(
+        &self,
+        call: &GemmCall,
+        one: T,
+        a: &A,
+        b: &B,
+        c: &mut C,
+    ) -> Result<(), BackendError>
+    where
+        T: Copy + Default,
+        CudaBlas: Gemm<T>,
+        A: DevicePtr<T>,
+        B: DevicePtr<T>,
+        C: DevicePtrMut<T>,
+    {
+        let config = GemmConfig {
+            transa: operation(call.transa),
+            transb: operation(call.transb),
+            m: int(call.m)?,
+            n: int(call.n)?,
+            k: int(call.k)?,
+            alpha: one,
+            lda: int(call.lda)?,
+            ldb: int(call.ldb)?,
+            beta: T::default(),
+            ldc: int(call.ldc)?,
+        };
+        let result = if call.batch == 1 {
+            // SAFETY: the dimensions come from the operands' shapes.
+            unsafe { self.blas.gemm(config, a, b, c) }
+        } else {
+            let batched = StridedBatchedConfig {
+                gemm: config,
+                batch_size: int(call.batch)?,
+                stride_a: call.stride_a as i64,
+                stride_b: call.stride_b as i64,
+                stride_c: call.stride_c as i64,
+            };
+            // SAFETY: as above; the strides are whole matrices.
+            unsafe { self.blas.gemm_strided_batched(batched, a, b, c) }
+        };
+        result.map_err(|e| BackendError::new(format!("cuBLAS: {e}")))
+    }
+}
+
 fn operation(transpose: bool) -> cublasOperation_t {
     if transpose {
         cublasOperation_t::CUBLAS_OP_T
@@ -294,37 +343,27 @@ impl Machine for CudaDevice {
     fn gemm(
         &self,
         call: &GemmCall,
-        a: &CudaSlice<f64>,
-        b: &CudaSlice<f64>,
+        (a, b): (&CudaSlice<f64>, &CudaSlice<f64>),
         c: &mut CudaSlice<f64>,
+        single: bool,
     ) -> Result<(), BackendError> {
-        let config = GemmConfig {
-            transa: operation(call.transa),
-            transb: operation(call.transb),
-            m: int(call.m)?,
-            n: int(call.n)?,
-            k: int(call.k)?,
-            alpha: 1.0,
-            lda: int(call.lda)?,
-            ldb: int(call.ldb)?,
-            beta: 0.0,
-            ldc: int(call.ldc)?,
+        if !single {
+            return self.blas_gemm(call, 1.0f64, a, b, c);
+        }
+        let (a_len, b_len, c_len) = (2 * a.len(), 2 * b.len(), 2 * c.len());
+        // SAFETY: the memory holds f32 numbers two per slot
+        // (`launch::convert`), and every bit pattern is an f32.
+        let views = unsafe {
+            (
+                a.transmute::<f32>(a_len),
+                b.transmute::<f32>(b_len),
+                c.transmute_mut::<f32>(c_len),
+            )
         };
-        let result = if call.batch == 1 {
-            // SAFETY: the dimensions come from the operands' shapes.
-            unsafe { self.blas.gemm(config, a, b, c) }
-        } else {
-            let batched = StridedBatchedConfig {
-                gemm: config,
-                batch_size: int(call.batch)?,
-                stride_a: call.stride_a as i64,
-                stride_b: call.stride_b as i64,
-                stride_c: call.stride_c as i64,
-            };
-            // SAFETY: as above; the strides are whole matrices.
-            unsafe { self.blas.gemm_strided_batched(batched, a, b, c) }
+        let (Some(a), Some(b), Some(mut c)) = views else {
+            return Err(BackendError::new("f32 storage smaller than its slots"));
         };
-        result.map_err(|e| BackendError::new(format!("cuBLAS: {e}")))
+        self.blas_gemm(call, 1.0f32, &a, &b, &mut c)
     }
 
     fn copy(

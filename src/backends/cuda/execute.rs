@@ -87,15 +87,7 @@ fn step<M: Machine>(
             .ok_or_else(|| BackendError::new(format!("the tape has no input {index}"))),
         Kernel::Fused(group) => elementwise(machine, group, args, shape),
         Kernel::Gemm { ta, tb, single } => {
-            let product = matmul(machine, args[0], args[1], *ta, *tb, shape)?;
-            if !*single {
-                return Ok(product);
-            }
-            // cuBLAS computes in f64 here: the f32 product is its rounding.
-            let round = launch::single_step(&TOp::Cast(crate::dtype::DType::F32), 1);
-            let rounded = elementwise(machine, &round, &[&product], shape);
-            release(machine, product);
-            rounded
+            matmul(machine, (args[0], args[1]), (*ta, *tb, *single), shape)
         }
         Kernel::Loop(tapes) => scan::run_loop(machine, tapes, args),
         Kernel::Op(op) => operation(machine, op, args, shape),
@@ -120,7 +112,7 @@ fn operation<M: Machine>(
         op if op.is_elementwise() => {
             elementwise(machine, &launch::single_step(op, args.len()), args, shape)
         }
-        TOp::MatMul => matmul(machine, args[0], args[1], false, false, shape),
+        TOp::MatMul => matmul(machine, (args[0], args[1]), (false, false, false), shape),
         TOp::StopGradient | TOp::Tag(_) | TOp::Linearized | TOp::Custom(_) => Ok(args[0].clone()),
         TOp::Reshape(_) => reshape(machine, args[0], shape),
         TOp::Reduce { op, axes, .. } => {
@@ -399,13 +391,12 @@ fn on_host(group: &FusedGroup, numbers: &[f64]) -> f64 {
     registers[group.results[0] as usize]
 }
 
-/// A matrix product through cuBLAS.
+/// A matrix product through cuBLAS, of f32 numbers in single precision
+/// (sgemm) when `single`.
 fn matmul<M: Machine>(
     machine: &M,
-    a: &Datum<M::Mem>,
-    b: &Datum<M::Mem>,
-    ta: bool,
-    tb: bool,
+    (a, b): (&Datum<M::Mem>, &Datum<M::Mem>),
+    (ta, tb, single): (bool, bool, bool),
     shape: &[usize],
 ) -> Result<Datum<M::Mem>, BackendError> {
     let call = launch::gemm_call(a.shape(), b.shape(), ta, tb).map_err(BackendError::new)?;
@@ -423,11 +414,44 @@ fn matmul<M: Machine>(
         && let (Datum::Device { mem: ma, .. }, Datum::Device { mem: mb, .. }) = (&a, &b)
     {
         // cuBLAS's first operand is the tape's second.
-        machine.gemm(&call, mb, ma, &mut out)?;
+        if single {
+            let len = |d: &Datum<M::Mem>| d.shape().iter().product::<usize>();
+            gemm_single(machine, &call, [(mb, len(&b)), (ma, len(&a))], &mut out, n)?;
+        } else {
+            machine.gemm(&call, (mb, ma), &mut out, false)?;
+        }
     }
     release(machine, a);
     release(machine, b);
     Ok(Datum::device(out, shape))
+}
+
+/// `out = a b` in single precision: the operands (memory and number of
+/// elements) narrowed into f32 storage, sgemm, the `n` numbers of the
+/// product widened into `out`.
+fn gemm_single<M: Machine>(
+    machine: &M,
+    call: &launch::GemmCall,
+    [(a, a_len), (b, b_len)]: [(&M::Mem, usize); 2],
+    out: &mut M::Mem,
+    n: usize,
+) -> Result<(), BackendError> {
+    let narrowed = |mem: &M::Mem, len: usize| -> Result<M::Mem, BackendError> {
+        let mut single = machine.alloc(len.div_ceil(2))?;
+        let args = [Arg::Int(len as i64), Arg::Mem(mem)];
+        machine.launch(&launch::convert(len, false), &args, &mut single)?;
+        Ok(single)
+    };
+    let a32 = narrowed(a, a_len)?;
+    let b32 = narrowed(b, b_len)?;
+    let mut c32 = machine.alloc(n.div_ceil(2))?;
+    machine.gemm(call, (&a32, &b32), &mut c32, true)?;
+    let args = [Arg::Int(n as i64), Arg::Mem(&c32)];
+    machine.launch(&launch::convert(n, true), &args, out)?;
+    for mem in [a32, b32, c32] {
+        machine.release(mem);
+    }
+    Ok(())
 }
 
 /// `value` broadcast to `shape` when one is given.

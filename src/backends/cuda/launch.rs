@@ -60,6 +60,34 @@ impl Launch {
     }
 }
 
+/// Converts `n` f64 numbers that are f32 ones into f32 storage, two per
+/// slot of the output (`widen`: back from f32 storage to f64): the
+/// operands and result of a product in single precision
+/// (`Machine::gemm_single`).
+pub fn convert(n: usize, widen: bool) -> Launch {
+    let (name, body) = if widen {
+        (
+            "widen_f32",
+            "out[i] = (double)reinterpret_cast<const float*>(x)[i];",
+        )
+    } else {
+        (
+            "narrow_f32",
+            "reinterpret_cast<float*>(out)[i] = (float)x[i];",
+        )
+    };
+    let source = format!(
+        "{PRELUDE}extern \"C\" __global__ void {name}(long long n, const double* x, double* out) {{
+    long long step = (long long)gridDim.x * blockDim.x;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += step) {{
+        {body}
+    }}
+}}
+"
+    );
+    Launch::new(name, source, blocks(n), THREADS, false)
+}
+
 /// Blocks for a grid-stride loop over `n` elements.
 fn blocks(n: usize) -> usize {
     n.div_ceil(THREADS as usize).clamp(1, MAX_BLOCKS)

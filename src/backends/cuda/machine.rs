@@ -45,13 +45,16 @@ pub trait Machine {
         out: &mut Self::Mem,
     ) -> Result<(), BackendError>;
 
-    /// `c = a b` as `call` describes it (`a` is cuBLAS's first operand).
+    /// `c = a b` as `call` describes it (`operands` are `(a, b)`, `a`
+    /// cuBLAS's first operand):
+    /// dgemm, or when `single` sgemm on f32 numbers packed two per slot
+    /// (`launch::convert` puts them there and back).
     fn gemm(
         &self,
         call: &GemmCall,
-        a: &Self::Mem,
-        b: &Self::Mem,
+        operands: (&Self::Mem, &Self::Mem),
         c: &mut Self::Mem,
+        single: bool,
     ) -> Result<(), BackendError>;
 
     /// Copies `len` numbers of `src` from `from` into `dst` at `to`.

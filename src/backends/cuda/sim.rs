@@ -77,14 +77,17 @@ impl Executor for SimMachine {
 
 /// `c = op(a) op(b)` by cuBLAS's column-major definition, checking the
 /// leading dimensions as cuBLAS does.
-pub fn column_major_gemm(call: &GemmCall, a: &[f64], b: &[f64]) -> Result<Vec<f64>, String> {
+pub fn column_major_gemm<T>(call: &GemmCall, a: &[T], b: &[T]) -> Result<Vec<T>, String>
+where
+    T: Copy + Default + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
+{
     let (m, n, k) = (call.m, call.n, call.k);
     let rows_a = if call.transa { k } else { m };
     let rows_b = if call.transb { n } else { k };
     if call.lda < rows_a.max(1) || call.ldb < rows_b.max(1) || call.ldc < m.max(1) {
         return Err(format!("invalid leading dimensions in {call:?}"));
     }
-    let mut c = vec![0.0; call.stride_c.max(m * n) * call.batch.max(1)];
+    let mut c = vec![T::default(); call.stride_c.max(m * n) * call.batch.max(1)];
     for batch in 0..call.batch {
         let (oa, ob, oc) = (
             batch * call.stride_a,
@@ -93,7 +96,7 @@ pub fn column_major_gemm(call: &GemmCall, a: &[f64], b: &[f64]) -> Result<Vec<f6
         );
         for i in 0..m {
             for j in 0..n {
-                let mut total = 0.0;
+                let mut total = T::default();
                 for l in 0..k {
                     let x = if call.transa {
                         a[oa + l + i * call.lda]
@@ -105,13 +108,27 @@ pub fn column_major_gemm(call: &GemmCall, a: &[f64], b: &[f64]) -> Result<Vec<f6
                     } else {
                         b[ob + l + j * call.ldb]
                     };
-                    total += x * y;
+                    total = total + x * y;
                 }
                 c[oc + i + j * call.ldc] = total;
             }
         }
     }
     Ok(c)
+}
+
+/// f32 numbers stored two per slot (as a device's memory holds them,
+/// little-endian: the first in the low half).
+fn unpacked(mem: &[f64]) -> Vec<f32> {
+    mem.iter()
+        .flat_map(|slot| {
+            let bits = slot.to_bits();
+            [
+                f32::from_bits(bits as u32),
+                f32::from_bits((bits >> 32) as u32),
+            ]
+        })
+        .collect()
 }
 
 impl Machine for SimMachine {
@@ -201,14 +218,27 @@ impl Machine for SimMachine {
     fn gemm(
         &self,
         call: &GemmCall,
-        a: &Vec<f64>,
-        b: &Vec<f64>,
+        (a, b): (&Vec<f64>, &Vec<f64>),
         c: &mut Vec<f64>,
+        single: bool,
     ) -> Result<(), BackendError> {
         self.gemms.set(self.gemms.get() + 1);
-        let product = column_major_gemm(call, a, b).map_err(BackendError::new)?;
-        let len = c.len().min(product.len());
-        c[..len].copy_from_slice(&product[..len]);
+        if !single {
+            let product = column_major_gemm(call, a, b).map_err(BackendError::new)?;
+            let len = c.len().min(product.len());
+            c[..len].copy_from_slice(&product[..len]);
+            return Ok(());
+        }
+        let product =
+            column_major_gemm(call, &unpacked(a), &unpacked(b)).map_err(BackendError::new)?;
+        let mut values = unpacked(c);
+        let len = values.len().min(product.len());
+        values[..len].copy_from_slice(&product[..len]);
+        for (slot, pair) in c.iter_mut().zip(values.chunks(2)) {
+            let low = u64::from(pair[0].to_bits());
+            let high = pair.get(1).map_or(0, |x| u64::from(x.to_bits()));
+            *slot = f64::from_bits(low | high << 32);
+        }
         Ok(())
     }
 

@@ -368,3 +368,26 @@ extern "C" __global__ void stuck(double* out) {
         .expect_err("a deadlock");
     assert!(error.contains("did not finish"), "{error}");
 }
+
+#[test]
+fn f32_storage_is_packed_two_per_slot_and_widens_back_exactly() {
+    let Some(mut sim) = simulator() else { return };
+    // An odd count over several blocks: the last slot is half used.
+    let n = 1001;
+    let x = values(n, |i| crate::dtype::round32((0.37 * i).sin() * 1e3));
+    let narrow = crate::backends::cuda::launch::convert(n, false);
+    let mut buffers = vec![x.clone(), vec![0.0; n.div_ceil(2)]];
+    let args = [SimArg::Int(n as i64), SimArg::Buffer(0), SimArg::Buffer(1)];
+    sim.launch(&narrow.source, narrow.name, 2, 256, &args, &mut buffers)
+        .unwrap_or_else(|e| panic!("{e}"));
+    for (i, &want) in x.iter().enumerate() {
+        let bits = buffers[1][i / 2].to_bits() >> (32 * (i % 2));
+        assert_eq!(f64::from(f32::from_bits(bits as u32)), want, "element {i}");
+    }
+    let widen = crate::backends::cuda::launch::convert(n, true);
+    let mut back = vec![buffers[1].clone(), vec![f64::NAN; n]];
+    sim.launch(&widen.source, widen.name, 2, 256, &args, &mut back)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&back[1]), bits(&x));
+}
