@@ -113,7 +113,16 @@ pub fn compile(
     }
     let root_values: Vec<usize> = roots.iter().map(|&r| resolve(r)).collect();
     let fused = super::fuse::fuse(&mut kernels, &mut needed, shapes, &root_values);
-    let mut tape = schedule(&kernels, &needed, shapes, &root_values, input_shapes, fused);
+    let single =
+        super::storage::single_storage(&kernels, &needed, nodes, &dtypes, shapes, &root_values);
+    let mut tape = schedule(
+        &kernels,
+        (&needed, &single),
+        shapes,
+        &root_values,
+        input_shapes,
+        fused,
+    );
     tape.output_dtypes = roots.iter().map(|&r| dtypes[usize::from(r)]).collect();
     tape
 }
@@ -129,15 +138,16 @@ fn plain_transpose(nodes: &[TNode], shapes: &[Shape], index: usize) -> Option<us
     }
 }
 
-fn bytes(shape: &[usize]) -> usize {
-    numel(shape).max(1) * 8
+/// The bytes of a value of `shape`, kept in f32 storage when `single`.
+fn bytes(shape: &[usize], single: bool) -> usize {
+    numel(shape).max(1) * if single { 4 } else { 8 }
 }
 
 /// Orders the needed kernels (their index order is topological), assigns
 /// slots reusing dead ones of the same size, and counts memory and flops.
 fn schedule(
     kernels: &Kernels,
-    needed: &[bool],
+    (needed, single): (&[bool], &[bool]),
     shapes: &[Shape],
     roots: &[usize],
     input_shapes: &[Shape],
@@ -178,7 +188,7 @@ fn schedule(
     for (p, &index) in order.iter().enumerate() {
         let (kernel, args) = kernels[index].as_ref().expect("scheduled kernels exist");
         let shape = &shapes[index];
-        let size = bytes(shape);
+        let size = bytes(shape, single[index]);
         let out = match free.get_mut(&size).and_then(Vec::pop) {
             Some(slot) => slot,
             None => {
@@ -195,8 +205,10 @@ fn schedule(
         for &value in &dying_at[p] {
             let slot = slot_of[&value];
             frees.push(slot);
-            free.entry(bytes(&shapes[value])).or_default().push(slot);
-            live -= bytes(&shapes[value]);
+            free.entry(bytes(&shapes[value], single[value]))
+                .or_default()
+                .push(slot);
+            live -= bytes(&shapes[value], single[value]);
         }
         instructions.push(Instruction {
             op: kernel.clone(),
@@ -204,6 +216,7 @@ fn schedule(
             out,
             shape: shape.clone(),
             frees,
+            single: single[index],
         });
         debug_assert!(position.contains_key(&index));
     }

@@ -16,6 +16,7 @@ pub mod residuals;
 mod rounding;
 pub mod scan;
 mod show;
+mod storage;
 
 pub use compile::compile;
 pub use remat::compile_within;
@@ -40,6 +41,10 @@ pub struct Instruction {
     /// Slots whose values die after this instruction (their storage may be
     /// reused from the next instruction on).
     pub frees: SmallVec<[Slot; 2]>,
+    /// Whether the result is kept in f32 storage: an f32 value every user
+    /// of which reads f32 storage (`storage`). Backends without f32
+    /// storage ignore it (the numbers are f32 ones either way).
+    pub single: bool,
 }
 
 /// What an instruction computes.

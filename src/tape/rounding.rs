@@ -52,7 +52,7 @@ pub(super) fn round_f32_results(
 /// Whether `op`, computed in f64 on f32 numbers, may give a number that is
 /// not an f32 one (selections, movements, comparisons, roundings, minima
 /// and maxima, negation and absolute values never do).
-fn inexact(op: &TOp) -> bool {
+pub(super) fn inexact(op: &TOp) -> bool {
     match op {
         TOp::Map(math) => !matches!(
             math,

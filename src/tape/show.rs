@@ -1,4 +1,5 @@
-//! A tape as text (`show-tape`): one instruction per line, slots as `%k`.
+//! A tape as text (`show-tape`): one instruction per line, slots as `%k`,
+//! then the result's shape (and "in f32" for a value kept in f32 storage).
 
 use super::{Kernel, Tape};
 use crate::egraph::tensor::shape::show;
@@ -47,11 +48,12 @@ impl fmt::Display for Tape {
             let args: Vec<String> = instruction.args.iter().map(|s| format!("%{s}")).collect();
             writeln!(
                 f,
-                "%{} = {} {}  ; {}",
+                "%{} = {} {}  ; {}{}",
                 instruction.out,
                 instruction.op,
                 args.join(" "),
-                show(&instruction.shape)
+                show(&instruction.shape),
+                if instruction.single { " in f32" } else { "" }
             )?;
         }
         let outputs: Vec<String> = self.outputs.iter().map(|s| format!("%{s}")).collect();

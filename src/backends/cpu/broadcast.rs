@@ -7,6 +7,7 @@
 //!
 //! Knows ndarray views, nothing of tapes.
 
+use super::storage::Kept;
 use ndarray::{ArrayD, ArrayViewD, CowArray, IxDyn};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
@@ -49,7 +50,7 @@ pub fn broadcast(x: &ArrayViewD<'_, f64>, shape: &[usize]) -> ArrayD<f64> {
     // Every number is written, so the storage (recycled, or fresh and
     // never cleared: clearing 8 MB costs as much as filling it) starts as
     // uninitialized capacity.
-    let mut out = super::execute::take(n).unwrap_or_default();
+    let mut out = super::storage::take(n).unwrap_or_default();
     out.clear();
     out.reserve_exact(n);
     expand(
@@ -64,8 +65,30 @@ pub fn broadcast(x: &ArrayViewD<'_, f64>, shape: &[usize]) -> ArrayD<f64> {
     ArrayD::from_shape_vec(IxDyn(shape), out).expect("sizes agree")
 }
 
+/// `x` widened into `out` (exact).
+pub(super) fn widen_into(x: &[f32], out: &mut [f64]) {
+    out.par_chunks_mut(PARALLEL)
+        .zip(x.par_chunks(PARALLEL))
+        .for_each(|(o, x)| {
+            for (o, &x) in o.iter_mut().zip(x) {
+                *o = f64::from(x);
+            }
+        });
+}
+
+/// An f32 view as a new row-major f64 array (exact).
+pub(super) fn widened(x: &ArrayViewD<'_, f32>) -> ArrayD<f64> {
+    let standard = row_major(x);
+    let numbers = standard
+        .as_slice()
+        .expect("a standard-layout array is contiguous");
+    let mut out = super::storage::take_or_new::<f64>(numbers.len());
+    widen_into(numbers, &mut out);
+    ArrayD::from_shape_vec(x.raw_dim(), out).expect("sizes agree")
+}
+
 /// `x` itself when it is row-major, else a row-major copy.
-pub fn row_major<'a>(x: &ArrayViewD<'a, f64>) -> CowArray<'a, f64, IxDyn> {
+pub fn row_major<'a, T: Kept + Send + Sync>(x: &ArrayViewD<'a, T>) -> CowArray<'a, T, IxDyn> {
     if x.is_standard_layout() {
         CowArray::from(x.clone())
     } else {
@@ -76,9 +99,9 @@ pub fn row_major<'a>(x: &ArrayViewD<'a, f64>) -> CowArray<'a, f64, IxDyn> {
 /// `x` as a new row-major array. A view whose last two axes are swapped
 /// against row-major order (a transposed matrix or stack of them) is
 /// copied tile by tile; other orders element by element.
-pub fn standard(x: &ArrayViewD<'_, f64>) -> ArrayD<f64> {
+pub fn standard<T: Kept + Send + Sync>(x: &ArrayViewD<'_, T>) -> ArrayD<T> {
     if let Some(data) = x.as_slice() {
-        let data = match super::execute::take(data.len()) {
+        let data = match super::storage::take::<T>(data.len()) {
             Some(mut copy) => {
                 copy.copy_from_slice(data);
                 copy
@@ -94,7 +117,7 @@ pub fn standard(x: &ArrayViewD<'_, f64>) -> ArrayD<f64> {
         if let Some(data) = stored.as_slice() {
             // Each matrix is stored `rows x cols` and read transposed.
             let (rows, cols) = (stored.shape()[rank - 2], stored.shape()[rank - 1]);
-            let mut out = super::execute::take(data.len()).unwrap_or_else(|| vec![0.0; data.len()]);
+            let mut out = super::storage::take_or_new::<T>(data.len());
             let size = (rows * cols).max(1);
             for (src, dst) in data.chunks_exact(size).zip(out.chunks_exact_mut(size)) {
                 transpose(src, rows, cols, dst);
@@ -106,7 +129,7 @@ pub fn standard(x: &ArrayViewD<'_, f64>) -> ArrayD<f64> {
         // Rows stored contiguously (a slice of a row-major array along an
         // earlier axis): copied row by row.
         let n = x.len();
-        let mut out = super::execute::take(n).unwrap_or_default();
+        let mut out = super::storage::take::<T>(n).unwrap_or_default();
         out.clear();
         out.reserve_exact(n);
         for row in x.rows() {
@@ -123,11 +146,11 @@ pub fn standard(x: &ArrayViewD<'_, f64>) -> ArrayD<f64> {
 /// `dst` (`cols x rows`, row-major) = the transpose of `src` (`rows x
 /// cols`), a band of `TILE` rows of `dst` at a time (in parallel for large
 /// matrices), each band tile by tile.
-fn transpose(src: &[f64], rows: usize, cols: usize, dst: &mut [f64]) {
+fn transpose<T: Copy + Send + Sync>(src: &[T], rows: usize, cols: usize, dst: &mut [T]) {
     if rows == 0 || cols == 0 {
         return;
     }
-    let band = |(b, out): (usize, &mut [f64])| {
+    let band = |(b, out): (usize, &mut [T])| {
         let j0 = b * TILE;
         let height = out.len() / rows;
         for i0 in (0..rows).step_by(TILE) {

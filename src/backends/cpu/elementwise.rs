@@ -112,13 +112,9 @@ pub(super) fn vectorized(op: &TOp) -> bool {
 }
 
 /// Runs a fused group (or a single elementwise operation, as a group of
-/// one step) over operands broadcasting to `shape`.
-pub fn run_group(
-    group: &FusedGroup,
-    operands: &[&Val],
-    shape: &[usize],
-    pool: Option<Vec<f64>>,
-) -> Val {
+/// one step) over operands broadcasting to `shape`; the result is kept in
+/// f32 storage when `single` (its numbers are f32 ones).
+pub fn run_group(group: &FusedGroup, operands: &[&Val], shape: &[usize], single: bool) -> Val {
     // A group with a fused sum loops over its operand's shape and returns
     // the sum, in the instruction's shape (a scalar, or ones with keepdims).
     let result_shape = shape;
@@ -127,10 +123,10 @@ pub fn run_group(
         return Val::Scalar(run_scalar(group, operands));
     }
     let expanded = sources::expand(operands, shape);
-    let value = run_expanded(group, operands, &expanded, (shape, result_shape), pool);
+    let value = run_expanded(group, operands, &expanded, (shape, result_shape), single);
     // The copies of broadcast operands serve later results of their size.
     for copy in expanded.into_iter().flatten() {
-        super::execute::recycle(std::rc::Rc::new(copy));
+        super::storage::recycle(std::rc::Rc::new(copy));
     }
     value
 }
@@ -142,7 +138,7 @@ fn run_expanded(
     operands: &[&Val],
     expanded: &[Option<ArrayD<f64>>],
     (shape, result_shape): (&[usize], &[usize]),
-    pool: Option<Vec<f64>>,
+    single: bool,
 ) -> Val {
     let n: usize = shape.iter().product();
     let sources = sources::sources(operands, expanded, shape);
@@ -176,26 +172,43 @@ fn run_expanded(
             )))
         };
     }
-    let mut out = match pool {
-        Some(v) if v.len() == n => v,
-        _ => vec![0.0; n],
-    };
+    if single {
+        let out = stored(shape, |start, out: &mut [f32]| {
+            task.store_single(start, out)
+        });
+        return Val::Single(std::rc::Rc::new(out));
+    }
+    Val::Array(std::rc::Rc::new(stored(shape, |start, out: &mut [f64]| {
+        task.store(start, out)
+    })))
+}
+
+/// New storage of `shape` written by `store` (elements from `start` into
+/// a block), in parallel blocks for large shapes.
+fn stored<T>(shape: &[usize], store: impl Fn(usize, &mut [T]) + Sync) -> ArrayD<T>
+where
+    T: super::storage::Kept + Send,
+{
+    let n: usize = shape.iter().product();
+    let mut out = super::storage::take_or_new::<T>(n);
     if n >= PARALLEL_THRESHOLD {
         out.par_chunks_mut(TASK)
             .enumerate()
-            .for_each(|(i, block)| task.store(i * TASK, block));
+            .for_each(|(i, block)| store(i * TASK, block));
     } else {
-        task.store(0, &mut out);
+        store(0, &mut out);
     }
-    Val::Array(std::rc::Rc::new(
-        ArrayD::from_shape_vec(IxDyn(shape), out).expect("length matches shape"),
-    ))
+    ArrayD::from_shape_vec(IxDyn(shape), out).expect("length matches shape")
 }
 
 /// A way to compute a group's elements over a range, on any thread.
 pub(super) trait Task: Sync {
     /// Computes elements `start..start + out.len()` into `out`.
     fn store(&self, start: usize, out: &mut [f64]);
+
+    /// `store` into f32 storage, for a group whose elements are f32
+    /// numbers.
+    fn store_single(&self, start: usize, out: &mut [f32]);
 
     /// The sum of elements `start..end`, added chunk by chunk in order (so
     /// every way of computing the elements gives the same sum).
@@ -243,7 +256,8 @@ impl Interpreted<'_> {
                 Source::Shifted { data, start } => !inside(*start, start + data.len()),
                 Source::Window { start, end, .. } => !inside(*start, *end),
                 Source::Strided(_) | Source::Cyclic { .. } => source.in_place(at, len).is_none(),
-                _ => false,
+                Source::Single(_) => true,
+                Source::Scalar(_) | Source::Slice(_) => false,
             };
             if crosses {
                 source.fill(at, &mut edges[k * width..k * width + len]);
@@ -297,6 +311,16 @@ impl Task for Interpreted<'_> {
         }
     }
 
+    fn store_single(&self, start: usize, out: &mut [f32]) {
+        let mut registers = self.registers();
+        let mut values = [0.0; CHUNK];
+        for (c, block) in out.chunks_mut(self.width).enumerate() {
+            let values = &mut values[..block.len()];
+            self.chunk(start + c * self.width, &mut registers, values);
+            narrow_into(values, block);
+        }
+    }
+
     fn sum(&self, start: usize, end: usize) -> f64 {
         let mut registers = self.registers();
         let mut values = [0.0; CHUNK];
@@ -307,6 +331,13 @@ impl Task for Interpreted<'_> {
             total += scalar::sum(&values[..len]);
         }
         total
+    }
+}
+
+/// f64 numbers that are f32 ones, into f32 storage (exact).
+pub(super) fn narrow_into(values: &[f64], out: &mut [f32]) {
+    for (o, &x) in out.iter_mut().zip(values) {
+        *o = x as f32;
     }
 }
 

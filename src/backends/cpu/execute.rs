@@ -5,13 +5,14 @@
 //! size.
 
 use super::elementwise::run_group;
+use super::matmul::{Factor, product_single};
+use super::storage::{PROBED_LENGTH, allow_pool, recycle, reserve};
 use super::structural::{gemm, structural};
 use crate::backends::BackendError;
 use crate::egraph::tensor::{Shape, TOp};
 use crate::tape::scan::LoopTapes;
 use crate::tape::{FusedGroup, Instruction, Kernel, Tape};
 use ndarray::{ArrayD, ArrayViewD, Axis, CowArray, IxDyn, Slice};
-use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::ops::Range;
 use std::rc::Rc;
@@ -84,6 +85,14 @@ pub(crate) enum Val {
         before: usize,
         shape: Shape,
     },
+    /// f32 numbers in f32 storage, row-major: an f32 value the tape keeps
+    /// in single precision (`Instruction::single`).
+    Single(Rc<ArrayD<f32>>),
+    /// f32 storage with its axes permuted (a transpose), not copied.
+    SinglePermuted {
+        base: Rc<ArrayD<f32>>,
+        perm: SmallVec<[usize; 4]>,
+    },
     /// Row-major `base` rolled along its first axis, not made: element `i`
     /// (row-major) is `base`'s element `(i - shift) mod n`, `shift` counted
     /// in elements (`n` the number of elements). Elementwise groups read it
@@ -128,9 +137,23 @@ impl Val {
         }
     }
 
-    /// The value as an array, borrowed where it exists.
+    /// The view of a value in f32 storage.
+    pub(crate) fn single(&self) -> Option<ArrayViewD<'_, f32>> {
+        match self {
+            Val::Single(base) => Some(base.view()),
+            Val::SinglePermuted { base, perm } => Some(base.view().permuted_axes(IxDyn(perm))),
+            _ => None,
+        }
+    }
+
+    /// The value as an array, borrowed where it exists (f32 storage is
+    /// widened: kernels that read it in place ask for `single`).
     pub(crate) fn cow(&self) -> CowArray<'_, f64, IxDyn> {
         match self {
+            Val::Single(_) | Val::SinglePermuted { .. } => {
+                let single = self.single().expect("f32 storage");
+                CowArray::from(super::broadcast::widened(&single))
+            }
             Val::Scalar(x) => CowArray::from(ArrayD::from_elem(IxDyn(&[]), *x)),
             Val::Array(a) => CowArray::from(a.view()),
             Val::Slice {
@@ -194,13 +217,9 @@ fn single_step(op: &TOp, inputs: usize) -> FusedGroup {
     }
 }
 
-/// Runs one operation (not `Input`) on executor values.
-fn step(
-    op: &TOp,
-    args: &[&Val],
-    shape: &[usize],
-    pool: Option<Vec<f64>>,
-) -> Result<Val, BackendError> {
+/// Runs one operation (not `Input`) on executor values; an elementwise
+/// one keeps its result in f32 storage when `single`.
+fn step(op: &TOp, args: &[&Val], shape: &[usize], single: bool) -> Result<Val, BackendError> {
     Ok(match op {
         TOp::Input { .. } => unreachable!("inputs are loaded by the executor"),
         TOp::Placeholder { .. } => {
@@ -209,7 +228,7 @@ fn step(
             ));
         }
         TOp::Scalar(c) => Val::Scalar(c.get()),
-        op if op.is_elementwise() => run_group(&single_step(op, args.len()), args, shape, pool),
+        op if op.is_elementwise() => run_group(&single_step(op, args.len()), args, shape, single),
         TOp::MatMul => Val::from_array(gemm(
             &args[0].cow().view(),
             &args[1].cow().view(),
@@ -229,9 +248,17 @@ fn step(
                     base: Rc::clone(base),
                     perm: perm.map(|p| inner[p]).collect(),
                 },
+                Val::Single(base) => Val::SinglePermuted {
+                    base: Rc::clone(base),
+                    perm: perm.collect(),
+                },
+                Val::SinglePermuted { base, perm: inner } => Val::SinglePermuted {
+                    base: Rc::clone(base),
+                    perm: perm.map(|p| inner[p]).collect(),
+                },
                 other => {
                     let owned = Rc::new(super::broadcast::standard(&other.cow().view()));
-                    return step(op, &[&Val::Array(owned)], shape, None);
+                    return step(op, &[&Val::Array(owned)], shape, false);
                 }
             }
         }
@@ -247,7 +274,7 @@ fn step(
             }
             other => {
                 let owned = Rc::new(super::broadcast::standard(&other.cow().view()));
-                return step(op, &[&Val::Array(owned)], shape, None);
+                return step(op, &[&Val::Array(owned)], shape, false);
             }
         },
         TOp::Roll { axis: 0, shift } if matches!(args[0], Val::Array(a) if a.is_standard_layout() && !a.is_empty()) =>
@@ -263,6 +290,13 @@ fn step(
                     shift,
                 },
             }
+        }
+        TOp::Reshape(target) if args[0].single().is_some() => {
+            let single = args[0].single().expect("f32 storage");
+            let data = super::broadcast::standard(&single);
+            Val::Single(Rc::new(data.into_shape_with_order(IxDyn(target)).expect(
+                "a standard-layout array of the target's size takes its shape",
+            )))
         }
         TOp::Pad {
             axis: 0, before, ..
@@ -401,13 +435,13 @@ pub fn eval_op(op: &TOp, args: &[&Buf], shape: &[usize]) -> Option<Result<Buf, B
     }
     let vals: SmallVec<[Val; 3]> = args.iter().map(|b| Val::from_buf(b)).collect();
     let refs: SmallVec<[&Val; 3]> = vals.iter().collect();
-    Some(step(op, &refs, shape, None).map(Val::into_buf))
+    Some(step(op, &refs, shape, false).map(Val::into_buf))
 }
 
 /// Runs `tape` on `inputs`.
 pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
     crate::backends::check_inputs(tape, inputs.iter().map(Buf::shape))?;
-    allow_pool(tape.stats.peak_bytes);
+    allow_pool(tape.stats.peak_bytes + tape.stats.peak_bytes / 2);
     let mut slots: Vec<Option<Val>> = vec![None; tape.slots];
     for instruction in &tape.instructions {
         let value = if let Some(reshaped) = reshape_in_place(instruction, &mut slots) {
@@ -426,13 +460,31 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
             check_room(instruction, n)?;
             match &instruction.op {
                 Kernel::Op(TOp::Input { index, .. }) => Val::from_buf(&inputs[*index as usize]),
-                Kernel::Fused(group) => run_group(group, &args, &instruction.shape, take(n)),
+                Kernel::Fused(group) => {
+                    run_group(group, &args, &instruction.shape, instruction.single)
+                }
                 Kernel::Loop(tapes) => run_loop(tapes, &args)?,
-                Kernel::Gemm { ta, tb, single } => Val::from_array(gemm(
+                Kernel::Gemm {
+                    ta,
+                    tb,
+                    single: true,
+                } => {
+                    let (a, b) = (factor(args[0]), factor(args[1]));
+                    let product = product_single(&a, &b, (*ta, *tb));
+                    match instruction.single {
+                        true => Val::Single(Rc::new(product)),
+                        false => {
+                            let wide = super::broadcast::widened(&product.view());
+                            recycle(Rc::new(product));
+                            Val::from_array(wide)
+                        }
+                    }
+                }
+                Kernel::Gemm { ta, tb, .. } => Val::from_array(gemm(
                     &args[0].cow().view(),
                     &args[1].cow().view(),
                     (*ta, *tb),
-                    *single,
+                    false,
                 )),
                 Kernel::Op(op)
                     if op.is_elementwise()
@@ -452,10 +504,7 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
                     super::elementwise::apply_chunk(op, &ins, &mut out);
                     Val::Scalar(out[0])
                 }
-                Kernel::Op(op) => {
-                    let recycled = if op.is_elementwise() { take(n) } else { None };
-                    step(op, &args, &instruction.shape, recycled)?
-                }
+                Kernel::Op(op) => step(op, &args, &instruction.shape, instruction.single)?,
             }
         };
         super::measure::alive(owned_bytes(&value));
@@ -482,6 +531,9 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
                     inner: Flat::Data { base: array, .. },
                     ..
                 }) => recycle(array),
+                Some(Val::Single(array) | Val::SinglePermuted { base: array, .. }) => {
+                    recycle(array)
+                }
                 _ => {}
             }
         }
@@ -513,23 +565,38 @@ fn reshape_in_place(instruction: &Instruction, slots: &mut [Option<Val>]) -> Opt
     if slot == instruction.out || !instruction.frees.contains(&slot) {
         return None;
     }
+    let n: usize = target.iter().product();
+    let unique = |count: usize, standard: bool, len: usize| count == 1 && standard && len == n;
     match &slots[slot as usize] {
-        Some(Val::Array(array))
-            if Rc::strong_count(array) == 1
-                && array.is_standard_layout()
-                && array.len() == target.iter().product::<usize>() => {}
+        Some(Val::Array(a)) if unique(Rc::strong_count(a), a.is_standard_layout(), a.len()) => {}
+        Some(Val::Single(a)) if unique(Rc::strong_count(a), a.is_standard_layout(), a.len()) => {}
         _ => return None,
     }
-    let Some(Val::Array(array)) = slots[slot as usize].take() else {
-        return None;
-    };
-    super::measure::dead(array.len() * 8);
-    let array = Rc::unwrap_or_clone(array);
-    let reshaped = array
-        .into_shape_with_order(IxDyn(target))
-        .expect("a standard-layout array of the target's size takes its shape");
-    // A reshape to no axes gives a number, as every operation does.
-    Some(Val::from_array(reshaped))
+    let shape = IxDyn(target);
+    const TAKES: &str = "a standard-layout array of the target's size takes its shape";
+    match slots[slot as usize].take()? {
+        Val::Array(array) => {
+            super::measure::dead(array.len() * 8);
+            let reshaped = Rc::unwrap_or_clone(array).into_shape_with_order(shape);
+            // A reshape to no axes gives a number, as every operation does.
+            Some(Val::from_array(reshaped.expect(TAKES)))
+        }
+        Val::Single(array) => {
+            super::measure::dead(array.len() * 4);
+            let reshaped = Rc::unwrap_or_clone(array).into_shape_with_order(shape);
+            Some(Val::Single(Rc::new(reshaped.expect(TAKES))))
+        }
+        _ => None,
+    }
+}
+
+/// An operand of an f32 matrix product: f32 storage read in place, f64
+/// storage (holding f32 numbers) as it is.
+fn factor<'a>(value: &'a Val) -> Factor<'a> {
+    match value.single() {
+        Some(view) => Factor::Single(view),
+        None => Factor::Wide(value.cow()),
+    }
 }
 
 /// The bytes a value owns (views of other values own none).
@@ -537,71 +604,8 @@ fn owned_bytes(value: &Val) -> usize {
     match value {
         Val::Scalar(_) => 8,
         Val::Array(a) => a.len() * 8,
+        Val::Single(a) => a.len() * 4,
         _ => 0,
-    }
-}
-
-/// Storage kept for reuse across instructions and runs, by length. Fresh
-/// large allocations are mapped from the system and zeroed page by page on
-/// first touch, which costs more than an elementwise pass.
-struct Pool {
-    free: FxHashMap<usize, Vec<Vec<f64>>>,
-    bytes: usize,
-    /// The most storage kept: `POOL_BYTES`, or more after a tape whose
-    /// peak was larger ran on this thread (up to `POOL_CEILING`).
-    limit: usize,
-}
-
-/// The most storage the pool keeps (per thread) until a larger program
-/// runs.
-const POOL_BYTES: usize = 512 << 20;
-
-/// The most storage the pool keeps after a program whose values take
-/// more than `POOL_BYTES` at their peak: a training step whose
-/// activations take 900 MB allocated a third of them fresh at every step
-/// (page faults were 16% of the step; 1.49 s against 1.29 s kept).
-const POOL_CEILING: usize = 4 << 30;
-
-/// Lets the pool keep as much as a program of `peak` bytes needs at once
-/// (between `POOL_BYTES` and `POOL_CEILING`): storage the process held
-/// anyway at that peak, kept for the program's next run.
-fn allow_pool(peak: usize) {
-    POOL.with(|pool| {
-        let mut pool = pool.borrow_mut();
-        pool.limit = pool.limit.max(peak.min(POOL_CEILING));
-    });
-}
-
-/// The most free buffers of one length the pool keeps: a loop whose
-/// operations free more buffers of a length than they take (structural
-/// operations allocate their own) must not fill the pool with them.
-const POOL_PER_LENGTH: usize = 16;
-
-thread_local! {
-    static POOL: std::cell::RefCell<Pool> = std::cell::RefCell::new(Pool {
-        free: FxHashMap::default(),
-        bytes: 0,
-        limit: POOL_BYTES,
-    });
-}
-
-/// Results at least this many numbers long are allocated only after the
-/// allocator has agreed to hold them (`reserve`), so a result the machine
-/// cannot hold is an error, not an abort.
-const PROBED_LENGTH: usize = 1 << 23;
-
-/// Empty storage with room for `len` numbers, or the out-of-memory error
-/// naming what it was for (`what`), instead of the abort an allocation
-/// failure would be.
-pub(crate) fn reserve(len: usize, what: impl FnOnce() -> String) -> Result<Vec<f64>, BackendError> {
-    let mut storage: Vec<f64> = Vec::new();
-    match storage.try_reserve_exact(len) {
-        Ok(()) => Ok(storage),
-        Err(_) => Err(BackendError::new(format!(
-            "out of memory: cannot allocate {:.3} GB for {}",
-            len as f64 * 8.0 / 1e9,
-            what()
-        ))),
     }
 }
 
@@ -625,94 +629,4 @@ fn check_room(instruction: &Instruction, n: usize) -> Result<(), BackendError> {
         )
     })
     .map(drop)
-}
-
-/// Storage of `n` elements from the pool, if it has some (contents
-/// arbitrary).
-pub(crate) fn take(n: usize) -> Option<Vec<f64>> {
-    POOL.with(|pool| {
-        let mut pool = pool.borrow_mut();
-        let found = pool.free.get_mut(&n).and_then(Vec::pop)?;
-        pool.bytes -= n * 8;
-        Some(found)
-    })
-}
-
-/// Arrays handed out for one recurring value (a plan's result, a step's
-/// row of a sequence): one nobody else holds any more is written again
-/// instead of allocating a new one, so a loop's values ping-pong between
-/// a few arrays.
-#[derive(Default)]
-pub(crate) struct Recurring {
-    given: SmallVec<[Rc<ArrayD<f64>>; 3]>,
-}
-
-impl Recurring {
-    /// An array of `shape` holding `data` (row-major).
-    pub(crate) fn array(&mut self, shape: &[usize], data: &[f64]) -> Rc<ArrayD<f64>> {
-        for kept in self.given.iter_mut() {
-            if let Some(array) = Rc::get_mut(kept)
-                && array.shape() == shape
-                && let Some(storage) = array.as_slice_mut()
-            {
-                storage.copy_from_slice(data);
-                return Rc::clone(kept);
-            }
-        }
-        let mut storage = take(data.len()).unwrap_or_default();
-        storage.clear();
-        storage.extend_from_slice(data);
-        let array = Rc::new(ArrayD::from_shape_vec(IxDyn(shape), storage).expect("sizes match"));
-        // Every kept one still held elsewhere (stored states, say): the
-        // newest replaces the oldest.
-        if self.given.len() == 3 {
-            self.given.remove(0);
-        }
-        self.given.push(Rc::clone(&array));
-        array
-    }
-}
-
-/// Keeps the storage of a dead array for a later result of its size.
-pub(crate) fn recycle(array: Rc<ArrayD<f64>>) {
-    let Ok(array) = Rc::try_unwrap(array) else {
-        return;
-    };
-    if !array.is_standard_layout() {
-        return;
-    }
-    let (data, offset) = array.into_raw_vec_and_offset();
-    if offset.unwrap_or(0) != 0 || data.len() < 1024 {
-        return;
-    }
-    POOL.with(|pool| {
-        let mut pool = pool.borrow_mut();
-        let len = data.len();
-        let room = pool.free.get(&len).map_or(0, Vec::len) < POOL_PER_LENGTH;
-        let limit = pool.limit;
-        if !room || len * 8 > limit {
-            return;
-        }
-        // A full pool gives up buffers of other lengths (the largest
-        // first): what runs now needs this length, and storage kept for
-        // an earlier program's sizes would leave every allocation of this
-        // one fresh, zeroed page by page.
-        while pool.bytes + len * 8 > limit {
-            let Some(&other) = pool
-                .free
-                .iter()
-                .filter(|(l, kept)| **l != len && !kept.is_empty())
-                .map(|(l, _)| l)
-                .max()
-            else {
-                return;
-            };
-            if let Some(kept) = pool.free.get_mut(&other) {
-                kept.pop();
-                pool.bytes -= other * 8;
-            }
-        }
-        pool.bytes += len * 8;
-        pool.free.entry(len).or_default().push(data);
-    });
 }

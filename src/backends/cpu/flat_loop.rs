@@ -13,8 +13,9 @@
 //! inside a planned tape runs here on slices of the plan's buffers
 //! (`forward_into`).
 
-use super::execute::{Buf, reserve};
+use super::execute::Buf;
 use super::planned::{self, Plan};
+use super::storage::reserve;
 use super::{cancel, measure};
 use crate::backends::BackendError;
 use crate::egraph::tensor::Shape;

@@ -15,6 +15,7 @@
 //!
 //! Knows ndarray views and faer, nothing of tapes.
 
+use super::storage::Kept;
 use faer::linalg::matmul::matmul as faer_matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 use ndarray::{ArrayD, ArrayViewD, CowArray, IxDyn};
@@ -27,7 +28,13 @@ const THREADED: usize = 1 << 18;
 /// swapped) first when its flag is set. Shapes are the tape's, checked by
 /// shape inference: the inner sizes agree and the batch axes broadcast.
 pub fn matmul(a: &ArrayViewD<'_, f64>, b: &ArrayViewD<'_, f64>, ta: bool, tb: bool) -> ArrayD<f64> {
-    product(a, b, (ta, tb), false)
+    let ((a_stored, a_swapped), (b_stored, b_swapped)) = (stored(a), stored(b));
+    let left = Layout::new(a_stored.shape(), ta != a_swapped);
+    let right = Layout::new(b_stored.shape(), tb != b_swapped);
+    let len = left.out_len(&right);
+    let out = super::storage::take_or_new::<f64>(len);
+    let out = left.product(&right, (numbers(&a_stored), numbers(&b_stored)), out);
+    ArrayD::from_shape_vec(IxDyn(&left.out_shape(&right)), out).expect("sizes agree")
 }
 
 /// `matmul` of operands holding f32 numbers, in f32 arithmetic (faer's
@@ -40,60 +47,165 @@ pub fn matmul_single(
     ta: bool,
     tb: bool,
 ) -> ArrayD<f64> {
-    product(a, b, (ta, tb), true)
+    let product = product_single(
+        &Factor::Wide(CowArray::from(a.view())),
+        &Factor::Wide(CowArray::from(b.view())),
+        (ta, tb),
+    );
+    let mut out = super::storage::take_or_new::<f64>(product.len());
+    super::broadcast::widen_into(
+        product.as_slice().expect("a new array is row-major"),
+        &mut out,
+    );
+    let shape = product.raw_dim();
+    super::storage::recycle(std::rc::Rc::new(product));
+    ArrayD::from_shape_vec(shape, out).expect("sizes agree")
 }
 
-fn product(
-    a: &ArrayViewD<'_, f64>,
-    b: &ArrayViewD<'_, f64>,
-    (ta, tb): (bool, bool),
-    single: bool,
-) -> ArrayD<f64> {
-    let (a_stored, a_swapped) = stored(a);
-    let (b_stored, b_swapped) = stored(b);
-    // A vector is a one-row matrix on the left, a one-column one on the right.
-    let (a_shape, a_transposed) = match a_stored.shape() {
-        [k] => (vec![1, *k], false),
-        shape => (shape.to_vec(), ta != a_swapped),
-    };
-    let (b_shape, b_transposed) = match b_stored.shape() {
-        [k] => (vec![*k, 1], false),
-        shape => (shape.to_vec(), tb != b_swapped),
-    };
-    let left = Operand::new(numbers(&a_stored), &a_shape, a_transposed);
-    let right = Operand::new(numbers(&b_stored), &b_shape, b_transposed);
-    let (m, k, n) = (left.rows(), left.cols(), right.cols());
-    debug_assert_eq!(k, right.rows(), "shape inference checks the inner sizes");
-    let batch = broadcast_batch(&left.batch, &right.batch);
-    let count: usize = batch.iter().product();
-    // Storage of a dead array of this size where one is kept (every
-    // element is written below), else fresh.
-    let len = count * m * n;
-    let mut out = super::execute::take(len).unwrap_or_else(|| vec![0.0; len]);
-    if k == 0 {
-        out.fill(0.0);
-    } else if out.is_empty() {
-    } else if single {
-        let (a32, b32) = (narrowed(left.data), narrowed(right.data));
-        let left = Operand::new(&a32, &a_shape, a_transposed);
-        let right = Operand::new(&b32, &b_shape, b_transposed);
-        let mut out32 = scratch(len);
-        products(&left, &right, &batch, &mut out32, 1.0f32);
-        widen_into(&out32, &mut out);
-        for used in [a32, b32, out32] {
-            keep(used);
+/// An operand of a product in f32 arithmetic.
+pub(crate) enum Factor<'a> {
+    /// f64 storage holding f32 numbers: narrowed (exactly) first.
+    Wide(CowArray<'a, f64, IxDyn>),
+    /// f32 storage, read where it is.
+    Single(ArrayViewD<'a, f32>),
+}
+
+impl Factor<'_> {
+    /// The row-major f32 numbers the product reads, their shape, and
+    /// whether they hold the operand with its last two axes swapped.
+    fn numbers(&self) -> (Numbers<'_>, Vec<usize>, bool) {
+        match self {
+            Factor::Wide(x) => {
+                let (stored, swapped) = stored(&x.view());
+                let shape = stored.shape().to_vec();
+                (
+                    Numbers::Narrowed(narrowed(numbers(&stored))),
+                    shape,
+                    swapped,
+                )
+            }
+            Factor::Single(x) => {
+                let (stored, swapped) = stored(x);
+                let shape = stored.shape().to_vec();
+                (Numbers::Stored(stored), shape, swapped)
+            }
         }
-    } else {
-        products(&left, &right, &batch, &mut out, 1.0);
     }
-    let mut shape = batch;
-    if a.ndim() > 1 {
-        shape.push(m);
+}
+
+/// f32 numbers of an operand.
+enum Numbers<'a> {
+    Stored(CowArray<'a, f32, IxDyn>),
+    Narrowed(Vec<f32>),
+}
+
+impl Numbers<'_> {
+    fn slice(&self) -> &[f32] {
+        match self {
+            Numbers::Stored(x) => numbers(x),
+            Numbers::Narrowed(x) => x,
+        }
     }
-    if b.ndim() > 1 {
-        shape.push(n);
+}
+
+/// The product of `a` and `b` (each transposed first when its flag is
+/// set) in f32 arithmetic, as f32 storage.
+pub(crate) fn product_single(
+    a: &Factor<'_>,
+    b: &Factor<'_>,
+    (ta, tb): (bool, bool),
+) -> ArrayD<f32> {
+    let (a_numbers, a_shape, a_swapped) = a.numbers();
+    let (b_numbers, b_shape, b_swapped) = b.numbers();
+    let left = Layout::new(&a_shape, ta != a_swapped);
+    let right = Layout::new(&b_shape, tb != b_swapped);
+    let out = super::storage::take_or_new::<f32>(left.out_len(&right));
+    let out = left.product(&right, (a_numbers.slice(), b_numbers.slice()), out);
+    for used in [a_numbers, b_numbers] {
+        if let Numbers::Narrowed(scratch) = used {
+            keep(scratch);
+        }
     }
-    ArrayD::from_shape_vec(IxDyn(&shape), out).expect("sizes agree")
+    ArrayD::from_shape_vec(IxDyn(&left.out_shape(&right)), out).expect("sizes agree")
+}
+
+/// How an operand's row-major numbers are read as a stack of matrices.
+struct Layout {
+    /// The stored shape, a vector as a one-row (left) or one-column
+    /// (right) matrix.
+    shape: Vec<usize>,
+    transposed: bool,
+    /// Whether the operand is a vector.
+    vector: bool,
+}
+
+impl Layout {
+    /// An operand of `shape` whose numbers are read transposed when
+    /// `transposed` (ignored for vectors).
+    fn new(shape: &[usize], transposed: bool) -> Layout {
+        match shape {
+            [k] => Layout {
+                shape: vec![*k],
+                transposed: false,
+                vector: true,
+            },
+            shape => Layout {
+                shape: shape.to_vec(),
+                transposed,
+                vector: false,
+            },
+        }
+    }
+
+    /// The operand as a left (`left`) or right matrix stack.
+    fn operand<'a, T>(&self, data: &'a [T], left: bool) -> Operand<'a, T> {
+        match (self.vector, left) {
+            (true, true) => Operand::new(data, &[1, self.shape[0]], false),
+            (true, false) => Operand::new(data, &[self.shape[0], 1], false),
+            (false, _) => Operand::new(data, &self.shape, self.transposed),
+        }
+    }
+
+    /// The number of elements of the product with `right`.
+    fn out_len(&self, right: &Layout) -> usize {
+        self.out_shape(right).iter().product()
+    }
+
+    /// The shape of the product with `right` (NumPy's: a vector operand's
+    /// axis dropped).
+    fn out_shape(&self, right: &Layout) -> Vec<usize> {
+        let (left_op, right_op) = (
+            self.operand::<u8>(&[], true),
+            right.operand::<u8>(&[], false),
+        );
+        let mut shape = broadcast_batch(&left_op.batch, &right_op.batch);
+        if !self.vector {
+            shape.push(left_op.rows());
+        }
+        if !right.vector {
+            shape.push(right_op.cols());
+        }
+        shape
+    }
+
+    /// The products of `data.0` (this layout) and `data.1` (`right`'s)
+    /// written into `out` (of `out_len` numbers), which is returned.
+    fn product<T>(&self, right: &Layout, data: (&[T], &[T]), mut out: Vec<T>) -> Vec<T>
+    where
+        T: faer::traits::ComplexField + Copy + Send + Sync + Default,
+    {
+        let left_op = self.operand(data.0, true);
+        let right_op = right.operand(data.1, false);
+        let k = left_op.cols();
+        debug_assert_eq!(k, right_op.rows(), "shape inference checks the inner sizes");
+        let batch = broadcast_batch(&left_op.batch, &right_op.batch);
+        if k == 0 {
+            out.fill(T::default());
+        } else if !out.is_empty() {
+            products(&left_op, &right_op, &batch, &mut out, T::one_impl());
+        }
+        out
+    }
 }
 
 /// The numbers of `x` in row-major order, and whether they hold `x` with
@@ -120,7 +232,7 @@ pub(crate) fn matmul_into(
     }
 }
 
-fn stored<'a>(x: &ArrayViewD<'a, f64>) -> (CowArray<'a, f64, IxDyn>, bool) {
+fn stored<'a, T: Kept + Send + Sync>(x: &ArrayViewD<'a, T>) -> (CowArray<'a, T, IxDyn>, bool) {
     let rank = x.ndim();
     if !x.is_standard_layout() && rank >= 2 {
         let mut swapped = x.clone();
@@ -128,11 +240,17 @@ fn stored<'a>(x: &ArrayViewD<'a, f64>) -> (CowArray<'a, f64, IxDyn>, bool) {
         if swapped.is_standard_layout() {
             return (CowArray::from(swapped), true);
         }
+        // A copy either way: the order whose rows lie in place copies
+        // run by run (a stack of transposed heads), the other number by
+        // number.
+        if x.strides()[rank - 1] != 1 && swapped.strides()[rank - 1] == 1 {
+            return (CowArray::from(super::broadcast::standard(&swapped)), true);
+        }
     }
     (super::broadcast::row_major(x), false)
 }
 
-fn numbers<'a>(x: &'a CowArray<'_, f64, IxDyn>) -> &'a [f64] {
+fn numbers<'a, T>(x: &'a CowArray<'_, T, IxDyn>) -> &'a [T] {
     x.as_slice().expect("a standard-layout array is contiguous")
 }
 
@@ -193,17 +311,6 @@ fn narrowed(x: &[f64]) -> Vec<f32> {
             }
         });
     out
-}
-
-/// `x` widened into `out` (exact).
-fn widen_into(x: &[f32], out: &mut [f64]) {
-    out.par_chunks_mut(CONVERTED)
-        .zip(x.par_chunks(CONVERTED))
-        .for_each(|(o, x)| {
-            for (o, &x) in o.iter_mut().zip(x) {
-                *o = f64::from(x);
-            }
-        });
 }
 
 /// One operand: row-major numbers, its batch axes, the matrix as stored

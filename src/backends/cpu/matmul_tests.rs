@@ -59,7 +59,10 @@ fn values(shape: &[usize], seed: u64) -> ArrayD<f64> {
 /// An array of `shape` holding `values(shape, seed)` in some memory
 /// order: 0 row-major, 1 stored with its axes reversed, 2 every other
 /// element of a larger array, 3 stored with its last two axes swapped (a
-/// transposed stack). Gives the storage and how to view it.
+/// transposed stack), 4 with its last three axes stored in the order
+/// (last, first, second) (a stack of transposed heads: rows lie in place
+/// only with the last two axes swapped). Gives the storage and how to
+/// view it.
 fn laid_out(shape: &[usize], seed: u64, layout: u8) -> (ArrayD<f64>, u8) {
     let x = values(shape, seed);
     match layout {
@@ -81,6 +84,12 @@ fn laid_out(shape: &[usize], seed: u64, layout: u8) -> (ArrayD<f64>, u8) {
             swapped.swap_axes(shape.len() - 2, shape.len() - 1);
             (swapped.as_standard_layout().into_owned(), 3)
         }
+        4 if shape.len() >= 3 => {
+            let (lead, rank) = (shape.len() - 3, shape.len());
+            let perm: Vec<usize> = (0..lead).chain([rank - 1, lead, lead + 1]).collect();
+            let stored = x.view().permuted_axes(IxDyn(&perm));
+            (stored.as_standard_layout().into_owned(), 4)
+        }
         _ => (x, 0),
     }
 }
@@ -95,6 +104,12 @@ fn view(stored: &(ArrayD<f64>, u8)) -> ArrayViewD<'_, f64> {
             let rank = view.ndim();
             view.swap_axes(rank - 2, rank - 1);
             view
+        }
+        4 => {
+            let rank = stored.0.ndim();
+            let lead = rank - 3;
+            let perm: Vec<usize> = (0..lead).chain([lead + 1, lead + 2, lead]).collect();
+            stored.0.view().permuted_axes(IxDyn(&perm))
         }
         _ => stored.0.view(),
     }
@@ -187,7 +202,7 @@ proptest! {
     #[test]
     fn products_match_a_triple_loop(
         (a, b, ta, tb) in case(),
-        layouts in (0u8..4, 0u8..4),
+        layouts in (0u8..5, 0u8..5),
         seed in any::<u32>(),
     ) {
         let a = laid_out(&a, u64::from(seed), layouts.0);
@@ -224,7 +239,7 @@ proptest! {
     #[test]
     fn single_products_are_f32_numbers_near_the_product(
         (a, b, ta, tb) in case(),
-        layouts in (0u8..4, 0u8..4),
+        layouts in (0u8..5, 0u8..5),
         seed in any::<u32>(),
     ) {
         let round = |(mut x, layout): (ArrayD<f64>, u8)| {
@@ -240,6 +255,14 @@ proptest! {
         prop_assert_eq!(got.shape(), want.shape());
         // Operands lie in [-2, 2]: each product term is at most 4.
         let bound = (k as f64 + 1.0) * f64::from(f32::EPSILON) * 4.0 * k as f64;
+        // The same product from f32 storage.
+        let (sa, sb) = (va.mapv(|x| x as f32), vb.mapv(|x| x as f32));
+        let stored = super::product_single(
+            &super::Factor::Single(sa.view()),
+            &super::Factor::Single(sb.view()),
+            (ta, tb),
+        );
+        prop_assert_eq!(stored.mapv(f64::from), got.clone());
         for (g, w) in got.iter().zip(&want) {
             prop_assert_eq!(*g, crate::dtype::round32(*g));
             prop_assert!((g - w).abs() <= bound.max(1e-30), "{} against {}", g, w);

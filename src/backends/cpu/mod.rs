@@ -23,6 +23,9 @@ pub(crate) use scan::snapshots_of;
 
 pub use scan::unpack;
 mod sources;
+mod storage;
+#[cfg(test)]
+mod storage_tests;
 mod structural;
 
 pub use broadcast::{broadcast, row_major};

@@ -5,7 +5,7 @@
 //! The few chunks where a padded operand crosses its edge are filled into
 //! buffers first and run by a kernel that streams them.
 
-use super::elementwise::{CHUNK, Task, vectorized};
+use super::elementwise::{CHUNK, Task, narrow_into, vectorized};
 use super::native::{self, Handle, Kernel, Operand};
 use super::sources::{self, Source};
 use crate::scalar;
@@ -76,7 +76,8 @@ impl<'a> NativeTask<'a> {
                 Source::Slice(_)
                 | Source::Shifted { .. }
                 | Source::Strided(_)
-                | Source::Cyclic { .. } => f64::NAN,
+                | Source::Cyclic { .. }
+                | Source::Single(_) => f64::NAN,
             })
             .collect();
         NativeTask {
@@ -104,20 +105,22 @@ impl<'a> NativeTask<'a> {
                     let from = sources::cyclic_position(data.len(), *shift, start);
                     &data[from..from + (end - start)]
                 }
-                // Never inside: `interior` is empty with a strided source.
-                Source::Strided(_) => &[],
+                // Never inside: `interior` is empty with a strided or f32
+                // source.
+                Source::Strided(_) | Source::Single(_) => &[],
             })
             .collect();
         self.inside.run(&operands, out);
     }
 
     /// Elements `start..start + out.len()`, near the edge of a padded
-    /// operand, chunk by chunk into `out`.
-    fn near_edges(&self, start: usize, out: &mut [f64]) {
+    /// operand, chunk by chunk into `out` (`buffers` is made the size
+    /// they need).
+    fn near_edges(&self, start: usize, out: &mut [f64], buffers: &mut Vec<f64>) {
         if out.is_empty() {
             return;
         }
-        let mut buffers = vec![0.0; self.sources.len() * CHUNK];
+        buffers.resize(self.sources.len() * CHUNK, 0.0);
         for (c, block) in out.chunks_mut(CHUNK).enumerate() {
             let at = start + c * CHUNK;
             let len = block.len();
@@ -137,6 +140,7 @@ impl<'a> NativeTask<'a> {
                         | Source::Window { .. }
                         | Source::Strided(_)
                         | Source::Cyclic { .. }
+                        | Source::Single(_)
                 );
                 if buffered && place.is_none() {
                     source.fill(at, &mut buffer[..len]);
@@ -159,26 +163,42 @@ impl<'a> NativeTask<'a> {
     }
 }
 
-impl Task for NativeTask<'_> {
-    fn store(&self, start: usize, out: &mut [f64]) {
+impl NativeTask<'_> {
+    /// `store` with the edge buffers given.
+    fn store_using(&self, start: usize, out: &mut [f64], buffers: &mut Vec<f64>) {
         let end = start + out.len();
         let a = self.interior.start.clamp(start, end);
         let b = self.interior.end.clamp(a, end);
         let (before, rest) = out.split_at_mut(a - start);
         let (inside, after) = rest.split_at_mut(b - a);
-        self.near_edges(start, before);
+        self.near_edges(start, before, buffers);
         if !inside.is_empty() {
             self.inside(a, inside);
         }
-        self.near_edges(b, after);
+        self.near_edges(b, after, buffers);
+    }
+}
+
+impl Task for NativeTask<'_> {
+    fn store(&self, start: usize, out: &mut [f64]) {
+        self.store_using(start, out, &mut Vec::new());
+    }
+
+    fn store_single(&self, start: usize, out: &mut [f32]) {
+        let (mut values, mut buffers) = ([0.0; CHUNK], Vec::new());
+        for (c, block) in out.chunks_mut(CHUNK).enumerate() {
+            let values = &mut values[..block.len()];
+            self.store_using(start + c * CHUNK, values, &mut buffers);
+            narrow_into(values, block);
+        }
     }
 
     fn sum(&self, start: usize, end: usize) -> f64 {
-        let mut values = [0.0; CHUNK];
+        let (mut values, mut buffers) = ([0.0; CHUNK], Vec::new());
         let mut total = 0.0;
         for at in (start..end).step_by(CHUNK) {
             let len = CHUNK.min(end - at);
-            self.store(at, &mut values[..len]);
+            self.store_using(at, &mut values[..len], &mut buffers);
             total += scalar::sum(&values[..len]);
         }
         total

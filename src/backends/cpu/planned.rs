@@ -20,10 +20,11 @@
 mod fuse;
 
 use super::elementwise::{CHUNK, apply_chunk};
-use super::execute::{Buf, Recurring, eval_op};
+use super::execute::{Buf, eval_op};
 use super::matmul::matmul_into;
 use super::native;
 use super::reduce::reduce_middle;
+use super::storage::Recurring;
 use crate::backends::BackendError;
 use crate::egraph::tensor::movement::Movement;
 use crate::egraph::tensor::op::{ReduceOp, Shape, TOp};

@@ -6,7 +6,7 @@
 //! live on a stack of numbers (the schedules store and free in LIFO order).
 
 use super::elementwise::apply_chunk;
-use super::execute::reserve;
+use super::storage::reserve;
 use super::{cancel, measure, native};
 use crate::backends::BackendError;
 use crate::egraph::tensor::TOp;

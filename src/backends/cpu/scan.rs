@@ -2,7 +2,8 @@
 //! reverse following the checkpoint schedule (advance, store, restore,
 //! reverse one step with the body's reverse tape).
 
-use super::execute::{Buf, Recurring, run};
+use super::execute::{Buf, run};
+use super::storage::Recurring;
 use super::{cancel, flat_loop, measure, planned, scalar_loop};
 use crate::backends::BackendError;
 use crate::tape::checkpoint::Action;
@@ -491,7 +492,7 @@ impl Stacked {
         for shape in shapes {
             let len: usize = shape.iter().product();
             let total = len.checked_mul(n).ok_or_else(|| too_large(n, shape))?;
-            let mut rows = super::execute::reserve(total, || {
+            let mut rows = super::storage::reserve(total, || {
                 format!("the {n} stacked steps of shape {shape:?} of a scan")
             })?;
             rows.resize(total, 0.0);
@@ -573,7 +574,7 @@ fn advance(
             // The state this step read, unless a snapshot keeps it, gives
             // its storage to the next step's results.
             if let Buf::Array(old) = std::mem::replace(slot, value) {
-                super::execute::recycle(old);
+                super::storage::recycle(old);
             }
         }
         if let Some(ys) = ys.as_deref_mut() {
@@ -692,7 +693,7 @@ fn accumulate(total: &mut Option<Buf>, term: Buf) {
                 _ => *sum += &*term,
             }
             // The term's storage serves the next step's term.
-            super::execute::recycle(term);
+            super::storage::recycle(term);
         }
         (Some(sum), term) => {
             *total = Some(Buf::from_array(Rc::new(sum.to_array() + &term.to_array())));

@@ -27,6 +27,9 @@ pub enum Source<'a> {
     /// Element `i` is `data[(i - shift) mod n]`, `n` the data's length (an
     /// operand rolled along its first axis, read in place in two runs).
     Cyclic { data: &'a [f64], shift: usize },
+    /// Element `i` is `data[i]` in f32 storage, widened chunk by chunk
+    /// into a buffer.
+    Single(&'a [f32]),
 }
 
 /// A view of contiguous `data`: element `i` (row-major over `shape`) is
@@ -262,6 +265,12 @@ impl Source<'_> {
                 out[hi - at..].fill(0.0);
             }
             Source::Strided(view) => view.fill(at, out),
+            Source::Single(data) => {
+                let len = out.len();
+                for (o, &x) in out.iter_mut().zip(&data[at..at + len]) {
+                    *o = f64::from(x);
+                }
+            }
         }
     }
 }
@@ -295,6 +304,8 @@ pub fn expand(operands: &[&Val], shape: &[usize]) -> Vec<Option<ArrayD<f64>>> {
             Val::Full { shape: full, .. } => full[..] == *shape,
             Val::Padded { shape: padded, .. } => padded[..] == *shape,
             Val::Rolled { base, .. } => base.shape() == shape,
+            Val::Single(a) => a.shape() == shape && a.as_slice().is_some(),
+            Val::SinglePermuted { .. } => false,
         };
         let viewed = strided_view(operand, shape).is_some();
         expanded.push(
@@ -423,7 +434,10 @@ pub fn sources<'a>(
             }
             (Val::Full { value, .. }, None) => Source::Scalar(*value),
             (Val::Broadcast { .. }, None) => strided_source(operand, shape),
-            (Val::Permuted { .. }, None) => unreachable!("permuted operands are expanded"),
+            (Val::Permuted { .. } | Val::SinglePermuted { .. }, None) => {
+                unreachable!("permuted operands are expanded")
+            }
+            (Val::Single(a), None) => Source::Single(a.as_slice().expect("checked contiguous")),
             (Val::Rolled { base, shift }, None) => Source::Cyclic {
                 data: base.as_slice().expect("rolled data is contiguous"),
                 shift: *shift,
@@ -456,7 +470,7 @@ pub fn interior(sources: &[Source<'_>], n: usize) -> Range<usize> {
             Source::Cyclic { shift, .. } => (0, *shift),
             Source::Scalar(_) | Source::Slice(_) => continue,
             // Read through a buffer everywhere.
-            Source::Strided(_) => (0, 0),
+            Source::Strided(_) | Source::Single(_) => (0, 0),
         };
         range.start = range.start.max(start);
         range.end = range.end.min(end);

@@ -65,7 +65,7 @@ fn roll(x: &ArrayViewD<'_, f64>, axis: usize, shift: usize, shape: &[usize]) -> 
         None => ndarray::CowArray::from(super::broadcast::standard(x)),
     };
     let data = x.as_slice().expect("standard layout");
-    let mut out = super::execute::take(n).unwrap_or_else(|| vec![0.0; n]);
+    let mut out = super::storage::take(n).unwrap_or_else(|| vec![0.0; n]);
     // Within each `[len, inner]` row the roll is two block copies: the
     // last `shift` blocks to the front, the rest after them.
     let split = (len - shift) * inner;

@@ -1,0 +1,115 @@
+//! f32 storage against f64 storage: a tape whose f32 values are kept in
+//! f32 (`Instruction::single`) gives the bits of the same tape holding
+//! them as f64, forward and reverse, natively and interpreted.
+
+use super::execute::{Buf, run};
+use crate::dtype::DType;
+use crate::egraph::language::Math;
+use crate::egraph::partials::PartialBuilder;
+use crate::egraph::tensor::{Shape, TOp, TensorGraph, reverse};
+use crate::tape::Tape;
+use egg::{Id, RecExpr};
+use ndarray::{ArrayD, IxDyn};
+use smallvec::SmallVec;
+use std::rc::Rc;
+
+/// f32 numbers (held as f64) for an input of `shape`.
+fn input(shape: &[usize], seed: f64) -> Buf {
+    let n: usize = shape.iter().product();
+    let data: Vec<f64> = (0..n)
+        .map(|i| crate::dtype::round32(0.2 * ((i as f64 + 1.0) * 0.37 + seed).sin()))
+        .collect();
+    Buf::Array(Rc::new(ArrayD::from_shape_vec(IxDyn(shape), data).unwrap()))
+}
+
+/// An attention block and the gradient of its sum of squares: products
+/// of stacks and of a stack by a shared matrix, head views, a softmax-like
+/// group and its reduction.
+fn attention(batch: usize, seq: usize, width: usize, heads: usize) -> (TensorGraph, Vec<Id>) {
+    let mut graph = TensorGraph::new();
+    let head = width / heads;
+    let x = graph.input(0, &[batch, seq, width], DType::F32);
+    let weights: Vec<Id> = (1..=4)
+        .map(|k| graph.input(k, &[width, width], DType::F32))
+        .collect();
+    let split = |graph: &mut TensorGraph, y: Id| {
+        let r = graph.reshape(y, &[batch, seq, heads, head]);
+        graph.add_valid(TOp::Transpose(SmallVec::from_slice(&[0, 2, 1, 3])), &[r])
+    };
+    let project = |graph: &mut TensorGraph, w: Id| {
+        let y = graph.add_valid(TOp::MatMul, &[x, w]);
+        split(graph, y)
+    };
+    let q = project(&mut graph, weights[0]);
+    let k = project(&mut graph, weights[1]);
+    let v = project(&mut graph, weights[2]);
+    let kt = graph.add_valid(TOp::Transpose(SmallVec::from_slice(&[0, 1, 3, 2])), &[k]);
+    let scores = graph.add_valid(TOp::MatMul, &[q, kt]);
+    let e = graph.map(Math::Exp([scores]), &[scores]);
+    let total = graph.sum_axes(e, &[3], true);
+    let p = graph.map(Math::Div([e, total]), &[e, total]);
+    let o = graph.add_valid(TOp::MatMul, &[p, v]);
+    let merged = graph.add_valid(TOp::Transpose(SmallVec::from_slice(&[0, 2, 1, 3])), &[o]);
+    let merged = graph.reshape(merged, &[batch, seq, width]);
+    let y = graph.add_valid(TOp::MatMul, &[merged, weights[3]]);
+    let t = graph.map(Math::Tanh([y]), &[y]);
+    let squares = graph.mul(t, t);
+    let loss = graph.sum_axes(squares, &[0, 1, 2], false);
+    let seed = graph.num(1.0);
+    let mut wrt = vec![x];
+    wrt.extend(&weights);
+    let mut roots = vec![loss];
+    roots.extend(reverse::vjp(&mut graph, &[(loss, seed)], &wrt));
+    (graph, roots)
+}
+
+fn compiled(graph: &TensorGraph, roots: &[Id], inputs: usize) -> Tape {
+    let program = RecExpr::from(graph.nodes().to_vec());
+    let shapes: Vec<Shape> = graph.shapes().to_vec();
+    let input_shapes: Vec<Shape> = (0..inputs).map(|k| shapes[k].clone()).collect();
+    crate::tape::compile(&program, &shapes, roots, &input_shapes)
+}
+
+fn bits(outputs: &[Buf]) -> Vec<Vec<u64>> {
+    outputs
+        .iter()
+        .map(|b| b.to_array().iter().map(|x| x.to_bits()).collect())
+        .collect()
+}
+
+#[test]
+fn f32_storage_gives_the_bits_of_f64_storage() {
+    // Large enough for the parallel and native paths, and small.
+    for (batch, seq, width, heads) in [(2, 8, 16, 2), (4, 64, 64, 4)] {
+        let (graph, roots) = attention(batch, seq, width, heads);
+        let tape = compiled(&graph, &roots, 5);
+        let kept = tape.instructions.iter().filter(|i| i.single).count();
+        assert!(kept >= 8, "{kept} values in f32 storage\n{tape}");
+        let mut wide = tape.clone();
+        wide.instructions.iter_mut().for_each(|i| i.single = false);
+        let inputs: Vec<Buf> = (0..5)
+            .map(|k| {
+                let shape = graph.shape(Id::from(k)).to_vec();
+                input(&shape, k as f64)
+            })
+            .collect();
+        for native in [true, false] {
+            super::native::set_native_kernels(native);
+            let single = run(&tape, &inputs).unwrap();
+            let double = run(&wide, &inputs).unwrap();
+            // Twice: the second run reuses the first one's storage.
+            let again = run(&tape, &inputs).unwrap();
+            assert_eq!(bits(&single), bits(&double), "native {native}\n{tape}");
+            assert_eq!(bits(&again), bits(&double), "native {native}, second run");
+            for output in &single {
+                let values = output.to_array();
+                assert!(
+                    values
+                        .iter()
+                        .all(|x| x.is_finite() && crate::dtype::round32(*x) == *x)
+                );
+            }
+        }
+        super::native::set_native_kernels(true);
+    }
+}
