@@ -137,18 +137,16 @@ fn single(
     let len = p.len();
     let (mut p_new, mut m_new, mut v_new) = (vec![0f32; len], vec![0f32; len], vec![0f32; len]);
     let update = |(k, ((p_out, m_out), v_out)): (usize, Outputs<'_>)| {
-        let at = k * BLOCK;
-        for i in 0..p_out.len() {
-            let j = at + i;
-            let (p, m, v) = adam.step(
-                views[0][j].into(),
-                views[1][j].into(),
-                views[2][j].into(),
-                views[3][j].into(),
-            );
-            p_out[i] = p as f32;
-            m_out[i] = m as f32;
-            v_out[i] = v as f32;
+        let block = k * BLOCK..k * BLOCK + p_out.len();
+        let [p, g, m, v] = views.map(|leaf| &leaf[block.clone()]);
+        // Zipped slices, no index checks: the loop vectorizes.
+        let inputs = p.iter().zip(g).zip(m.iter().zip(v));
+        let outputs = p_out.iter_mut().zip(m_out.iter_mut()).zip(v_out.iter_mut());
+        for (((p, g), (m, v)), ((p_out, m_out), v_out)) in inputs.zip(outputs) {
+            let (p, m, v) = adam.step((*p).into(), (*g).into(), (*m).into(), (*v).into());
+            *p_out = p as f32;
+            *m_out = m as f32;
+            *v_out = v as f32;
         }
     };
     if len >= 2 * BLOCK {
