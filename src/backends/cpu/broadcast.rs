@@ -140,7 +140,70 @@ pub fn standard<T: Kept + Send + Sync>(x: &ArrayViewD<'_, T>) -> ArrayD<T> {
         }
         return ArrayD::from_shape_vec(x.raw_dim(), out).expect("sizes agree");
     }
+    if let Some(out) = tiled(x) {
+        return ArrayD::from_shape_vec(x.raw_dim(), out).expect("sizes agree");
+    }
     x.as_standard_layout().into_owned()
+}
+
+/// The numbers of `x` in row-major order when its unit-stride axis is an
+/// earlier one than the last (a stack of heads read in another order):
+/// for every index of the other axes, the block between that axis and
+/// the last is copied tile by tile, reading runs along the unit-stride
+/// axis. `None` for other views.
+fn tiled<T: Kept>(x: &ArrayViewD<'_, T>) -> Option<Vec<T>> {
+    let (shape, strides, rank) = (x.shape(), x.strides(), x.ndim());
+    if rank < 2 || x.is_empty() || strides.iter().any(|&s| s < 0) {
+        return None;
+    }
+    let last = rank - 1;
+    let unit = (0..last).find(|&k| strides[k] == 1 && shape[k] > 1)?;
+    let stride = |k: usize| strides[k] as usize;
+    let targets = super::layout::row_major_strides(shape);
+    let (rows, cols, col_step, row_target) =
+        (shape[unit], shape[last], stride(last), targets[unit]);
+    let others: Vec<usize> = (0..last).filter(|&k| k != unit).collect();
+    let mut out = super::storage::take_or_new::<T>(x.len());
+    let data = x.as_ptr();
+    let mut index = vec![0usize; others.len()];
+    loop {
+        let from: usize = others
+            .iter()
+            .zip(&index)
+            .map(|(&k, &i)| i * stride(k))
+            .sum();
+        let to: usize = others
+            .iter()
+            .zip(&index)
+            .map(|(&k, &i)| i * targets[k])
+            .sum();
+        for c0 in (0..cols).step_by(TILE) {
+            for r0 in (0..rows).step_by(TILE) {
+                for c in c0..cols.min(c0 + TILE) {
+                    for r in r0..rows.min(r0 + TILE) {
+                        // SAFETY: every index is inside the view's shape
+                        // and its strides are not negative, so the offset
+                        // is one of the view's elements.
+                        out[to + r * row_target + c] =
+                            unsafe { *data.add(from + r + c * col_step) };
+                    }
+                }
+            }
+        }
+        // The next index of the other axes, the last fastest.
+        let mut axis = others.len();
+        loop {
+            if axis == 0 {
+                return Some(out);
+            }
+            axis -= 1;
+            index[axis] += 1;
+            if index[axis] < shape[others[axis]] {
+                break;
+            }
+            index[axis] = 0;
+        }
+    }
 }
 
 /// `dst` (`cols x rows`, row-major) = the transpose of `src` (`rows x

@@ -441,6 +441,9 @@ pub fn eval_op(op: &TOp, args: &[&Buf], shape: &[usize]) -> Option<Result<Buf, B
 /// Runs `tape` on `inputs`.
 pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
     crate::backends::check_inputs(tape, inputs.iter().map(Buf::shape))?;
+    // Half again the peak: the peak counts values, not the transient
+    // storage kernels take beside them (a product's f32 result before it
+    // is widened, copies of operands), which the pool keeps too.
     allow_pool(tape.stats.peak_bytes + tape.stats.peak_bytes / 2);
     let mut slots: Vec<Option<Val>> = vec![None; tape.slots];
     for instruction in &tape.instructions {
