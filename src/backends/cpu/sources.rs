@@ -1,6 +1,7 @@
 //! A fused group's operands as its loops read them: in place where their
 //! elements line up with the result's (contiguous data, a slice, a padded
-//! array read with a shift, a broadcast number), expanded otherwise.
+//! array read with a shift, a broadcast number), expanded otherwise; f32
+//! storage (at the result's shape) widened chunk by chunk.
 
 use super::execute::{Flat, Val};
 use ndarray::{ArrayD, Axis};
