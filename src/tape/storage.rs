@@ -41,9 +41,13 @@ pub(super) fn single_storage(
     }
     // Whether every user of a value reads f32 storage (later nodes first:
     // a view's answer needs its users').
+    let mut root = vec![false; n];
+    for &r in roots {
+        root[r] = true;
+    }
     let mut accepted = vec![false; n];
     for index in (0..n).rev().filter(|&i| scheduled(i)) {
-        accepted[index] = !roots.contains(&index)
+        accepted[index] = !root[index]
             && !shapes[index].is_empty()
             && users[index].iter().all(|&user| {
                 let (kernel, _) = kernels[user].as_ref().expect("users are scheduled");

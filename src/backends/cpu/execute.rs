@@ -5,9 +5,9 @@
 //! size.
 
 use super::elementwise::run_group;
-use super::matmul::{Factor, product_single};
+use super::matmul::{Factor, matmul, product_single};
 use super::storage::{PROBED_LENGTH, allow_pool, recycle, reserve};
-use super::structural::{gemm, structural};
+use super::structural::structural;
 use crate::backends::BackendError;
 use crate::egraph::tensor::{Shape, TOp};
 use crate::tape::scan::LoopTapes;
@@ -229,10 +229,10 @@ fn step(op: &TOp, args: &[&Val], shape: &[usize], single: bool) -> Result<Val, B
         }
         TOp::Scalar(c) => Val::Scalar(c.get()),
         op if op.is_elementwise() => run_group(&single_step(op, args.len()), args, shape, single),
-        TOp::MatMul => Val::from_array(gemm(
+        TOp::MatMul => Val::from_array(matmul(
             &args[0].cow().view(),
             &args[1].cow().view(),
-            (false, false),
+            false,
             false,
         )),
         TOp::StopGradient | TOp::Tag(_) | TOp::Linearized | TOp::Custom(_) => args[0].clone(),
@@ -483,11 +483,11 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
                         }
                     }
                 }
-                Kernel::Gemm { ta, tb, .. } => Val::from_array(gemm(
+                Kernel::Gemm { ta, tb, .. } => Val::from_array(matmul(
                     &args[0].cow().view(),
                     &args[1].cow().view(),
-                    (*ta, *tb),
-                    false,
+                    *ta,
+                    *tb,
                 )),
                 Kernel::Op(op)
                     if op.is_elementwise()

@@ -37,32 +37,9 @@ pub fn matmul(a: &ArrayViewD<'_, f64>, b: &ArrayViewD<'_, f64>, ta: bool, tb: bo
     ArrayD::from_shape_vec(IxDyn(&left.out_shape(&right)), out).expect("sizes agree")
 }
 
-/// `matmul` of operands holding f32 numbers, in f32 arithmetic (faer's
-/// f32 kernels, twice as many lanes per instruction as f64's): the
-/// operands are narrowed (exactly), the products accumulated in f32 as
-/// BLAS's sgemm does, and the result widened back (exactly).
-pub fn matmul_single(
-    a: &ArrayViewD<'_, f64>,
-    b: &ArrayViewD<'_, f64>,
-    ta: bool,
-    tb: bool,
-) -> ArrayD<f64> {
-    let product = product_single(
-        &Factor::Wide(CowArray::from(a.view())),
-        &Factor::Wide(CowArray::from(b.view())),
-        (ta, tb),
-    );
-    let mut out = super::storage::take_or_new::<f64>(product.len());
-    super::broadcast::widen_into(
-        product.as_slice().expect("a new array is row-major"),
-        &mut out,
-    );
-    let shape = product.raw_dim();
-    super::storage::recycle(std::rc::Rc::new(product));
-    ArrayD::from_shape_vec(shape, out).expect("sizes agree")
-}
-
-/// An operand of a product in f32 arithmetic.
+/// An operand of a product in f32 arithmetic (faer's f32 kernels, twice
+/// as many lanes per instruction as f64's, accumulating in f32 as BLAS's
+/// sgemm does).
 pub(crate) enum Factor<'a> {
     /// f64 storage holding f32 numbers: narrowed (exactly) first.
     Wide(CowArray<'a, f64, IxDyn>),

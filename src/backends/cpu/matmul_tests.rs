@@ -234,7 +234,7 @@ fn large_products_match_a_triple_loop() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(100))]
 
-    /// f32 products (`matmul_single`) of f32 numbers: f32 numbers, within
+    /// f32 products (`product_single`) of f32 numbers: f32 numbers, within
     /// f32 accumulation's error of the f64 product, on every path.
     #[test]
     fn single_products_are_f32_numbers_near_the_product(
@@ -250,7 +250,8 @@ proptest! {
         let b = round(laid_out(&b, u64::from(seed) + 1, layouts.1));
         let (va, vb) = (view(&a), view(&b));
         let k = if ta { va.shape()[va.ndim().saturating_sub(2)] } else { va.shape()[va.ndim() - 1] };
-        let got = super::matmul_single(&va, &vb, ta, tb);
+        let (wa, wb) = (super::Factor::Wide(va.view().into()), super::Factor::Wide(vb.view().into()));
+        let got = super::product_single(&wa, &wb, (ta, tb)).mapv(f64::from);
         let want = matmul(&va, &vb, ta, tb);
         prop_assert_eq!(got.shape(), want.shape());
         // Operands lie in [-2, 2]: each product term is at most 4.

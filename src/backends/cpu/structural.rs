@@ -110,20 +110,6 @@ fn arg_extreme(x: &ArrayViewD<'_, f64>, max: bool, axis: Option<u8>) -> ArrayD<f
     }
 }
 
-/// NumPy `matmul` of `a` and `b`, operands optionally transposed (see
-/// `matmul::matmul`).
-pub fn gemm(
-    a: &ArrayViewD<'_, f64>,
-    b: &ArrayViewD<'_, f64>,
-    (ta, tb): (bool, bool),
-    single: bool,
-) -> ArrayD<f64> {
-    match single {
-        true => super::matmul::matmul_single(a, b, ta, tb),
-        false => super::matmul::matmul(a, b, ta, tb),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::roll;
