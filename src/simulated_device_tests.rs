@@ -89,3 +89,60 @@ fn transfers_happen_only_at_tape_boundaries() {
     );
     assert_eq!(down, 2, "the two gradients come back");
 }
+
+#[test]
+fn f32_storage_on_the_device_gives_the_bits_of_f64_storage() {
+    use crate::backends::Executor as _;
+    use crate::backends::cpu::storage_tests::{attention, bits, compiled, input};
+    let Some(machine) = simulated() else { return };
+    // An attention block and its gradient: f32 products (sgemm) reading
+    // and writing f32 storage, head views moved in f32, groups reading
+    // and writing it, and reductions that get it widened.
+    let (graph, roots) = attention(2, 8, 16, 2);
+    let tape = compiled(&graph, &roots, 5);
+    let kept = tape.instructions.iter().filter(|i| i.single).count();
+    assert!(kept >= 8, "{kept} values in f32 storage\n{tape}");
+    let mut wide = tape.clone();
+    wide.instructions.iter_mut().for_each(|i| i.single = false);
+    let inputs: Vec<_> = (0..5)
+        .map(|k| input(graph.shape(egg::Id::from(k)), k as f64))
+        .collect();
+    let launches = |tape| {
+        let before = machine.launches.get();
+        let outputs = machine
+            .run(tape, &inputs)
+            .expect("runs on the simulated device");
+        (outputs, machine.launches.get() - before)
+    };
+    let (single, single_launches) = launches(&tape);
+    let (double, double_launches) = launches(&wide);
+    // Equal but for the f32 functions (`expf`, `tanhf`) that reading f32
+    // storage lets a kernel call where f64 storage gets the rounded double
+    // ones: a packing error would be far off.
+    assert_ne!(bits(&single), bits(&double), "the float functions ran");
+    agree(&single, &double, 1e-6);
+    // With f64 storage every f32 product narrows both operands and widens
+    // its result; with f32 storage most of those conversions go.
+    assert!(
+        single_launches < double_launches,
+        "{single_launches} launches with f32 storage, {double_launches} without"
+    );
+    // And with the CPU backend to f32 accumulation.
+    let cpu = crate::backends::cpu::Cpu.run(&tape, &inputs).unwrap();
+    agree(&single, &cpu, 1e-5);
+}
+
+/// Each output of `got` within `tolerance` of the largest number of the
+/// same output of `want`, and every number an f32 one.
+fn agree(got: &[crate::backends::cpu::Buf], want: &[crate::backends::cpu::Buf], tolerance: f64) {
+    assert_eq!(got.len(), want.len());
+    for (got, want) in got.iter().zip(want) {
+        let (got, want) = (got.to_array(), want.to_array());
+        assert_eq!(got.shape(), want.shape());
+        let scale = want.iter().fold(1e-30f64, |m, x| m.max(x.abs()));
+        for (g, w) in got.iter().zip(want.iter()) {
+            assert!((g - w).abs() <= tolerance * scale, "{g} against {w}");
+            assert_eq!(crate::dtype::round32(*g), *g, "{g} is not an f32 number");
+        }
+    }
+}

@@ -139,9 +139,51 @@ fn probing_for_a_device_never_panics() {
 }
 
 #[test]
-fn the_f32_storage_conversions_compile() {
-    for widen in [false, true] {
-        let launch = epsilon::backends::cuda::launch::convert(1001, widen);
+fn the_f32_storage_kernels_compile() {
+    use epsilon::backends::cuda::kernels::{Access, F32Storage};
+    use epsilon::backends::cuda::launch;
+    use epsilon::egraph::language::Math;
+    use epsilon::egraph::tensor::TOp;
+    use epsilon::tape::FusedGroup;
+    // Conversions; a group reading an f32 operand (elementwise and
+    // broadcast) beside an f64 one and writing f32; a transpose in f32.
+    let tanh_product = FusedGroup {
+        inputs: 3,
+        steps: vec![
+            (
+                TOp::Map(Math::Mul([0.into(); 2])),
+                [0u16, 1].into_iter().collect(),
+            ),
+            (
+                TOp::Map(Math::Tanh([0.into()])),
+                [3u16].into_iter().collect(),
+            ),
+            (
+                TOp::Map(Math::Add([0.into(); 2])),
+                [4u16, 2].into_iter().collect(),
+            ),
+        ],
+        results: [5u16].into_iter().collect(),
+        sum_over: None,
+    };
+    let storage = F32Storage {
+        operands: vec![true, false, true],
+        result: true,
+    };
+    let access = [
+        Access::Elementwise,
+        Access::Elementwise,
+        Access::Strided(vec![0, 1]),
+    ];
+    let group = launch::group_stored(&tanh_product, &[7, 5], &access, &storage).unwrap();
+    assert!(group.source.contains("reinterpret_cast<float*>(out0)"));
+    assert!(group.source.contains("reinterpret_cast<const float*>(a2)"));
+    let transpose = TOp::Transpose([1u8, 0].into_iter().collect());
+    let moved = launch::index(&transpose, &[vec![5, 7]], &[7, 5], true).unwrap();
+    assert!(moved.source.contains("const float*"));
+    let mut launches = vec![group, moved];
+    launches.extend([false, true].map(|widen| launch::convert(1001, widen)));
+    for launch in launches {
         assert!(launch.source.contains(launch.name));
         if nvrtc_available() {
             oldest_arch()

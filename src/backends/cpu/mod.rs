@@ -25,7 +25,7 @@ pub use scan::unpack;
 mod sources;
 mod storage;
 #[cfg(test)]
-mod storage_tests;
+pub(crate) mod storage_tests;
 mod structural;
 
 pub use broadcast::{broadcast, row_major};

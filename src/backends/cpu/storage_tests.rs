@@ -14,7 +14,7 @@ use smallvec::SmallVec;
 use std::rc::Rc;
 
 /// f32 numbers (held as f64) for an input of `shape`.
-fn input(shape: &[usize], seed: f64) -> Buf {
+pub(crate) fn input(shape: &[usize], seed: f64) -> Buf {
     let n: usize = shape.iter().product();
     let data: Vec<f64> = (0..n)
         .map(|i| crate::dtype::round32(0.2 * ((i as f64 + 1.0) * 0.37 + seed).sin()))
@@ -25,7 +25,12 @@ fn input(shape: &[usize], seed: f64) -> Buf {
 /// An attention block and the gradient of its sum of squares: products
 /// of stacks and of a stack by a shared matrix, head views, a softmax-like
 /// group and its reduction.
-fn attention(batch: usize, seq: usize, width: usize, heads: usize) -> (TensorGraph, Vec<Id>) {
+pub(crate) fn attention(
+    batch: usize,
+    seq: usize,
+    width: usize,
+    heads: usize,
+) -> (TensorGraph, Vec<Id>) {
     let mut graph = TensorGraph::new();
     let head = width / heads;
     let x = graph.input(0, &[batch, seq, width], DType::F32);
@@ -63,14 +68,14 @@ fn attention(batch: usize, seq: usize, width: usize, heads: usize) -> (TensorGra
     (graph, roots)
 }
 
-fn compiled(graph: &TensorGraph, roots: &[Id], inputs: usize) -> Tape {
+pub(crate) fn compiled(graph: &TensorGraph, roots: &[Id], inputs: usize) -> Tape {
     let program = RecExpr::from(graph.nodes().to_vec());
     let shapes: Vec<Shape> = graph.shapes().to_vec();
     let input_shapes: Vec<Shape> = (0..inputs).map(|k| shapes[k].clone()).collect();
     crate::tape::compile(&program, &shapes, roots, &input_shapes)
 }
 
-fn bits(outputs: &[Buf]) -> Vec<Vec<u64>> {
+pub(crate) fn bits(outputs: &[Buf]) -> Vec<Vec<u64>> {
     outputs
         .iter()
         .map(|b| b.to_array().iter().map(|x| x.to_bits()).collect())

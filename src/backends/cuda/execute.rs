@@ -3,11 +3,14 @@
 //! values stay in device memory from the tape's inputs to its outputs.
 //! Work on numbers alone (constants, scalar arithmetic, loop indices) is
 //! done on the host with the CPU backend's own functions, so it costs no
-//! launch and gives the CPU's bits.
+//! launch and gives the CPU's bits. Values the tape keeps in f32 storage
+//! are held so on the device too (`single`).
 
+use super::kernels::F32Storage;
 use super::launch::{self, Launch};
 use super::machine::{Arg, Datum, Machine, release};
 use super::scan;
+use super::single;
 use crate::backends::BackendError;
 use crate::backends::cpu::{apply_chunk, measure};
 use crate::egraph::tensor::TOp;
@@ -34,7 +37,27 @@ pub fn run<M: Machine>(
                     })
                 })
                 .collect::<Result<_, _>>()?;
-            step(machine, &instruction.op, &args, &instruction.shape, inputs)?
+            let op = &instruction.op;
+            let shape = &instruction.shape;
+            if single::reads_as_stored(op, &args, instruction.single) {
+                step(machine, op, &args, shape, inputs, instruction.single)?
+            } else {
+                let mut wide: SmallVec<[Datum<M::Mem>; 3]> = SmallVec::new();
+                for arg in &args {
+                    wide.push(single::widened(machine, arg)?);
+                }
+                let value = {
+                    let refs: SmallVec<[&Datum<M::Mem>; 3]> = wide.iter().collect();
+                    step(machine, op, &refs, shape, inputs, false)
+                };
+                for arg in wide {
+                    release(machine, arg);
+                }
+                match value? {
+                    value if instruction.single => single::narrowed(machine, value)?,
+                    value => value,
+                }
+            }
         };
         // Counted as the CPU backend counts (`tape-stats`).
         measure::alive(bytes(&value));
@@ -67,39 +90,48 @@ pub fn run<M: Machine>(
     Ok(outputs)
 }
 
-/// The bytes a value holds (a host number counts as 8, as on the CPU).
+/// The bytes a value holds (a host number counts as 8, as on the CPU; f32
+/// storage 4 per element).
 fn bytes<M>(value: &Datum<M>) -> usize {
-    value.len().max(1) * 8
+    match value {
+        Datum::Single { .. } => value.len() * 4,
+        _ => value.len().max(1) * 8,
+    }
 }
 
-/// One instruction.
+/// One instruction, its operands as they are stored, its result in f32
+/// storage when `single` (`single::reads_as_stored` has said it can).
 fn step<M: Machine>(
     machine: &M,
     kernel: &Kernel,
     args: &[&Datum<M::Mem>],
     shape: &[usize],
     inputs: &[Datum<M::Mem>],
+    single: bool,
 ) -> Result<Datum<M::Mem>, BackendError> {
     match kernel {
         Kernel::Op(TOp::Input { index, .. }) => inputs
             .get(*index as usize)
             .cloned()
             .ok_or_else(|| BackendError::new(format!("the tape has no input {index}"))),
-        Kernel::Fused(group) => elementwise(machine, group, args, shape),
-        Kernel::Gemm { ta, tb, single } => {
-            matmul(machine, (args[0], args[1]), (*ta, *tb, *single), shape)
-        }
+        Kernel::Fused(group) => elementwise(machine, group, args, shape, single),
+        Kernel::Gemm {
+            ta,
+            tb,
+            single: f32,
+        } => matmul(machine, (args[0], args[1]), (*ta, *tb, *f32), shape, single),
         Kernel::Loop(tapes) => scan::run_loop(machine, tapes, args),
-        Kernel::Op(op) => operation(machine, op, args, shape),
+        Kernel::Op(op) => operation(machine, op, args, shape, single),
     }
 }
 
-/// One tensor operation.
+/// One tensor operation (`single` as in [`step`]).
 fn operation<M: Machine>(
     machine: &M,
     op: &TOp,
     args: &[&Datum<M::Mem>],
     shape: &[usize],
+    single: bool,
 ) -> Result<Datum<M::Mem>, BackendError> {
     match op {
         TOp::Input { .. } => Err(BackendError::new(
@@ -109,10 +141,20 @@ fn operation<M: Machine>(
             "a custom rule's placeholder cannot run (it stands for a cotangent or tangent)",
         )),
         TOp::Scalar(c) => Ok(Datum::Host(c.get())),
-        op if op.is_elementwise() => {
-            elementwise(machine, &launch::single_step(op, args.len()), args, shape)
-        }
-        TOp::MatMul => matmul(machine, (args[0], args[1]), (false, false, false), shape),
+        op if op.is_elementwise() => elementwise(
+            machine,
+            &launch::single_step(op, args.len()),
+            args,
+            shape,
+            single,
+        ),
+        TOp::MatMul => matmul(
+            machine,
+            (args[0], args[1]),
+            (false, false, false),
+            shape,
+            false,
+        ),
         TOp::StopGradient | TOp::Tag(_) | TOp::Linearized | TOp::Custom(_) => Ok(args[0].clone()),
         TOp::Reshape(_) => reshape(machine, args[0], shape),
         TOp::Reduce { op, axes, .. } => {
@@ -133,7 +175,7 @@ fn operation<M: Machine>(
                         ));
                     }
                     let plan = launch::reduction(*op, operand.shape(), &axes);
-                    kernel(machine, &plan, &[operand], shape)
+                    kernel(machine, &plan, &[operand], shape, false)
                 }
             }
         }
@@ -142,7 +184,7 @@ fn operation<M: Machine>(
             operand => {
                 let axis = axis.map(usize::from);
                 let plan = launch::arg_extreme(*max, operand.shape(), axis);
-                kernel(machine, &plan, &[operand], shape)
+                kernel(machine, &plan, &[operand], shape, false)
             }
         },
         TOp::Scan(spec) | TOp::ScanVjp(spec) => {
@@ -161,10 +203,10 @@ fn operation<M: Machine>(
                     .iter()
                     .map(|a| a.shape().get(axis).copied().unwrap_or(1))
                     .sum();
-                parts.push(operation(machine, op, chunk, &part_shape)?);
+                parts.push(operation(machine, op, chunk, &part_shape, single)?);
             }
             let refs: Vec<&Datum<M::Mem>> = parts.iter().collect();
-            let joined = operation(machine, op, &refs, shape);
+            let joined = operation(machine, op, &refs, shape, single);
             for part in parts {
                 release(machine, part);
             }
@@ -177,11 +219,11 @@ fn operation<M: Machine>(
                 owned.push(on_device(machine, arg)?);
             }
             let shapes: Vec<Vec<usize>> = owned.iter().map(|v| v.shape().to_vec()).collect();
-            let plan = launch::index(other, &shapes, shape).ok_or_else(|| {
+            let plan = launch::index(other, &shapes, shape, single).ok_or_else(|| {
                 BackendError::new(format!("the CUDA backend cannot run {other:?} yet"))
             })?;
             let refs: Vec<&Datum<M::Mem>> = owned.iter().collect();
-            let result = kernel(machine, &plan, &refs, shape);
+            let result = kernel(machine, &plan, &refs, shape, single);
             for value in owned {
                 release(machine, value);
             }
@@ -219,7 +261,7 @@ fn table_operation<M: Machine>(
             let plan = launch::table(&cuda);
             let mut params: Vec<Arg<'_, M::Mem>> = vec![Arg::Int(cuda.threads as i64)];
             for value in &owned {
-                if let Datum::Device { mem, .. } = value {
+                if let Datum::Device { mem, .. } | Datum::Single { mem, .. } = value {
                     params.push(Arg::Mem(mem));
                 }
             }
@@ -249,15 +291,17 @@ fn table_operation<M: Machine>(
 const CONCAT_OPERANDS: usize = 64;
 
 /// Runs a kernel whose parameters are its operands' memory then the
-/// output (reductions, index maps; `n` first for index maps).
+/// output (reductions, index maps; `n` first for index maps), the output
+/// in f32 storage when `single`.
 fn kernel<M: Machine>(
     machine: &M,
     plan: &Launch,
     operands: &[&Datum<M::Mem>],
     shape: &[usize],
+    single: bool,
 ) -> Result<Datum<M::Mem>, BackendError> {
     let n: usize = shape.iter().product();
-    let mut out = machine.alloc(n)?;
+    let mut out = machine.alloc(if single { single::slots(n) } else { n })?;
     if n > 0 {
         let mut args: Vec<Arg<'_, M::Mem>> = Vec::with_capacity(operands.len() + 1);
         if plan.name == "index" {
@@ -265,7 +309,7 @@ fn kernel<M: Machine>(
         }
         for operand in operands {
             match operand {
-                Datum::Device { mem, .. } => args.push(Arg::Mem(mem)),
+                Datum::Device { mem, .. } | Datum::Single { mem, .. } => args.push(Arg::Mem(mem)),
                 Datum::Host(_) => {
                     return Err(BackendError::new(
                         "a kernel reads a host number as device memory".to_string(),
@@ -275,7 +319,11 @@ fn kernel<M: Machine>(
         }
         machine.launch(plan, &args, &mut out)?;
     }
-    Ok(Datum::device(out, shape))
+    Ok(if single {
+        Datum::single(out, shape)
+    } else {
+        Datum::device(out, shape)
+    })
 }
 
 /// A value as device memory: a host number becomes a one-element array.
@@ -317,15 +365,21 @@ fn reshape<M: Machine>(
             mem: mem.clone(),
             shape: shape.into(),
         }),
+        Datum::Single { mem, .. } => Ok(Datum::Single {
+            mem: mem.clone(),
+            shape: shape.into(),
+        }),
     }
 }
 
-/// A fused group (or one elementwise operation) on its operands.
+/// A fused group (or one elementwise operation) on its operands as they
+/// are stored, the result in f32 storage when `single`.
 pub fn elementwise<M: Machine>(
     machine: &M,
     group: &FusedGroup,
     args: &[&Datum<M::Mem>],
     shape: &[usize],
+    single: bool,
 ) -> Result<Datum<M::Mem>, BackendError> {
     if group.results.len() != 1 {
         return Err(BackendError::new(format!(
@@ -338,7 +392,7 @@ pub fn elementwise<M: Machine>(
         .iter()
         .map(|a| match a {
             Datum::Host(x) => Some(*x),
-            Datum::Device { .. } => None,
+            Datum::Device { .. } | Datum::Single { .. } => None,
         })
         .collect();
     if let Some(numbers) = numbers
@@ -353,14 +407,23 @@ pub fn elementwise<M: Machine>(
             device => launch::access(Some(device.shape()), over),
         })
         .collect();
-    let plan = launch::group(group, over, &accesses)
+    let storage = F32Storage {
+        operands: args.iter().map(|a| a.is_single()).collect(),
+        result: single,
+    };
+    let plan = launch::group_stored(group, over, &accesses, &storage)
         .map_err(|e| BackendError::new(format!("no CUDA kernel for a fused group: {e}")))?;
     let n: usize = over.iter().product();
     let out_len: usize = shape.iter().product();
-    let mut out = if plan.zeroed {
-        machine.zeros(out_len)?
+    let slots = if single {
+        single::slots(out_len)
     } else {
-        machine.alloc(out_len)?
+        out_len
+    };
+    let mut out = if plan.zeroed {
+        machine.zeros(slots)?
+    } else {
+        machine.alloc(slots)?
     };
     if n > 0 {
         let mut params: Vec<Arg<'_, M::Mem>> = Vec::with_capacity(args.len() + 1);
@@ -368,12 +431,16 @@ pub fn elementwise<M: Machine>(
         for arg in args {
             params.push(match arg {
                 Datum::Host(x) => Arg::Double(*x),
-                Datum::Device { mem, .. } => Arg::Mem(mem),
+                Datum::Device { mem, .. } | Datum::Single { mem, .. } => Arg::Mem(mem),
             });
         }
         machine.launch(&plan, &params, &mut out)?;
     }
-    Ok(Datum::device(out, shape))
+    Ok(if single {
+        Datum::single(out, shape)
+    } else {
+        Datum::device(out, shape)
+    })
 }
 
 /// A group evaluated on numbers, on the host, step by step as the CPU
@@ -391,67 +458,57 @@ fn on_host(group: &FusedGroup, numbers: &[f64]) -> f64 {
     registers[group.results[0] as usize]
 }
 
-/// A matrix product through cuBLAS, of f32 numbers in single precision
-/// (sgemm) when `single`.
+/// A matrix product through cuBLAS: dgemm, or when `f32` sgemm on the
+/// operands in f32 storage (narrowed first where they are f64), the
+/// result in f32 storage when `single` (else widened).
 fn matmul<M: Machine>(
     machine: &M,
     (a, b): (&Datum<M::Mem>, &Datum<M::Mem>),
-    (ta, tb, single): (bool, bool, bool),
+    (ta, tb, f32): (bool, bool, bool),
     shape: &[usize],
+    single: bool,
 ) -> Result<Datum<M::Mem>, BackendError> {
     let call = launch::gemm_call(a.shape(), b.shape(), ta, tb).map_err(BackendError::new)?;
     let n: usize = shape.iter().product();
     let [full_a, full_b] = &call.broadcast;
-    let a = broadcast_to(machine, a, full_a.as_deref())?;
-    let b = broadcast_to(machine, b, full_b.as_deref())?;
+    let mut a = broadcast_to(machine, a, full_a.as_deref())?;
+    let mut b = broadcast_to(machine, b, full_b.as_deref())?;
+    if f32 {
+        for operand in [&mut a, &mut b] {
+            if !operand.is_single() {
+                let wide = std::mem::replace(operand, Datum::Host(0.0));
+                *operand = single::narrowed(machine, wide)?;
+            }
+        }
+    }
+    let slots = if f32 { single::slots(n) } else { n };
     let mut out = if call.k == 0 {
-        machine.zeros(n)?
+        machine.zeros(slots)?
     } else {
-        machine.alloc(n)?
+        machine.alloc(slots)?
     };
     if n > 0
         && call.k > 0
-        && let (Datum::Device { mem: ma, .. }, Datum::Device { mem: mb, .. }) = (&a, &b)
+        && let (
+            Datum::Device { mem: ma, .. } | Datum::Single { mem: ma, .. },
+            Datum::Device { mem: mb, .. } | Datum::Single { mem: mb, .. },
+        ) = (&a, &b)
     {
         // cuBLAS's first operand is the tape's second.
-        if single {
-            let len = |d: &Datum<M::Mem>| d.shape().iter().product::<usize>();
-            gemm_single(machine, &call, [(mb, len(&b)), (ma, len(&a))], &mut out, n)?;
-        } else {
-            machine.gemm(&call, (mb, ma), &mut out, false)?;
-        }
+        machine.gemm(&call, (mb, ma), &mut out, f32)?;
     }
     release(machine, a);
     release(machine, b);
-    Ok(Datum::device(out, shape))
-}
-
-/// `out = a b` in single precision: the operands (memory and number of
-/// elements) narrowed into f32 storage, sgemm, the `n` numbers of the
-/// product widened into `out`.
-fn gemm_single<M: Machine>(
-    machine: &M,
-    call: &launch::GemmCall,
-    [(a, a_len), (b, b_len)]: [(&M::Mem, usize); 2],
-    out: &mut M::Mem,
-    n: usize,
-) -> Result<(), BackendError> {
-    let narrowed = |mem: &M::Mem, len: usize| -> Result<M::Mem, BackendError> {
-        let mut single = machine.alloc(len.div_ceil(2))?;
-        let args = [Arg::Int(len as i64), Arg::Mem(mem)];
-        machine.launch(&launch::convert(len, false), &args, &mut single)?;
-        Ok(single)
-    };
-    let a32 = narrowed(a, a_len)?;
-    let b32 = narrowed(b, b_len)?;
-    let mut c32 = machine.alloc(n.div_ceil(2))?;
-    machine.gemm(call, (&a32, &b32), &mut c32, true)?;
-    let args = [Arg::Int(n as i64), Arg::Mem(&c32)];
-    machine.launch(&launch::convert(n, true), &args, out)?;
-    for mem in [a32, b32, c32] {
-        machine.release(mem);
+    if !f32 {
+        return Ok(Datum::device(out, shape));
     }
-    Ok(())
+    let product = Datum::single(out, shape);
+    if single {
+        return Ok(product);
+    }
+    let wide = single::widened(machine, &product);
+    release(machine, product);
+    wide
 }
 
 /// `value` broadcast to `shape` when one is given.
@@ -465,9 +522,10 @@ fn broadcast_to<M: Machine>(
     };
     let operand = on_device(machine, value)?;
     let op = TOp::Broadcast(shape.into());
-    let plan = launch::index(&op, &[operand.shape().to_vec()], shape)
+    let single = operand.is_single();
+    let plan = launch::index(&op, &[operand.shape().to_vec()], shape, single)
         .ok_or_else(|| BackendError::new("no broadcast kernel".to_string()))?;
-    let result = kernel(machine, &plan, &[&operand], shape);
+    let result = kernel(machine, &plan, &[&operand], shape, single);
     release(machine, operand);
     result
 }

@@ -13,6 +13,10 @@
 //! from the host's libm (within a few units in the last place), so the two
 //! backends agree to rounding, not to the bit.
 //!
+//! Arrays the tape keeps in f32 storage are read and written through
+//! `float` pointers ([`F32Storage`]), and f32 steps on f32 numbers are
+//! computed in `float` (`float`).
+//!
 //! A group with `sum_over` adds its result over all elements instead of
 //! storing it: each thread sums its elements, warps and blocks reduce with
 //! shuffles, and one `atomicAdd` per block adds into the output (compute
@@ -26,6 +30,8 @@ use crate::egraph::language::Math;
 use crate::egraph::tensor::{CmpOp, RoundOp, TOp};
 use crate::tape::FusedGroup;
 use std::fmt::Write as _;
+
+mod float;
 
 /// Device functions the kernels call, after `crate::scalar`.
 pub const PRELUDE: &str = r#"// Epsilon's elementwise functions (see src/scalar.rs).
@@ -180,6 +186,10 @@ pub enum KernelError {
         /// The layouts given.
         accesses: usize,
     },
+    /// A summing group's one number cannot be f32 storage (it is added
+    /// into, in f64, by every block).
+    #[error("a summing group's result cannot be f32 storage")]
+    SummingSingle,
     /// A strided operand's strides do not match the group's rank.
     #[error("operand {operand} has {strides} strides for a group of rank {rank}")]
     StrideRank {
@@ -192,8 +202,27 @@ pub enum KernelError {
     },
 }
 
+/// Which arrays of a group kernel hold f32 storage: f32 numbers packed
+/// two per 8-byte slot (see `single`). The parameters stay `double*`; the
+/// kernel reads such an operand through a `float*` (widened, exactly, to
+/// the `double` its steps compute in) and narrows its result on storing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct F32Storage {
+    /// Per operand (missing ones are f64).
+    pub operands: Vec<bool>,
+    /// The result.
+    pub result: bool,
+}
+
+impl F32Storage {
+    fn operand(&self, k: usize) -> bool {
+        self.operands.get(k).copied().unwrap_or(false)
+    }
+}
+
 /// The CUDA C source of `group` as the kernel `name` over elements of
-/// `shape`, reading operand `k` as `access[k]`.
+/// `shape`, reading operand `k` as `access[k]`, every array in f64
+/// storage.
 ///
 /// Parameters, in order: the element count `n` (`long long`), each operand
 /// (`const double*`, or `double` when uniform), then each result
@@ -205,6 +234,20 @@ pub fn group_kernel(
     access: &[Access],
     name: &str,
 ) -> Result<String, KernelError> {
+    group_kernel_stored(group, shape, access, &F32Storage::default(), name)
+}
+
+/// [`group_kernel`] with the arrays that `storage` names in f32 storage.
+pub fn group_kernel_stored(
+    group: &FusedGroup,
+    shape: &[usize],
+    access: &[Access],
+    storage: &F32Storage,
+    name: &str,
+) -> Result<String, KernelError> {
+    if group.sum_over.is_some() && storage.result {
+        return Err(KernelError::SummingSingle);
+    }
     if access.len() != group.inputs {
         return Err(KernelError::OperandCount {
             inputs: group.inputs,
@@ -213,11 +256,23 @@ pub fn group_kernel(
     }
     let mut params = vec!["const long long n".to_string()];
     let mut body = String::new();
+    let in_storage: Vec<bool> = (0..group.inputs)
+        .map(|k| storage.operand(k) && access[k] != Access::Uniform)
+        .collect();
+    let (float, in_float) = float::plan(group, &in_storage);
+    let kind = |r: usize| if float[r] { "float" } else { "double" };
     for (k, how) in access.iter().enumerate() {
+        // An f32 operand is read through a float pointer.
+        let array = if in_storage[k] {
+            format!("reinterpret_cast<const float*>(a{k})")
+        } else {
+            format!("a{k}")
+        };
+        let kind = kind(k);
         match how {
             Access::Elementwise => {
                 params.push(format!("const double* __restrict__ a{k}"));
-                let _ = writeln!(body, "        const double r{k} = a{k}[i];");
+                let _ = writeln!(body, "        const {kind} r{k} = {array}[i];");
             }
             Access::Uniform => {
                 params.push(format!("const double a{k}"));
@@ -234,19 +289,39 @@ pub fn group_kernel(
                 params.push(format!("const double* __restrict__ a{k}"));
                 let _ = writeln!(
                     body,
-                    "        const double r{k} = a{k}[{}];",
+                    "        const {kind} r{k} = {array}[{}];",
                     strided_offset(shape, strides)
                 );
             }
         }
     }
     for (s, (op, operands)) in group.steps.iter().enumerate() {
-        let args: Vec<String> = operands.iter().map(|r| format!("r{r}")).collect();
-        let expr = expression(op, &args).ok_or_else(|| KernelError::NotElementwise {
+        let register = group.inputs + s;
+        let expr = if in_float[s] {
+            let args: Vec<String> = operands.iter().map(|r| format!("r{r}")).collect();
+            float::expression(op, &args)
+        } else if let TOp::Cast(crate::dtype::DType::F32) = op {
+            operands.first().map(|r| format!("(float)r{r}"))
+        } else {
+            // Double arithmetic, float registers widened (exactly).
+            let args: Vec<String> = operands
+                .iter()
+                .map(|&r| match float[r as usize] {
+                    true => format!("(double)r{r}"),
+                    false => format!("r{r}"),
+                })
+                .collect();
+            expression(op, &args)
+        };
+        let expr = expr.ok_or_else(|| KernelError::NotElementwise {
             step: s,
             op: format!("{op:?}"),
         })?;
-        let _ = writeln!(body, "        const double r{} = {expr};", group.inputs + s);
+        let _ = writeln!(
+            body,
+            "        const {} r{register} = {expr};",
+            kind(register)
+        );
     }
     let summing = group.sum_over.is_some();
     for (k, _) in group.results.iter().enumerate() {
@@ -276,6 +351,11 @@ pub fn group_kernel(
     for (k, r) in group.results.iter().enumerate() {
         if summing {
             let _ = writeln!(source, "        acc += r{r};");
+        } else if storage.result {
+            let _ = writeln!(
+                source,
+                "        reinterpret_cast<float*>(out{k})[i] = (float)r{r};"
+            );
         } else {
             let _ = writeln!(source, "        out{k}[i] = r{r};");
         }

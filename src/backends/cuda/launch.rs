@@ -6,9 +6,9 @@
 //! Kernels are keyed by a hash of their source: the same operation on the
 //! same shapes and layouts is compiled once per process.
 
-use super::kernels::{Access, KernelError, PRELUDE, group_kernel};
+use super::kernels::{Access, F32Storage, KernelError, PRELUDE, group_kernel_stored};
 use super::reduce::{self, arg_extreme_kernel, reduction_kernel};
-use super::structural::index_kernel;
+use super::structural::index_kernel_stored;
 use crate::egraph::tensor::{ReduceOp, TOp};
 use crate::tape::FusedGroup;
 use smallvec::{SmallVec, smallvec};
@@ -123,7 +123,17 @@ pub fn group(
     shape: &[usize],
     access: &[Access],
 ) -> Result<Launch, KernelError> {
-    let source = group_kernel(group, shape, access, "group")?;
+    group_stored(group, shape, access, &F32Storage::default())
+}
+
+/// [`group`] with the arrays `storage` names in f32 storage.
+pub fn group_stored(
+    group: &FusedGroup,
+    shape: &[usize],
+    access: &[Access],
+    storage: &F32Storage,
+) -> Result<Launch, KernelError> {
+    let source = group_kernel_stored(group, shape, access, storage, "group")?;
     let n: usize = shape.iter().product();
     let summing = group.sum_over.is_some();
     Ok(Launch::new("group", source, blocks(n), THREADS, summing))
@@ -186,10 +196,10 @@ pub fn arg_extreme(max: bool, shape: &[usize], axis: Option<usize>) -> Launch {
 }
 
 /// An operation that moves elements (broadcast, transpose, slice, pad,
-/// concat, roll) from operands of `inputs` shapes into `output`; `None`
-/// for other operations.
-pub fn index(op: &TOp, inputs: &[Vec<usize>], output: &[usize]) -> Option<Launch> {
-    let source = index_kernel(op, inputs, output, "index")?;
+/// concat, roll) from operands of `inputs` shapes into `output`, all in
+/// f32 storage when `single`; `None` for other operations.
+pub fn index(op: &TOp, inputs: &[Vec<usize>], output: &[usize], single: bool) -> Option<Launch> {
+    let source = index_kernel_stored(op, inputs, output, "index", single)?;
     let n: usize = output.iter().product();
     Some(Launch::new("index", source, blocks(n), THREADS, false))
 }

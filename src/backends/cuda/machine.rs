@@ -76,13 +76,24 @@ pub trait Machine {
 /// A value while a tape runs on a device: a number on the host (constants,
 /// scalar inputs, loop indices, and what is computed from numbers alone),
 /// or an array in device memory, shared between values that alias it
-/// (`reshape`, `stop-gradient`).
+/// (`reshape`, `stop-gradient`), in f64 or (inside a tape only) f32
+/// storage.
 pub enum Datum<M> {
     /// A 0-dimensional value on the host.
     Host(f64),
     /// Device memory holding `shape`'s elements, row-major.
     Device {
         /// The memory.
+        mem: Rc<M>,
+        /// The shape.
+        shape: Shape,
+    },
+    /// Device memory holding `shape`'s elements as f32 numbers, row-major,
+    /// two per slot (`single`). Only the executor's own values are kept
+    /// so (`Instruction::single`); tape inputs and results, and what a
+    /// loop sees, are f64.
+    Single {
+        /// The memory: `single::slots(len)` slots.
         mem: Rc<M>,
         /// The shape.
         shape: Shape,
@@ -97,6 +108,10 @@ impl<M> Clone for Datum<M> {
                 mem: Rc::clone(mem),
                 shape: shape.clone(),
             },
+            Datum::Single { mem, shape } => Datum::Single {
+                mem: Rc::clone(mem),
+                shape: shape.clone(),
+            },
         }
     }
 }
@@ -106,8 +121,13 @@ impl<M> Datum<M> {
     pub fn shape(&self) -> &[usize] {
         match self {
             Datum::Host(_) => &[],
-            Datum::Device { shape, .. } => shape,
+            Datum::Device { shape, .. } | Datum::Single { shape, .. } => shape,
         }
+    }
+
+    /// Whether it is held in f32 storage.
+    pub fn is_single(&self) -> bool {
+        matches!(self, Datum::Single { .. })
     }
 
     /// Its number of elements.
@@ -127,12 +147,21 @@ impl<M> Datum<M> {
             shape: Shape::from(shape),
         }
     }
+
+    /// Memory of `single::slots(len)` slots holding `shape`'s elements in
+    /// f32 storage.
+    pub fn single(mem: M, shape: &[usize]) -> Datum<M> {
+        Datum::Single {
+            mem: Rc::new(mem),
+            shape: Shape::from(shape),
+        }
+    }
 }
 
 /// Gives a dead value's memory back to the machine when no other value
 /// shares it.
 pub fn release<M: Machine>(machine: &M, value: Datum<M::Mem>) {
-    if let Datum::Device { mem, .. } = value
+    if let Datum::Device { mem, .. } | Datum::Single { mem, .. } = value
         && let Ok(mem) = Rc::try_unwrap(mem)
     {
         machine.release(mem);
@@ -144,6 +173,16 @@ pub fn to_host<M: Machine>(machine: &M, value: &Datum<M::Mem>) -> Result<Vec<f64
     match value {
         Datum::Host(x) => Ok(vec![*x]),
         Datum::Device { mem, shape } => machine.download(mem, shape.iter().product()),
+        Datum::Single { mem, shape } => {
+            let len = shape.iter().product();
+            let slots = machine.download(mem, super::single::slots(len))?;
+            let mut numbers: Vec<f64> = super::single::unpacked(&slots)
+                .into_iter()
+                .map(f64::from)
+                .collect();
+            numbers.truncate(len);
+            Ok(numbers)
+        }
     }
 }
 

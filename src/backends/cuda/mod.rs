@@ -9,7 +9,8 @@
 //!   ...), after `crate::scalar`'s.
 //! - `launch`: the plan of one instruction (kernel, grid, cuBLAS call).
 //! - `machine`: what the executor needs from a device, and device values.
-//! - `execute`, `scan`: running tapes and loops on any such machine.
+//! - `execute`, `scan`: running tapes and loops on any such machine;
+//!   `single`: values kept in f32 storage on the device.
 //! - `device`: the machine over cudarc (context, stream, kernel cache by
 //!   source hash, caching allocator, cuBLAS).
 //! - `runner`: whole tapes on host values (transfers at tape boundaries).
@@ -29,6 +30,7 @@ mod probe;
 pub mod reduce;
 mod runner;
 mod scan;
+mod single;
 pub mod special;
 pub mod structural;
 

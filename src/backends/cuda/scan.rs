@@ -33,7 +33,7 @@ pub fn run_loop<M: Machine>(
         .iter()
         .map(|a| match a {
             Datum::Host(x) => Some(Buf::Scalar(*x)),
-            Datum::Device { .. } => None,
+            Datum::Device { .. } | Datum::Single { .. } => None,
         })
         .collect();
     if let Some(mut numbers) = numbers {
@@ -296,8 +296,9 @@ fn count_held<M>(held: &mut measure::Held, value: &Datum<M>, hold: bool) {
     match (value, hold) {
         (Datum::Host(_), true) => measure::stored(8),
         (Datum::Host(_), false) => measure::released(8),
-        (Datum::Device { mem, shape }, hold) => {
-            let bytes = shape.iter().product::<usize>() * 8;
+        (Datum::Device { mem, shape } | Datum::Single { mem, shape }, hold) => {
+            let width = if value.is_single() { 4 } else { 8 };
+            let bytes = shape.iter().product::<usize>() * width;
             let address = Rc::as_ptr(mem) as usize;
             if hold {
                 held.hold(address, bytes);
@@ -331,6 +332,9 @@ impl<M> Sequence<M> {
             }),
             Datum::Host(_) => Err(BackendError::new(
                 "a scanned sequence is a number".to_string(),
+            )),
+            Datum::Single { .. } => Err(BackendError::new(
+                "a scanned sequence in f32 storage".to_string(),
             )),
         }
     }
@@ -575,7 +579,7 @@ fn add<M: Machine>(
 ) -> Result<Datum<M::Mem>, BackendError> {
     let plus = single_step(&TOp::Map(Math::Add([Id::from(0); 2])), 2);
     let shape = a.shape().to_vec();
-    let sum = elementwise(machine, &plus, &[&a, &b], &shape)?;
+    let sum = elementwise(machine, &plus, &[&a, &b], &shape, false)?;
     release(machine, a);
     release(machine, b);
     Ok(sum)

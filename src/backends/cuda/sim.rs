@@ -16,6 +16,7 @@ use super::launch::{GemmCall, Launch};
 use super::machine::{Arg, Machine};
 use super::probe::{compile, nvrtc_available, oldest_arch};
 use super::runner::run_on;
+use super::single::{packed, unpacked};
 use crate::backends::cpu::Buf;
 use crate::backends::{BackendError, Executor};
 use crate::tape::Tape;
@@ -115,20 +116,6 @@ where
         }
     }
     Ok(c)
-}
-
-/// f32 numbers stored two per slot (as a device's memory holds them,
-/// little-endian: the first in the low half).
-fn unpacked(mem: &[f64]) -> Vec<f32> {
-    mem.iter()
-        .flat_map(|slot| {
-            let bits = slot.to_bits();
-            [
-                f32::from_bits(bits as u32),
-                f32::from_bits((bits >> 32) as u32),
-            ]
-        })
-        .collect()
 }
 
 impl Machine for SimMachine {
@@ -234,11 +221,9 @@ impl Machine for SimMachine {
         let mut values = unpacked(c);
         let len = values.len().min(product.len());
         values[..len].copy_from_slice(&product[..len]);
-        for (slot, pair) in c.iter_mut().zip(values.chunks(2)) {
-            let low = u64::from(pair[0].to_bits());
-            let high = pair.get(1).map_or(0, |x| u64::from(x.to_bits()));
-            *slot = f64::from_bits(low | high << 32);
-        }
+        let slots = packed(&values);
+        let len = c.len().min(slots.len());
+        c[..len].copy_from_slice(&slots[..len]);
         Ok(())
     }
 

@@ -55,6 +55,19 @@ pub fn index_kernel(
     output: &[usize],
     name: &str,
 ) -> Option<String> {
+    index_kernel_stored(op, inputs, output, name, false)
+}
+
+/// [`index_kernel`] on arrays that all hold f32 storage when `single`
+/// (f32 numbers packed two per 8-byte slot): the parameters stay
+/// `double*` and the kernel moves `float`s.
+pub fn index_kernel_stored(
+    op: &TOp,
+    inputs: &[Vec<usize>],
+    output: &[usize],
+    name: &str,
+    single: bool,
+) -> Option<String> {
     let first = inputs.first()?;
     let read = match op {
         TOp::Reshape(_) | TOp::StopGradient | TOp::Tag(_) => "x0[i]".to_string(),
@@ -129,12 +142,26 @@ pub fn index_kernel(
         _ => return None,
     };
     let mut params = vec!["const long long n".to_string()];
-    params.extend((0..inputs.len()).map(|j| format!("const double* __restrict__ x{j}")));
-    params.push("double* __restrict__ out".to_string());
+    let mut views = String::new();
+    if single {
+        // The same names as `float` pointers over the parameters' slots.
+        for j in 0..inputs.len() {
+            params.push(format!("const double* __restrict__ slots{j}"));
+            let _ = writeln!(
+                views,
+                "    const float* __restrict__ x{j} = reinterpret_cast<const float*>(slots{j});"
+            );
+        }
+        params.push("double* __restrict__ slots".to_string());
+        views.push_str("    float* __restrict__ out = reinterpret_cast<float*>(slots);\n");
+    } else {
+        params.extend((0..inputs.len()).map(|j| format!("const double* __restrict__ x{j}")));
+        params.push("double* __restrict__ out".to_string());
+    }
     let mut source = String::from(PRELUDE);
     let _ = write!(
         source,
-        "\nextern \"C\" __global__ void {name}({}) {{\n    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;\n         i += (long long)gridDim.x * blockDim.x) {{\n{}        out[i] = {read};\n    }}\n}}\n",
+        "\nextern \"C\" __global__ void {name}({}) {{\n{views}    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;\n         i += (long long)gridDim.x * blockDim.x) {{\n{}        out[i] = {read};\n    }}\n}}\n",
         params.join(", "),
         coordinates(output),
     );

@@ -258,3 +258,58 @@ fn nvrtc_reports_a_compile_error_with_its_log() {
     .expect_err("an undefined function");
     assert!(error.to_string().contains("undefined_name"), "{error}");
 }
+
+#[test]
+fn f32_steps_on_f32_numbers_are_computed_in_float() {
+    // r0 from f32 storage, r1 a number: (r0 r0) and exp of it are f32
+    // steps on f32 numbers; the sum with r1 (an f64 step) widens.
+    let m = |math: Math| TOp::Map(math);
+    let round = TOp::Cast(crate::dtype::DType::F32);
+    let group = FusedGroup {
+        inputs: 2,
+        steps: vec![
+            (m(Math::Mul([id(); 2])), smallvec![0, 0]),
+            (round.clone(), smallvec![2]),
+            (m(Math::Exp([id(); 1])), smallvec![3]),
+            (round.clone(), smallvec![4]),
+            (m(Math::Add([id(); 2])), smallvec![5, 1]),
+            (m(Math::Tanh([id(); 1])), smallvec![6]),
+            (round, smallvec![7]),
+        ],
+        results: smallvec![8],
+        sum_over: None,
+    };
+    let storage = F32Storage {
+        operands: vec![true, true],
+        result: true,
+    };
+    let access = [Access::Elementwise, Access::Uniform];
+    let source = group_kernel_stored(&group, &[8], &access, &storage, "k").expect("elementwise");
+    for line in [
+        "const float r0 = reinterpret_cast<const float*>(a0)[i];",
+        "const double r1 = a1;",
+        "const float r2 = r0 * r0;",
+        "const float r3 = (float)r2;",
+        "const float r4 = expf(r3);",
+        "const float r5 = (float)r4;",
+        "const double r6 = (double)r5 + r1;",
+        "const double r7 = tanh(r6);",
+        "const float r8 = (float)r7;",
+        "reinterpret_cast<float*>(out0)[i] = (float)r8;",
+    ] {
+        assert!(source.contains(line), "expected `{line}` in\n{source}");
+    }
+    compiles_if_nvrtc_is_present(&source, "an f32 group");
+    // Without f32 storage the operand is a double: nothing reads as float
+    // before the first rounding.
+    let wide = group_kernel(&group, &[8], &access, "k").expect("elementwise");
+    assert!(wide.contains("const double r2 = r0 * r0;"), "{wide}");
+    assert!(wide.contains("const float r4 = expf(r3);"), "{wide}");
+    // A summing group's number cannot be f32 storage.
+    let summing = FusedGroup {
+        sum_over: Some(vec![8].into()),
+        ..group
+    };
+    let refused = group_kernel_stored(&summing, &[], &access, &storage, "k");
+    assert_eq!(refused, Err(KernelError::SummingSingle));
+}
