@@ -93,6 +93,11 @@ pub(crate) enum Val {
         base: Rc<ArrayD<f32>>,
         perm: SmallVec<[usize; 4]>,
     },
+    /// Row-major `base` under another shape of the same size (a reshape of
+    /// a value that lives on), not copied.
+    Reshaped { base: Rc<ArrayD<f64>>, shape: Shape },
+    /// Row-major f32 storage under another shape, not copied.
+    SingleReshaped { base: Rc<ArrayD<f32>>, shape: Shape },
     /// Row-major `base` rolled along its first axis, not made: element `i`
     /// (row-major) is `base`'s element `(i - shift) mod n`, `shift` counted
     /// in elements (`n` the number of elements). Elementwise groups read it
@@ -142,6 +147,7 @@ impl Val {
         match self {
             Val::Single(base) => Some(base.view()),
             Val::SinglePermuted { base, perm } => Some(base.view().permuted_axes(IxDyn(perm))),
+            Val::SingleReshaped { base, shape } => Some(reshaped(base, shape)),
             _ => None,
         }
     }
@@ -150,7 +156,7 @@ impl Val {
     /// widened: kernels that read it in place ask for `single`).
     pub(crate) fn cow(&self) -> CowArray<'_, f64, IxDyn> {
         match self {
-            Val::Single(_) | Val::SinglePermuted { .. } => {
+            Val::Single(_) | Val::SinglePermuted { .. } | Val::SingleReshaped { .. } => {
                 let single = self.single().expect("f32 storage");
                 CowArray::from(super::broadcast::widened(&single))
             }
@@ -163,6 +169,7 @@ impl Val {
                 end,
             } => CowArray::from(base.slice_axis(Axis(*axis), Slice::from(*start..*end))),
             Val::Permuted { base, perm } => CowArray::from(base.view().permuted_axes(IxDyn(perm))),
+            Val::Reshaped { base, shape } => CowArray::from(reshaped(base, shape)),
             Val::Full { value, shape } => CowArray::from(ArrayD::from_elem(IxDyn(shape), *value)),
             // Made here, run by run, for operations that read arrays in
             // row-major order (elementwise groups read it in place).
@@ -206,6 +213,13 @@ impl Val {
             other => Buf::from_array(Rc::new(super::broadcast::standard(&other.cow().view()))),
         }
     }
+}
+
+/// Row-major `base` viewed under `shape` (of its size).
+pub(crate) fn reshaped<'a, T>(base: &'a ArrayD<T>, shape: &[usize]) -> ArrayViewD<'a, T> {
+    base.view()
+        .into_shape_with_order(IxDyn(shape))
+        .expect("a reshaped view is of a row-major base of its size")
 }
 
 fn single_step(op: &TOp, inputs: usize) -> FusedGroup {
@@ -256,6 +270,10 @@ fn step(op: &TOp, args: &[&Val], shape: &[usize], single: bool) -> Result<Val, B
                     base: Rc::clone(base),
                     perm: perm.map(|p| inner[p]).collect(),
                 },
+                Val::SingleReshaped { base, shape } => Val::SinglePermuted {
+                    base: Rc::new(super::broadcast::standard(&reshaped(base, shape))),
+                    perm: perm.collect(),
+                },
                 other => {
                     let owned = Rc::new(super::broadcast::standard(&other.cow().view()));
                     return step(op, &[&Val::Array(owned)], shape, false);
@@ -291,13 +309,27 @@ fn step(op: &TOp, args: &[&Val], shape: &[usize], single: bool) -> Result<Val, B
                 },
             }
         }
-        TOp::Reshape(target) if args[0].single().is_some() => {
-            let single = args[0].single().expect("f32 storage");
-            let data = super::broadcast::standard(&single);
-            Val::Single(Rc::new(data.into_shape_with_order(IxDyn(target)).expect(
-                "a standard-layout array of the target's size takes its shape",
-            )))
-        }
+        // A row-major value under another shape is a view of it.
+        TOp::Reshape(target) if !target.is_empty() => match args[0] {
+            Val::Array(base) if base.is_standard_layout() => Val::Reshaped {
+                base: Rc::clone(base),
+                shape: target.clone(),
+            },
+            Val::Reshaped { base, .. } => Val::Reshaped {
+                base: Rc::clone(base),
+                shape: target.clone(),
+            },
+            Val::Single(base) if base.is_standard_layout() => Val::SingleReshaped {
+                base: Rc::clone(base),
+                shape: target.clone(),
+            },
+            Val::SingleReshaped { base, .. } => Val::SingleReshaped {
+                base: Rc::clone(base),
+                shape: target.clone(),
+            },
+            other => reshape_copied(other, target),
+        },
+        TOp::Reshape(target) => reshape_copied(args[0], target),
         TOp::Pad {
             axis: 0, before, ..
         } => {
@@ -355,6 +387,24 @@ fn step(op: &TOp, args: &[&Val], shape: &[usize], single: bool) -> Result<Val, B
             Val::from_array(structural(other, &views, shape))
         }
     })
+}
+
+/// `value` under `target`'s shape in new storage (f32 storage stays f32).
+fn reshape_copied(value: &Val, target: &[usize]) -> Val {
+    const TAKES: &str = "a standard-layout array of the target's size takes its shape";
+    match value.single() {
+        Some(single) => {
+            let data = super::broadcast::standard(&single);
+            Val::Single(Rc::new(
+                data.into_shape_with_order(IxDyn(target)).expect(TAKES),
+            ))
+        }
+        None => Val::from_array(
+            super::broadcast::standard(&value.cow().view())
+                .into_shape_with_order(IxDyn(target))
+                .expect(TAKES),
+        ),
+    }
 }
 
 /// Elements `range` along `axis` of `base` broadcast to a shape: the same
@@ -528,15 +578,18 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
                     | Val::Slice { base: array, .. }
                     | Val::Permuted { base: array, .. }
                     | Val::Rolled { base: array, .. }
-                    | Val::Broadcast { base: array, .. },
+                    | Val::Broadcast { base: array, .. }
+                    | Val::Reshaped { base: array, .. },
                 )
                 | Some(Val::Padded {
                     inner: Flat::Data { base: array, .. },
                     ..
                 }) => recycle(array),
-                Some(Val::Single(array) | Val::SinglePermuted { base: array, .. }) => {
-                    recycle(array)
-                }
+                Some(
+                    Val::Single(array)
+                    | Val::SinglePermuted { base: array, .. }
+                    | Val::SingleReshaped { base: array, .. },
+                ) => recycle(array),
                 _ => {}
             }
         }

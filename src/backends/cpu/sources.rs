@@ -307,6 +307,9 @@ pub fn expand(operands: &[&Val], shape: &[usize]) -> Vec<Option<ArrayD<f64>>> {
             Val::Rolled { base, .. } => base.shape() == shape,
             Val::Single(a) => a.shape() == shape && a.as_slice().is_some(),
             Val::SinglePermuted { .. } => false,
+            Val::Reshaped { shape: to, .. } | Val::SingleReshaped { shape: to, .. } => {
+                to[..] == *shape
+            }
         };
         let viewed = strided_view(operand, shape).is_some();
         expanded.push(
@@ -352,6 +355,12 @@ fn strided_view<'a>(operand: &'a Val, shape: &[usize]) -> Option<(&'a [f64], usi
                 0,
             )
         }
+        Val::Reshaped { base, shape: to } => (
+            base.as_slice()?,
+            to.to_vec(),
+            super::layout::row_major_strides(to),
+            0,
+        ),
         _ => return None,
     };
     let strides = super::layout::broadcast_strides(&from, &from_strides, shape)?;
@@ -439,6 +448,13 @@ pub fn sources<'a>(
                 unreachable!("permuted operands are expanded")
             }
             (Val::Single(a), None) => Source::Single(a.as_slice().expect("checked contiguous")),
+            (Val::Reshaped { base, shape: to }, None) if to[..] == *shape => {
+                Source::Slice(base.as_slice().expect("reshaped data is contiguous"))
+            }
+            (Val::Reshaped { .. }, None) => strided_source(operand, shape),
+            (Val::SingleReshaped { base, .. }, None) => {
+                Source::Single(base.as_slice().expect("reshaped data is contiguous"))
+            }
             (Val::Rolled { base, shift }, None) => Source::Cyclic {
                 data: base.as_slice().expect("rolled data is contiguous"),
                 shift: *shift,

@@ -13,13 +13,10 @@ pub fn structural(op: &TOp, args: &[ArrayViewD<'_, f64>], shape: &[usize]) -> Ar
         TOp::Reduce { op, axes, .. } => super::reduce::reduce(*op, x, axes, shape),
         TOp::ArgExtreme { max, axis } => arg_extreme(x, *max, *axis),
         TOp::Broadcast(target) => super::broadcast::broadcast(x, target),
-        TOp::Reshape(target) => {
-            let data: Vec<f64> = match x.as_slice() {
-                Some(s) => s.to_vec(),
-                None => super::broadcast::standard(x).into_raw_vec_and_offset().0,
-            };
-            ArrayD::from_shape_vec(IxDyn(target), data).expect("reshape keeps the size")
-        }
+        // Copies into storage from the pool (its pages already mapped).
+        TOp::Reshape(target) => super::broadcast::standard(x)
+            .into_shape_with_order(IxDyn(target))
+            .expect("a standard-layout array of the target's size takes its shape"),
         TOp::Transpose(perm) => {
             let perm: Vec<usize> = perm.iter().map(|&p| usize::from(p)).collect();
             x.clone()
@@ -41,7 +38,9 @@ pub fn structural(op: &TOp, args: &[ArrayViewD<'_, f64>], shape: &[usize]) -> Ar
             ndarray::concatenate(Axis(usize::from(*axis)), args).expect("tape shapes join")
         }
         TOp::Roll { axis, shift } => roll(x, usize::from(*axis), *shift, shape),
-        TOp::StopGradient | TOp::Tag(_) | TOp::Linearized | TOp::Custom(_) => x.to_owned(),
+        TOp::StopGradient | TOp::Tag(_) | TOp::Linearized | TOp::Custom(_) => {
+            super::broadcast::standard(x)
+        }
         other => unreachable!("{other} is not a structural operation"),
     }
 }
