@@ -118,3 +118,74 @@ fn f32_storage_gives_the_bits_of_f64_storage() {
         super::native::set_native_kernels(true);
     }
 }
+
+/// Reshapes of values that live on (read as views of their storage, f64
+/// and f32), chained, read by products, groups at both shapes, a
+/// reduction and a transpose, and returned.
+fn reshapes(rows: usize, cols: usize) -> (TensorGraph, Vec<Id>) {
+    let mut graph = TensorGraph::new();
+    let x = graph.input(0, &[rows, cols], DType::F32);
+    let w = graph.input(1, &[2, cols / 2, 3], DType::F32);
+    // f32 storage: a product read as [rows * 2, cols / 2] and at its shape.
+    let v = graph.map(Math::Tanh([x]), &[x]);
+    let split = graph.reshape(v, &[2, rows, cols / 2]);
+    let product = graph.add_valid(TOp::MatMul, &[split, w]);
+    let again = graph.reshape(split, &[2 * rows, cols / 2]);
+    let flipped = graph.add_valid(TOp::Transpose(SmallVec::from_slice(&[1, 0])), &[again]);
+    let squares = graph.mul(v, v);
+    // f64 storage: a value read by a reduction, reshaped and kept.
+    let wide = graph.cast(x, DType::F64);
+    let wide = graph.map(Math::Sin([wide]), &[wide]);
+    let column = graph.reshape(wide, &[rows * cols, 1]);
+    let total = graph.sum_axes(wide, &[0, 1], false);
+    let shifted = graph.map(Math::Add([column, total]), &[column, total]);
+    let roots = vec![product, flipped, squares, column, shifted, total, again];
+    (graph, roots)
+}
+
+#[test]
+fn reshapes_of_values_that_live_on_read_their_storage() {
+    for (rows, cols) in [(3, 4), (96, 64)] {
+        let (graph, roots) = reshapes(rows, cols);
+        let tape = compiled(&graph, &roots, 2);
+        let inputs: Vec<Buf> = (0..2)
+            .map(|k| input(graph.shape(Id::from(k)), k as f64))
+            .collect();
+        let outputs = run(&tape, &inputs).unwrap();
+        let x = inputs[0].to_array();
+        let w = inputs[1].to_array();
+        let round = crate::dtype::round32;
+        let v = x.mapv(|a| round(a.tanh()));
+        // Each [rows, cols / 2] block by its matrix, in f32.
+        let split = v.to_shape(IxDyn(&[2, rows, cols / 2])).unwrap();
+        let product = &outputs[0].to_array();
+        for r in 0..rows {
+            for h in 0..2 {
+                for j in 0..3 {
+                    let want: f32 = (0..cols / 2)
+                        .map(|k| split[[h, r, k]] as f32 * w[[h, k, j]] as f32)
+                        .sum();
+                    let got = product[[h, r, j]];
+                    assert!((got - f64::from(want)).abs() <= 1e-5 * (1.0 + got.abs()));
+                }
+            }
+        }
+        let again = v.to_shape(IxDyn(&[2 * rows, cols / 2])).unwrap();
+        assert_eq!(outputs[6].to_array(), again.to_owned());
+        assert_eq!(outputs[1].to_array(), again.t().to_owned());
+        assert_eq!(outputs[2].to_array(), v.mapv(|a| round(a * a)));
+        let wide = x.mapv(f64::sin);
+        let total: f64 = wide.iter().sum();
+        let column = wide.to_shape(IxDyn(&[rows * cols, 1])).unwrap().to_owned();
+        // The backend's `sin` agrees with libm's to rounding.
+        let near = |got: &ArrayD<f64>, want: &ArrayD<f64>| {
+            assert_eq!(got.shape(), want.shape());
+            for (g, w) in got.iter().zip(want) {
+                assert!((g - w).abs() <= 1e-14 * (1.0 + w.abs()), "{g} against {w}");
+            }
+        };
+        near(&outputs[3].to_array(), &column);
+        near(&outputs[4].to_array(), &column.mapv(|a| a + total));
+        assert!((outputs[5].to_array().sum() - total).abs() <= 1e-12 * wide.len() as f64);
+    }
+}
