@@ -7,6 +7,7 @@
 use crate::compiled::CompiledGrad;
 use crate::error::Error;
 use crate::lisp::autodiff;
+use crate::lisp::builtins::formula::Notation;
 use crate::lisp::builtins::system::doc_text;
 use crate::lisp::procedure::{HostFn, Procedure};
 use crate::lisp::{EvalError, EvalErrorKind, EvalResult, Interp, Symbol, Value};
@@ -231,6 +232,12 @@ impl Engine {
     /// The documentation of a global name or special form.
     pub fn doc(&self, name: &str) -> Option<String> {
         doc_text(&self.interp, name)
+    }
+
+    /// `value` in `notation` when it is a symbolic expression (or a list of
+    /// them) with at least one operation; `None` for anything else.
+    pub fn show_formula(&self, value: &Value, notation: Notation) -> Option<String> {
+        crate::lisp::builtins::formula::display(value, &self.interp.symbolic.functions, notation)
     }
 
     /// The names bound in the global environment.

@@ -285,10 +285,31 @@ fn an_error_shows_the_line_and_a_caret_and_the_session_continues() {
 }
 
 #[test]
+fn symbolic_results_show_in_the_chosen_notation() {
+    let mut repl = Repl::start();
+    repl.eval("(grad '(* x (sin y)) '(x y))", "((sin y) (* x (cos y)))");
+    repl.submit(":infix");
+    repl.eval("(grad '(* x (sin y)) '(x y))", "[sin(y), x*cos(y)]");
+    // Numbers and plain data show as themselves.
+    repl.eval("(+ 1 2)", "3");
+    repl.eval("(list 1 2)", "(1 2)");
+    repl.submit(":latex");
+    repl.eval(
+        "(diff '(/ 1 (+ 1 (* x x))) 'x)",
+        r"-\frac{2 x}{\left(x^{2} + 1\right)^{2}}",
+    );
+    repl.submit(":sexp");
+    repl.eval("(diff '(* x x) 'x)", "(* 2 x)");
+    repl.alive();
+}
+
+#[test]
 fn help_command_lists_the_commands() {
     let mut repl = Repl::start();
     let output = repl.submit(":help");
-    for command in [":help", ":doc", ":time", ":load", ":quit"] {
+    for command in [
+        ":help", ":doc", ":time", ":load", ":infix", ":latex", ":quit",
+    ] {
         assert!(
             output.contains(command),
             ":help should mention {command}: {output:?}"

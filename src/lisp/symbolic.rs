@@ -10,6 +10,7 @@ use crate::egraph::builder::compact;
 use crate::egraph::functions::Formula;
 use crate::egraph::language::{Constant, OPERATORS, operator_arity};
 use crate::egraph::{ExprBuilder, Functions, Level, Limits, Math, MathRewrite, Report};
+use crate::formula::Term;
 use crate::reader::Span;
 use egg::{Id, Language, Pattern, RecExpr};
 use std::collections::HashMap;
@@ -123,35 +124,105 @@ pub fn exprs_from_value(
     functions: &Functions,
 ) -> EvalResult<(Vec<Id>, Nesting)> {
     let mut roots = Vec::new();
-    let nesting = collect_exprs(value, span, builder, &mut roots, functions)?;
+    let mut scope = Vec::new();
+    let nesting = collect_exprs(value, span, builder, &mut roots, &mut scope, functions)?;
     Ok((roots, nesting))
 }
+
+/// Names bound by the `let*` forms around an expression (what `cse`
+/// writes), innermost last.
+type Scope = Vec<(egg::Symbol, Id)>;
 
 fn collect_exprs(
     value: &Value,
     span: Span,
     builder: &mut ExprBuilder,
     roots: &mut Vec<Id>,
+    scope: &mut Scope,
     functions: &Functions,
 ) -> EvalResult<Nesting> {
+    if let Some((bindings, body)) = let_star(value) {
+        let depth = scope.len();
+        bind(bindings, span, builder, scope, functions)?;
+        let nesting = collect_exprs(body, span, builder, roots, scope, functions);
+        scope.truncate(depth);
+        return nesting;
+    }
     if is_expression(value, functions) || !matches!(value, Value::Pair(_)) {
-        roots.push(expr_from_value(value, span, builder, functions)?);
+        let mut memo = HashMap::new();
+        roots.push(convert(value, span, builder, &mut memo, scope, functions)?);
         return Ok(Nesting::One(roots.len() - 1));
     }
     if !value.is_list() {
         return Err(EvalError::type_error("a list of expressions must be a proper list").at(span));
     }
-    let mut items = Vec::new();
-    for (item, item_span) in value.iter() {
-        items.push(collect_exprs(
+    // `(list e1 e2 ...)` (as `cse` writes a list) or the data `(e1 e2 ...)`.
+    let items = match value {
+        Value::Pair(pair) if matches!(&pair.car, Value::Symbol(s) if s.name() == "list") => {
+            pair.cdr.clone()
+        }
+        _ => value.clone(),
+    };
+    let mut nested = Vec::new();
+    for (item, item_span) in items.iter() {
+        nested.push(collect_exprs(
             item,
             item_span.or(span),
             builder,
             roots,
+            scope,
             functions,
         )?);
     }
-    Ok(Nesting::List(items))
+    Ok(Nesting::List(nested))
+}
+
+/// The bindings and body of `(let* ((name expr) ...) body)`.
+fn let_star(value: &Value) -> Option<(&Value, &Value)> {
+    let Value::Pair(pair) = value else {
+        return None;
+    };
+    if !matches!(&pair.car, Value::Symbol(s) if s.name() == "let*" || s.name() == "let") {
+        return None;
+    }
+    let Value::Pair(rest) = &pair.cdr else {
+        return None;
+    };
+    let Value::Pair(body) = &rest.cdr else {
+        return None;
+    };
+    body.cdr.is_nil().then_some((&rest.car, &body.car))
+}
+
+/// Converts each `(name expr)` of `bindings` in order, each seeing the
+/// ones before, and adds them to `scope`.
+fn bind(
+    bindings: &Value,
+    span: Span,
+    builder: &mut ExprBuilder,
+    scope: &mut Scope,
+    functions: &Functions,
+) -> EvalResult<()> {
+    if !bindings.is_list() {
+        return Err(EvalError::type_error("let* bindings must be a list").at(span));
+    }
+    for (binding, binding_span) in bindings.iter() {
+        let at = binding_span.or(span);
+        let parts: Vec<&Value> = binding.iter().map(|(v, _)| v).collect();
+        let (Value::Symbol(name), [_, expr]) =
+            (parts.first().copied().unwrap_or(&Value::Nil), &parts[..])
+        else {
+            return Err(EvalError::type_error(format!(
+                "a let* binding is (name expression), not {}",
+                binding.short()
+            ))
+            .at(at));
+        };
+        let mut memo = HashMap::new();
+        let id = convert(expr, at, builder, &mut memo, scope, functions)?;
+        scope.push((egg::Symbol::from(name.name()), id));
+    }
+    Ok(())
 }
 
 /// Adds one quoted expression to `builder`. `+ * - / min max` take any
@@ -164,7 +235,14 @@ pub fn expr_from_value(
     builder: &mut ExprBuilder,
     functions: &Functions,
 ) -> EvalResult<Id> {
-    convert(value, span, builder, &mut HashMap::new(), functions)
+    convert(
+        value,
+        span,
+        builder,
+        &mut HashMap::new(),
+        &mut Vec::new(),
+        functions,
+    )
 }
 
 /// `expr_from_value` with a memo of the cons cells already converted, so a
@@ -174,6 +252,7 @@ fn convert(
     span: Span,
     builder: &mut ExprBuilder,
     memo: &mut HashMap<*const Pair, Id>,
+    scope: &mut Scope,
     functions: &Functions,
 ) -> EvalResult<Id> {
     stacker::maybe_grow(64 * 1024, 1024 * 1024, || match value {
@@ -189,10 +268,26 @@ fn convert(
             format!("{} is an operator, not a variable", name.name()),
         )
         .at(span)),
-        Value::Symbol(name) => Ok(builder.var(egg::Symbol::from(name.name()))),
+        Value::Symbol(name) => {
+            let name = egg::Symbol::from(name.name());
+            match scope.iter().rev().find(|(bound, _)| *bound == name) {
+                Some(&(_, id)) => Ok(id),
+                None => Ok(builder.var(name)),
+            }
+        }
         Value::Pair(pair) => {
             if let Some(&id) = memo.get(&Rc::as_ptr(pair)) {
                 return Ok(id);
+            }
+            if let Some((bindings, body)) = let_star(value) {
+                // Names are looked up, not memoized: the body's cells are
+                // converted under this scope only.
+                let depth = scope.len();
+                bind(bindings, span, builder, scope, functions)?;
+                let mut inner = HashMap::new();
+                let id = convert(body, span, builder, &mut inner, scope, functions);
+                scope.truncate(depth);
+                return id;
             }
             let Value::Symbol(head) = &pair.car else {
                 return Err(EvalError::type_error(format!(
@@ -205,7 +300,14 @@ fn convert(
             let mut args = Vec::new();
             let mut iter = pair.cdr.iter();
             for (arg, arg_span) in iter.by_ref() {
-                args.push(convert(arg, arg_span.or(span), builder, memo, functions)?);
+                args.push(convert(
+                    arg,
+                    arg_span.or(span),
+                    builder,
+                    memo,
+                    scope,
+                    functions,
+                )?);
             }
             if !iter.rest().is_nil() {
                 return Err(
@@ -333,127 +435,31 @@ pub fn formula_from_value(
 }
 
 /// The values of `roots` of `expr` as Lisp data, shared subterms as shared
-/// cons cells. A sum or product whose every use is as an operand of the same
-/// operator is spliced into its users (`(+ (+ a b) c)` prints `(+ a b c)`):
-/// printed alone it would be one more node to read. Products print their
-/// numbers first (`(* 2 x)`).
+/// cons cells, under the printing rules of `formula::term` (sums and
+/// products spliced into their own operator's users, numbers first in
+/// products, numbers folded).
 pub fn exprs_to_values(expr: &RecExpr<Math>, roots: &[Id]) -> Vec<Value> {
-    let nodes = expr.as_ref();
-    let same_op = |a: &Math, b: &Math| std::mem::discriminant(a) == std::mem::discriminant(b);
-    // A node is spliced when it is a sum or product, not a result, and used
-    // only by nodes of its own operator.
-    let mut splice: Vec<bool> = nodes
-        .iter()
-        .map(|node| matches!(node, Math::Add(_) | Math::Mul(_)))
-        .collect();
-    for &root in roots {
-        splice[usize::from(root)] = false;
-    }
-    for node in nodes {
-        for &child in node.children() {
-            if !same_op(node, &nodes[usize::from(child)]) {
-                splice[usize::from(child)] = false;
-            }
-        }
-    }
-    // Each node's value; spliced nodes have none of their own.
-    let mut values: Vec<Value> = Vec::with_capacity(nodes.len());
-    for (index, node) in nodes.iter().enumerate() {
-        let value = match node {
-            _ if splice[index] => Value::Nil,
-            Math::Num(constant) => number_value(*constant),
-            Math::Var(name) => Value::symbol(name.as_str()),
-            Math::Add(_) | Math::Mul(_) => {
-                // Operands in order, looking through spliced children.
-                let mut flat = Vec::new();
-                let mut pending: Vec<Id> = node.children().iter().rev().copied().collect();
-                while let Some(child) = pending.pop() {
-                    let child_index = usize::from(child);
-                    if splice[child_index] {
-                        pending.extend(nodes[child_index].children().iter().rev());
-                    } else {
-                        flat.push(values[child_index].clone());
-                    }
-                }
-                let is_product = matches!(node, Math::Mul(_));
-                if is_product {
-                    // Numbers, then variables by name, then the other
-                    // factors in their order: `(* 2 x y (sin z))`.
-                    flat.sort_by(|a, b| factor_rank(a).cmp(&factor_rank(b)));
-                }
-                fold_numbers(&mut flat, is_product);
-                Value::list(
-                    std::iter::once(Value::symbol(&node.to_string()))
-                        .chain(flat)
-                        .collect::<Vec<_>>(),
-                )
-            }
-            op => {
-                let head = Value::symbol(&op.to_string());
-                let args = op
-                    .children()
-                    .iter()
-                    .map(|&child| values[usize::from(child)].clone());
-                Value::list(std::iter::once(head).chain(args).collect::<Vec<_>>())
-            }
-        };
-        values.push(value);
-    }
-    roots
-        .iter()
-        .map(|&root| values[usize::from(root)].clone())
-        .collect()
+    let (_, terms) = crate::formula::terms(expr, roots, &[]);
+    let mut memo = HashMap::new();
+    terms.iter().map(|t| term_value(t, &mut memo)).collect()
 }
 
-/// Folds the numbers among the operands of a flattened sum or product into
-/// one (`(* 2 3 x)` prints `(* 6 x)`), in place of the first, when the result
-/// has a short form; a product by 1 or a sum with 0 drops it.
-fn fold_numbers(operands: &mut Vec<Value>, is_product: bool) {
-    let numbers: Vec<f64> = operands.iter().filter_map(number_of).collect();
-    if numbers.len() < 2 {
-        return;
+/// A shown term as Lisp data; a term reached twice is one value.
+pub fn term_value(term: &Rc<Term>, memo: &mut HashMap<*const Term, Value>) -> Value {
+    if let Some(value) = memo.get(&Rc::as_ptr(term)) {
+        return value.clone();
     }
-    let folded = if is_product {
-        numbers.iter().product::<f64>()
-    } else {
-        numbers.iter().sum::<f64>()
+    let value = match &**term {
+        Term::Num(constant) => number_value(*constant),
+        Term::Var(name) => Value::symbol(name.as_str()),
+        Term::Apply(op, args) => Value::list(
+            std::iter::once(Value::symbol(op.as_str()))
+                .chain(args.iter().map(|a| term_value(a, memo)))
+                .collect::<Vec<_>>(),
+        ),
     };
-    let Some(constant) = crate::egraph::analysis::presentable(folded) else {
-        return;
-    };
-    let first = operands
-        .iter()
-        .position(|operand| number_of(operand).is_some())
-        .unwrap_or(0);
-    let mut index = 0;
-    operands.retain(|operand| {
-        let keep = index == first || number_of(operand).is_none();
-        index += 1;
-        keep
-    });
-    let identity = if is_product { 1.0 } else { 0.0 };
-    if constant.get() == identity && operands.len() > 2 {
-        operands.remove(first);
-    } else {
-        operands[first] = number_value(constant);
-    }
-}
-
-fn number_of(value: &Value) -> Option<f64> {
-    match value {
-        Value::Int(n) => Some(*n as f64),
-        Value::Float(x) => Some(*x),
-        _ => None,
-    }
-}
-
-/// The printing order of a product's factors.
-fn factor_rank(factor: &Value) -> (u8, &'static str) {
-    match factor {
-        Value::Int(_) | Value::Float(_) => (0, ""),
-        Value::Symbol(name) => (1, name.name()),
-        _ => (2, ""),
-    }
+    memo.insert(Rc::as_ptr(term), value.clone());
+    value
 }
 
 /// A constant as Lisp data: integers as integers.

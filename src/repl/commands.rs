@@ -1,7 +1,7 @@
 //! REPL commands: lines starting with `:`.
 
-use crate::Engine;
 use crate::lisp::eval::format_duration;
+use crate::{Engine, Notation};
 use std::time::Instant;
 
 /// The commands with a one-line description each.
@@ -16,6 +16,15 @@ pub const COMMANDS: &[(&str, &str)] = &[
         ":time EXPR - evaluate EXPR and print the time it took",
     ),
     (":load", ":load FILE - evaluate a file"),
+    (
+        ":infix",
+        "show symbolic results as infix text (x^2 + sin(y))",
+    ),
+    (":latex", "show symbolic results as LaTeX"),
+    (
+        ":sexp",
+        "show symbolic results as s-expressions again (the default)",
+    ),
     (":quit", "leave the REPL (Ctrl-D does too)"),
 ];
 
@@ -39,14 +48,18 @@ fn help_text() -> String {
     text
 }
 
-/// Runs the command line `line` (which starts with ':').
-pub fn run_command(engine: &mut Engine, line: &str) -> Outcome {
+/// Runs the command line `line` (which starts with ':'); `notation` is
+/// how the session shows symbolic results.
+pub fn run_command(engine: &mut Engine, notation: &mut Notation, line: &str) -> Outcome {
     let line = line.trim();
     let (command, argument) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     let argument = argument.trim();
     match command {
         ":help" | ":h" => println!("{}", help_text()),
         ":quit" | ":q" | ":exit" => return Outcome::Quit(0),
+        ":infix" => *notation = Notation::Infix,
+        ":latex" => *notation = Notation::Latex,
+        ":sexp" => *notation = Notation::Sexp,
         ":doc" if !argument.is_empty() => match engine.doc(argument) {
             Some(text) => println!("{text}"),
             None => eprintln!("error: {argument} is not defined"),
@@ -55,13 +68,14 @@ pub fn run_command(engine: &mut Engine, line: &str) -> Outcome {
             let started = Instant::now();
             let result = engine.eval_named(argument, "<repl>");
             let elapsed = started.elapsed().as_secs_f64();
-            let outcome = super::show_result(result);
+            let outcome = super::show_result(engine, *notation, result);
             eprintln!("time: {}", format_duration(elapsed));
             return outcome;
         }
         ":load" if !argument.is_empty() => {
             let path = argument.trim_matches('"');
-            return super::show_result(engine.run_file(path));
+            let result = engine.run_file(path);
+            return super::show_result(engine, *notation, result);
         }
         ":doc" | ":time" | ":load" => eprintln!("error: {command} needs an argument; see :help"),
         other => eprintln!("error: unknown command {other}; :help lists the commands"),

@@ -13,7 +13,7 @@ mod helper;
 pub use brackets::{BracketMatch, match_at_cursor};
 pub use helper::{EpsilonHelper, needs_more_input};
 
-use crate::{Engine, Error, Value};
+use crate::{Engine, Error, Notation, Value};
 use commands::{Outcome, run_command};
 use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
@@ -39,12 +39,16 @@ pub fn history_path() -> Option<PathBuf> {
     dirs::home_dir().map(|home| home.join(".epsilon_history"))
 }
 
-/// Prints a value (unless it is `Void`) or an error report.
-fn show_result(result: Result<Value, Error>) -> Outcome {
+/// Prints a value (unless it is `Void`; a symbolic result in the session's
+/// notation) or an error report.
+fn show_result(engine: &Engine, notation: Notation, result: Result<Value, Error>) -> Outcome {
     match result {
         Ok(Value::Void) => Outcome::Continue,
         Ok(value) => {
-            println!("{value}");
+            match engine.show_formula(&value, notation) {
+                Some(text) => println!("{text}"),
+                None => println!("{value}"),
+            }
             Outcome::Continue
         }
         Err(error) => match error.exit_code() {
@@ -95,6 +99,7 @@ pub fn run(engine: &mut Engine) -> i32 {
         "Epsilon {} - differentiation in a small Lisp. :help for help, Ctrl-D to leave.",
         env!("CARGO_PKG_VERSION")
     );
+    let mut notation = Notation::Sexp;
     loop {
         match editor.readline(PROMPT) {
             Ok(line) if line.trim().is_empty() => {}
@@ -106,9 +111,10 @@ pub fn run(engine: &mut Engine) -> i32 {
                 }
                 interrupt.store(false, Ordering::Relaxed);
                 let outcome = if line.trim_start().starts_with(':') {
-                    run_command(engine, &line)
+                    run_command(engine, &mut notation, &line)
                 } else {
-                    show_result(engine.eval_named(&line, "<repl>"))
+                    let result = engine.eval_named(&line, "<repl>");
+                    show_result(engine, notation, result)
                 };
                 if let Outcome::Quit(code) = outcome {
                     return code;

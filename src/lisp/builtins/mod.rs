@@ -11,6 +11,7 @@ mod custom;
 mod data;
 pub(crate) mod dtype;
 mod einsum;
+pub mod formula;
 pub(crate) mod indexing;
 mod linalg;
 mod lists;
@@ -56,6 +57,7 @@ pub const TABLES: &[&[Builtin]] = &[
     optim::BUILTINS,
     progress::BUILTINS,
     symbolic::BUILTINS,
+    formula::BUILTINS,
     autodiff::BUILTINS,
     custom::BUILTINS,
     rules::BUILTINS,

@@ -1,0 +1,192 @@
+//! Expressions as they are shown: a tree whose sums and products take any
+//! number of operands. [`terms`] turns e-graph expressions into it with the
+//! printing rules every output shares (s-expressions, `cse`, `infix`,
+//! `latex`, `codegen`):
+//!
+//! - a sum or product used only as an operand of the same operator is
+//!   spliced into its users (`(+ (+ a b) c)` shows `(+ a b c)`);
+//! - a product's factors are ordered numbers first, then variables by
+//!   name, then the rest in their order (`(* 2 x y (sin z))`);
+//! - the numbers of a sum or product are folded into one when the result
+//!   has a short form, and a product by 1 or a sum with 0 drops it.
+//!
+//! Subterms are shared (`Rc`): a node reached twice is one `Term`.
+
+use crate::egraph::Math;
+use crate::egraph::language::Constant;
+use egg::{Id, Language, RecExpr, Symbol};
+use std::rc::Rc;
+
+/// An expression as shown.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Term {
+    /// A number.
+    Num(Constant),
+    /// A variable (or the name `cse` gives a shared subterm).
+    Var(Symbol),
+    /// An operator by its name (`+`, `-`, `*`, `/`, `pow`, `neg`, `sin`,
+    /// ..., or a user function) on its operands; `+` and `*` take any
+    /// number.
+    Apply(Symbol, Vec<Rc<Term>>),
+}
+
+impl Term {
+    /// The operator's name, for an application.
+    pub fn operator(&self) -> Option<&str> {
+        match self {
+            Term::Apply(op, _) => Some(op.as_str()),
+            _ => None,
+        }
+    }
+
+    /// The number, for a number.
+    pub fn number(&self) -> Option<f64> {
+        match self {
+            Term::Num(c) => Some(c.get()),
+            _ => None,
+        }
+    }
+}
+
+/// The terms of `roots` of `expr`. `names[i]`, where given, is how node
+/// `i` is referred to by the nodes that use it (its own term is still
+/// built: `cse` shows it once, by its name, where it is defined); named
+/// nodes are never spliced. Gives each node's term (`None` for spliced
+/// ones) and the roots' references.
+pub fn terms(
+    expr: &RecExpr<Math>,
+    roots: &[Id],
+    names: &[Option<Symbol>],
+) -> (Vec<Option<Rc<Term>>>, Vec<Rc<Term>>) {
+    let nodes = expr.as_ref();
+    let named = |i: usize| names.get(i).is_some_and(Option::is_some);
+    let same_op = |a: &Math, b: &Math| std::mem::discriminant(a) == std::mem::discriminant(b);
+    let mut splice: Vec<bool> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, node)| matches!(node, Math::Add(_) | Math::Mul(_)) && !named(i))
+        .collect();
+    for &root in roots {
+        splice[usize::from(root)] = false;
+    }
+    for node in nodes {
+        for &child in node.children() {
+            if !same_op(node, &nodes[usize::from(child)]) {
+                splice[usize::from(child)] = false;
+            }
+        }
+    }
+    let mut own: Vec<Option<Rc<Term>>> = Vec::with_capacity(nodes.len());
+    let mut reference: Vec<Option<Rc<Term>>> = Vec::with_capacity(nodes.len());
+    for (index, node) in nodes.iter().enumerate() {
+        let term = match node {
+            _ if splice[index] => None,
+            Math::Num(constant) => Some(Rc::new(Term::Num(*constant))),
+            Math::Var(name) => Some(Rc::new(Term::Var(*name))),
+            Math::Add(_) | Math::Mul(_) => {
+                // Operands in order, looking through spliced children.
+                let mut flat = Vec::new();
+                let mut pending: Vec<Id> = node.children().iter().rev().copied().collect();
+                while let Some(child) = pending.pop() {
+                    let child = usize::from(child);
+                    if splice[child] {
+                        pending.extend(nodes[child].children().iter().rev());
+                    } else {
+                        flat.push(reference[child].clone().expect("children come first"));
+                    }
+                }
+                let is_product = matches!(node, Math::Mul(_));
+                if is_product {
+                    flat.sort_by(|a, b| factor_rank(a).cmp(&factor_rank(b)));
+                }
+                fold_numbers(&mut flat, is_product);
+                Some(Rc::new(Term::Apply(Symbol::from(node.to_string()), flat)))
+            }
+            op => {
+                let args = op
+                    .children()
+                    .iter()
+                    .map(|&child| {
+                        reference[usize::from(child)]
+                            .clone()
+                            .expect("children first")
+                    })
+                    .collect();
+                Some(Rc::new(Term::Apply(Symbol::from(op.to_string()), args)))
+            }
+        };
+        let by_name = names
+            .get(index)
+            .copied()
+            .flatten()
+            .map(|name| Rc::new(Term::Var(name)));
+        reference.push(by_name.or_else(|| term.clone()));
+        own.push(term);
+    }
+    let roots = roots
+        .iter()
+        .map(|&root| {
+            reference[usize::from(root)]
+                .clone()
+                .expect("roots are not spliced")
+        })
+        .collect();
+    (own, roots)
+}
+
+/// A product's factors with runs of equal neighbours counted: `x x y` is
+/// `[(x, 2), (y, 1)]` (factors are ordered, so equal variables are
+/// neighbours), for showing them as powers.
+pub fn powers(factors: &[Rc<Term>]) -> Vec<(Rc<Term>, usize)> {
+    let mut groups: Vec<(Rc<Term>, usize)> = Vec::new();
+    for factor in factors {
+        match groups.last_mut() {
+            Some((base, count)) if **base == **factor => *count += 1,
+            _ => groups.push((factor.clone(), 1)),
+        }
+    }
+    groups
+}
+
+/// Folds the numbers among the operands of a flattened sum or product into
+/// one (`(* 2 3 x)` shows `(* 6 x)`), in place of the first, when the
+/// result has a short form; a product by 1 or a sum with 0 drops it.
+fn fold_numbers(operands: &mut Vec<Rc<Term>>, is_product: bool) {
+    let numbers: Vec<f64> = operands.iter().filter_map(|t| t.number()).collect();
+    if numbers.len() < 2 {
+        return;
+    }
+    let folded = if is_product {
+        numbers.iter().product::<f64>()
+    } else {
+        numbers.iter().sum::<f64>()
+    };
+    let Some(constant) = crate::egraph::analysis::presentable(folded) else {
+        return;
+    };
+    let first = operands
+        .iter()
+        .position(|t| t.number().is_some())
+        .unwrap_or(0);
+    let mut index = 0;
+    operands.retain(|t| {
+        let keep = index == first || t.number().is_none();
+        index += 1;
+        keep
+    });
+    let identity = if is_product { 1.0 } else { 0.0 };
+    if constant.get() == identity && operands.len() > 2 {
+        operands.remove(first);
+    } else {
+        operands[first] = Rc::new(Term::Num(constant));
+    }
+}
+
+/// The showing order of a product's factors.
+fn factor_rank(factor: &Term) -> (u8, &str) {
+    match factor {
+        Term::Num(_) => (0, ""),
+        Term::Var(name) => (1, name.as_str()),
+        Term::Apply(..) => (2, ""),
+    }
+}

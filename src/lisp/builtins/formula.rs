@@ -1,0 +1,155 @@
+//! Formulas out (SPEC section 7): `cse`, `infix` and `latex` on quoted
+//! expressions or nested lists of them, through `crate::formula`.
+
+use super::builtin;
+use crate::formula::{self, Term};
+use crate::lisp::error::EvalResult;
+use crate::lisp::interp::Interp;
+use crate::lisp::procedure::{Args, Builtin};
+use crate::lisp::symbolic::{Nesting, exprs_from_value, term_value};
+use crate::lisp::value::Value;
+use egg::{Id, RecExpr};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// The expressions of a builtin's argument, as one DAG.
+fn parsed(
+    interp: &Interp,
+    value: &Value,
+) -> EvalResult<(RecExpr<crate::egraph::Math>, Vec<Id>, Nesting)> {
+    let mut builder = crate::egraph::ExprBuilder::new();
+    let (roots, nesting) = exprs_from_value(
+        value,
+        crate::reader::Span::NONE,
+        &mut builder,
+        &interp.symbolic.functions,
+    )?;
+    let (expr, roots) = crate::egraph::builder::compact(builder.expr(), &roots);
+    Ok((expr, roots, nesting))
+}
+
+/// `nesting` rebuilt as Lisp code: lists as `(list ...)` calls.
+fn as_code(nesting: &Nesting, values: &[Value]) -> Value {
+    match nesting {
+        Nesting::One(index) => values[*index].clone(),
+        Nesting::List(items) => Value::list(
+            std::iter::once(Value::symbol("list"))
+                .chain(items.iter().map(|item| as_code(item, values)))
+                .collect::<Vec<_>>(),
+        ),
+    }
+}
+
+/// `(cse expr-or-list)`: a `let*` naming each shared subterm once.
+fn cse(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let (expr, roots, nesting) = parsed(interp, &args[0])?;
+    let shared = formula::cse(&expr, &roots);
+    let mut memo = HashMap::new();
+    let results: Vec<Value> = shared
+        .results
+        .iter()
+        .map(|t| term_value(t, &mut memo))
+        .collect();
+    let body = as_code(&nesting, &results);
+    if shared.definitions.is_empty() {
+        return Ok(body);
+    }
+    let bindings: Vec<Value> = shared
+        .definitions
+        .iter()
+        .map(|(name, term)| {
+            Value::list(vec![
+                Value::symbol(name.as_str()),
+                term_value(term, &mut memo),
+            ])
+        })
+        .collect();
+    Ok(Value::list(vec![
+        Value::symbol("let*"),
+        Value::list(bindings),
+        body,
+    ]))
+}
+
+/// Each root's term rendered by `render`, as strings in the argument's
+/// nesting.
+fn rendered(interp: &Interp, value: &Value, render: fn(&Term) -> String) -> EvalResult<Value> {
+    let (expr, roots, nesting) = parsed(interp, value)?;
+    let (_, terms) = formula::terms(&expr, &roots, &[]);
+    let strings: Vec<Value> = terms
+        .iter()
+        .map(|t: &Rc<Term>| Value::string(render(t)))
+        .collect();
+    Ok(nesting.rebuild(&strings))
+}
+
+fn infix(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    rendered(interp, &args[0], formula::infix)
+}
+
+fn latex(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    rendered(interp, &args[0], formula::latex)
+}
+
+/// `cse`, `infix`, `latex`.
+#[rustfmt::skip]
+pub const BUILTINS: &[Builtin] = &[
+    builtin("cse", "(cse expr-or-list)", "A let* naming each subterm used more than once (t1, t2, ...) and then the expression (a list as (list ...)); evaluate, lambdify and the other symbolic functions read it.", 1, Some(1), cse),
+    builtin("infix", "(infix expr)", "expr as infix text, x^2 + sin(x*y)/2, with parentheses only where needed (a list of expressions gives a list of strings).", 1, Some(1), infix),
+    builtin("latex", "(latex expr)", "expr as LaTeX: \\frac, \\sqrt, powers, function names upright, Greek names as letters and trailing digits as subscripts (a list gives a list of strings).", 1, Some(1), latex),
+];
+
+/// How a symbolic result is shown (the REPL's `:sexp`, `:infix`, `:latex`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notation {
+    /// As Lisp data.
+    Sexp,
+    /// `infix`.
+    Infix,
+    /// `latex`.
+    Latex,
+}
+
+/// `value` in `notation` when it is a symbolic expression with at least one
+/// operation, or a (nested) list of expressions holding one: lists as
+/// `[a, b]`. `None` for anything else (numbers, strings, tensors, plain
+/// data), which shows as itself.
+pub fn display(
+    value: &Value,
+    functions: &crate::egraph::Functions,
+    notation: Notation,
+) -> Option<String> {
+    let render: fn(&Term) -> String = match notation {
+        Notation::Sexp => return None,
+        Notation::Infix => formula::infix,
+        Notation::Latex => formula::latex,
+    };
+    if !has_operation(value, functions) {
+        return None;
+    }
+    let mut builder = crate::egraph::ExprBuilder::new();
+    let (roots, nesting) =
+        exprs_from_value(value, crate::reader::Span::NONE, &mut builder, functions).ok()?;
+    let (expr, roots) = crate::egraph::builder::compact(builder.expr(), &roots);
+    let (_, terms) = formula::terms(&expr, &roots, &[]);
+    let texts: Vec<String> = terms.iter().map(|t| render(t)).collect();
+    Some(bracketed(&nesting, &texts))
+}
+
+fn has_operation(value: &Value, functions: &crate::egraph::Functions) -> bool {
+    match value {
+        Value::Pair(_) if crate::lisp::symbolic::is_expression(value, functions) => true,
+        Value::Pair(_) => value.iter().any(|(item, _)| has_operation(item, functions)),
+        _ => false,
+    }
+}
+
+fn bracketed(nesting: &Nesting, texts: &[String]) -> String {
+    match nesting {
+        Nesting::One(index) => texts[*index].clone(),
+        Nesting::List(items) => {
+            let inner: Vec<String> = items.iter().map(|i| bracketed(i, texts)).collect();
+            format!("[{}]", inner.join(", "))
+        }
+    }
+}

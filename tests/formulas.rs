@@ -1,0 +1,336 @@
+//! Formulas out: `cse`, `infix` and `latex`. Golden output for the
+//! precedence and printing cases; and on random expressions and their
+//! gradients, `cse` evaluates to the same numbers as the original, and
+//! `infix` text read back by a small precedence parser here evaluates to
+//! them too (so its parentheses are never missing where they matter).
+
+use epsilon::{Engine, Value};
+use proptest::prelude::*;
+
+fn eval(engine: &mut Engine, source: &str) -> Value {
+    engine
+        .eval(source)
+        .unwrap_or_else(|e| panic!("{source}\nfails: {e}"))
+}
+
+fn text(engine: &mut Engine, source: &str) -> String {
+    match eval(engine, source) {
+        Value::Str(s) => s.to_string(),
+        other => panic!("{source} gave {other}, not a string"),
+    }
+}
+
+#[test]
+fn infix_has_the_parentheses_the_reading_needs_and_no_others() {
+    let mut engine = Engine::new();
+    for (expr, want) in [
+        ("(- a (- b c))", "a - (b - c)"),
+        ("(- (- a b) c)", "a - b - c"),
+        ("(+ a (+ b c))", "a + b + c"),
+        ("(+ a (* -2 b))", "a - 2*b"),
+        ("(+ a (neg b))", "a - b"),
+        ("(* a (+ b c))", "a*(b + c)"),
+        ("(* a (* b c))", "a*b*c"),
+        ("(* x x y)", "x^2*y"),
+        ("(/ a (* b c))", "a/(b*c)"),
+        ("(/ (* a b) c)", "a*b/c"),
+        ("(/ (/ a b) c)", "a/b/c"),
+        ("(neg (pow x 2))", "-x^2"),
+        ("(pow (neg x) 2)", "(-x)^2"),
+        ("(pow x (pow y z))", "x^y^z"),
+        ("(pow (pow x y) z)", "(x^y)^z"),
+        ("(pow x -1)", "x^(-1)"),
+        ("(pow (+ x 1) 0.5)", "(x + 1)^0.5"),
+        ("(* a (neg b))", "a*(-b)"),
+        ("(neg (neg x))", "x"),
+        ("(atan2 y (+ x 1))", "atan2(y, x + 1)"),
+        ("(* 2.5e-20 x)", "2.5e-20*x"),
+    ] {
+        assert_eq!(
+            text(&mut engine, &format!("(infix '{expr})")),
+            want,
+            "{expr}"
+        );
+    }
+}
+
+#[test]
+fn latex_writes_fractions_roots_powers_and_upright_names() {
+    let mut engine = Engine::new();
+    for (expr, want) in [
+        (
+            "(/ (sin x) (+ 1 (* x x)))",
+            "\\frac{\\sin\\left(x\\right)}{1 + x^{2}}",
+        ),
+        ("(sqrt (- 1 alpha))", "\\sqrt{1 - \\alpha}"),
+        ("(exp (* mu F11))", "e^{F_{11} \\mu}"),
+        ("(pow (/ a b) 2)", "\\left(\\frac{a}{b}\\right)^{2}"),
+        (
+            "(* 3 (sigmoid x_k))",
+            "3 \\operatorname{sigmoid}\\left(x_{k}\\right)",
+        ),
+        (
+            "(+ (asin x) (abs y))",
+            "\\arcsin\\left(x\\right) + \\left|y\\right|",
+        ),
+        (
+            "(* lam (log theta2))",
+            "\\mathrm{lam} \\log\\left(\\theta_{2}\\right)",
+        ),
+        ("(* 1e-30 y)", "1 \\cdot 10^{-30} y"),
+        (
+            "(* -2 x (pow (+ 1 (* x x)) -2))",
+            "-\\frac{2 x}{\\left(1 + x^{2}\\right)^{2}}",
+        ),
+        ("(* y (pow x -1))", "\\frac{y}{x}"),
+    ] {
+        assert_eq!(
+            text(&mut engine, &format!("(latex '{expr})")),
+            want,
+            "{expr}"
+        );
+    }
+    // A list gives a list of strings.
+    let both = eval(&mut engine, "(latex '((* 2 x) (neg y)))");
+    assert_eq!(both.to_string(), "(\"2 x\" \"-y\")");
+}
+
+#[test]
+fn cse_names_each_shared_subterm_once() {
+    let mut engine = Engine::new();
+    let shared = eval(
+        &mut engine,
+        "(cse (grad '(/ (pow (sin (cos (exp (* x y)))) 3) (+ 1 (* x x) (* y y))) '(x y)))",
+    );
+    let shown = shared.to_string();
+    assert!(shown.starts_with("(let* ((t1 (exp (* x y)))"), "{shown}");
+    assert!(shown.contains("(list "), "a list as (list ...): {shown}");
+    for subterm in ["(exp (* x y))", "(cos t1)", "(sin t1)"] {
+        assert_eq!(shown.matches(subterm).count(), 1, "{subterm} in {shown}");
+    }
+    // Nothing shared: the expression itself.
+    assert_eq!(
+        eval(&mut engine, "(cse '(* x (sin y)))").to_string(),
+        "(* x (sin y))"
+    );
+    // Names skip the expression's own variables.
+    let clash = eval(&mut engine, "(cse '(+ (sin (* t1 x)) (cos (* t1 x))))").to_string();
+    assert!(clash.starts_with("(let* ((t2 (* t1 x)))"), "{clash}");
+    // Other symbolic functions read a let*.
+    let d = eval(
+        &mut engine,
+        "(diff (cse '(* (exp (sin x)) (exp (sin x)))) 'x)",
+    );
+    let want = eval(&mut engine, "(diff '(* (exp (sin x)) (exp (sin x))) 'x)");
+    let at = |engine: &mut Engine, e: &Value| {
+        eval(engine, &format!("(evaluate '{e} '((x 0.3)))")).to_string()
+    };
+    assert_eq!(at(&mut engine, &d), at(&mut engine, &want));
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let mut engine = Engine::new();
+    for (source, needle) in [
+        ("(infix \"x\")", "a symbolic expression is made of"),
+        ("(latex 'sin)", "sin is an operator, not a variable"),
+        (
+            "(cse '(let* ((t1)) t1))",
+            "a let* binding is (name expression)",
+        ),
+        ("(infix '(sin x y))", "sin takes 1 argument"),
+    ] {
+        let error = engine.eval(source).expect_err(source).to_string();
+        assert!(error.contains(needle), "{source}: {error}");
+    }
+}
+
+/// Random expression text over x and y, at most `depth` calls deep, of
+/// operators whose infix forms differ (signs, powers, quotients).
+fn expression(depth: u32) -> BoxedStrategy<String> {
+    let leaf = prop_oneof![
+        Just("x".to_string()),
+        Just("y".to_string()),
+        (-3i32..=3).prop_map(|n| n.to_string()),
+        Just("0.5".to_string()),
+        Just("-1.5".to_string()),
+    ];
+    leaf.prop_recursive(depth, 32, 3, |inner| {
+        let unary = prop_oneof![Just("neg"), Just("exp"), Just("sin"), Just("sqrt")];
+        let binary = prop_oneof![Just("+"), Just("-"), Just("*"), Just("/"), Just("pow")];
+        prop_oneof![
+            (unary, inner.clone()).prop_map(|(op, a)| format!("({op} {a})")),
+            (binary, inner.clone(), inner.clone()).prop_map(|(op, a, b)| format!("({op} {a} {b})")),
+            (inner.clone(), inner.clone(), inner).prop_map(|(a, b, c)| format!("(* {a} {b} {c})")),
+        ]
+    })
+    .boxed()
+}
+
+/// Reads infix text back: `+ -` below `* /` below unary minus below `^`
+/// (right-grouping), calls `f(args)`, numbers, x and y.
+struct Reader<'a> {
+    text: &'a [u8],
+    at: usize,
+    x: f64,
+    y: f64,
+}
+
+impl Reader<'_> {
+    fn peek(&mut self) -> Option<u8> {
+        while self.text.get(self.at) == Some(&b' ') {
+            self.at += 1;
+        }
+        self.text.get(self.at).copied()
+    }
+
+    fn sum(&mut self) -> f64 {
+        let mut value = self.product();
+        while let Some(op @ (b'+' | b'-')) = self.peek() {
+            self.at += 1;
+            let right = self.product();
+            value = if op == b'+' {
+                value + right
+            } else {
+                value - right
+            };
+        }
+        value
+    }
+
+    fn product(&mut self) -> f64 {
+        let mut value = self.negation();
+        while let Some(op @ (b'*' | b'/')) = self.peek() {
+            self.at += 1;
+            let right = self.negation();
+            value = if op == b'*' {
+                value * right
+            } else {
+                value / right
+            };
+        }
+        value
+    }
+
+    fn negation(&mut self) -> f64 {
+        if self.peek() == Some(b'-') {
+            self.at += 1;
+            return -self.negation();
+        }
+        self.power()
+    }
+
+    fn power(&mut self) -> f64 {
+        let base = self.atom();
+        if self.peek() == Some(b'^') {
+            self.at += 1;
+            // The exponent: a power, or a parenthesised/atomic term.
+            let exponent = self.power();
+            return epsilon::scalar::pow(base, exponent);
+        }
+        base
+    }
+
+    fn atom(&mut self) -> f64 {
+        match self.peek() {
+            Some(b'(') => {
+                self.at += 1;
+                let value = self.sum();
+                assert_eq!(self.peek(), Some(b')'));
+                self.at += 1;
+                value
+            }
+            Some(c) if c.is_ascii_digit() => {
+                let start = self.at;
+                while self
+                    .text
+                    .get(self.at)
+                    .is_some_and(|c| c.is_ascii_digit() || *c == b'.' || *c == b'e')
+                    || (self.text.get(self.at) == Some(&b'-')
+                        && self.text.get(self.at - 1) == Some(&b'e'))
+                {
+                    self.at += 1;
+                }
+                std::str::from_utf8(&self.text[start..self.at])
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            }
+            _ => {
+                let start = self.at;
+                while self
+                    .text
+                    .get(self.at)
+                    .is_some_and(u8::is_ascii_alphanumeric)
+                {
+                    self.at += 1;
+                }
+                let name = std::str::from_utf8(&self.text[start..self.at]).unwrap();
+                match name {
+                    "x" => self.x,
+                    "y" => self.y,
+                    function => {
+                        let argument = self.atom();
+                        match function {
+                            "exp" => argument.exp(),
+                            "sin" => argument.sin(),
+                            "sqrt" => argument.sqrt(),
+                            other => panic!("unknown function {other}"),
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn number(value: &Value) -> f64 {
+    match value {
+        Value::Float(x) => *x,
+        Value::Int(n) => *n as f64,
+        other => panic!("{other} is not a number"),
+    }
+}
+
+/// The numbers of a nested list, in order.
+fn numbers(value: &Value) -> Vec<f64> {
+    match value {
+        Value::Pair(_) => value.iter().flat_map(|(item, _)| numbers(item)).collect(),
+        other => vec![number(other)],
+    }
+}
+
+/// Whether two values agree to rounding (or are both not finite).
+fn agree(a: f64, b: f64) -> bool {
+    (!a.is_finite() && !b.is_finite()) || (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 150, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn cse_and_infix_evaluate_as_the_expression(text in expression(4)) {
+        let mut engine = Engine::new();
+        eval(&mut engine, &format!("(define e '{text}) (define g (grad e '(x y)))"));
+        for (x, y) in [(0.3, 0.7), (1.7, 1.2), (2.1, 0.4)] {
+            let at = format!("'((x {x}) (y {y}))");
+            // Equal to rounding: `cse` writes products in showing order,
+            // which may associate them differently.
+            let original = numbers(&eval(&mut engine, &format!("(evaluate (list e g) {at})")));
+            let shared = numbers(&eval(&mut engine, &format!("(evaluate (cse (list e g)) {at})")));
+            prop_assert_eq!(original.len(), shared.len());
+            for (a, b) in original.iter().zip(&shared) {
+                prop_assert!(agree(*a, *b), "{} against {} for {}", a, b, text);
+            }
+            let want = number(&eval(&mut engine, &format!("(evaluate e {at})")));
+            let shown = match eval(&mut engine, "(infix e)") {
+                Value::Str(s) => s.to_string(),
+                other => panic!("{other}"),
+            };
+            let mut reader = Reader { text: shown.as_bytes(), at: 0, x, y };
+            let read = reader.sum();
+            prop_assert_eq!(reader.peek(), None, "{} left over in {}", reader.at, shown);
+            prop_assert!(agree(read, want), "{} reads {} at ({}, {}), evaluate gives {}", shown, read, x, y, want);
+        }
+    }
+}
