@@ -10,6 +10,11 @@
 //! - the numbers of a sum or product are folded into one when the result
 //!   has a short form, and a product by 1 or a sum with 0 drops it.
 //!
+//! - signs are tidied: no product by 1, a product by -1 is a negation,
+//!   no double negation, a negated number or product's number carries
+//!   the sign, `(neg (- a b))` is `(- b a)`, `(+ a (neg b))` is
+//!   `(- a b)` and `(- a (neg b))` is `(+ a b)`.
+//!
 //! Subterms are shared (`Rc`): a node reached twice is one `Term`.
 
 use crate::egraph::Math;
@@ -100,7 +105,10 @@ pub fn terms(
                     flat.sort_by(|a, b| factor_rank(a).cmp(&factor_rank(b)));
                 }
                 fold_numbers(&mut flat, is_product);
-                Some(Rc::new(Term::Apply(Symbol::from(node.to_string()), flat)))
+                Some(Rc::new(tidy(Term::Apply(
+                    Symbol::from(node.to_string()),
+                    flat,
+                ))))
             }
             op => {
                 let args = op
@@ -112,7 +120,10 @@ pub fn terms(
                             .expect("children first")
                     })
                     .collect();
-                Some(Rc::new(Term::Apply(Symbol::from(op.to_string()), args)))
+                Some(Rc::new(tidy(Term::Apply(
+                    Symbol::from(op.to_string()),
+                    args,
+                ))))
             }
         };
         let by_name = names
@@ -188,5 +199,142 @@ fn factor_rank(factor: &Term) -> (u8, &str) {
         Term::Num(_) => (0, ""),
         Term::Var(name) => (1, name.as_str()),
         Term::Apply(..) => (2, ""),
+    }
+}
+
+fn apply(op: &str, args: Vec<Rc<Term>>) -> Term {
+    Term::Apply(Symbol::from(op), args)
+}
+
+/// A product of `factors` (one factor is itself).
+fn product_of(mut factors: Vec<Rc<Term>>) -> Term {
+    match factors.len() {
+        1 => (*factors.pop().expect("one factor")).clone(),
+        _ => apply("*", factors),
+    }
+}
+
+/// The sign rules of the module doc, on a term whose operands are tidy.
+fn tidy(term: Term) -> Term {
+    let Term::Apply(op, args) = &term else {
+        return term;
+    };
+    let number = |t: &Rc<Term>| t.number();
+    match (op.as_str(), args.as_slice()) {
+        ("neg", [a]) => match &**a {
+            Term::Num(c) => Constant::new(-c.get()).map_or(term.clone(), Term::Num),
+            Term::Apply(inner, xs) if inner.as_str() == "neg" => (*xs[0]).clone(),
+            Term::Apply(inner, xs) if inner.as_str() == "-" && xs.len() == 2 => {
+                apply("-", vec![xs[1].clone(), xs[0].clone()])
+            }
+            Term::Apply(inner, xs) if inner.as_str() == "*" && xs.len() >= 2 => {
+                match number(&xs[0]).and_then(|c| Constant::new(-c)) {
+                    Some(c) => tidy(apply(
+                        "*",
+                        std::iter::once(Rc::new(Term::Num(c)))
+                            .chain(xs[1..].iter().cloned())
+                            .collect(),
+                    )),
+                    None => term.clone(),
+                }
+            }
+            _ => term.clone(),
+        },
+        ("*", [first, rest @ ..]) if !rest.is_empty() => match number(first) {
+            Some(1.0) => product_of(rest.to_vec()),
+            Some(-1.0) => apply("neg", vec![Rc::new(product_of(rest.to_vec()))]),
+            _ => term.clone(),
+        },
+        ("+", [a, b]) => match (&**b, number(b)) {
+            (Term::Apply(inner, xs), _) if inner.as_str() == "neg" => {
+                apply("-", vec![a.clone(), xs[0].clone()])
+            }
+            (_, Some(c)) if c < 0.0 => match Constant::new(-c) {
+                Some(c) => apply("-", vec![a.clone(), Rc::new(Term::Num(c))]),
+                None => term.clone(),
+            },
+            _ => term.clone(),
+        },
+        ("-", [a, b]) => match &**b {
+            Term::Apply(inner, xs) if inner.as_str() == "neg" => {
+                apply("+", vec![a.clone(), xs[0].clone()])
+            }
+            _ => term.clone(),
+        },
+        _ => term.clone(),
+    }
+}
+
+impl std::fmt::Display for Term {
+    /// As an s-expression, numbers as `infix` writes them.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Term::Num(c) => f.write_str(&super::infix::number(c.get())),
+            Term::Var(name) => f.write_str(name.as_str()),
+            Term::Apply(op, args) => {
+                write!(f, "({op}")?;
+                for arg in args {
+                    write!(f, " {arg}")?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shown form of egg-syntax text (binary operators, no builder
+    /// identities applied first).
+    fn shown(text: &str) -> String {
+        let expr: RecExpr<Math> = text.parse().expect("egg syntax");
+        let root = Id::from(expr.as_ref().len() - 1);
+        terms(&expr, &[root], &[]).1[0].to_string()
+    }
+
+    #[test]
+    fn signs_units_and_numbers_are_tidied() {
+        for (text, want) in [
+            ("(* 1 (* a b))", "(* a b)"),
+            ("(* -1 (* a b))", "(neg (* a b))"),
+            ("(* -1 a)", "(neg a)"),
+            ("(neg (neg x))", "x"),
+            ("(neg (- a b))", "(- b a)"),
+            ("(+ a (neg b))", "(- a b)"),
+            ("(- a (neg b))", "(+ a b)"),
+            ("(neg (* 3 x))", "(* -3 x)"),
+            ("(neg 2.5)", "-2.5"),
+            ("(+ x -2)", "(- x 2)"),
+            ("(* 2 (* 3 x))", "(* 6 x)"),
+            ("(* (* y 2) (* x 3))", "(* 6 x y)"),
+            ("(+ (+ a 0) (+ 0 b))", "(+ a b)"),
+            ("(neg (* -1 x))", "x"),
+        ] {
+            assert_eq!(shown(text), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn shared_subterms_stay_shared_and_output_is_stable() {
+        // (+ (sin (* x y)) (cos (* x y))) with one (* x y).
+        let mut expr = RecExpr::default();
+        let x = expr.add(Math::Var(Symbol::from("x")));
+        let y = expr.add(Math::Var(Symbol::from("y")));
+        let product = expr.add(Math::Mul([x, y]));
+        let sin = expr.add(Math::Sin([product]));
+        let cos = expr.add(Math::Cos([product]));
+        let root = expr.add(Math::Add([sin, cos]));
+        let (own, roots) = terms(&expr, &[root], &[]);
+        let Term::Apply(_, args) = &*roots[0] else {
+            panic!("a sum")
+        };
+        let (Term::Apply(_, a), Term::Apply(_, b)) = (&*args[0], &*args[1]) else {
+            panic!("two calls")
+        };
+        assert!(Rc::ptr_eq(&a[0], &b[0]), "(* x y) is one term");
+        let again = terms(&expr, &[root], &[]);
+        assert_eq!(format!("{own:?}"), format!("{:?}", again.0));
     }
 }
