@@ -129,6 +129,33 @@ fn cse_names_each_shared_subterm_once() {
 }
 
 #[test]
+fn subs_replaces_all_variables_at_once() {
+    let mut engine = Engine::new();
+    let shown = |engine: &mut Engine, source: &str| eval(engine, source).to_string();
+    assert_eq!(
+        shown(
+            &mut engine,
+            "(subs '(+ (* x y) (sin x)) '((x 2) (y (+ x z))))"
+        ),
+        "(+ (* 2 (+ x z)) (sin 2))",
+        "y's replacement keeps its x"
+    );
+    assert_eq!(
+        shown(&mut engine, "(subs (grad '(* x (sin y)) '(x y)) '((y 0)))"),
+        "(0 x)"
+    );
+    assert_eq!(shown(&mut engine, "(subs '(* x 0) '((x 3)))"), "0");
+    // The variables of a let* (cse) are the expression's.
+    assert_eq!(
+        shown(
+            &mut engine,
+            "(subs (cse '(+ (exp (* a b)) (sin (exp (* a b))))) '((a 0)))"
+        ),
+        "(+ 1 (sin 1))"
+    );
+}
+
+#[test]
 fn bad_input_is_a_clear_error() {
     let mut engine = Engine::new();
     for (source, needle) in [
@@ -139,6 +166,14 @@ fn bad_input_is_a_clear_error() {
             "a let* binding is (name expression)",
         ),
         ("(infix '(sin x y))", "sin takes 1 argument"),
+        (
+            "(subs '(* x y) '((w 1)))",
+            "w is not a variable of the expression (its variables: x y)",
+        ),
+        (
+            "(subs '(* x y) '((x)))",
+            "subs takes bindings (variable expression)",
+        ),
     ] {
         let error = engine.eval(source).expect_err(source).to_string();
         assert!(error.contains(needle), "{source}: {error}");
@@ -327,6 +362,13 @@ proptest! {
                 Value::Str(s) => s.to_string(),
                 other => panic!("{other}"),
             };
+            // x replaced by y + 0.5 is the expression at (y + 0.5, y), when
+            // the expression has an x to replace.
+            if text.split(|c: char| !c.is_ascii_alphanumeric()).any(|word| word == "x") {
+                let moved = number(&eval(&mut engine, &format!("(evaluate (subs e '((x (+ y 0.5)))) {at})")));
+                let there = number(&eval(&mut engine, &format!("(evaluate e '((x {}) (y {y})))", y + 0.5)));
+                prop_assert!(agree(moved, there), "subs of {}: {} against {}", text, moved, there);
+            }
             let mut reader = Reader { text: shown.as_bytes(), at: 0, x, y };
             let read = reader.sum();
             prop_assert_eq!(reader.peek(), None, "{} left over in {}", reader.at, shown);

@@ -123,15 +123,26 @@ pub fn exprs_from_value(
     builder: &mut ExprBuilder,
     functions: &Functions,
 ) -> EvalResult<(Vec<Id>, Nesting)> {
+    exprs_in_scope(value, span, builder, &mut Vec::new(), functions)
+}
+
+/// `exprs_from_value` with the variables of `scope` standing for the nodes
+/// they are bound to (`subs`).
+pub fn exprs_in_scope(
+    value: &Value,
+    span: Span,
+    builder: &mut ExprBuilder,
+    scope: &mut Scope,
+    functions: &Functions,
+) -> EvalResult<(Vec<Id>, Nesting)> {
     let mut roots = Vec::new();
-    let mut scope = Vec::new();
-    let nesting = collect_exprs(value, span, builder, &mut roots, &mut scope, functions)?;
+    let nesting = collect_exprs(value, span, builder, &mut roots, scope, functions)?;
     Ok((roots, nesting))
 }
 
 /// Names bound by the `let*` forms around an expression (what `cse`
 /// writes), innermost last.
-type Scope = Vec<(egg::Symbol, Id)>;
+pub type Scope = Vec<(egg::Symbol, Id)>;
 
 fn collect_exprs(
     value: &Value,

@@ -2,11 +2,15 @@
 //! expressions or nested lists of them, through `crate::formula`.
 
 use super::builtin;
+use crate::egraph::Functions;
 use crate::formula::{self, Term};
+use crate::lisp::error::EvalError;
 use crate::lisp::error::EvalResult;
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
-use crate::lisp::symbolic::{Nesting, exprs_from_value, term_value};
+use crate::lisp::symbolic::{
+    Nesting, exprs_from_value, exprs_in_scope, exprs_to_values, is_expression, term_value,
+};
 use crate::lisp::value::Value;
 use egg::{Id, RecExpr};
 use std::collections::HashMap;
@@ -71,6 +75,86 @@ fn cse(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     ]))
 }
 
+/// `(subs expr-or-list '((x e1) (y e2) ...))`: each variable replaced by
+/// its expression, all at once (a replacement is not substituted into).
+fn subs(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let functions = &interp.symbolic.functions;
+
+    let present = variables_of(interp, &args[0]);
+    let mut builder = crate::egraph::ExprBuilder::new();
+    let mut scope = Vec::new();
+    for (binding, span) in args[1].iter() {
+        let parts: Vec<&Value> = binding.iter().map(|(v, _)| v).collect();
+        let (Some(Value::Symbol(name)), [_, replacement]) = (parts.first().copied(), &parts[..])
+        else {
+            return Err(EvalError::type_error(format!(
+                "subs takes bindings (variable expression), not {}",
+                binding.short()
+            ))
+            .at(span));
+        };
+        let name = egg::Symbol::from(name.name());
+        if !present.contains(&name) {
+            let mut known: Vec<&str> = present.iter().map(|s| s.as_str()).collect();
+            known.sort_unstable();
+            return Err(EvalError::type_error(format!(
+                "subs: {name} is not a variable of the expression (its variables: {})",
+                known.join(" ")
+            )));
+        }
+
+        let id =
+            crate::lisp::symbolic::expr_from_value(replacement, span, &mut builder, functions)?;
+        scope.push((name, id));
+    }
+    if !args[1].is_list() {
+        return Err(EvalError::type_error(
+            "subs takes a list of bindings (variable expression)",
+        ));
+    }
+    let (roots, nesting) = exprs_in_scope(
+        &args[0],
+        crate::reader::Span::NONE,
+        &mut builder,
+        &mut scope,
+        functions,
+    )?;
+    let (expr, roots) = crate::egraph::builder::compact(builder.expr(), &roots);
+    Ok(nesting.rebuild(&exprs_to_values(&expr, &roots)))
+}
+
+/// The variables written in an expression (or list of them), before any
+/// identity removes one (`(* x 0)` has `x`).
+fn variables_of(interp: &Interp, value: &Value) -> std::collections::HashSet<egg::Symbol> {
+    fn walk(
+        value: &Value,
+        functions: &Functions,
+        into: &mut std::collections::HashSet<egg::Symbol>,
+    ) {
+        match value {
+            Value::Symbol(name) => {
+                into.insert(egg::Symbol::from(name.name()));
+            }
+            // An operator's name is not a variable; a list of expressions
+            // may start with one (the gradient `(y x)`).
+            Value::Pair(pair) if is_expression(value, functions) => {
+                for (item, _) in pair.cdr.iter() {
+                    walk(item, functions, into);
+                }
+            }
+            Value::Pair(_) => {
+                for (item, _) in value.iter() {
+                    walk(item, functions, into);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut names = std::collections::HashSet::new();
+    walk(value, &interp.symbolic.functions, &mut names);
+    names
+}
+
 /// Each root's term rendered by `render`, as strings in the argument's
 /// nesting.
 fn rendered(interp: &Interp, value: &Value, render: fn(&Term) -> String) -> EvalResult<Value> {
@@ -95,6 +179,7 @@ fn latex(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
     builtin("cse", "(cse expr-or-list)", "A let* naming each subterm used more than once (t1, t2, ...) and then the expression (a list as (list ...)); evaluate, lambdify and the other symbolic functions read it.", 1, Some(1), cse),
+    builtin("subs", "(subs expr '((x e1) (y e2)))", "expr (or a list of expressions) with each variable replaced by its expression, all at once; a variable the expression lacks is an error.", 2, Some(2), subs),
     builtin("infix", "(infix expr)", "expr as infix text, x^2 + sin(x*y)/2, with parentheses only where needed (a list of expressions gives a list of strings).", 1, Some(1), infix),
     builtin("latex", "(latex expr)", "expr as LaTeX: \\frac, \\sqrt, powers, function names upright, Greek names as letters and trailing digits as subscripts (a list gives a list of strings).", 1, Some(1), latex),
 ];
