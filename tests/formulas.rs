@@ -174,6 +174,26 @@ fn bad_input_is_a_clear_error() {
             "(subs '(* x y) '((x)))",
             "subs takes bindings (variable expression)",
         ),
+        (
+            "(codegen '(digamma x) '(x) :lang 'c)",
+            "codegen: digamma has no C form",
+        ),
+        (
+            "(codegen '(erf x) '(x) :lang 'rust)",
+            "codegen: erf has no Rust form",
+        ),
+        (
+            "(codegen '(* x z) '(x) :lang 'c)",
+            "the variable z is not a parameter (parameters: x)",
+        ),
+        (
+            "(codegen '(* x x) '(x) :lang 'fortran)",
+            ":lang is 'c, 'rust or 'python, not fortran",
+        ),
+        (
+            "(codegen '(* x x) '(x) :name \"2f\")",
+            "is not a function name",
+        ),
     ] {
         let error = engine.eval(source).expect_err(source).to_string();
         assert!(error.contains(needle), "{source}: {error}");
@@ -375,4 +395,222 @@ proptest! {
             prop_assert!(agree(read, want), "{} reads {} at ({}, {}), evaluate gives {}", shown, read, x, y, want);
         }
     }
+}
+
+/// Expressions for the compiled-code test: the Neo-Hookean energy's
+/// gradient (W3), a trigonometric Hessian, and every function with an
+/// inline or renamed form.
+const GENERATED: &[(&str, &str)] = &[
+    (
+        "neo_hookean",
+        "(grad '(+ (- (* (/ mu 2) (- (+ (pow F11 2) (pow F12 2) (pow F22 2) (pow F21 2)) 2))
+                     (* mu (log (- (* F11 F22) (* F12 F21)))))
+                  (* (/ lam 2) (pow (log (- (* F11 F22) (* F12 F21))) 2)))
+               '(F11 F12 F21 F22))",
+    ),
+    (
+        "trig_hessian",
+        "(hessian '(/ (pow (sin (cos (exp (* F11 F12)))) 3) (+ 1 (* F11 F11) (* F12 F12))) '(F11 F12))",
+    ),
+    (
+        "functions",
+        "'((sigmoid F11) (softplus (- F12 3)) (relu (- F11 F12)) (abs F21) (sign F21)
+           (xlogy F11 F12) (min F11 F12) (max F11 F12) (atan2 F12 F11) (log1p F11) (expm1 F12)
+           (tanh F21) (asin (* 0.5 F11)) (sqrt (pow F12 3)) (- (neg F11)) (/ 1 (* F11 F12 F22)))",
+    ),
+];
+
+/// The parameters of `GENERATED` and where they are evaluated.
+const PARAMS: [(&str, f64); 6] = [
+    ("F11", 1.1),
+    ("F12", 0.3),
+    ("F21", -0.2),
+    ("F22", 0.9),
+    ("mu", 0.7),
+    ("lam", 1.9),
+];
+
+/// What `evaluate` gives for each of `GENERATED`, flattened.
+fn evaluated(engine: &mut Engine) -> Vec<Vec<f64>> {
+    let bindings: Vec<String> = PARAMS.iter().map(|(n, v)| format!("({n} {v})")).collect();
+    GENERATED
+        .iter()
+        .map(|(_, source)| {
+            numbers(&eval(
+                engine,
+                &format!("(evaluate {source} '({}))", bindings.join(" ")),
+            ))
+        })
+        .collect()
+}
+
+/// Each function of `GENERATED` in `lang`.
+fn generated(engine: &mut Engine, lang: &str) -> Vec<String> {
+    let params: Vec<&str> = PARAMS.iter().map(|(n, _)| *n).collect();
+    GENERATED
+        .iter()
+        .map(|(name, source)| {
+            text(
+                engine,
+                &format!(
+                    "(codegen {source} '({}) :lang '{lang} :name \"{name}\")",
+                    params.join(" ")
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Runs `program` built by `build` (in a temporary directory holding
+/// `file` = `source`); its standard output's numbers, or `None` when the
+/// tool is missing.
+fn run_program(file: &str, source: &str, build: &[&str], run: &[&str]) -> Option<Vec<f64>> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(file), source).unwrap();
+    let command = |words: &[&str]| {
+        std::process::Command::new(words[0])
+            .args(&words[1..])
+            .current_dir(dir.path())
+            .output()
+    };
+    if !build.is_empty() {
+        let built = command(build).ok()?;
+        assert!(
+            built.status.success(),
+            "{build:?} failed:\n{}\n{source}",
+            String::from_utf8_lossy(&built.stderr)
+        );
+    }
+    let ran = command(run).ok()?;
+    assert!(
+        ran.status.success(),
+        "{run:?} failed:\n{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    Some(
+        String::from_utf8_lossy(&ran.stdout)
+            .split_whitespace()
+            .map(|w| w.parse().unwrap())
+            .collect(),
+    )
+}
+
+/// The compiled results equal `evaluate`'s (the same operations in the
+/// same order, up to the libraries' last-place differences).
+fn check_against(language: &str, got: Option<Vec<f64>>, want: &[Vec<f64>]) {
+    let Some(got) = got else {
+        eprintln!("skipped: no {language} toolchain here");
+        return;
+    };
+    let want: Vec<f64> = want.iter().flatten().copied().collect();
+    assert_eq!(got.len(), want.len(), "{language}: {got:?}");
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-13 * w.abs().max(1.0),
+            "{language}: number {k}: {g} against {w}"
+        );
+    }
+}
+
+#[test]
+fn generated_c_and_rust_compile_and_agree_with_evaluate() {
+    let mut engine = Engine::new();
+    let want = evaluated(&mut engine);
+    let args: Vec<String> = PARAMS.iter().map(|(_, v)| format!("{v:?}")).collect();
+    let args = args.join(", ");
+    // C: each function, then a main printing every result.
+    let mut c = String::from("#include <stdio.h>\n");
+    let mut main = String::from("int main(void) {\n    double out[64];\n");
+    for ((name, _), (code, values)) in GENERATED
+        .iter()
+        .zip(generated(&mut engine, "c").iter().zip(&want))
+    {
+        c.push_str(code);
+        if values.len() == 1 {
+            main.push_str(&format!("    printf(\"%.17g\\n\", {name}({args}));\n"));
+        } else {
+            main.push_str(&format!(
+                "    {name}({args}, out);\n    for (int k = 0; k < {}; k++) printf(\"%.17g\\n\", out[k]);\n",
+                values.len()
+            ));
+        }
+    }
+    c.push_str(&main);
+    c.push_str("    return 0;\n}\n");
+    let built = run_program(
+        "generated.c",
+        &c,
+        &[
+            "cc",
+            "-std=c99",
+            "-O2",
+            "-Wall",
+            "-Werror",
+            "-o",
+            "generated",
+            "generated.c",
+            "-lm",
+        ],
+        &["./generated"],
+    );
+    check_against("C", built, &want);
+    // Rust: the functions and a main.
+    let mut rust = String::new();
+    let mut main = String::from("fn main() {\n");
+    for ((name, _), (code, values)) in GENERATED
+        .iter()
+        .zip(generated(&mut engine, "rust").iter().zip(&want))
+    {
+        rust.push_str(code);
+        if values.len() == 1 {
+            main.push_str(&format!("    println!(\"{{:?}}\", {name}({args}));\n"));
+        } else {
+            main.push_str(&format!(
+                "    for x in {name}({args}) {{ println!(\"{{x:?}}\"); }}\n"
+            ));
+        }
+    }
+    rust.push_str(&main);
+    rust.push_str("}\n");
+    let built = run_program(
+        "generated.rs",
+        &rust,
+        &[
+            "rustc",
+            "-O",
+            "--edition",
+            "2021",
+            "-D",
+            "warnings",
+            "-o",
+            "generated",
+            "generated.rs",
+        ],
+        &["./generated"],
+    );
+    check_against("Rust", built, &want);
+}
+
+#[test]
+fn generated_python_runs_and_agrees_with_evaluate() {
+    let mut engine = Engine::new();
+    let want = evaluated(&mut engine);
+    let args: Vec<String> = PARAMS.iter().map(|(_, v)| format!("{v:?}")).collect();
+    let mut python = String::new();
+    for ((name, _), code) in GENERATED.iter().zip(generated(&mut engine, "python")) {
+        python.push_str(&code);
+        python.push_str(&format!(
+            "\nfor x in np.ravel({name}({})):\n    print(repr(float(x)))\n",
+            args.join(", ")
+        ));
+    }
+    // Skipped where Python, NumPy or SciPy is missing.
+    let present = std::process::Command::new("python3")
+        .args(["-c", "import numpy, scipy.special"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let ran = present
+        .then(|| run_program("generated.py", &python, &[], &["python3", "generated.py"]))
+        .flatten();
+    check_against("Python", ran, &want);
 }

@@ -4,12 +4,14 @@
 //! terms as text. Nothing here knows the Lisp layer: the builtins of
 //! `lisp::builtins::formula` call in.
 
+pub mod codegen;
 pub mod cse;
 pub mod infix;
 pub mod latex;
 mod layout;
 pub mod term;
 
+pub use codegen::{Language, codegen};
 pub use cse::{Shared, cse};
 pub use infix::infix;
 pub use latex::latex;

@@ -1,7 +1,7 @@
 //! Formulas out (SPEC section 7): `cse`, `infix` and `latex` on quoted
 //! expressions or nested lists of them, through `crate::formula`.
 
-use super::builtin;
+use super::{builtin, with_options};
 use crate::egraph::Functions;
 use crate::formula::{self, Term};
 use crate::lisp::error::EvalError;
@@ -155,6 +155,49 @@ fn variables_of(interp: &Interp, value: &Value) -> std::collections::HashSet<egg
     names
 }
 
+/// `(codegen expr-or-list '(x y) :lang 'c :name "f")`: the source of a
+/// function of the variables computing the expression(s).
+fn codegen(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let (expr, roots, _) = parsed(interp, &args[0])?;
+    let params: Vec<egg::Symbol> = match &args[1] {
+        Value::Symbol(name) => vec![egg::Symbol::from(name.name())],
+        list => list
+            .list_to_vec()?
+            .iter()
+            .map(|v| v.as_symbol().map(|s| egg::Symbol::from(s.name())))
+            .collect::<Result<_, _>>()?,
+    };
+    let language = match args.option("lang") {
+        None => formula::Language::C,
+        Some(value) => {
+            let name = match value {
+                Value::Symbol(s) => s.name().to_string(),
+                Value::Str(s) => s.to_string(),
+                other => other.short(),
+            };
+            formula::Language::named(&name).ok_or_else(|| {
+                EvalError::type_error(format!(
+                    "codegen: :lang is 'c, 'rust or 'python, not {name}"
+                ))
+            })?
+        }
+    };
+    let name = match args.option("name") {
+        None => "f".to_string(),
+        Some(Value::Str(s)) => s.to_string(),
+        Some(Value::Symbol(s)) => s.name().to_string(),
+        Some(other) => {
+            return Err(EvalError::type_error(format!(
+                "codegen: :name is a string, not {}",
+                other.short()
+            )));
+        }
+    };
+    formula::codegen(&expr, &roots, &params, language, &name)
+        .map(Value::string)
+        .map_err(EvalError::type_error)
+}
+
 /// Each root's term rendered by `render`, as strings in the argument's
 /// nesting.
 fn rendered(interp: &Interp, value: &Value, render: fn(&Term) -> String) -> EvalResult<Value> {
@@ -180,6 +223,7 @@ fn latex(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 pub const BUILTINS: &[Builtin] = &[
     builtin("cse", "(cse expr-or-list)", "A let* naming each subterm used more than once (t1, t2, ...) and then the expression (a list as (list ...)); evaluate, lambdify and the other symbolic functions read it.", 1, Some(1), cse),
     builtin("subs", "(subs expr '((x e1) (y e2)))", "expr (or a list of expressions) with each variable replaced by its expression, all at once; a variable the expression lacks is an error.", 2, Some(2), subs),
+    with_options(builtin("codegen", "(codegen expr-or-list '(x y) :lang 'c :name \"f\")", "Source of a function of the variables computing the expression(s) with shared subterms as temporaries: 'c (results in out[] for a list), 'rust ([f64; n]) or 'python (NumPy); a function the language lacks is an error.", 2, Some(2), codegen), &["lang", "name"]),
     builtin("infix", "(infix expr)", "expr as infix text, x^2 + sin(x*y)/2, with parentheses only where needed (a list of expressions gives a list of strings).", 1, Some(1), infix),
     builtin("latex", "(latex expr)", "expr as LaTeX: \\frac, \\sqrt, powers, function names upright, Greek names as letters and trailing digits as subscripts (a list gives a list of strings).", 1, Some(1), latex),
 ];

@@ -1,0 +1,379 @@
+//! Source code of a function computing expressions: C, Rust or Python
+//! with NumPy. The body is `cse`'s: each shared subterm a temporary
+//! (`t1`, `t2`, ...) computed once, then the results. One expression is
+//! returned; several (a gradient, a Hessian's rows, flattened row by row)
+//! are written to `out` (C), returned as an array (Rust) or a list
+//! (Python). Operators keep the fewest parentheses (`layout`); functions
+//! take each language's name for them, or an inline definition matching
+//! Epsilon's (`sigmoid`, `softplus`, `relu`, ...). A function a language
+//! lacks is an error naming both.
+
+use super::cse::cse;
+use super::infix::number;
+use super::layout::{self, ATOM, NEGATION, Notation, POWER, PRODUCT};
+use super::term::Term;
+use crate::egraph::Math;
+use egg::{Id, RecExpr, Symbol};
+use std::cell::RefCell;
+use std::fmt::Write as _;
+
+/// A target language.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Language {
+    /// C99 with `<math.h>`.
+    C,
+    /// Rust, `f64` methods of the standard library.
+    Rust,
+    /// Python with NumPy (elementwise on arrays), `scipy.special` where
+    /// NumPy has no such function.
+    Python,
+}
+
+impl Language {
+    /// The language by its name (`c`, `rust`, `python`).
+    pub fn named(name: &str) -> Option<Language> {
+        match name {
+            "c" | "C" => Some(Language::C),
+            "rust" => Some(Language::Rust),
+            "python" | "numpy" => Some(Language::Python),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Language::C => "C",
+            Language::Rust => "Rust",
+            Language::Python => "Python",
+        }
+    }
+}
+
+/// The source of function `name` of `params` computing `roots` of `expr`.
+pub fn codegen(
+    expr: &RecExpr<Math>,
+    roots: &[Id],
+    params: &[Symbol],
+    language: Language,
+    name: &str,
+) -> Result<String, String> {
+    if !is_identifier(name) {
+        return Err(format!("codegen: {name:?} is not a function name"));
+    }
+    for node in expr.as_ref() {
+        if let Math::Var(var) = node
+            && !params.contains(var)
+        {
+            let names: Vec<&str> = params.iter().map(|p| p.as_str()).collect();
+            return Err(format!(
+                "codegen: the variable {var} is not a parameter (parameters: {})",
+                names.join(" ")
+            ));
+        }
+    }
+    for param in params {
+        if !is_identifier(param.as_str()) {
+            return Err(format!(
+                "codegen: the parameter {param} is not a name in {}",
+                language.name()
+            ));
+        }
+    }
+    let shared = cse(expr, roots);
+    let code = Code {
+        language,
+        missing: RefCell::new(None),
+        scipy: RefCell::new(false),
+    };
+    let definitions: Vec<(Symbol, String)> = shared
+        .definitions
+        .iter()
+        .map(|(t, term)| (*t, code.shown(term).0))
+        .collect();
+    let results: Vec<String> = shared
+        .results
+        .iter()
+        .map(|term| code.shown(term).0)
+        .collect();
+    if let Some(function) = code.missing.borrow().clone() {
+        return Err(format!(
+            "codegen: {function} has no {} form",
+            language.name()
+        ));
+    }
+    let scipy = *code.scipy.borrow();
+    Ok(match language {
+        Language::C => c_function(name, params, &definitions, &results),
+        Language::Rust => rust_function(name, params, &definitions, &results),
+        Language::Python => python_function(name, params, &definitions, &results, scipy),
+    })
+}
+
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn c_function(
+    name: &str,
+    params: &[Symbol],
+    definitions: &[(Symbol, String)],
+    results: &[String],
+) -> String {
+    let mut args: Vec<String> = params.iter().map(|p| format!("double {p}")).collect();
+    let single = results.len() == 1;
+    if !single {
+        args.push("double *out".to_string());
+    }
+    let mut text = String::from("#include <math.h>\n\n");
+    let kind = if single { "double" } else { "void" };
+    let _ = writeln!(text, "{kind} {name}({}) {{", args.join(", "));
+    for (t, value) in definitions {
+        let _ = writeln!(text, "    const double {t} = {value};");
+    }
+    if single {
+        let _ = writeln!(text, "    return {};", results[0]);
+    } else {
+        for (k, value) in results.iter().enumerate() {
+            let _ = writeln!(text, "    out[{k}] = {value};");
+        }
+    }
+    text.push_str("}\n");
+    text
+}
+
+fn rust_function(
+    name: &str,
+    params: &[Symbol],
+    definitions: &[(Symbol, String)],
+    results: &[String],
+) -> String {
+    let args: Vec<String> = params.iter().map(|p| format!("{p}: f64")).collect();
+    let single = results.len() == 1;
+    let kind = if single {
+        "f64".to_string()
+    } else {
+        format!("[f64; {}]", results.len())
+    };
+    // Parameters keep the expression's names and may be unused.
+    let mut text =
+        String::from("#[allow(non_snake_case, unused_variables, unused_parens, clippy::all)]\n");
+    let _ = writeln!(text, "pub fn {name}({}) -> {kind} {{", args.join(", "));
+    for (t, value) in definitions {
+        let _ = writeln!(text, "    let {t} = {value};");
+    }
+    if single {
+        let _ = writeln!(text, "    {}", results[0]);
+    } else {
+        let _ = writeln!(text, "    [{}]", results.join(", "));
+    }
+    text.push_str("}\n");
+    text
+}
+
+fn python_function(
+    name: &str,
+    params: &[Symbol],
+    definitions: &[(Symbol, String)],
+    results: &[String],
+    scipy: bool,
+) -> String {
+    let args: Vec<String> = params.iter().map(|p| p.to_string()).collect();
+    let mut text = String::from("import numpy as np\n");
+    if scipy {
+        text.push_str("import scipy.special\n");
+    }
+    let _ = writeln!(text, "\n\ndef {name}({}):", args.join(", "));
+    for (t, value) in definitions {
+        let _ = writeln!(text, "    {t} = {value}");
+    }
+    if results.len() == 1 {
+        let _ = writeln!(text, "    return {}", results[0]);
+    } else {
+        let _ = writeln!(text, "    return [{}]", results.join(", "));
+    }
+    text
+}
+
+/// A language's notation; remembers the first function it lacks.
+struct Code {
+    language: Language,
+    missing: RefCell<Option<String>>,
+    scipy: RefCell<bool>,
+}
+
+impl Code {
+    fn lacks(&self, function: &str) -> (String, u8) {
+        self.missing
+            .borrow_mut()
+            .get_or_insert_with(|| function.to_string());
+        ("0".to_string(), ATOM)
+    }
+
+    /// `name(args)` in C or Python.
+    fn call(&self, name: &str, args: &[String]) -> (String, u8) {
+        (format!("{name}({})", args.join(", ")), ATOM)
+    }
+
+    /// `receiver.method(args)` in Rust.
+    fn method(&self, receiver: (String, u8), method: &str, args: &[String]) -> (String, u8) {
+        (
+            format!(
+                "{}.{method}({})",
+                self.wrapped(receiver, ATOM),
+                args.join(", ")
+            ),
+            ATOM,
+        )
+    }
+
+    fn function(&self, op: &str, args: &[&Term]) -> (String, u8) {
+        let text: Vec<String> = args.iter().map(|a| self.shown(a).0).collect();
+        let a = |k: usize| text[k].clone();
+        let inline = |s: String| (format!("({s})"), ATOM);
+        match self.language {
+            Language::C => match op {
+                "sin" | "cos" | "tan" | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh"
+                | "exp" | "log" | "log1p" | "expm1" | "sqrt" | "atan2" | "erf" | "erfc"
+                | "lgamma" => self.call(op, &text),
+                "abs" => self.call("fabs", &text),
+                "min" => self.call("fmin", &text),
+                "max" => self.call("fmax", &text),
+                "pow" => self.call("pow", &text),
+                "sigmoid" => inline(format!("1.0/(1.0 + exp(-({})))", a(0))),
+                "relu" => self.call("fmax", &[a(0), "0.0".to_string()]),
+                "softplus" => inline(format!("fmax({0}, 0.0) + log1p(exp(-fabs({0})))", a(0))),
+                "sign" => inline(format!("({0} > 0.0) - ({0} < 0.0)", a(0))),
+                "heaviside" => inline(format!(
+                    "{0} > 0.0 ? 1.0 : ({0} < 0.0 ? 0.0 : {1})",
+                    a(0),
+                    a(1)
+                )),
+                "xlogy" => inline(format!("{0} == 0.0 ? 0.0 : {0}*log({1})", a(0), a(1))),
+                other => self.lacks(other),
+            },
+            Language::Rust => {
+                let receiver = || self.shown(args[0]);
+                match op {
+                    "sin" | "cos" | "tan" | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh"
+                    | "exp" | "sqrt" | "abs" => self.method(receiver(), op, &[]),
+                    "log" => self.method(receiver(), "ln", &[]),
+                    "log1p" => self.method(receiver(), "ln_1p", &[]),
+                    "expm1" => self.method(receiver(), "exp_m1", &[]),
+                    "atan2" | "min" | "max" => self.method(receiver(), op, &[a(1)]),
+                    "pow" => self.method(receiver(), "powf", &[a(1)]),
+                    "relu" => self.method(receiver(), "max", &["0.0".to_string()]),
+                    "sigmoid" => inline(format!("1.0/(1.0 + (-({})).exp())", a(0))),
+                    "softplus" => inline(format!(
+                        "{0}.max(0.0) + (-({0}).abs()).exp().ln_1p()",
+                        self.wrapped(receiver(), ATOM)
+                    )),
+                    "sign" => inline(format!(
+                        "if {0} > 0.0 {{ 1.0 }} else if {0} < 0.0 {{ -1.0 }} else {{ {0} }}",
+                        a(0)
+                    )),
+                    "heaviside" => inline(format!(
+                        "if {0} > 0.0 {{ 1.0 }} else if {0} < 0.0 {{ 0.0 }} else {{ {1} }}",
+                        a(0),
+                        a(1)
+                    )),
+                    "xlogy" => inline(format!(
+                        "if {0} == 0.0 {{ 0.0 }} else {{ {0}*{1}.ln() }}",
+                        a(0),
+                        self.wrapped(self.shown(args[1]), ATOM)
+                    )),
+                    other => self.lacks(other),
+                }
+            }
+            Language::Python => {
+                let special = |name: &str| {
+                    *self.scipy.borrow_mut() = true;
+                    self.call(&format!("scipy.special.{name}"), &text)
+                };
+                match op {
+                    "sin" | "cos" | "tan" | "sinh" | "cosh" | "tanh" | "exp" | "log" | "log1p"
+                    | "expm1" | "sqrt" | "abs" | "sign" | "heaviside" => {
+                        self.call(&format!("np.{op}"), &text)
+                    }
+                    "asin" | "acos" | "atan" | "atan2" => {
+                        self.call(&format!("np.arc{}", &op[1..]), &text)
+                    }
+                    "min" => self.call("np.minimum", &text),
+                    "max" => self.call("np.maximum", &text),
+                    "relu" => self.call("np.maximum", &[a(0), "0.0".to_string()]),
+                    "softplus" => self.call("np.logaddexp", &["0.0".to_string(), a(0)]),
+                    "sigmoid" => special("expit"),
+                    "erf" | "erfc" | "digamma" | "polygamma" | "xlogy" => special(op),
+                    "lgamma" => special("gammaln"),
+                    other => self.lacks(other),
+                }
+            }
+        }
+    }
+}
+
+impl Notation for Code {
+    fn shown(&self, term: &Term) -> (String, u8) {
+        match term {
+            Term::Num(c) => {
+                let x = c.get();
+                // Always a floating-point literal (`1/2` is 0 in C).
+                let text = match number(x) {
+                    t if t.contains(['.', 'e']) => t,
+                    t => format!("{t}.0"),
+                };
+                (text, if x < 0.0 { NEGATION } else { ATOM })
+            }
+            Term::Var(name) => (name.to_string(), ATOM),
+            Term::Apply(op, args) => match (op.as_str(), args.len()) {
+                ("+", _) => layout::sum(self, args),
+                ("-", 2) => layout::difference(self, &args[0], &args[1]),
+                ("*", _) => layout::product(self, args),
+                ("/", 2) => (
+                    format!(
+                        "{}/{}",
+                        self.wrapped(self.shown(&args[0]), PRODUCT),
+                        self.wrapped(self.shown(&args[1]), NEGATION + 1)
+                    ),
+                    PRODUCT,
+                ),
+                ("neg", 1) => (
+                    format!("-{}", self.wrapped(self.shown(&args[0]), NEGATION + 1)),
+                    NEGATION,
+                ),
+                ("pow", 2) if self.language == Language::Python => (
+                    format!(
+                        "{}**{}",
+                        self.wrapped(self.shown(&args[0]), ATOM),
+                        self.wrapped(self.shown(&args[1]), POWER)
+                    ),
+                    POWER,
+                ),
+                (name, _) => {
+                    let operands: Vec<&Term> = args.iter().map(|a| &**a).collect();
+                    self.function(name, &operands)
+                }
+            },
+        }
+    }
+
+    fn paren(&self, text: &str) -> String {
+        format!("({text})")
+    }
+
+    fn power(&self, base: &str, n: usize) -> String {
+        match (self.language, n) {
+            (Language::Python, n) => format!("{base}**{n}"),
+            (_, 2 | 3) => format!("({})", vec![base; n].join("*")),
+            (Language::C, n) => format!("pow({base}, {n}.0)"),
+            (Language::Rust, n) => format!("{base}.powi({n})"),
+        }
+    }
+
+    fn between(&self, _next: &str) -> &'static str {
+        "*"
+    }
+}
