@@ -614,3 +614,52 @@ fn generated_python_runs_and_agrees_with_evaluate() {
         .flatten();
     check_against("Python", ran, &want);
 }
+
+#[test]
+fn sparsity_agrees_with_the_numeric_pattern() {
+    let mut engine = Engine::new();
+    // A periodic diffusion residual written out for n variables, and the
+    // same residual on a tensor through `sparse-jacobian`.
+    let n = 7;
+    let rows: Vec<String> = (0..n)
+        .map(|i| {
+            let (left, right) = ((i + n - 1) % n, (i + 1) % n);
+            format!("(+ (- x{left} (* 2 x{i})) x{right} (* 0.1 x{i} x{i}))")
+        })
+        .collect();
+    let vars: Vec<String> = (0..n).map(|i| format!("x{i}")).collect();
+    let symbolic = eval(
+        &mut engine,
+        &format!("(sparsity '({}) '({}))", rows.join(" "), vars.join(" ")),
+    );
+    let numeric = eval(
+        &mut engine,
+        &format!(
+            "(let ((s (sparse-jacobian (lambda (u) (+ (roll u 1) (roll u -1) (* -2.0 u) (* 0.1 u u)))
+                                       (linspace 0.1 0.7 {n}))))
+               (list (first s) (second s)))"
+        ),
+    );
+    assert_eq!(symbolic.to_string(), numeric.to_string());
+    let Value::Pair(pair) = &symbolic else {
+        panic!("(rows cols)")
+    };
+    let Value::Tensor(rows) = &pair.car else {
+        panic!("rows are a vector")
+    };
+    assert_eq!(rows.len(), 3 * n, "three entries a row");
+    // No dependence through sign, heaviside's step, or a product by 0.
+    assert_eq!(
+        eval(
+            &mut engine,
+            "(sparsity '((sign x) (heaviside x y) (* 0 y) (+ x y)) '(x y))"
+        )
+        .to_string(),
+        "([1.0 3.0 3.0] [1.0 0.0 1.0])"
+    );
+    let error = engine
+        .eval("(sparsity '(x) '(1))")
+        .expect_err("not a symbol")
+        .to_string();
+    assert!(error.contains("symbol"), "{error}");
+}

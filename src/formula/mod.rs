@@ -9,10 +9,12 @@ pub mod cse;
 pub mod infix;
 pub mod latex;
 mod layout;
+pub mod sparsity;
 pub mod term;
 
 pub use codegen::{Language, codegen};
 pub use cse::{Shared, cse};
 pub use infix::infix;
 pub use latex::latex;
+pub use sparsity::sparsity;
 pub use term::{Term, terms};

@@ -159,14 +159,7 @@ fn variables_of(interp: &Interp, value: &Value) -> std::collections::HashSet<egg
 /// function of the variables computing the expression(s).
 fn codegen(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let (expr, roots, _) = parsed(interp, &args[0])?;
-    let params: Vec<egg::Symbol> = match &args[1] {
-        Value::Symbol(name) => vec![egg::Symbol::from(name.name())],
-        list => list
-            .list_to_vec()?
-            .iter()
-            .map(|v| v.as_symbol().map(|s| egg::Symbol::from(s.name())))
-            .collect::<Result<_, _>>()?,
-    };
+    let params = symbols(&args[1])?;
     let language = match args.option("lang") {
         None => formula::Language::C,
         Some(value) => {
@@ -198,6 +191,35 @@ fn codegen(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         .map_err(EvalError::type_error)
 }
 
+/// `(sparsity expr-list vars)`: the Jacobian's entries that may be
+/// non-zero as `(rows cols)`, two vectors, row-major (as
+/// `sparse-jacobian` lists its entries).
+fn sparsity(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let (expr, roots, _) = parsed(interp, &args[0])?;
+    let vars = symbols(&args[1])?;
+    let pattern = formula::sparsity(&expr, &roots, &vars);
+    let vector = |data: Vec<f64>| {
+        Value::tensor(
+            ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[data.len()]), data).expect("a vector"),
+        )
+    };
+    let rows = pattern.iter().map(|&(r, _)| r as f64).collect();
+    let cols = pattern.iter().map(|&(_, c)| c as f64).collect();
+    Ok(Value::list([vector(rows), vector(cols)]))
+}
+
+/// A symbol or a list of symbols.
+fn symbols(value: &Value) -> EvalResult<Vec<egg::Symbol>> {
+    match value {
+        Value::Symbol(name) => Ok(vec![egg::Symbol::from(name.name())]),
+        list => list
+            .list_to_vec()?
+            .iter()
+            .map(|v| v.as_symbol().map(|s| egg::Symbol::from(s.name())))
+            .collect(),
+    }
+}
+
 /// Each root's term rendered by `render`, as strings in the argument's
 /// nesting.
 fn rendered(interp: &Interp, value: &Value, render: fn(&Term) -> String) -> EvalResult<Value> {
@@ -224,6 +246,7 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("cse", "(cse expr-or-list)", "A let* naming each subterm used more than once (t1, t2, ...) and then the expression (a list as (list ...)); evaluate, lambdify and the other symbolic functions read it.", 1, Some(1), cse),
     builtin("subs", "(subs expr '((x e1) (y e2)))", "expr (or a list of expressions) with each variable replaced by its expression, all at once; a variable the expression lacks is an error.", 2, Some(2), subs),
     with_options(builtin("codegen", "(codegen expr-or-list '(x y) :lang 'c :name \"f\")", "Source of a function of the variables computing the expression(s) with shared subterms as temporaries: 'c (results in out[] for a list), 'rust ([f64; n]) or 'python (NumPy); a function the language lacks is an error.", 2, Some(2), codegen), &["lang", "name"]),
+    builtin("sparsity", "(sparsity expr-list vars)", "The Jacobian's entries that may be non-zero, read from the formulas, as (rows cols): two vectors, row-major, as sparse-jacobian lists them (sign passes no dependence on, heaviside only its value at zero).", 2, Some(2), sparsity),
     builtin("infix", "(infix expr)", "expr as infix text, x^2 + sin(x*y)/2, with parentheses only where needed (a list of expressions gives a list of strings).", 1, Some(1), infix),
     builtin("latex", "(latex expr)", "expr as LaTeX: \\frac, \\sqrt, powers, function names upright, Greek names as letters and trailing digits as subscripts (a list gives a list of strings).", 1, Some(1), latex),
 ];
