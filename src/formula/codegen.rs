@@ -10,7 +10,7 @@
 
 use super::cse::cse;
 use super::infix::number;
-use super::layout::{self, ATOM, NEGATION, Notation, POWER, PRODUCT};
+use super::layout::{self, ATOM, NEGATION, Notation, POWER};
 use super::term::Term;
 use crate::egraph::Math;
 use egg::{Id, RecExpr, Symbol};
@@ -332,18 +332,8 @@ impl Notation for Code {
                 ("+", _) => layout::sum(self, args),
                 ("-", 2) => layout::difference(self, &args[0], &args[1]),
                 ("*", _) => layout::product(self, args),
-                ("/", 2) => (
-                    format!(
-                        "{}/{}",
-                        self.wrapped(self.shown(&args[0]), PRODUCT),
-                        self.wrapped(self.shown(&args[1]), NEGATION + 1)
-                    ),
-                    PRODUCT,
-                ),
-                ("neg", 1) => (
-                    format!("-{}", self.wrapped(self.shown(&args[0]), NEGATION + 1)),
-                    NEGATION,
-                ),
+                ("/", 2) => layout::quotient(self, &args[0], &args[1]),
+                ("neg", 1) => layout::negation(self, &args[0]),
                 ("pow", 2) if self.language == Language::Python => (
                     format!(
                         "{}**{}",

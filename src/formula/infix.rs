@@ -3,7 +3,7 @@
 //! right), parentheses only where the reading would change, functions
 //! applied with parentheses.
 
-use super::layout::{self, ATOM, NEGATION, Notation, POWER, PRODUCT};
+use super::layout::{self, ATOM, NEGATION, Notation, POWER};
 use super::term::Term;
 
 /// `term` in infix notation.
@@ -27,15 +27,8 @@ impl Notation for Infix {
                     ("+", _) => layout::sum(self, args),
                     ("-", 2) => layout::difference(self, &args[0], &args[1]),
                     ("*", _) => layout::product(self, args),
-                    ("/", 2) => (
-                        format!(
-                            "{}/{}",
-                            self.wrapped(arg(0), PRODUCT),
-                            self.wrapped(arg(1), NEGATION + 1)
-                        ),
-                        PRODUCT,
-                    ),
-                    ("neg", 1) => (format!("-{}", self.wrapped(arg(0), NEGATION + 1)), NEGATION),
+                    ("/", 2) => layout::quotient(self, &args[0], &args[1]),
+                    ("neg", 1) => layout::negation(self, &args[0]),
                     ("pow", 2) => (
                         format!(
                             "{}^{}",

@@ -99,3 +99,16 @@ pub fn product(notation: &impl Notation, args: &[Rc<Term>]) -> (String, u8) {
     }
     (text, PRODUCT)
 }
+
+/// `a/b`: the divisor in parentheses unless it is a power or an atom.
+pub fn quotient(notation: &impl Notation, a: &Term, b: &Term) -> (String, u8) {
+    let left = notation.wrapped(notation.shown(a), PRODUCT);
+    let right = notation.wrapped(notation.shown(b), NEGATION + 1);
+    (format!("{left}/{right}"), PRODUCT)
+}
+
+/// `-a`: `a` in parentheses unless it is a power or an atom.
+pub fn negation(notation: &impl Notation, a: &Term) -> (String, u8) {
+    let operand = notation.wrapped(notation.shown(a), NEGATION + 1);
+    (format!("-{operand}"), NEGATION)
+}
