@@ -18,15 +18,7 @@ import sys
 import sympy
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from symbolic_w3 import WORKLOADS, partials  # noqa: E402
-
-
-def dag_nodes(exprs):
-    seen = set()
-    for e in exprs:
-        for node in sympy.preorder_traversal(e):
-            seen.add(node)
-    return len(seen)
+from symbolic_w3 import WORKLOADS, dag_nodes, partials  # noqa: E402
 
 
 def cse_size(exprs):
