@@ -156,6 +156,106 @@ fn subs_replaces_all_variables_at_once() {
 }
 
 #[test]
+fn simplify_under_assumptions_rewrites_only_where_they_make_it_valid() {
+    let mut engine = Engine::new();
+    let shown = |engine: &mut Engine, source: &str| eval(engine, source).to_string();
+    for (expr, assume, want, without) in [
+        ("(sqrt (pow x 2))", "((x positive))", "x", "(abs x)"),
+        (
+            "(+ (sqrt (* x x)) x)",
+            "((x nonpositive))",
+            "0",
+            "(+ x (abs x))",
+        ),
+        ("(exp (log x))", "((x positive))", "x", "(exp (log x))"),
+        ("(log (exp x))", "((x real))", "x", "x"),
+        (
+            "(pow (pow x a) b)",
+            "((x positive))",
+            "(pow x (* a b))",
+            "(pow (pow x a) b)",
+        ),
+        (
+            "(pow (pow x a) n)",
+            "((a integer) (n integer) (x nonzero))",
+            "(pow x (* a n))",
+            "(pow (pow x a) n)",
+        ),
+        (
+            "(* (pow x n) (pow x m))",
+            "((n integer) (m integer) (x nonzero))",
+            "(pow x (+ n m))",
+            "(* (pow x n) (pow x m))",
+        ),
+        (
+            "(+ (abs (* x y)) (* x y))",
+            "((x positive) (y negative))",
+            "0",
+            "(+ (abs (* x y)) (* x y))",
+        ),
+        ("(sign y)", "((y negative))", "-1", "(sign y)"),
+        (
+            "(log (* x y))",
+            "((x positive) (y positive))",
+            "(log (* x y))",
+            "(log (* x y))",
+        ),
+    ] {
+        let got = shown(
+            &mut engine,
+            &format!("(simplify '{expr} :assume '{assume})"),
+        );
+        let plain = shown(&mut engine, &format!("(simplify '{expr})"));
+        assert_eq!(plain, without, "{expr} without assumptions");
+        assert_eq!(got, want, "{expr} under {assume}");
+        // The result agrees with the original where the assumptions hold.
+        for (x, y, n) in [(0.7, -1.3, 2), (2.5, -0.2, -3), (1.1, -4.0, 0)] {
+            let x = if assume.contains("(x nonpositive)") {
+                -x
+            } else {
+                x
+            };
+            let y = if assume.contains("(y positive)") {
+                -y
+            } else {
+                y
+            };
+            let bindings = format!("'((x {x}) (y {y}) (a 2) (b 0.5) (n {n}) (m 3))");
+            let before = number(&eval(
+                &mut engine,
+                &format!("(evaluate '{expr} {bindings})"),
+            ));
+            let after = number(&eval(&mut engine, &format!("(evaluate '{got} {bindings})")));
+            assert!(
+                agree(before, after),
+                "{expr} = {before}, {got} = {after} at {bindings}"
+            );
+        }
+    }
+    for (source, needle) in [
+        (
+            "(simplify 'x :assume '((x positive) (x negative)))",
+            "the assumptions on x contradict each other: positive and negative",
+        ),
+        (
+            "(simplify 'x :assume '((x nonzero zero)))",
+            "nonzero and zero",
+        ),
+        (
+            "(simplify 'x :assume '((x big)))",
+            "unknown assumption big on x; known: positive",
+        ),
+        (
+            "(simplify 'x :assume '(x positive))",
+            ":assume takes a list of (variable property...) lists",
+        ),
+    ] {
+        let error = engine.eval(source).expect_err(source).to_string();
+        assert!(error.contains(needle), "{source}: {error}");
+    }
+}
+
+#[test]
 fn bad_input_is_a_clear_error() {
     let mut engine = Engine::new();
     for (source, needle) in [

@@ -4,9 +4,9 @@
 //! is defined the right side must be defined and equal; where the left side
 //! is undefined the right side must be undefined too (rules keep domains).
 
-use egg::{ENodeOrVar, Id, Language, PatternAst, RecExpr, Symbol, Var};
+use egg::{ENodeOrVar, Id, Language, PatternAst, RecExpr, Rewrite, Symbol, Var};
 use epsilon::egraph::eval::evaluate;
-use epsilon::egraph::{Math, MathGraph, all_rules};
+use epsilon::egraph::{Assumptions, FactsAnalysis, Math, MathGraph, all_rules};
 use std::collections::HashMap;
 
 /// Substitutions with a variety of facts: any sign, positive, negative,
@@ -85,13 +85,19 @@ fn instantiate(pattern: &PatternAst<Math>, subst: &HashMap<Var, RecExpr<Math>>) 
 }
 
 fn values(expr: &RecExpr<Math>, x: f64, y: f64) -> Vec<f64> {
+    values_with(expr, &[("x", x), ("y", y)])
+}
+
+/// Every node's value with the variables bound as `bindings` says.
+fn values_with(expr: &RecExpr<Math>, bindings: &[(&str, f64)]) -> Vec<f64> {
     let all: Vec<Id> = (0..expr.as_ref().len()).map(Id::from).collect();
-    let env = |name: Symbol| match name.as_str() {
-        "x" => Some(x),
-        "y" => Some(y),
-        _ => None,
+    let env = |name: Symbol| {
+        bindings
+            .iter()
+            .find(|(bound, _)| *bound == name.as_str())
+            .map(|&(_, value)| value)
     };
-    evaluate(expr, &all, env).expect("only x and y occur")
+    evaluate(expr, &all, env).expect("only bound variables occur")
 }
 
 fn value_at(expr: &RecExpr<Math>, x: f64, y: f64) -> f64 {
@@ -117,6 +123,47 @@ fn agree(left: f64, right: f64, scale: f64) -> bool {
     (left - right).abs() <= 1e-9 * scale
 }
 
+/// One instance of `rule`: each pattern variable replaced by a random
+/// entry of `pool`; the left and right sides.
+fn instance(
+    rule: &Rewrite<Math, FactsAnalysis>,
+    pool: &[RecExpr<Math>],
+    rng: &mut Lcg,
+) -> (RecExpr<Math>, RecExpr<Math>) {
+    let lhs = rule
+        .searcher
+        .get_pattern_ast()
+        .expect("built-in rules are patterns");
+    let rhs = rule
+        .applier
+        .get_pattern_ast()
+        .expect("built-in rules are patterns");
+    let subst: HashMap<Var, RecExpr<Math>> = rule
+        .searcher
+        .vars()
+        .iter()
+        .map(|&var| (var, pool[rng.index(pool.len())].clone()))
+        .collect();
+    (instantiate(lhs, &subst), instantiate(rhs, &subst))
+}
+
+/// Whether `rule`, applied once to an e-graph holding `left`, rewrites the
+/// whole of it to `right` (it may also fire on a subterm; only a rewrite of
+/// the whole instantiated left side is checked).
+fn fires_at_root(
+    rule: &Rewrite<Math, FactsAnalysis>,
+    egraph: &mut MathGraph,
+    left: &RecExpr<Math>,
+    right: &RecExpr<Math>,
+) -> bool {
+    let root = egraph.add_expr(left);
+    egraph.rebuild();
+    let matches = rule.search(egraph);
+    rule.apply(egraph, &matches);
+    egraph.rebuild();
+    egraph.lookup_expr(right).map(|id| egraph.find(id)) == Some(egraph.find(root))
+}
+
 #[test]
 fn every_rule_keeps_values_and_domains() {
     let pool: Vec<RecExpr<Math>> = POOL
@@ -127,34 +174,10 @@ fn every_rule_keeps_values_and_domains() {
     let mut failures = Vec::new();
     let mut never_fired = Vec::new();
     for rule in all_rules() {
-        let lhs = rule
-            .searcher
-            .get_pattern_ast()
-            .expect("built-in rules are patterns");
-        let rhs = rule
-            .applier
-            .get_pattern_ast()
-            .expect("built-in rules are patterns");
-        let vars = rule.searcher.vars();
         let mut fired = 0;
         for _ in 0..200 {
-            let subst: HashMap<Var, RecExpr<Math>> = vars
-                .iter()
-                .map(|&var| (var, pool[rng.index(pool.len())].clone()))
-                .collect();
-            let left = instantiate(lhs, &subst);
-            let right = instantiate(rhs, &subst);
-            let mut egraph = MathGraph::default();
-            let root = egraph.add_expr(&left);
-            egraph.rebuild();
-            let matches = rule.search(&egraph);
-            rule.apply(&mut egraph, &matches);
-            egraph.rebuild();
-            // The rule may also fire on a subterm; only a rewrite of the
-            // whole instantiated left side is checked here.
-            let fired_at_root =
-                egraph.lookup_expr(&right).map(|id| egraph.find(id)) == Some(egraph.find(root));
-            if !fired_at_root {
+            let (left, right) = instance(rule, &pool, &mut rng);
+            if !fires_at_root(rule, &mut MathGraph::default(), &left, &right) {
                 continue;
             }
             fired += 1;
@@ -298,5 +321,96 @@ fn analysis_facts_hold_at_sample_points() {
         failures.is_empty(),
         "facts that do not hold:\n{}",
         failures.join("\n")
+    );
+}
+
+/// Substitutions for the rules under assumptions: `n`, `m` whole numbers,
+/// `p` positive, `q` negative, `x` anything.
+const ASSUMED_POOL: &[&str] = &[
+    "n", "m", "p", "q", "x", "(* n m)", "(neg n)", "(+ p 1)", "2", "-1",
+];
+
+fn assumptions() -> Assumptions {
+    let pairs = [
+        ("n", "integer"),
+        ("m", "integer"),
+        ("p", "positive"),
+        ("q", "negative"),
+    ];
+    Assumptions::from_pairs(pairs.iter().map(|&(n, p)| (Symbol::from(n), p))).expect("consistent")
+}
+
+#[test]
+fn rules_under_assumptions_keep_values_where_the_assumptions_hold() {
+    let pool: Vec<RecExpr<Math>> = ASSUMED_POOL
+        .iter()
+        .map(|text| text.parse().expect("pool entries parse"))
+        .collect();
+    let assumptions = assumptions();
+    let mut rng = Lcg(13);
+    let mut failures = Vec::new();
+    let mut fired_by_assumption = 0;
+    for rule in all_rules() {
+        for _ in 0..100 {
+            let (left, right) = instance(rule, &pool, &mut rng);
+            let mut assuming = MathGraph::new(FactsAnalysis::assuming(assumptions.clone()));
+            if !fires_at_root(rule, &mut assuming, &left, &right) {
+                continue;
+            }
+            if !fires_at_root(rule, &mut MathGraph::default(), &left, &right) {
+                fired_by_assumption += 1;
+            }
+            for step in 0..30 {
+                let n = (rng.index(7) as f64) - 3.0;
+                let m = if step == 0 {
+                    0.0
+                } else {
+                    (rng.index(7) as f64) - 3.0
+                };
+                let bindings = [
+                    ("n", if step == 0 { 0.0 } else { n }),
+                    ("m", m),
+                    ("p", rng.uniform(0.01, 3.0)),
+                    ("q", rng.uniform(-3.0, -0.01)),
+                    ("x", rng.uniform(-3.0, 3.0)),
+                ];
+                let (lv, rv) = (
+                    values_with(&left, &bindings),
+                    values_with(&right, &bindings),
+                );
+                let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
+                let (a, b) = (
+                    *lv.last().expect("non-empty"),
+                    *rv.last().expect("non-empty"),
+                );
+                let scale = lv
+                    .iter()
+                    .chain(&rv)
+                    .filter(|v| v.is_finite())
+                    .fold(1.0f64, |acc, v| acc.max(v.abs()));
+                let sound = match (finite(&lv), finite(&rv)) {
+                    (true, true) => agree(a, b, scale),
+                    (false, false) => true,
+                    _ => false,
+                };
+                if !sound {
+                    failures.push(format!(
+                        "{}: {left} => {right} at {bindings:?}: {a} vs {b}",
+                        rule.name
+                    ));
+                    break;
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "unsound under assumptions:\n{}",
+        failures.join("\n")
+    );
+    // The assumptions must matter: some rewrites fire only because of them.
+    assert!(
+        fired_by_assumption > 10,
+        "{fired_by_assumption} rewrites needed the assumptions"
     );
 }

@@ -9,7 +9,7 @@ use epsilon::egraph::extract::{extract, extract_tree};
 use epsilon::egraph::functions::NO_FUNCTIONS;
 use epsilon::egraph::simplify::simplify;
 use epsilon::egraph::{
-    ExprBuilder, Level, Limits, Math, MathGraph, Stop, all_rules, reverse::gradient,
+    Assumptions, ExprBuilder, Level, Limits, Math, MathGraph, Stop, all_rules, reverse::gradient,
 };
 use epsilon::symbolic;
 use std::time::Duration;
@@ -234,7 +234,14 @@ fn an_exploding_expression_stops_at_a_limit_with_a_warning() {
         nodes: 5_000_000,
         time: Duration::from_millis(500),
     };
-    let result = simplify(&expr, &[root], Level::Full, limits, &[]);
+    let result = simplify(
+        &expr,
+        &[root],
+        Level::Full,
+        limits,
+        &[],
+        &Assumptions::none(),
+    );
     assert!(
         matches!(result.report.stop, Stop::TimeLimit | Stop::NodeLimit),
         "stopped by {:?}",

@@ -6,6 +6,7 @@
 //! finite and has a short decimal form, so `(/ 1 3)` and `(log 2)` stay as
 //! written while `(* 2 3)` becomes `6`.
 
+use super::assume::Assumptions;
 use super::eval::apply_op;
 use super::language::{Constant, Math};
 use egg::{Analysis, DidMerge, EGraph, Id, Language};
@@ -26,8 +27,18 @@ impl Signs {
     pub const POS: Signs = Signs(4);
     /// Zero or positive.
     pub const NON_NEG: Signs = Signs(6);
+    /// Zero or negative.
+    pub const NON_POS: Signs = Signs(3);
+    /// Negative or positive.
+    pub const NON_ZERO: Signs = Signs(5);
     /// Any sign.
     pub const ANY: Signs = Signs(7);
+
+    /// The signs in both sets, or `None` when no sign is.
+    pub fn intersect(self, other: Signs) -> Option<Signs> {
+        let both = Signs(self.0 & other.0);
+        (both.0 != 0).then_some(both)
+    }
 
     /// The sign of a number (`ANY` for NaN).
     pub fn of(value: f64) -> Signs {
@@ -140,11 +151,23 @@ pub struct Facts {
     /// Whether it is defined (not NaN, not a division by zero) for every
     /// value of its variables. Overflow is not counted as undefined.
     pub total: bool,
+    /// Whether its value is a whole number wherever it is defined.
+    pub integer: bool,
 }
 
-/// The analysis computing `Facts`.
+/// The analysis computing `Facts`, with what is assumed of the variables.
 #[derive(Clone, Debug, Default)]
-pub struct FactsAnalysis;
+pub struct FactsAnalysis {
+    /// Signs and integrality of variables (`simplify :assume`).
+    pub assumptions: Assumptions,
+}
+
+impl FactsAnalysis {
+    /// The analysis under `assumptions`.
+    pub fn assuming(assumptions: Assumptions) -> FactsAnalysis {
+        FactsAnalysis { assumptions }
+    }
+}
 
 /// Rounds to 12 significant digits when that changes the number by at most
 /// a few units in the last place, so `(+ 0.1 0.2)` folds to `0.3`; `None`
@@ -186,7 +209,7 @@ fn signs_of(egraph: &MathGraph, node: &Math) -> Signs {
     let constant = |id: &Id| egraph[*id].data.constant;
     match node {
         Math::Num(value) => Signs::of(value.get()),
-        Math::Var(_) => Signs::ANY,
+        Math::Var(name) => egraph.analysis.assumptions.of(*name).signs,
         Math::Add([a, b]) => Signs::combine(s(a), s(b), add_signs),
         Math::Sub([a, b]) => Signs::combine(s(a), s(b).negate(), add_signs),
         Math::Mul([a, b]) if a == b => s(a).map(|x| if x == Signs::NEG { Signs::POS } else { x }),
@@ -282,9 +305,28 @@ fn total_of(egraph: &MathGraph, node: &Math) -> bool {
             Some(n) if n.fract() == 0.0 && n >= 0.0 => true,
             Some(n) if n.fract() == 0.0 => facts(a).signs.is_non_zero(),
             Some(n) if n > 0.0 => facts(a).signs.is_non_neg(),
+            // A whole exponent that is not a number: assumed integer.
+            None if facts(b).integer && facts(b).signs.is_non_neg() => true,
+            None if facts(b).integer => facts(a).signs.is_non_zero(),
             _ => facts(a).signs.is_pos(),
         },
         _ => true,
+    }
+}
+
+/// Whether the node's value is a whole number wherever it is defined:
+/// sums, differences, products, negations and magnitudes of whole numbers,
+/// and whole numbers to a power that is a whole number, not negative.
+fn integer_of(egraph: &MathGraph, node: &Math) -> bool {
+    let integer = |id: &Id| egraph[*id].data.integer;
+    match node {
+        Math::Num(value) => value.get().fract() == 0.0,
+        Math::Var(name) => egraph.analysis.assumptions.of(*name).integer,
+        Math::Add([a, b]) | Math::Sub([a, b]) | Math::Mul([a, b]) => integer(a) && integer(b),
+        Math::Min([a, b]) | Math::Max([a, b]) => integer(a) && integer(b),
+        Math::Neg([a]) | Math::Abs([a]) | Math::Sign([a]) | Math::Relu([a]) => integer(a),
+        Math::Pow([a, b]) => integer(a) && integer(b) && egraph[*b].data.signs.is_non_neg(),
+        _ => false,
     }
 }
 
@@ -298,11 +340,13 @@ impl Analysis<Math> for FactsAnalysis {
                 constant,
                 signs: Signs::of(value.get()),
                 total: true,
+                integer: value.get().fract() == 0.0,
             },
             None => Facts {
                 constant,
                 signs: signs_of(egraph, node),
                 total: total_of(egraph, node),
+                integer: integer_of(egraph, node),
             },
         }
     }
@@ -320,6 +364,7 @@ impl Analysis<Math> for FactsAnalysis {
             a.signs = signs;
         }
         a.total |= b.total;
+        a.integer |= b.integer;
         DidMerge(*a != before, *a != b)
     }
 

@@ -2,6 +2,7 @@
 //! reverse sweep per output, all rows simplified together), n-th
 //! derivatives, Hessians, and plain simplification.
 
+use super::assume::Assumptions;
 use super::builder::ExprBuilder;
 use super::functions::{Functions, NO_FUNCTIONS};
 use super::language::Math;
@@ -9,7 +10,11 @@ use super::reverse::gradient;
 use super::rules::MathRewrite;
 use super::simplify::{Level, Limits, Report, simplify};
 use egg::{Id, RecExpr, Symbol};
+use std::sync::LazyLock;
 use std::time::Instant;
+
+/// No assumptions, for options that make none.
+pub static NO_ASSUMPTIONS: LazyLock<Assumptions> = LazyLock::new(Assumptions::none);
 
 /// How to simplify: the level, its limits and the user's rules.
 #[derive(Clone, Copy)]
@@ -22,6 +27,8 @@ pub struct Options<'a> {
     pub rules: &'a [MathRewrite],
     /// User functions (`defderiv`) the expressions may call.
     pub functions: &'a Functions,
+    /// What is assumed of the variables (`simplify :assume`).
+    pub assumptions: &'a Assumptions,
     /// When the whole operation must end; `None` sets it to the time limit
     /// from the start of the call, so the limit covers every saturation run
     /// of an operation (all orders of `diff`, both passes of `hessian`).
@@ -59,6 +66,7 @@ impl Default for Options<'_> {
             limits: Level::Bounded.default_limits(),
             rules: &[],
             functions: &NO_FUNCTIONS,
+            assumptions: &NO_ASSUMPTIONS,
             deadline: None,
         }
     }
@@ -83,6 +91,7 @@ fn run(builder: ExprBuilder, roots: &[Id], options: &Options, mut reports: Vec<R
         options.level,
         options.remaining(),
         options.rules,
+        options.assumptions,
     );
     // Report the operation's limits, not what was left of them.
     reports.push(Report {

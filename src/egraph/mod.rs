@@ -1,12 +1,14 @@
 //! The e-graph layer: the `Math` language for egg, the `Facts` analysis
-//! (constant folding, signs, definedness), the rule tables, the table of
-//! local partial derivatives and the reverse sweep, DAG-aware extraction,
-//! and bounded saturation.
+//! (constant folding, signs, definedness, assumptions on variables), the
+//! rule tables, the table of local partial derivatives and the reverse
+//! sweep, DAG-aware extraction, bounded saturation, and explanations of
+//! simplifications.
 //!
 //! Data comes in as `RecExpr<Math>` and leaves as `RecExpr<Math>`; this
 //! layer knows nothing of Lisp values, the reader or the backends.
 
 pub mod analysis;
+pub mod assume;
 pub mod builder;
 pub mod cost;
 pub mod derivatives;
@@ -21,6 +23,7 @@ pub mod simplify;
 pub mod tensor;
 
 pub use analysis::{Facts, FactsAnalysis, MathGraph};
+pub use assume::Assumptions;
 pub use builder::ExprBuilder;
 pub use derivatives::{Derived, Options, hessian, jacobian, nth_derivative, simplify_all};
 pub use functions::{Functions, UserFunction};

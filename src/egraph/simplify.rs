@@ -6,6 +6,7 @@
 //! far is returned with a `Report` saying which limit stopped the run.
 
 use super::analysis::{FactsAnalysis, MathGraph};
+use super::assume::Assumptions;
 use super::builder::compact;
 use super::cost::node_cost;
 use super::extract::{Extraction, extract};
@@ -177,13 +178,15 @@ pub struct Simplified {
 }
 
 /// Simplifies the nodes `roots` of `expr` together, so subterms they share
-/// are extracted once. `extra_rules` (user rules) run with the built-in set.
+/// are extracted once. `extra_rules` (user rules) run with the built-in set;
+/// rules guarded on signs or integrality read `assumptions`.
 pub fn simplify(
     expr: &RecExpr<Math>,
     roots: &[Id],
     level: Level,
     limits: Limits,
     extra_rules: &[MathRewrite],
+    assumptions: &Assumptions,
 ) -> Simplified {
     let started = Instant::now();
     let (expr, roots) = compact(expr, roots);
@@ -211,7 +214,7 @@ pub fn simplify(
             report,
         };
     }
-    let mut egraph = MathGraph::default();
+    let mut egraph = MathGraph::new(FactsAnalysis::assuming(assumptions.clone()));
     let mut map = Vec::with_capacity(expr.len());
     for node in expr.as_ref() {
         map.push(
@@ -234,7 +237,7 @@ pub fn simplify(
     let mut stage = 1;
     while iterations < limits.iterations {
         let stage_iterations = stage.min(limits.iterations - iterations);
-        let runner = Runner::<Math, FactsAnalysis>::new(FactsAnalysis)
+        let runner = Runner::<Math, FactsAnalysis>::new(FactsAnalysis::default())
             .with_egraph(egraph)
             .with_iter_limit(stage_iterations)
             .with_node_limit(limits.nodes)

@@ -58,20 +58,20 @@ pub(super) fn rules() -> Vec<MathRewrite> {
         rw!("pow-mul-base";   "(* (pow ?a ?m) ?a)"      => "(pow ?a (+ ?m 1))"
             if either(constant("?m", |m| m >= 0.0), non_zero("?a"))),
         rw!("pow-mul-pow";    "(* (pow ?a ?m) (pow ?a ?n))" => "(pow ?a (+ ?m ?n))"
-            if either(positive("?a"), both(constant("?m", is_integer), both(constant("?n", is_integer),
-                either(non_zero("?a"), both(constant("?m", is_non_negative_integer), constant("?n", is_non_negative_integer))))))),
+            if either(positive("?a"), both(integer("?m"), both(integer("?n"),
+                either(non_zero("?a"), both(non_negative("?m"), non_negative("?n"))))))),
         rw!("pow-div-base";   "(/ (pow ?a ?m) ?a)"      => "(pow ?a (- ?m 1))" if non_zero("?a")),
         rw!("pow-pow";        "(pow (pow ?a ?m) ?n)"    => "(pow ?a (* ?m ?n))"
-            if either(positive("?a"), both(constant("?m", is_integer), both(constant("?n", is_integer),
-                either(non_zero("?a"), constant("?m", |m| m >= 0.0)))))),
+            if either(positive("?a"), both(integer("?m"), both(integer("?n"),
+                either(non_zero("?a"), non_negative("?m")))))),
         rw!("pow-of-mul";     "(pow (* ?a ?b) ?n)"      => "(* (pow ?a ?n) (pow ?b ?n))"
-            if both(constant("?n", is_integer), either(constant("?n", |n| n > 0.0), both(total("?a"), total("?b"))))),
+            if both(integer("?n"), either(constant("?n", |n| n > 0.0), both(total("?a"), total("?b"))))),
         rw!("mul-of-pow";     "(* (pow ?a ?n) (pow ?b ?n))" => "(pow (* ?a ?b) ?n)"
-            if both(constant("?n", is_integer), either(constant("?n", |n| n > 0.0), both(total("?a"), total("?b"))))),
+            if both(integer("?n"), either(constant("?n", |n| n > 0.0), both(total("?a"), total("?b"))))),
         rw!("recip-pow";      "(/ 1 (pow ?a ?n))"       => "(pow ?a (neg ?n))"
-            if both(constant("?n", is_integer), either(constant("?n", |n| n > 0.0), non_zero("?a")))),
+            if both(integer("?n"), either(constant("?n", |n| n > 0.0), non_zero("?a")))),
         rw!("div-pow";        "(/ ?b (pow ?a ?n))"      => "(* ?b (pow ?a (neg ?n)))"
-            if both(constant("?n", is_integer), either(constant("?n", |n| n > 0.0), non_zero("?a")))),
+            if both(integer("?n"), either(constant("?n", |n| n > 0.0), non_zero("?a")))),
         rw!("sqrt-as-pow";    "(sqrt ?a)"               => "(pow ?a 0.5)"),
         rw!("pow-half";       "(pow ?a 0.5)"            => "(sqrt ?a)"),
         rw!("sqrt-square";    "(sqrt (* ?a ?a))"        => "(abs ?a)"),
@@ -80,6 +80,7 @@ pub(super) fn rules() -> Vec<MathRewrite> {
         rw!("sqrt-mul-self";  "(* ?a (sqrt ?a))"        => "(pow ?a 1.5)"),
         rw!("div-sqrt";       "(/ ?a (sqrt ?a))"        => "(sqrt ?a)" if positive("?a")),
         rw!("abs-non-neg";    "(abs ?a)"                => "?a" if non_negative("?a")),
+        rw!("abs-non-pos";    "(abs ?a)"                => "(neg ?a)" if non_positive("?a")),
         rw!("abs-neg";        "(abs (neg ?a))"          => "(abs ?a)"),
         rw!("abs-square";     "(* (abs ?a) (abs ?a))"   => "(* ?a ?a)"),
         rw!("sign-abs";       "(* (sign ?a) (abs ?a))"  => "?a"),

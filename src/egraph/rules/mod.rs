@@ -72,9 +72,20 @@ fn non_negative(name: &str) -> impl Fn(&mut MathGraph, Id, &Subst) -> bool + Sen
     guard(name, |f| f.signs.is_non_neg())
 }
 
+/// `?a` is zero or negative wherever it is defined.
+fn non_positive(name: &str) -> impl Fn(&mut MathGraph, Id, &Subst) -> bool + Send + Sync + 'static {
+    guard(name, |f| f.signs.intersect(Signs::NON_POS) == Some(f.signs))
+}
+
 /// `?a` is negative wherever it is defined.
 fn negative(name: &str) -> impl Fn(&mut MathGraph, Id, &Subst) -> bool + Send + Sync + 'static {
     guard(name, |f| f.signs == Signs::NEG)
+}
+
+/// `?n` is a whole number: a whole constant, or assumed integer
+/// (`simplify :assume`).
+fn integer(name: &str) -> impl Fn(&mut MathGraph, Id, &Subst) -> bool + Send + Sync + 'static {
+    guard(name, |f| f.integer)
 }
 
 /// `?n` is a constant satisfying `test`.
@@ -101,12 +112,4 @@ fn either(
     b: impl Fn(&mut MathGraph, Id, &Subst) -> bool + Send + Sync + 'static,
 ) -> impl Fn(&mut MathGraph, Id, &Subst) -> bool + Send + Sync + 'static {
     move |egraph, id, subst| a(egraph, id, subst) || b(egraph, id, subst)
-}
-
-fn is_integer(n: f64) -> bool {
-    n.fract() == 0.0
-}
-
-fn is_non_negative_integer(n: f64) -> bool {
-    n.fract() == 0.0 && n >= 0.0
 }

@@ -8,7 +8,7 @@ use crate::egraph::derivatives::{self, Derived, Options};
 use crate::egraph::eval::Program;
 use crate::egraph::tensor::Shape;
 use crate::egraph::tensor::lift::{LiftError, lift, lift_into};
-use crate::egraph::{ExprBuilder, Functions, Level, Math, MathRewrite, Report};
+use crate::egraph::{Assumptions, ExprBuilder, Functions, Level, Math, MathRewrite, Report};
 use crate::lisp::error::{EvalError, EvalErrorKind, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin, HostFn, Procedure};
@@ -50,6 +50,16 @@ fn with_settings(
     name: &str,
     operation: impl FnOnce(&Options) -> Result<Derived, String>,
 ) -> EvalResult<Derived> {
+    with_settings_assuming(interp, name, &derivatives::NO_ASSUMPTIONS, operation)
+}
+
+/// `with_settings` under assumptions on the variables.
+fn with_settings_assuming(
+    interp: &mut Interp,
+    name: &str,
+    assumptions: &Assumptions,
+    operation: impl FnOnce(&Options) -> Result<Derived, String>,
+) -> EvalResult<Derived> {
     let state = &interp.symbolic;
     let rules: Vec<MathRewrite> = state.rules.iter().map(|(_, rule)| rule.clone()).collect();
     let options = Options {
@@ -57,6 +67,7 @@ fn with_settings(
         limits: state.limits,
         rules: &rules,
         functions: &state.functions,
+        assumptions,
         deadline: None,
     };
     let derived = operation(&options).map_err(EvalError::range)?;
@@ -211,10 +222,43 @@ fn simplify(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         &interp.symbolic.functions,
     )?;
     let expr = builder.into_expr();
-    let derived = with_settings(interp, "simplify", |options| {
+    let assumptions = match args.option("assume") {
+        None => Assumptions::none(),
+        Some(value) => assumptions(value)?,
+    };
+    let derived = with_settings_assuming(interp, "simplify", &assumptions, |options| {
         Ok(derivatives::simplify_all(&expr, &roots, options))
     })?;
     Ok(nesting.rebuild(&exprs_to_values(&derived.expr, &derived.roots)))
+}
+
+/// `:assume '((x positive) (n integer))`: each entry a variable and one or
+/// more properties.
+pub(crate) fn assumptions(value: &Value) -> EvalResult<Assumptions> {
+    let shape_error = |got: &Value| {
+        EvalError::type_error(format!(
+            ":assume takes a list of (variable property...) lists such as ((x positive) (n integer)), got {}",
+            got.short()
+        ))
+    };
+    let mut pairs = Vec::new();
+    for entry in value.list_to_vec().map_err(|_| shape_error(value))? {
+        let items = entry.list_to_vec().map_err(|_| shape_error(&entry))?;
+        let Some((Value::Symbol(name), properties)) = items.split_first() else {
+            return Err(shape_error(&entry));
+        };
+        if properties.is_empty() {
+            return Err(shape_error(&entry));
+        }
+        for property in properties {
+            let Value::Symbol(property) = property else {
+                return Err(shape_error(&entry));
+            };
+            pairs.push((egg::Symbol::from(name.name()), property.name().to_string()));
+        }
+    }
+    Assumptions::from_pairs(pairs.iter().map(|(name, p)| (*name, p.as_str())))
+        .map_err(EvalError::range)
 }
 
 /// A compiled expression (or nested list of them) with its parameters.
@@ -499,7 +543,7 @@ pub const BUILTINS: &[Builtin] = &[
     with_options(builtin("grad", "(grad expr vars) or (grad f :wrt k)", "On a quoted expression: the list of partial derivatives with respect to each symbol of vars, simplified together. On a function: a function returning the gradient with respect to argument k (default 0; a list of positions or 'all gives a list of gradients).", 1, Some(2), grad), &["wrt"]),
     builtin("jacobian", "(jacobian exprs vars) or (jacobian f)", "On a list of expressions: one row of partial derivatives per expression. On a function: a function returning the dense Jacobian with respect to its first argument (result axes first).", 1, Some(2), jacobian),
     builtin("hessian", "(hessian expr vars) or (hessian f)", "On an expression: the Hessian as a list of rows, exactly symmetric. On a function: a function returning the dense Hessian with respect to its first argument (forward over reverse).", 1, Some(2), hessian),
-    builtin("simplify", "(simplify expr)", "expr simplified by equality saturation (a list of expressions is simplified jointly).", 1, Some(1), simplify),
+    with_options(builtin("simplify", "(simplify expr :assume '((x positive) (n integer)))", "expr simplified by equality saturation (a list of expressions is simplified jointly); :assume lets rules use signs (positive, negative, nonnegative, nonpositive, nonzero, zero) and integer of variables.", 1, Some(1), simplify), &["assume"]),
     builtin("evaluate", "(evaluate expr bindings)", "The value of expr (or a list of expressions) with bindings ((x 1.0) (y 2.0)); tensors apply elementwise.", 2, Some(2), evaluate),
     builtin("lambdify", "(lambdify vars expr)", "A function of vars computing expr (or a list of expressions) on numbers or, elementwise, tensors.", 2, Some(2), lambdify),
     builtin("expr-size", "(expr-size expr)", "Node count of expr as a DAG (shared subterms once); on a list of expressions, the count over all jointly.", 1, Some(1), size),
