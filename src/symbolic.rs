@@ -1,5 +1,5 @@
 //! Symbolic differentiation from Rust, without an interpreter:
-//! `epsilon::symbolic::{diff, grad, hessian, simplify}` on expression text
+//! `epsilon::symbolic::{diff, grad, hessian, simplify, explain}` on expression text
 //! or on parsed [`Expr`]s, with the default settings (bounded saturation).
 //!
 //! ```
@@ -14,6 +14,7 @@
 
 use crate::egraph::derivatives::{self, Derived, Options};
 use crate::egraph::eval::evaluate;
+pub use crate::egraph::explain::Explanation;
 use crate::egraph::{ExprBuilder, Math, builder};
 use crate::error::Error;
 use crate::lisp::EvalError;
@@ -36,6 +37,11 @@ pub struct Expr {
 impl Expr {
     /// Parses expression text such as `"(* x (sin y))"`.
     pub fn parse(text: &str) -> Result<Expr, Error> {
+        Expr::parse_into(text, ExprBuilder::new())
+    }
+
+    /// Parses into `builder` (which may apply identities or not).
+    fn parse_into(text: &str, mut builder: ExprBuilder) -> Result<Expr, Error> {
         let mut sources = SourceMap::default();
         let file = sources.add("<expr>", None, text);
         let data = reader::read_all(text, file)
@@ -47,7 +53,6 @@ impl Expr {
             )));
         };
         let value = crate::lisp::convert::sexp_to_value(datum);
-        let mut builder = ExprBuilder::new();
         let root = expr_from_value(
             &value,
             datum.span,
@@ -212,4 +217,18 @@ pub fn simplify(expr: impl IntoExpr) -> Result<Expr, Error> {
     let expr = expr.into_expr()?;
     let derived = derivatives::simplify_all(&expr.expr, &[expr.root], &Options::default());
     Ok(split(&derived).remove(0))
+}
+
+/// Why `expr` simplifies as it does: the rewrites from it, exactly as
+/// written (no identity applied first), to its simplified form; with
+/// `wrt`, of its derivative with respect to that variable, with the rule
+/// applied at each node. `Display` gives the text `explain` prints.
+pub fn explain(text: &str, wrt: Option<&str>) -> Result<Explanation, Error> {
+    let expr = Expr::parse_into(text, ExprBuilder::verbatim())?;
+    Ok(crate::egraph::explain::explain(
+        &expr.expr,
+        expr.root,
+        wrt.map(Symbol::from),
+        &Options::default(),
+    ))
 }

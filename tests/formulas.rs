@@ -13,6 +13,14 @@ fn eval(engine: &mut Engine, source: &str) -> Value {
         .unwrap_or_else(|e| panic!("{source}\nfails: {e}"))
 }
 
+/// Each source is an error whose message contains its needle.
+fn assert_errors(engine: &mut Engine, cases: &[(&str, &str)]) {
+    for (source, needle) in cases {
+        let error = engine.eval(source).expect_err(source).to_string();
+        assert!(error.contains(needle), "{source}: {error}");
+    }
+}
+
 fn text(engine: &mut Engine, source: &str) -> String {
     match eval(engine, source) {
         Value::Str(s) => s.to_string(),
@@ -232,72 +240,180 @@ fn simplify_under_assumptions_rewrites_only_where_they_make_it_valid() {
             );
         }
     }
-    for (source, needle) in [
-        (
-            "(simplify 'x :assume '((x positive) (x negative)))",
-            "the assumptions on x contradict each other: positive and negative",
+    assert_errors(
+        &mut engine,
+        &[
+            (
+                "(simplify 'x :assume '((x positive) (x negative)))",
+                "the assumptions on x contradict each other: positive and negative",
+            ),
+            (
+                "(simplify 'x :assume '((x nonzero zero)))",
+                "nonzero and zero",
+            ),
+            (
+                "(simplify 'x :assume '((x big)))",
+                "unknown assumption big on x; known: positive",
+            ),
+            (
+                "(simplify 'x :assume '(x positive))",
+                ":assume takes a list of (variable property...) lists",
+            ),
+        ],
+    );
+}
+
+#[test]
+fn explain_names_each_rule_and_subterm() {
+    let mut engine = Engine::new();
+    assert_eq!(
+        text(&mut engine, "(explain '(* (+ x 0) (exp (log y))))"),
+        "(* (+ x 0) (exp (log y)))\n1. add-zero: (+ x 0) -> x\n   = (* x (exp (log y)))\n"
+    );
+    assert_eq!(
+        text(
+            &mut engine,
+            "(explain '(sqrt (pow x 2)) :assume '((x positive)))"
         ),
-        (
-            "(simplify 'x :assume '((x nonzero zero)))",
-            "nonzero and zero",
-        ),
-        (
-            "(simplify 'x :assume '((x big)))",
-            "unknown assumption big on x; known: positive",
-        ),
-        (
-            "(simplify 'x :assume '(x positive))",
-            ":assume takes a list of (variable property...) lists",
-        ),
+        "(sqrt (pow x 2))\n1. sqrt-pow2: (sqrt (pow x 2)) -> (abs x)\n   = (abs x)\n2. abs-non-neg: (abs x) -> x\n   = x\n"
+    );
+    let derivative = text(&mut engine, "(explain '(* x (sin x)) :wrt 'x)");
+    for line in [
+        "(* x (sin x))  [product rule]: d/dx = (sin x), d/d(sin x) = x",
+        "(sin x)  [chain rule (sin)]: d/dx = (cos x)",
+        "(+ (sin x) (* x (cos x)))",
     ] {
-        let error = engine.eval(source).expect_err(source).to_string();
-        assert!(error.contains(needle), "{source}: {error}");
+        assert!(
+            derivative.contains(line),
+            "{line} missing from\n{derivative}"
+        );
+    }
+    let pythagoras = text(
+        &mut engine,
+        "(explain '(+ (pow (sin x) 2) (pow (cos x) 2)))",
+    );
+    assert!(
+        pythagoras.contains("pythagoras: (+ (* (sin x) (sin x)) (* (cos x) (cos x))) -> 1"),
+        "{pythagoras}"
+    );
+    assert_errors(
+        &mut engine,
+        &[
+            (
+                "(explain '((* x 1) (* y 1)))",
+                "explain takes one expression, got a list of 2",
+            ),
+            (
+                "(explain '(* x 1) :wrt '(x y))",
+                "explain: :wrt is one variable, a symbol",
+            ),
+            (
+                "(explain '(* x 1) :assume '((x positive negative)))",
+                "contradict",
+            ),
+        ],
+    );
+}
+
+/// The value of the last node of `expr` at (x, y), or `None` where it is
+/// not defined.
+fn value_at(expr: &egg::RecExpr<epsilon::egraph::Math>, x: f64, y: f64) -> Option<f64> {
+    let root = egg::Id::from(expr.as_ref().len() - 1);
+    let env = |name: egg::Symbol| match name.as_str() {
+        "x" => Some(x),
+        "y" => Some(y),
+        _ => None,
+    };
+    let value = epsilon::egraph::eval::evaluate(expr, &[root], env).expect("only x and y")[0];
+    value.is_finite().then_some(value)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 60, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Every step of an explanation keeps the value: the rewritten subterm
+    /// equals what it became, and the whole expression after each step
+    /// equals the one before; the last is the simplified result. With a
+    /// variable, the unsimplified derivative matches central differences.
+    #[test]
+    fn explain_steps_each_keep_the_value(text in expression(3)) {
+        for wrt in [None, Some("x")] {
+            let explanation = epsilon::symbolic::explain(&text, wrt).expect("explains");
+            let last = explanation.steps.last().map_or(&explanation.start, |s| &s.expr);
+            prop_assert_eq!(last.to_string(), explanation.result.to_string());
+            for (x, y) in [(0.3, 0.7), (1.7, 1.2), (2.1, 0.4)] {
+                let mut previous = value_at(&explanation.start, x, y);
+                for step in &explanation.steps {
+                    let now = value_at(&step.expr, x, y);
+                    if let (Some(a), Some(b)) = (previous, now) {
+                        prop_assert!(agree(a, b), "{}: {} to {} at ({}, {}) for {}", step.rule, a, b, x, y, text);
+                    }
+                    if let (Some(a), Some(b)) = (value_at(&step.before, x, y), value_at(&step.after, x, y)) {
+                        prop_assert!(agree(a, b), "{}: {} -> {} gives {} vs {}", step.rule, step.before, step.after, a, b);
+                    }
+                    previous = now.or(previous);
+                }
+                if wrt.is_some() {
+                    let original = epsilon::symbolic::Expr::parse(&text).expect("parses");
+                    let h = 1e-6;
+                    let f = |x: f64| original.eval(&[("x", x), ("y", y)]).unwrap_or(f64::NAN);
+                    let fd = (f(x + h) - f(x - h)) / (2.0 * h);
+                    if let Some(raw) = value_at(&explanation.start, x, y)
+                        && fd.is_finite()
+                        && f(x).abs() < 1e6
+                        && raw.abs() < 1e6
+                    {
+                        prop_assert!((raw - fd).abs() <= 1e-4 * raw.abs().max(1.0), "d/dx {} = {} vs {} at ({}, {})", text, raw, fd, x, y);
+                    }
+                }
+            }
+        }
     }
 }
 
 #[test]
 fn bad_input_is_a_clear_error() {
     let mut engine = Engine::new();
-    for (source, needle) in [
-        ("(infix \"x\")", "a symbolic expression is made of"),
-        ("(latex 'sin)", "sin is an operator, not a variable"),
-        (
-            "(cse '(let* ((t1)) t1))",
-            "a let* binding is (name expression)",
-        ),
-        ("(infix '(sin x y))", "sin takes 1 argument"),
-        (
-            "(subs '(* x y) '((w 1)))",
-            "w is not a variable of the expression (its variables: x y)",
-        ),
-        (
-            "(subs '(* x y) '((x)))",
-            "subs takes bindings (variable expression)",
-        ),
-        (
-            "(codegen '(digamma x) '(x) :lang 'c)",
-            "codegen: digamma has no C form",
-        ),
-        (
-            "(codegen '(erf x) '(x) :lang 'rust)",
-            "codegen: erf has no Rust form",
-        ),
-        (
-            "(codegen '(* x z) '(x) :lang 'c)",
-            "the variable z is not a parameter (parameters: x)",
-        ),
-        (
-            "(codegen '(* x x) '(x) :lang 'fortran)",
-            ":lang is 'c, 'rust or 'python, not fortran",
-        ),
-        (
-            "(codegen '(* x x) '(x) :name \"2f\")",
-            "is not a function name",
-        ),
-    ] {
-        let error = engine.eval(source).expect_err(source).to_string();
-        assert!(error.contains(needle), "{source}: {error}");
-    }
+    assert_errors(
+        &mut engine,
+        &[
+            ("(infix \"x\")", "a symbolic expression is made of"),
+            ("(latex 'sin)", "sin is an operator, not a variable"),
+            (
+                "(cse '(let* ((t1)) t1))",
+                "a let* binding is (name expression)",
+            ),
+            ("(infix '(sin x y))", "sin takes 1 argument"),
+            (
+                "(subs '(* x y) '((w 1)))",
+                "w is not a variable of the expression (its variables: x y)",
+            ),
+            (
+                "(subs '(* x y) '((x)))",
+                "subs takes bindings (variable expression)",
+            ),
+            (
+                "(codegen '(digamma x) '(x) :lang 'c)",
+                "codegen: digamma has no C form",
+            ),
+            (
+                "(codegen '(erf x) '(x) :lang 'rust)",
+                "codegen: erf has no Rust form",
+            ),
+            (
+                "(codegen '(* x z) '(x) :lang 'c)",
+                "the variable z is not a parameter (parameters: x)",
+            ),
+            (
+                "(codegen '(* x x) '(x) :lang 'fortran)",
+                ":lang is 'c, 'rust or 'python, not fortran",
+            ),
+            (
+                "(codegen '(* x x) '(x) :name \"2f\")",
+                "is not a function name",
+            ),
+        ],
+    );
 }
 
 /// Random expression text over x and y, at most `depth` calls deep, of

@@ -371,7 +371,8 @@ impl Analysis<Math> for FactsAnalysis {
     fn modify(egraph: &mut MathGraph, id: Id) {
         if let Some(value) = egraph[id].data.constant {
             let added = egraph.add(Math::Num(value));
-            egraph.union(id, added);
+            // Named, so explanations show the folding as a step.
+            egraph.union_trusted(id, added, "fold-constant");
             // A constant class needs no other representation; pruning keeps
             // rules from growing it.
             let id = egraph.find(id);

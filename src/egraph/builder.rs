@@ -28,12 +28,24 @@ pub struct ExprBuilder {
     /// division, log, sqrt, pow, tan, asin, acos, log1p, xlogy), so `a * 0`
     /// and `a - a` may fold to 0 without widening a domain.
     total: Vec<bool>,
+    /// Nodes are stored as given: sharing only, no identities (`explain`
+    /// starts from what the user wrote).
+    verbatim: bool,
 }
 
 impl ExprBuilder {
     /// An empty builder.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A builder that stores nodes as given, sharing equal ones but
+    /// applying no identity and folding no constant.
+    pub fn verbatim() -> Self {
+        ExprBuilder {
+            verbatim: true,
+            ..Self::default()
+        }
     }
 
     /// The node stored at `id`.
@@ -133,6 +145,9 @@ impl ExprBuilder {
 
     /// Adds `node`, applying the everywhere-true identities first.
     pub fn add(&mut self, node: Math) -> Id {
+        if self.verbatim {
+            return self.insert(node);
+        }
         if let Some(id) = self.simplified(&node) {
             return id;
         }

@@ -13,6 +13,7 @@ pub mod builder;
 pub mod cost;
 pub mod derivatives;
 pub mod eval;
+pub mod explain;
 pub mod extract;
 pub mod functions;
 pub mod language;

@@ -9,7 +9,7 @@ use super::analysis::{FactsAnalysis, MathGraph};
 use super::assume::Assumptions;
 use super::builder::compact;
 use super::cost::node_cost;
-use super::extract::{Extraction, extract};
+use super::extract::{Extracted, Extraction, extract};
 use super::language::Math;
 use super::rules::{MathRewrite, all_rules};
 use egg::{BackoffScheduler, Id, RecExpr, Runner, StopReason};
@@ -215,6 +215,35 @@ pub fn simplify(
         };
     }
     let mut egraph = MathGraph::new(FactsAnalysis::assuming(assumptions.clone()));
+    let egraph_roots = add_program(&mut egraph, &expr, &roots);
+    let rules: Vec<&MathRewrite> = all_rules().iter().chain(extra_rules).collect();
+    let Saturated {
+        egraph,
+        best,
+        cost_before,
+        iterations,
+        stop,
+    } = saturate(egraph, &egraph_roots, limits, &rules, started);
+    let report = Report {
+        stop,
+        limits,
+        iterations,
+        egraph_nodes: egraph.total_number_of_nodes(),
+        egraph_classes: egraph.number_of_classes(),
+        cost_before,
+        cost_after: best.dag_cost,
+        extraction: best.by,
+        elapsed: started.elapsed(),
+    };
+    Simplified {
+        expr: best.expr,
+        roots: best.roots,
+        report,
+    }
+}
+
+/// Adds the nodes `roots` of `expr` to `egraph`, returning their classes.
+pub(crate) fn add_program(egraph: &mut MathGraph, expr: &RecExpr<Math>, roots: &[Id]) -> Vec<Id> {
     let mut map = Vec::with_capacity(expr.len());
     for node in expr.as_ref() {
         map.push(
@@ -224,16 +253,39 @@ pub fn simplify(
         );
     }
     egraph.rebuild();
-    let egraph_roots: Vec<Id> = roots.iter().map(|&root| map[usize::from(root)]).collect();
-    let before = extract(&egraph, &egraph_roots);
-    let rules: Vec<&MathRewrite> = all_rules().iter().chain(extra_rules).collect();
+    roots.iter().map(|&root| map[usize::from(root)]).collect()
+}
+
+/// What a staged saturation left.
+pub(crate) struct Saturated {
+    /// The e-graph after the last stage.
+    pub egraph: MathGraph,
+    /// The cheapest program of any stage (or the input's own).
+    pub best: Extracted,
+    /// The input's cost.
+    pub cost_before: u64,
+    /// Rounds of rule application run.
+    pub iterations: usize,
+    /// Why it stopped.
+    pub stop: Stop,
+}
+
+/// Saturates `egraph` with `rules` in stages of growing length, extracting
+/// `roots` after each: a larger e-graph holds every smaller form, but greedy
+/// extraction can do worse on it, so the best program of any stage is kept.
+/// `started` is when the operation began; `limits.time` counts from it.
+pub(crate) fn saturate(
+    mut egraph: MathGraph,
+    roots: &[Id],
+    limits: Limits,
+    rules: &[&MathRewrite],
+    started: Instant,
+) -> Saturated {
+    let before = extract(&egraph, roots);
     let cost_before = before.dag_cost;
     let mut best = before;
     let mut iterations = 0;
     let mut stop = Stop::IterationLimit;
-    // Saturation runs in stages of growing length, extracting after each:
-    // a larger e-graph holds every smaller form, but greedy extraction can
-    // do worse on it, so the best program of any stage is kept.
     let mut stage = 1;
     while iterations < limits.iterations {
         let stage_iterations = stage.min(limits.iterations - iterations);
@@ -258,7 +310,7 @@ pub fn simplify(
             stop = Stop::TimeLimit;
             break;
         }
-        let candidate = extract(&egraph, &egraph_roots);
+        let candidate = extract(&egraph, roots);
         if candidate.dag_cost < best.dag_cost {
             best = candidate;
         }
@@ -267,20 +319,11 @@ pub fn simplify(
         }
         stage *= 2;
     }
-    let report = Report {
-        stop,
-        limits,
-        iterations,
-        egraph_nodes: egraph.total_number_of_nodes(),
-        egraph_classes: egraph.number_of_classes(),
+    Saturated {
+        egraph,
+        best,
         cost_before,
-        cost_after: best.dag_cost,
-        extraction: best.by,
-        elapsed: started.elapsed(),
-    };
-    Simplified {
-        expr: best.expr,
-        roots: best.roots,
-        report,
+        iterations,
+        stop,
     }
 }

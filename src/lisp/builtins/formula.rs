@@ -247,9 +247,49 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("subs", "(subs expr '((x e1) (y e2)))", "expr (or a list of expressions) with each variable replaced by its expression, all at once; a variable the expression lacks is an error.", 2, Some(2), subs),
     with_options(builtin("codegen", "(codegen expr-or-list '(x y) :lang 'c :name \"f\")", "Source of a function of the variables computing the expression(s) with shared subterms as temporaries: 'c (results in out[] for a list), 'rust ([f64; n]) or 'python (NumPy); a function the language lacks is an error.", 2, Some(2), codegen), &["lang", "name"]),
     builtin("sparsity", "(sparsity expr-list vars)", "The Jacobian's entries that may be non-zero, read from the formulas, as (rows cols): two vectors, row-major, as sparse-jacobian lists them (sign passes no dependence on, heaviside only its value at zero).", 2, Some(2), sparsity),
+    with_options(builtin("explain", "(explain expr :wrt 'x :assume '((x positive)))", "The rewrites from expr to its simplified form as text, one step a line: the rule, the subterm it rewrote and the whole expression after; with :wrt, first the derivative rule at each node and the unsimplified derivative.", 1, Some(1), explain), &["wrt", "assume"]),
     builtin("infix", "(infix expr)", "expr as infix text, x^2 + sin(x*y)/2, with parentheses only where needed (a list of expressions gives a list of strings).", 1, Some(1), infix),
     builtin("latex", "(latex expr)", "expr as LaTeX: \\frac, \\sqrt, powers, function names upright, Greek names as letters and trailing digits as subscripts (a list gives a list of strings).", 1, Some(1), latex),
 ];
+
+fn explain(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let mut builder = crate::egraph::ExprBuilder::verbatim();
+    let (roots, _) = exprs_from_value(
+        &args[0],
+        crate::reader::Span::NONE,
+        &mut builder,
+        &interp.symbolic.functions,
+    )?;
+    let [root] = roots[..] else {
+        return Err(EvalError::type_error(format!(
+            "explain takes one expression, got a list of {}",
+            roots.len()
+        )));
+    };
+    let wrt = match args.option("wrt") {
+        None => None,
+        Some(Value::Symbol(name)) => Some(egg::Symbol::from(name.name())),
+        Some(other) => {
+            return Err(EvalError::type_error(format!(
+                "explain: :wrt is one variable, a symbol, not {}",
+                other.short()
+            )));
+        }
+    };
+    let assumptions = super::symbolic::assumed(args)?;
+    let expr = builder.into_expr();
+    if wrt.is_some() {
+        interp
+            .symbolic
+            .functions
+            .check_differentiable(&expr)
+            .map_err(EvalError::type_error)?;
+    }
+    let explanation = super::symbolic::with_options_of(interp, &assumptions, |options| {
+        crate::egraph::explain::explain(&expr, root, wrt, options)
+    });
+    Ok(Value::string(explanation.to_string()))
+}
 
 /// How a symbolic result is shown (the REPL's `:sexp`, `:infix`, `:latex`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

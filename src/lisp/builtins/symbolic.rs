@@ -60,18 +60,8 @@ fn with_settings_assuming(
     assumptions: &Assumptions,
     operation: impl FnOnce(&Options) -> Result<Derived, String>,
 ) -> EvalResult<Derived> {
-    let state = &interp.symbolic;
-    let rules: Vec<MathRewrite> = state.rules.iter().map(|(_, rule)| rule.clone()).collect();
-    let options = Options {
-        level: state.level,
-        limits: state.limits,
-        rules: &rules,
-        functions: &state.functions,
-        assumptions,
-        deadline: None,
-    };
-    let derived = operation(&options).map_err(EvalError::range)?;
-    let level = state.level;
+    let derived = with_options_of(interp, assumptions, operation).map_err(EvalError::range)?;
+    let level = interp.symbolic.level;
     // One warning per operation: later runs of a call hit the same limit.
     if let Some(warning) = derived
         .reports
@@ -82,6 +72,26 @@ fn with_settings_assuming(
     }
     interp.symbolic.last_reports = derived.reports.clone();
     Ok(derived)
+}
+
+/// Runs `operation` with options made of the interpreter's settings (level,
+/// limits, rules, functions) and `assumptions`.
+pub(crate) fn with_options_of<T>(
+    interp: &Interp,
+    assumptions: &Assumptions,
+    operation: impl FnOnce(&Options) -> T,
+) -> T {
+    let state = &interp.symbolic;
+    let rules: Vec<MathRewrite> = state.rules.iter().map(|(_, rule)| rule.clone()).collect();
+    let options = Options {
+        level: state.level,
+        limits: state.limits,
+        rules: &rules,
+        functions: &state.functions,
+        assumptions,
+        deadline: None,
+    };
+    operation(&options)
 }
 
 fn one_expr(interp: &Interp, value: &Value) -> EvalResult<(ExprBuilder, Id)> {
@@ -222,19 +232,22 @@ fn simplify(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         &interp.symbolic.functions,
     )?;
     let expr = builder.into_expr();
-    let assumptions = match args.option("assume") {
-        None => Assumptions::none(),
-        Some(value) => assumptions(value)?,
-    };
+    let assumptions = assumed(args)?;
     let derived = with_settings_assuming(interp, "simplify", &assumptions, |options| {
         Ok(derivatives::simplify_all(&expr, &roots, options))
     })?;
     Ok(nesting.rebuild(&exprs_to_values(&derived.expr, &derived.roots)))
 }
 
+/// The `:assume` option of a call; none when it is not given.
+pub(crate) fn assumed(args: &Args) -> EvalResult<Assumptions> {
+    args.option("assume")
+        .map_or_else(|| Ok(Assumptions::none()), assumptions)
+}
+
 /// `:assume '((x positive) (n integer))`: each entry a variable and one or
 /// more properties.
-pub(crate) fn assumptions(value: &Value) -> EvalResult<Assumptions> {
+fn assumptions(value: &Value) -> EvalResult<Assumptions> {
     let shape_error = |got: &Value| {
         EvalError::type_error(format!(
             ":assume takes a list of (variable property...) lists such as ((x positive) (n integer)), got {}",

@@ -1,0 +1,381 @@
+//! Explanations: why a formula came out as it did. The derivative rules
+//! applied to each node on the way from the output to a variable, and the
+//! chain of rewrites egg records from an expression to its simplified form
+//! (each step naming the rule and the subterm it rewrote).
+//!
+//! The simplification is the same staged saturation as `simplify`, on an
+//! e-graph with egg's explanations enabled; the steps come from
+//! `explain_equivalence` between the input and the extracted result.
+
+use super::analysis::{FactsAnalysis, MathGraph};
+use super::builder::ExprBuilder;
+use super::derivatives::Options;
+use super::functions::Functions;
+use super::language::Math;
+use super::partials::local_partials;
+use super::reverse::gradient;
+use super::rules::{MathRewrite, all_rules};
+use super::simplify::{Saturated, Stop, add_program, saturate};
+use egg::{FlatTerm, Id, Language, RecExpr, Symbol};
+use std::time::Instant;
+
+/// One rewrite: `rule` turned the subterm `before` into `after`, giving
+/// the whole expression `expr`.
+#[derive(Clone, Debug)]
+pub struct Rewrite {
+    /// The rule's name (`mul-one`, `fold-constant`, a `defrule` name).
+    pub rule: String,
+    /// The rule was applied right to left (its right side matched).
+    pub backward: bool,
+    /// The subterm rewritten.
+    pub before: RecExpr<Math>,
+    /// What it became.
+    pub after: RecExpr<Math>,
+    /// The whole expression after this step.
+    pub expr: RecExpr<Math>,
+}
+
+/// The local derivative rule applied at one node of the expression.
+#[derive(Clone, Debug)]
+pub struct DerivativeRule {
+    /// What the rule is called (`product rule`, `chain rule (sin)`).
+    pub rule: String,
+    /// The node.
+    pub node: RecExpr<Math>,
+    /// For each child it depends on through a variable: the child and the
+    /// partial derivative of the node with respect to it.
+    pub partials: Vec<(RecExpr<Math>, RecExpr<Math>)>,
+}
+
+/// How a derivative was formed.
+#[derive(Clone, Debug)]
+pub struct Derivation {
+    /// The variable.
+    pub var: Symbol,
+    /// The rule at each node between the output and the variable, output
+    /// first.
+    pub rules: Vec<DerivativeRule>,
+    /// The derivative as the reverse sweep builds it, before simplification.
+    pub raw: RecExpr<Math>,
+}
+
+/// An explanation of one expression.
+#[derive(Clone, Debug)]
+pub struct Explanation {
+    /// The derivative's formation, when one was asked for.
+    pub derivation: Option<Derivation>,
+    /// The expression simplification starts from.
+    pub start: RecExpr<Math>,
+    /// The rewrites, in order; the last `expr` is the result.
+    pub steps: Vec<Rewrite>,
+    /// The simplified expression.
+    pub result: RecExpr<Math>,
+    /// Why saturation stopped.
+    pub stop: Stop,
+}
+
+/// Explains the simplification of the node `root` of `expr`, or, with
+/// `wrt`, of its derivative with respect to that variable.
+pub fn explain(
+    expr: &RecExpr<Math>,
+    root: Id,
+    wrt: Option<Symbol>,
+    options: &Options,
+) -> Explanation {
+    let started = Instant::now();
+    let (start, derivation) = match wrt {
+        None => (subterm(expr, root), None),
+        Some(var) => {
+            let derivation = derive(expr, root, var, options.functions);
+            (derivation.raw.clone(), Some(derivation))
+        }
+    };
+    let mut egraph = MathGraph::new(FactsAnalysis::assuming(options.assumptions.clone()))
+        .with_explanations_enabled();
+    let last = Id::from(start.as_ref().len() - 1);
+    let roots = add_program(&mut egraph, &start, &[last]);
+    let rules: Vec<&MathRewrite> = all_rules().iter().chain(options.rules).collect();
+    let Saturated {
+        mut egraph,
+        best,
+        stop,
+        ..
+    } = saturate(egraph, &roots, options.limits, &rules, started);
+    let result = subterm(&best.expr, best.roots[0]);
+    let moves = between(&mut egraph, &tree(&start), &tree(&result));
+    let steps = replay(&tree(&start), moves);
+    Explanation {
+        derivation,
+        start,
+        steps,
+        result,
+        stop,
+    }
+}
+
+/// The nodes `root` reaches, as their own program.
+fn subterm(expr: &RecExpr<Math>, root: Id) -> RecExpr<Math> {
+    let mut out = RecExpr::default();
+    let mut map: Vec<Option<Id>> = vec![None; expr.as_ref().len()];
+    fn copy(expr: &RecExpr<Math>, id: Id, map: &mut [Option<Id>], out: &mut RecExpr<Math>) -> Id {
+        if let Some(done) = map[usize::from(id)] {
+            return done;
+        }
+        let node = expr[id].clone();
+        let children: Vec<Id> = node
+            .children()
+            .iter()
+            .map(|&c| copy(expr, c, map, out))
+            .collect();
+        let mut next = children.into_iter();
+        let added = out.add(node.map_children(|_| next.next().expect("one id per child")));
+        map[usize::from(id)] = Some(added);
+        added
+    }
+    copy(expr, root, &mut map, &mut out);
+    out
+}
+
+/// A term as a tree (egg's flat terms, without rewrite marks).
+type Tree = FlatTerm<Math>;
+
+/// The tree of the last node of `expr`.
+fn tree(expr: &RecExpr<Math>) -> Tree {
+    fn at(expr: &RecExpr<Math>, id: Id) -> Tree {
+        let node = &expr[id];
+        Tree::new(
+            node.clone(),
+            node.children().iter().map(|&c| at(expr, c)).collect(),
+        )
+    }
+    at(expr, Id::from(expr.as_ref().len() - 1))
+}
+
+/// A tree as a program.
+fn program(term: &Tree) -> RecExpr<Math> {
+    fn add(term: &Tree, out: &mut RecExpr<Math>) -> Id {
+        let children: Vec<Id> = term.children.iter().map(|c| add(c, out)).collect();
+        let mut next = children.into_iter();
+        out.add(
+            term.node
+                .clone()
+                .map_children(|_| next.next().expect("one id per child")),
+        )
+    }
+    let mut out = RecExpr::default();
+    add(term, &mut out);
+    out
+}
+
+/// One rewrite at a place in the whole term: the child indices leading to
+/// the subterm, and what it becomes.
+struct Move {
+    rule: String,
+    backward: bool,
+    path: Vec<usize>,
+    after: Tree,
+}
+
+/// The rewrites turning `from` into `to` (equal in `egraph`). Where both
+/// have the same operator and equal children classes, each child is
+/// explained on its own (congruence); elsewhere egg's proof is used.
+fn between(egraph: &mut MathGraph, from: &Tree, to: &Tree) -> Vec<Move> {
+    if from == to {
+        return Vec::new();
+    }
+    let same_operator = from.node.matches(&to.node) && from.children.len() == to.children.len();
+    if same_operator {
+        let class = |egraph: &MathGraph, t: &Tree| egraph.lookup_expr(&program(t));
+        let congruent = from.children.iter().zip(&to.children).all(|(a, b)| {
+            let (a, b) = (class(egraph, a), class(egraph, b));
+            a.is_some() && a == b
+        });
+        if congruent {
+            let mut moves = Vec::new();
+            for (index, (a, b)) in from.children.iter().zip(&to.children).enumerate() {
+                for mut step in between(egraph, a, b) {
+                    step.path.insert(0, index);
+                    moves.push(step);
+                }
+            }
+            return moves;
+        }
+    }
+    let mut proof = egraph.explain_equivalence(&program(from), &program(to));
+    proof
+        .make_flat_explanation()
+        .iter()
+        .skip(1)
+        .filter_map(marked)
+        .collect()
+}
+
+/// The rewrite marked in one step of egg's flat proof.
+fn marked(term: &Tree) -> Option<Move> {
+    let mut path = Vec::new();
+    let mut here = term;
+    loop {
+        if let Some(rule) = here.forward_rule.or(here.backward_rule) {
+            return Some(Move {
+                rule: rule.to_string(),
+                backward: here.forward_rule.is_none(),
+                path,
+                after: here.remove_rewrites(),
+            });
+        }
+        let index = here.children.iter().position(has_rewrite)?;
+        path.push(index);
+        here = &here.children[index];
+    }
+}
+
+fn has_rewrite(term: &Tree) -> bool {
+    term.forward_rule.is_some()
+        || term.backward_rule.is_some()
+        || term.children.iter().any(has_rewrite)
+}
+
+/// The moves applied in turn to `start`, each as a step with the whole
+/// term after it; a stretch that comes back to a term seen before (egg's
+/// proofs may go round through commutativity) is cut out.
+fn replay(start: &Tree, moves: Vec<Move>) -> Vec<Rewrite> {
+    let mut whole = start.clone();
+    let mut seen = std::collections::HashMap::from([(whole.to_string(), 0usize)]);
+    let mut steps: Vec<Rewrite> = Vec::new();
+    for step in moves {
+        let mut place = &mut whole;
+        for &index in &step.path {
+            place = &mut place.children[index];
+        }
+        let before = std::mem::replace(place, step.after.clone());
+        let shown = whole.to_string();
+        if let Some(&back) = seen.get(&shown) {
+            for removed in steps.drain(back..) {
+                seen.remove(&removed.expr.to_string());
+            }
+            continue;
+        }
+        steps.push(Rewrite {
+            rule: step.rule,
+            backward: step.backward,
+            before: program(&before),
+            after: program(&step.after),
+            expr: program(&whole),
+        });
+        seen.insert(shown, steps.len());
+    }
+    steps
+}
+
+/// The reverse sweep's derivative of `root` with respect to `var`, with the
+/// local rule at each node that depends on it.
+fn derive(expr: &RecExpr<Math>, root: Id, var: Symbol, functions: &Functions) -> Derivation {
+    let mut builder = ExprBuilder::new();
+    let root = builder.add_expr(expr, &[root])[0];
+    let depends = dependence(builder.expr(), var);
+    let mut rules = Vec::new();
+    let mut seen = vec![false; usize::from(root) + 1];
+    let mut stack = vec![root];
+    while let Some(id) = stack.pop() {
+        if std::mem::replace(&mut seen[usize::from(id)], true) || !depends[usize::from(id)] {
+            continue;
+        }
+        let node = builder.node(id).clone();
+        if node.is_leaf() {
+            continue;
+        }
+        let partials = local_partials(&node, id, &mut builder, functions);
+        let mut shown = Vec::new();
+        for (&child, partial) in node.children().iter().zip(partials) {
+            if let (true, Some(partial)) = (depends[usize::from(child)], partial) {
+                shown.push((
+                    subterm(builder.expr(), child),
+                    subterm(builder.expr(), partial),
+                ));
+            }
+        }
+        rules.push(DerivativeRule {
+            rule: rule_name(&node),
+            node: subterm(builder.expr(), id),
+            partials: shown,
+        });
+        stack.extend(node.children().iter().rev().copied());
+    }
+    let derivative = gradient(&mut builder, root, &[var], functions)[0];
+    Derivation {
+        var,
+        rules,
+        raw: subterm(builder.expr(), derivative),
+    }
+}
+
+/// Which nodes of `expr` depend on `var`.
+fn dependence(expr: &RecExpr<Math>, var: Symbol) -> Vec<bool> {
+    let mut depends = Vec::with_capacity(expr.as_ref().len());
+    for node in expr.as_ref() {
+        let here = matches!(node, Math::Var(name) if *name == var)
+            || node.children().iter().any(|&c| depends[usize::from(c)]);
+        depends.push(here);
+    }
+    depends
+}
+
+fn rule_name(node: &Math) -> String {
+    match node {
+        Math::Add(_) => "sum rule".into(),
+        Math::Sub(_) => "difference rule".into(),
+        Math::Mul(_) => "product rule".into(),
+        Math::Div(_) => "quotient rule".into(),
+        Math::Neg(_) => "negation".into(),
+        Math::Pow(_) => "power rule".into(),
+        Math::Call(name, _) => format!("defderiv of {name}"),
+        other => format!("chain rule ({other})"),
+    }
+}
+
+impl std::fmt::Display for Explanation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(derivation) = &self.derivation {
+            writeln!(
+                f,
+                "d/d{} by the reverse sweep; the rule at each node:",
+                derivation.var
+            )?;
+            for rule in &derivation.rules {
+                write!(f, "  {}  [{}]:", rule.node, rule.rule)?;
+                for (i, (child, partial)) in rule.partials.iter().enumerate() {
+                    let sep = if i == 0 { " " } else { ", " };
+                    write!(f, "{sep}d/d{child} = {partial}")?;
+                }
+                writeln!(f)?;
+            }
+            writeln!(
+                f,
+                "derivative (sum over paths of the products of partials):"
+            )?;
+            writeln!(f, "  {}", self.start)?;
+            writeln!(f, "simplified:")?;
+        } else {
+            writeln!(f, "{}", self.start)?;
+        }
+        if self.steps.is_empty() {
+            writeln!(f, "  (no rule makes it smaller)")?;
+        }
+        for (n, step) in self.steps.iter().enumerate() {
+            let direction = if step.backward { ", right to left" } else { "" };
+            writeln!(
+                f,
+                "{}. {}{direction}: {} -> {}",
+                n + 1,
+                step.rule,
+                step.before,
+                step.after
+            )?;
+            writeln!(f, "   = {}", step.expr)?;
+        }
+        if matches!(self.stop, Stop::NodeLimit | Stop::TimeLimit) {
+            write!(f, "(saturation stopped at the {})", self.stop.describe())?;
+        }
+        Ok(())
+    }
+}
