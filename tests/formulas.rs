@@ -372,6 +372,77 @@ proptest! {
 }
 
 #[test]
+fn lambdify_of_a_matrix_is_a_tensor_batched_over_the_arguments() {
+    let mut engine = Engine::new();
+    eval(
+        &mut engine,
+        "(define e '(* (pow x 3) (sin (* x y)))) (define H (hessian e '(x y))) (define h (lambdify '(x y) H))",
+    );
+    let shape =
+        |engine: &mut Engine, source: &str| eval(engine, &format!("(shape {source})")).to_string();
+    assert_eq!(shape(&mut engine, "(h 0.5 1.5)"), "(2 2)");
+    assert_eq!(
+        shape(&mut engine, "(h (tensor '(0.5 1.0 2.0)) 1.5)"),
+        "(3 2 2)"
+    );
+    assert_eq!(
+        shape(
+            &mut engine,
+            "(h (tensor '((0.5 1.0 2.0) (1 2 3))) (tensor '(1.5 2.5 3.5)))"
+        ),
+        "(2 3 2 2)"
+    );
+    // Each batch entry is the Hessian evaluated at that point.
+    let batch = numbers(&eval(
+        &mut engine,
+        "(to-list (h (tensor '(0.5 1.0 2.0)) (tensor '(1.5 -0.5 0.25))))",
+    ));
+    for (k, (x, y)) in [(0.5, 1.5), (1.0, -0.5), (2.0, 0.25)].iter().enumerate() {
+        let want = numbers(&eval(
+            &mut engine,
+            &format!("(evaluate H '((x {x}) (y {y})))"),
+        ));
+        for (i, w) in want.iter().enumerate() {
+            assert!(
+                agree(batch[4 * k + i], *w),
+                "entry {i} at ({x}, {y}): {} vs {w}",
+                batch[4 * k + i]
+            );
+        }
+    }
+    // Constant entries broadcast; the derivative flows through the stacking.
+    let j = numbers(&eval(
+        &mut engine,
+        "(to-list ((lambdify '(x) '((x 1) (0 (sin x)))) (tensor '(0.0 1.0))))",
+    ));
+    assert_eq!(j.len(), 8);
+    assert!(agree(j[7], 1f64.sin()) && j[1] == 1.0 && j[2] == 0.0);
+    let slope = number(&eval(
+        &mut engine,
+        "((grad (lambda (x) (sum (h x 1.5)))) 0.7)",
+    ));
+    let f = |engine: &mut Engine, x: f64| number(&eval(engine, &format!("(sum (h {x} 1.5))")));
+    let fd = (f(&mut engine, 0.7 + 1e-6) - f(&mut engine, 0.7 - 1e-6)) / 2e-6;
+    assert!(
+        (slope - fd).abs() < 1e-6 * fd.abs().max(1.0),
+        "{slope} vs {fd}"
+    );
+    // A list stays a list; a ragged list of lists stays nested.
+    assert_eq!(
+        eval(
+            &mut engine,
+            "(length ((lambdify '(x y) (grad e '(x y))) 1.0 2.0))"
+        )
+        .to_string(),
+        "2"
+    );
+    assert_eq!(
+        eval(&mut engine, "((lambdify '(x) '((x) (x x))) 2.0)").to_string(),
+        "((2.0) (2.0 2.0))"
+    );
+}
+
+#[test]
 fn bad_input_is_a_clear_error() {
     let mut engine = Engine::new();
     assert_errors(

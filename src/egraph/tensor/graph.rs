@@ -549,6 +549,39 @@ impl TensorGraph {
         }
     }
 
+    /// The `rows` x `cols` entries (row-major, shapes broadcasting together
+    /// to a batch shape) as one tensor of the batch shape followed by
+    /// `[rows, cols]`; `None` when the shapes do not broadcast.
+    pub fn stack_matrix(&mut self, entries: &[Id], rows: usize, cols: usize) -> Option<Id> {
+        debug_assert_eq!(entries.len(), rows * cols);
+        let mut batch = Shape::new();
+        for &entry in entries {
+            batch = crate::egraph::tensor::shape::broadcast(&batch, self.shape(entry)).ok()?;
+        }
+        let axis = batch.len();
+        let cell: Vec<usize> = batch.iter().copied().chain([1, 1]).collect();
+        let mut row_ids = Vec::with_capacity(rows);
+        for row in entries.chunks(cols) {
+            let cells: Vec<Id> = row
+                .iter()
+                .map(|&entry| {
+                    let full = self.expand_to(entry, &batch);
+                    self.reshape(full, &cell)
+                })
+                .collect();
+            row_ids.push(self.concat(&cells, axis + 1)?);
+        }
+        self.concat(&row_ids, axis)
+    }
+
+    /// `parts` joined along `axis` (one part is itself).
+    fn concat(&mut self, parts: &[Id], axis: usize) -> Option<Id> {
+        match parts {
+            [one] => Some(*one),
+            _ => self.add(TOp::Concat(u8::try_from(axis).ok()?), parts).ok(),
+        }
+    }
+
     /// The sum of `terms` (each of the same shape, or broadcasting to it),
     /// or `None` when there are none.
     pub fn sum_terms(&mut self, terms: &[Id]) -> Option<Id> {

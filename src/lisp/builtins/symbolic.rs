@@ -6,8 +6,8 @@ use super::{builtin, with_options};
 use crate::backends::cpu::Buf;
 use crate::egraph::derivatives::{self, Derived, Options};
 use crate::egraph::eval::Program;
-use crate::egraph::tensor::Shape;
 use crate::egraph::tensor::lift::{LiftError, lift, lift_into};
+use crate::egraph::tensor::{Shape, TensorGraph};
 use crate::egraph::{Assumptions, ExprBuilder, Functions, Level, Math, MathRewrite, Report};
 use crate::lisp::error::{EvalError, EvalErrorKind, EvalResult};
 use crate::lisp::interp::Interp;
@@ -285,11 +285,73 @@ struct Compiled {
     pi_appended: bool,
     /// The user functions (`defderiv`) when compiled.
     functions: Functions,
+    /// A rectangular list of lists returned as one tensor of the
+    /// arguments' batch shape followed by `[rows, cols]` (`lambdify`).
+    matrix: Option<(usize, usize)>,
+}
+
+impl Compiled {
+    /// The results of `roots` (ids of `graph`) as the expression's value:
+    /// the nesting rebuilt, or one stacked tensor for a matrix.
+    fn results(&self, graph: &mut TensorGraph, roots: Vec<Id>) -> EvalResult<Vec<Id>> {
+        let Some((rows, cols)) = self.matrix else {
+            return Ok(roots);
+        };
+        graph
+            .stack_matrix(&roots, rows, cols)
+            .map(|id| vec![id])
+            .ok_or_else(|| {
+                let shapes: Vec<String> = roots
+                    .iter()
+                    .map(|&r| format!("{:?}", graph.shape(r).as_slice()))
+                    .collect();
+                EvalError::shape(format!(
+                    "the matrix entries' shapes do not broadcast together: {}",
+                    shapes.join(", ")
+                ))
+            })
+    }
+
+    /// One value per root of `results` as the expression's value.
+    fn rebuild(&self, values: &[Value]) -> Value {
+        match self.matrix {
+            Some(_) => values[0].clone(),
+            None => self.nesting.rebuild(values),
+        }
+    }
+}
+
+/// The rows and columns of `nesting` when it is a list of lists of
+/// expressions, every row of the same non-zero length.
+fn matrix_shape(nesting: &Nesting) -> Option<(usize, usize)> {
+    let Nesting::List(rows) = nesting else {
+        return None;
+    };
+    let mut cols = None;
+    for row in rows {
+        let Nesting::List(entries) = row else {
+            return None;
+        };
+        if entries.is_empty()
+            || entries.iter().any(|e| !matches!(e, Nesting::One(_)))
+            || cols.is_some_and(|c| c != entries.len())
+        {
+            return None;
+        }
+        cols = Some(entries.len());
+    }
+    Some((rows.len(), cols?))
 }
 
 /// Compiles `exprs` as a function of `params`; `pi`, unless a parameter,
-/// is the constant.
-fn compile(exprs: &Value, params: &[egg::Symbol], functions: &Functions) -> EvalResult<Compiled> {
+/// is the constant. With `as_matrix`, a rectangular list of lists gives one
+/// tensor.
+fn compile(
+    exprs: &Value,
+    params: &[egg::Symbol],
+    functions: &Functions,
+    as_matrix: bool,
+) -> EvalResult<Compiled> {
     let mut builder = ExprBuilder::new();
     let (roots, nesting) =
         exprs_from_value(exprs, crate::reader::Span::NONE, &mut builder, functions)?;
@@ -311,6 +373,7 @@ fn compile(exprs: &Value, params: &[egg::Symbol], functions: &Functions) -> Eval
             format!("no value for variable {name}"),
         )
     })?;
+    let matrix = as_matrix.then(|| matrix_shape(&nesting)).flatten();
     Ok(Compiled {
         expr,
         roots,
@@ -319,6 +382,7 @@ fn compile(exprs: &Value, params: &[egg::Symbol], functions: &Functions) -> Eval
         nesting,
         pi_appended,
         functions: functions.clone(),
+        matrix,
     })
 }
 
@@ -352,7 +416,7 @@ fn run_compiled(compiled: &Compiled, args: &[Value]) -> EvalResult<Value> {
         }
         let roots = {
             let mut borrowed = trace.borrow_mut();
-            lift_into(
+            let roots = lift_into(
                 &mut borrowed.graph,
                 &compiled.expr,
                 &compiled.roots,
@@ -360,10 +424,11 @@ fn run_compiled(compiled: &Compiled, args: &[Value]) -> EvalResult<Value> {
                 &nodes,
                 &compiled.functions,
             )
-        }
-        .map_err(lift_error)?;
+            .map_err(lift_error)?;
+            compiled.results(&mut borrowed.graph, roots)?
+        };
         let values: Vec<Value> = roots.iter().map(|&id| traced(&trace, id)).collect();
-        return Ok(compiled.nesting.rebuild(&values));
+        return Ok(compiled.rebuild(&values));
     }
     let mut inputs: Vec<Buf> = args.iter().map(value_to_buf).collect::<EvalResult<_>>()?;
     if compiled.pi_appended {
@@ -374,7 +439,7 @@ fn run_compiled(compiled: &Compiled, args: &[Value]) -> EvalResult<Value> {
     let tape = match cached {
         Some(tape) => tape,
         None => {
-            let (graph, roots) = lift(
+            let (mut graph, roots) = lift(
                 &compiled.expr,
                 &compiled.roots,
                 &compiled.params,
@@ -382,6 +447,7 @@ fn run_compiled(compiled: &Compiled, args: &[Value]) -> EvalResult<Value> {
                 &compiled.functions,
             )
             .map_err(lift_error)?;
+            let roots = compiled.results(&mut graph, roots)?;
             let out_shape = roots
                 .iter()
                 .try_fold(Vec::new(), |acc, &r| broadcast_shape(&acc, graph.shape(r)))?;
@@ -393,7 +459,7 @@ fn run_compiled(compiled: &Compiled, args: &[Value]) -> EvalResult<Value> {
     };
     let outputs = crate::backends::run(&tape, &inputs).map_err(|e| EvalError::shape(e.message))?;
     let values: Vec<Value> = outputs.into_iter().map(buf_to_value).collect();
-    Ok(compiled.nesting.rebuild(&values))
+    Ok(compiled.rebuild(&values))
 }
 
 fn evaluate(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
@@ -429,7 +495,7 @@ fn evaluate(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     if !args[1].is_list() {
         return Err(EvalError::type_error("bindings are a list of (name value)"));
     }
-    let compiled = compile(&args[0], &params, &interp.symbolic.functions)?;
+    let compiled = compile(&args[0], &params, &interp.symbolic.functions, false)?;
     run_compiled(&compiled, &values)
 }
 
@@ -445,7 +511,7 @@ fn lambdify(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         )));
     }
     let arity = params.len();
-    let compiled = compile(&args[1], &params, &interp.symbolic.functions)?;
+    let compiled = compile(&args[1], &params, &interp.symbolic.functions, true)?;
     let func = move |call_args: &[Value]| {
         if call_args.len() != arity {
             return Err(EvalError::new(
@@ -558,7 +624,7 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("hessian", "(hessian expr vars) or (hessian f)", "On an expression: the Hessian as a list of rows, exactly symmetric. On a function: a function returning the dense Hessian with respect to its first argument (forward over reverse).", 1, Some(2), hessian),
     with_options(builtin("simplify", "(simplify expr :assume '((x positive) (n integer)))", "expr simplified by equality saturation (a list of expressions is simplified jointly); :assume lets rules use signs (positive, negative, nonnegative, nonpositive, nonzero, zero) and integer of variables.", 1, Some(1), simplify), &["assume"]),
     builtin("evaluate", "(evaluate expr bindings)", "The value of expr (or a list of expressions) with bindings ((x 1.0) (y 2.0)); tensors apply elementwise.", 2, Some(2), evaluate),
-    builtin("lambdify", "(lambdify vars expr)", "A function of vars computing expr (or a list of expressions) on numbers or, elementwise, tensors.", 2, Some(2), lambdify),
+    builtin("lambdify", "(lambdify vars expr)", "A function of vars computing expr (or a list of expressions) on numbers or, elementwise, tensors; a matrix (list of equal-length lists) gives one tensor, the arguments' broadcast shape then (rows cols).", 2, Some(2), lambdify),
     builtin("expr-size", "(expr-size expr)", "Node count of expr as a DAG (shared subterms once); on a list of expressions, the count over all jointly.", 1, Some(1), size),
     builtin("add-rule!", "(add-rule! name lhs rhs)", "Adds the rewrite lhs => rhs (egg patterns, ?a for variables) to the simplifier; defrule is the usual spelling.", 3, Some(3), add_rule),
     builtin("set-optimize!", "(set-optimize! level)", "0: no e-graph; 1: bounded saturation (default); 2: saturate to a fixed point or the larger limits.", 1, Some(1), set_optimize),
