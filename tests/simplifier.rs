@@ -326,3 +326,44 @@ fn the_reverse_sweep_is_linear_in_the_expression_not_in_the_variables() {
         "10x the size added {added_large} vs {added_small} nodes"
     );
 }
+
+#[test]
+fn level_two_is_never_worse_than_level_one() {
+    for text in [
+        "(+ (* (sin x) (sin x)) (* (cos x) (cos x)))",
+        "(/ (- (exp (* 2 x)) 1) (+ (exp x) 1))",
+        "(* (* (+ x y) (- x y)) (+ (* x x) (* y y)))",
+        "(+ (log (* x (exp y))) (pow (sqrt (* x x)) 2))",
+    ] {
+        let expr: RecExpr<Math> = text.parse().expect("parses");
+        let root = Id::from(expr.as_ref().len() - 1);
+        let run = |level: Level, time_ms: u64| {
+            let limits = Limits {
+                time: Duration::from_millis(time_ms),
+                ..level.default_limits()
+            };
+            simplify(&expr, &[root], level, limits, &[], &Assumptions::none())
+        };
+        let one = run(Level::Bounded, 2_000);
+        let two = run(Level::Full, 300);
+        assert!(
+            two.report.cost_after <= one.report.cost_after,
+            "{text}: level 2 cost {} > level 1 cost {}",
+            two.report.cost_after,
+            one.report.cost_after
+        );
+        let value = |s: &epsilon::egraph::simplify::Simplified| {
+            let env = |name: Symbol| match name.as_str() {
+                "x" => Some(0.7),
+                "y" => Some(-0.4),
+                _ => None,
+            };
+            evaluate(&s.expr, &s.roots, env).expect("x and y")[0]
+        };
+        let (a, b) = (value(&one), value(&two));
+        assert!(
+            (a - b).abs() < 1e-12 * a.abs().max(1.0),
+            "{text}: {a} vs {b}"
+        );
+    }
+}

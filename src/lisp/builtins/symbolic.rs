@@ -627,7 +627,7 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("lambdify", "(lambdify vars expr)", "A function of vars computing expr (or a list of expressions) on numbers or, elementwise, tensors; a matrix (list of equal-length lists) gives one tensor, the arguments' broadcast shape then (rows cols).", 2, Some(2), lambdify),
     builtin("expr-size", "(expr-size expr)", "Node count of expr as a DAG (shared subterms once); on a list of expressions, the count over all jointly.", 1, Some(1), size),
     builtin("add-rule!", "(add-rule! name lhs rhs)", "Adds the rewrite lhs => rhs (egg patterns, ?a for variables) to the simplifier; defrule is the usual spelling.", 3, Some(3), add_rule),
-    builtin("set-optimize!", "(set-optimize! level)", "0: no e-graph; 1: bounded saturation (default); 2: saturate to a fixed point or the larger limits.", 1, Some(1), set_optimize),
+    builtin("set-optimize!", "(set-optimize! level)", "0: no e-graph; 1: bounded saturation (default); 2: level 1, then saturation from its result to a fixed point or the larger limits (5 s), keeping the cheaper.", 1, Some(1), set_optimize),
     with_options(builtin("set-simplify-limits!", "(set-simplify-limits! :nodes n :iterations k :seconds s)", "Sets the limits of each saturation run.", 0, Some(0), set_simplify_limits), &["nodes", "iterations", "seconds"]),
     builtin("simplify-stats", "(simplify-stats)", "Reports of the last symbolic operation's saturation runs: stop reason, iterations, e-graph size, costs, time.", 0, Some(0), simplify_stats),
 ];
