@@ -13,7 +13,11 @@
 //! - signs are tidied: no product by 1, a product by -1 is a negation,
 //!   no double negation, a negated number or product's number carries
 //!   the sign, `(neg (- a b))` is `(- b a)`, `(+ a (neg b))` is
-//!   `(- a b)` and `(- a (neg b))` is `(+ a b)`.
+//!   `(- a b)` and `(- a (neg b))` is `(+ a b)`;
+//! - a difference has one orientation in one output: where `(- a b)` and
+//!   `(- b a)` both would be shown, the later is shown as the earlier
+//!   negated, its sign taken into the product, sum or negation that uses
+//!   it.
 //!
 //! Subterms are shared (`Rc`): a node reached twice is one `Term`.
 
@@ -81,6 +85,7 @@ pub fn terms(
             }
         }
     }
+    let mut orientation = Orientation::default();
     let mut own: Vec<Option<Rc<Term>>> = Vec::with_capacity(nodes.len());
     let mut reference: Vec<Option<Rc<Term>>> = Vec::with_capacity(nodes.len());
     for (index, node) in nodes.iter().enumerate() {
@@ -97,11 +102,13 @@ pub fn terms(
                     if splice[child] {
                         pending.extend(nodes[child].children().iter().rev());
                     } else {
-                        flat.push(reference[child].clone().expect("children come first"));
+                        let operand = reference[child].clone().expect("children come first");
+                        flat.push(orientation.operand(operand));
                     }
                 }
                 let is_product = matches!(node, Math::Mul(_));
                 if is_product {
+                    orientation.pull_signs(&mut flat);
                     flat.sort_by(|a, b| factor_rank(a).cmp(&factor_rank(b)));
                 }
                 fold_numbers(&mut flat, is_product);
@@ -115,9 +122,16 @@ pub fn terms(
                     .children()
                     .iter()
                     .map(|&child| {
-                        reference[usize::from(child)]
+                        let operand = reference[usize::from(child)]
                             .clone()
-                            .expect("children first")
+                            .expect("children first");
+                        // A negated difference is shown reversed: not shown
+                        // as it is, so not recorded.
+                        if matches!(op, Math::Neg(_)) {
+                            orientation.result(operand)
+                        } else {
+                            orientation.operand(operand)
+                        }
                     })
                     .collect();
                 Some(Rc::new(tidy(Term::Apply(
@@ -126,20 +140,31 @@ pub fn terms(
                 ))))
             }
         };
+        let term = term.map(|term| orientation.result(term));
         let by_name = names
             .get(index)
             .copied()
             .flatten()
             .map(|name| Rc::new(Term::Var(name)));
+        if let Some(term) = &term {
+            // A root is shown where it is built; a named difference is
+            // shown by its name.
+            if let Some(name) = &by_name {
+                orientation.name(term, name);
+            } else if roots.contains(&Id::from(index)) {
+                orientation.operand(term.clone());
+            }
+        }
         reference.push(by_name.or_else(|| term.clone()));
         own.push(term);
     }
     let roots = roots
         .iter()
         .map(|&root| {
-            reference[usize::from(root)]
+            let shown = reference[usize::from(root)]
                 .clone()
-                .expect("roots are not spliced")
+                .expect("roots are not spliced");
+            orientation.operand(shown)
         })
         .collect();
     (own, roots)
@@ -190,6 +215,101 @@ fn fold_numbers(operands: &mut Vec<Rc<Term>>, is_product: bool) {
         operands.remove(first);
     } else {
         operands[first] = Rc::new(Term::Num(constant));
+    }
+}
+
+/// How a subterm is identified when differences are compared: the same
+/// node's term is one `Rc`, and numbers and variables by their value.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Key {
+    Shared(*const Term),
+    Num(u64),
+    Var(Symbol),
+}
+
+fn key(term: &Rc<Term>) -> Key {
+    match &**term {
+        Term::Num(c) => Key::Num(c.get().to_bits()),
+        Term::Var(name) => Key::Var(*name),
+        Term::Apply(..) => Key::Shared(Rc::as_ptr(term)),
+    }
+}
+
+/// The differences shown so far, each in the orientation it was first
+/// shown in: a later `(- b a)` is shown as `(neg (- a b))`, so one output
+/// has one orientation of each difference and shares it.
+#[derive(Default)]
+struct Orientation {
+    shown: std::collections::HashMap<(Key, Key), Rc<Term>>,
+    /// The negations made here, whose sign a product takes out.
+    made: std::collections::HashSet<*const Term>,
+}
+
+impl Orientation {
+    /// The other orientation of `term`, a difference, when that one is
+    /// shown: as `(neg (- a b))`, not through `tidy`, which would turn it
+    /// back.
+    fn reversed(&mut self, term: &Rc<Term>) -> Option<Rc<Term>> {
+        let (a, b) = difference(term)?;
+        let other = self.shown.get(&(b, a))?.clone();
+        let negated = Rc::new(apply("neg", vec![other]));
+        self.made.insert(Rc::as_ptr(&negated));
+        Some(negated)
+    }
+
+    /// A term about to be shown as an operand (or a result): a difference
+    /// takes the orientation shown first, and is recorded.
+    fn operand(&mut self, term: Rc<Term>) -> Rc<Term> {
+        if let Some(reversed) = self.reversed(&term) {
+            return reversed;
+        }
+        match difference(&term) {
+            Some(keys) => self.shown.entry(keys).or_insert(term).clone(),
+            None => term,
+        }
+    }
+
+    /// A node's own term: the other orientation when that one is shown
+    /// (nothing is recorded until the term is used).
+    fn result(&mut self, term: Rc<Term>) -> Rc<Term> {
+        self.reversed(&term).unwrap_or(term)
+    }
+
+    /// `term`, when a difference not yet shown the other way, is shown as
+    /// `name` (`cse`'s temporaries).
+    fn name(&mut self, term: &Rc<Term>, name: &Rc<Term>) {
+        if let Some(keys) = difference(term)
+            && !self.shown.contains_key(&(keys.1, keys.0))
+        {
+            self.shown.entry(keys).or_insert_with(|| name.clone());
+        }
+    }
+
+    /// Takes the sign out of a product's factors that are negations made
+    /// here: `(* 2 (neg (- a b)))` shows as `(* -2 (- a b))`.
+    fn pull_signs(&self, factors: &mut Vec<Rc<Term>>) {
+        let mut negative = false;
+        for factor in factors.iter_mut() {
+            if self.made.contains(&Rc::as_ptr(factor))
+                && let Term::Apply(_, xs) = &**factor
+            {
+                *factor = xs[0].clone();
+                negative = !negative;
+            }
+        }
+        if negative {
+            factors.insert(0, Rc::new(Term::Num(Constant::new(-1.0).expect("finite"))));
+        }
+    }
+}
+
+/// The keys of a difference's operands.
+fn difference(term: &Rc<Term>) -> Option<(Key, Key)> {
+    match &**term {
+        Term::Apply(op, xs) if op.as_str() == "-" && xs.len() == 2 => {
+            Some((key(&xs[0]), key(&xs[1])))
+        }
+        _ => None,
     }
 }
 
@@ -292,6 +412,40 @@ mod tests {
         let expr: RecExpr<Math> = text.parse().expect("egg syntax");
         let root = Id::from(expr.as_ref().len() - 1);
         terms(&expr, &[root], &[]).1[0].to_string()
+    }
+
+    #[test]
+    fn a_difference_has_one_orientation_in_one_output() {
+        // The operands of a top node, shown together as roots.
+        let shown_together = |text: &str| {
+            let expr: RecExpr<Math> = text.parse().expect("egg syntax");
+            let top = &expr[Id::from(expr.as_ref().len() - 1)];
+            let roots = top.children().to_vec();
+            let shown: Vec<String> = terms(&expr, &roots, &[])
+                .1
+                .iter()
+                .map(|t| t.to_string())
+                .collect();
+            shown.join(" ")
+        };
+        assert_eq!(
+            shown_together("(+ (- a b) (* 2 (- b a)))"),
+            "(- a b) (* -2 (- a b))"
+        );
+        assert_eq!(
+            shown_together("(+ (* x (- b a)) (- a b))"),
+            "(* x (- b a)) (neg (- b a))"
+        );
+        assert_eq!(
+            shown_together("(+ (- a b) (- c (- b a)))"),
+            "(- a b) (+ c (- a b))"
+        );
+        assert_eq!(
+            shown_together("(+ (- a b) (neg (- b a)))"),
+            "(- a b) (- a b)"
+        );
+        // Alone, a negated difference is still shown reversed.
+        assert_eq!(shown("(neg (- a b))"), "(- b a)");
     }
 
     #[test]
