@@ -288,6 +288,20 @@ fn explain_names_each_rule_and_subterm() {
             "{line} missing from\n{derivative}"
         );
     }
+    // Shared subterms written out grow exponentially: refused, not printed.
+    eval(
+        &mut engine,
+        "(define (nest k) (if (= k 0) 'x (let ((s (nest (- k 1)))) (list '* s s))))",
+    );
+    for call in ["(explain (nest 12))", "(explain (nest 12) :wrt 'x)"] {
+        let refused = text(&mut engine, call);
+        assert!(
+            refused.contains("too large to explain step by step (8")
+                && refused.contains("nodes written out as a tree, more than 2000")
+                && refused.len() < 300,
+            "{call}: {refused}"
+        );
+    }
     let pythagoras = text(
         &mut engine,
         "(explain '(+ (pow (sin x) 2) (pow (cos x) 2)))",

@@ -15,7 +15,7 @@ use super::language::Math;
 use super::partials::local_partials;
 use super::reverse::gradient;
 use super::rules::{MathRewrite, all_rules};
-use super::simplify::{Saturated, Stop, add_program, saturate};
+use super::simplify::{MAX_SATURATION_NODES, Saturated, Stop, add_program, saturate, simplify};
 use egg::{FlatTerm, Id, Language, RecExpr, Symbol};
 use std::time::Instant;
 
@@ -72,6 +72,9 @@ pub struct Explanation {
     pub result: RecExpr<Math>,
     /// Why saturation stopped.
     pub stop: Stop,
+    /// When the expression was too large to explain step by step: its
+    /// size written out as a tree.
+    pub too_large: Option<usize>,
 }
 
 /// Explains the simplification of the node `root` of `expr`, or, with
@@ -83,13 +86,37 @@ pub fn explain(
     options: &Options,
 ) -> Explanation {
     let started = Instant::now();
+    let input = subterm(expr, root);
+    // Rules are listed per node of the input, each with its subterm.
+    let input_size = tree_size(&input);
+    let listable = input_size <= MAX_EXPLAINED_SIZE;
     let (start, derivation) = match wrt {
-        None => (subterm(expr, root), None),
+        None => (input, None),
         Some(var) => {
-            let derivation = derive(expr, root, var, options.functions);
+            let derivation = derive(&input, var, options.functions, listable);
             (derivation.raw.clone(), Some(derivation))
         }
     };
+    let written_out = tree_size(&start).max(input_size);
+    if !listable || start.as_ref().len() > MAX_SATURATION_NODES || written_out > MAX_EXPLAINED_SIZE
+    {
+        let simplified = simplify(
+            &start,
+            &[Id::from(start.as_ref().len() - 1)],
+            options.level,
+            options.limits,
+            options.rules,
+            options.assumptions,
+        );
+        return Explanation {
+            derivation,
+            result: subterm(&simplified.expr, simplified.roots[0]),
+            start,
+            steps: Vec::new(),
+            stop: simplified.report.stop,
+            too_large: Some(written_out),
+        };
+    }
     let mut egraph = MathGraph::new(FactsAnalysis::assuming(options.assumptions.clone()))
         .with_explanations_enabled();
     let last = Id::from(start.as_ref().len() - 1);
@@ -110,7 +137,26 @@ pub fn explain(
         steps,
         result,
         stop,
+        too_large: None,
     }
+}
+
+/// Steps are shown as whole trees, and egg's proofs are trees too: past
+/// this many nodes written out (a derivative's shared subterms repeated),
+/// the expression is simplified but not explained step by step.
+pub const MAX_EXPLAINED_SIZE: usize = 2_000;
+
+/// The node count of the last node of `expr` written out as a tree
+/// (saturating).
+fn tree_size(expr: &RecExpr<Math>) -> usize {
+    let mut sizes: Vec<usize> = Vec::with_capacity(expr.as_ref().len());
+    for node in expr.as_ref() {
+        let size = node.children().iter().fold(1usize, |total, &child| {
+            total.saturating_add(sizes[usize::from(child)])
+        });
+        sizes.push(size);
+    }
+    sizes.last().copied().unwrap_or(0)
 }
 
 /// The nodes `root` reaches, as their own program.
@@ -269,13 +315,18 @@ fn replay(start: &Tree, moves: Vec<Move>) -> Vec<Rewrite> {
 
 /// The reverse sweep's derivative of `root` with respect to `var`, with the
 /// local rule at each node that depends on it.
-fn derive(expr: &RecExpr<Math>, root: Id, var: Symbol, functions: &Functions) -> Derivation {
+fn derive(
+    expr: &RecExpr<Math>,
+    var: Symbol,
+    functions: &Functions,
+    list_rules: bool,
+) -> Derivation {
     let mut builder = ExprBuilder::new();
-    let root = builder.add_expr(expr, &[root])[0];
+    let root = builder.add_expr(expr, &[Id::from(expr.as_ref().len() - 1)])[0];
     let depends = dependence(builder.expr(), var);
     let mut rules = Vec::new();
     let mut seen = vec![false; usize::from(root) + 1];
-    let mut stack = vec![root];
+    let mut stack = if list_rules { vec![root] } else { Vec::new() };
     while let Some(id) = stack.pop() {
         if std::mem::replace(&mut seen[usize::from(id)], true) || !depends[usize::from(id)] {
             continue;
@@ -335,6 +386,18 @@ fn rule_name(node: &Math) -> String {
 
 impl std::fmt::Display for Explanation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(size) = self.too_large {
+            let what = match &self.derivation {
+                Some(derivation) => {
+                    format!("the expression or its derivative by {}", derivation.var)
+                }
+                None => "the expression".to_string(),
+            };
+            return writeln!(
+                f,
+                "{what} is too large to explain step by step ({size} nodes written out as a tree, more than {MAX_EXPLAINED_SIZE}); simplify it instead"
+            );
+        }
         if let Some(derivation) = &self.derivation {
             writeln!(
                 f,
