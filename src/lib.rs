@@ -18,6 +18,7 @@
 
 pub mod backends;
 mod compiled;
+pub mod data;
 pub mod dtype;
 pub mod egraph;
 mod engine;

@@ -22,6 +22,34 @@ inner-value
 (shape (read-csv "tests/lisp/data/with_header.csv"))
 ;=> (2 2)
 
+;; ---- read-csv with a header, text columns, missing values, a delimiter ----
+(define table (read-csv "tests/lisp/data/mixed.csv" :header #t :delimiter ";"))
+(define (nan? v) (not (= v v)))
+(car table)
+;=> ("species" "length" "width")
+(shape (second table))
+;=> (3 3)
+(index (second table) 0 1)
+;=> 5.1
+(nan? (index (second table) 1 1))
+;=> #t
+(nan? (index (second table) 2 2))
+;=> #t
+(nan? (index (second table) 0 0))
+;=> #t
+(nth table 2)
+;=> (("species" "setosa" "versicolor" "virginica"))
+(car (read-csv "tests/lisp/data/with_header.csv" :header #t))
+;=> ("x" "y")
+(shape (read-csv "tests/lisp/data/no_header.csv" :header #f))
+;=> (2 3)
+(read-csv "tests/lisp/data/ragged.csv" :header #t)
+;!! ragged.csv:3: 1 fields where the first row has 2
+(read-csv "tests/lisp/data/mixed.csv" :delimiter ";")
+;!! mixed.csv:2: the field "setosa" is not a number
+(read-csv "tests/lisp/data/mixed.csv" :delimiter ";;")
+;!! :delimiter is one character
+
 ;; ---- write-csv then read-csv ----
 (define csv-path (str *tmp* "/m.csv"))
 (write-csv [[1 2.5] [-3 1e-10]] csv-path)

@@ -1,7 +1,9 @@
-//! Data files: CSV (via the `csv` crate) and NumPy `.npy` (via `ndarray-npy`).
+//! Data files: CSV tables (`crate::data::table`, via the `csv` crate) and
+//! NumPy `.npy` (via `ndarray-npy`).
 //! Paths are relative to the working directory.
 
-use super::builtin;
+use super::{builtin, with_options};
+use crate::data::table::{Column, TableOptions, read_table};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::printer::format_float;
@@ -10,57 +12,64 @@ use crate::lisp::tensor::format_shape;
 use crate::lisp::value::Value;
 use ndarray::{ArrayD, IxDyn};
 
-/// Parses CSV text into a matrix; a first row that is not all numbers is a
-/// header and is skipped.
-pub fn parse_csv(text: &str, name: &str) -> EvalResult<ArrayD<f64>> {
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .trim(csv::Trim::All)
-        .from_reader(text.as_bytes());
-    let mut values = Vec::new();
-    let mut columns: Option<usize> = None;
-    let mut rows = 0;
-    for (line_index, record) in reader.records().enumerate() {
-        let record = record.map_err(|err| EvalError::io(format!("{name}: {err}")))?;
-        if record.iter().all(str::is_empty) {
-            continue;
-        }
-        let parsed: Result<Vec<f64>, _> = record.iter().map(str::parse::<f64>).collect();
-        let row = match parsed {
-            Ok(row) => row,
-            Err(_) if line_index == 0 => continue,
-            Err(_) => {
-                return Err(EvalError::io(format!(
-                    "{name}:{}: a field is not a number: {:?}",
-                    line_index + 1,
-                    record.iter().collect::<Vec<_>>()
-                )));
-            }
-        };
-        match columns {
-            None => columns = Some(row.len()),
-            Some(expected) if expected != row.len() => {
-                return Err(EvalError::io(format!(
-                    "{name}:{}: {} fields where earlier rows have {expected}",
-                    line_index + 1,
-                    row.len()
-                )));
-            }
-            Some(_) => {}
-        }
-        values.extend(row);
-        rows += 1;
-    }
-    ArrayD::from_shape_vec(IxDyn(&[rows, columns.unwrap_or(0)]), values)
-        .map_err(|err| EvalError::io(format!("{name}: {err}")))
-}
-
 fn read_csv(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let path = args[0].as_str()?;
+    let header = args.option("header").map(Value::is_truthy);
+    let delimiter = match args.option("delimiter") {
+        None => b',',
+        Some(value) => match value.as_str()?.as_bytes() {
+            [byte] => *byte,
+            _ => {
+                return Err(EvalError::type_error(format!(
+                    "read-csv: :delimiter is one character, like \";\" or \"\\t\", got {}",
+                    value.short()
+                )));
+            }
+        },
+    };
     let text = std::fs::read_to_string(path)
         .map_err(|err| EvalError::io(format!("cannot read {path}: {err}")))?;
-    parse_csv(&text, path).map(Value::tensor)
+    let options = TableOptions {
+        header,
+        delimiter,
+        text: header == Some(true),
+    };
+    let table = read_table(&text, path, options).map_err(EvalError::io)?;
+    let mut values = Vec::with_capacity(table.rows * table.columns.len());
+    for row in 0..table.rows {
+        values.extend(table.columns.iter().map(|column| match column {
+            Column::Numbers(numbers) => numbers[row],
+            Column::Text(_) => f64::NAN,
+        }));
+    }
+    let matrix = ArrayD::from_shape_vec(IxDyn(&[table.rows, table.columns.len()]), values)
+        .map_err(|err| EvalError::io(format!("{path}: {err}")))?;
+    let Some(names) = table.names else {
+        return Ok(Value::tensor(matrix));
+    };
+    let text_columns: Vec<Value> = names
+        .iter()
+        .zip(&table.columns)
+        .filter_map(|(name, column)| match column {
+            Column::Text(fields) => Some(Value::list(
+                std::iter::once(Value::string(name.as_str()))
+                    .chain(fields.iter().map(|f| Value::string(f.as_str())))
+                    .collect::<Vec<_>>(),
+            )),
+            Column::Numbers(_) => None,
+        })
+        .collect();
+    let names = Value::list(
+        names
+            .iter()
+            .map(|n| Value::string(n.as_str()))
+            .collect::<Vec<_>>(),
+    );
+    let mut result = vec![names, Value::tensor(matrix)];
+    if !text_columns.is_empty() {
+        result.push(Value::list(text_columns));
+    }
+    Ok(Value::list(result))
 }
 
 fn write_csv(_: &mut Interp, args: &Args) -> EvalResult<Value> {
@@ -109,7 +118,7 @@ fn save_npy(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 /// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
-    builtin("read-csv", "(read-csv path)", "A matrix of the numbers in a CSV file; a first line that is not numbers is a header and is skipped.", 1, Some(1), read_csv),
+    with_options(builtin("read-csv", "(read-csv path :header #t :delimiter \",\")", "A matrix of the numbers in a CSV file (empty, NA and null fields are NaN); a first line that is not numbers is skipped. With :header #t, (list column-names matrix), text columns NaN in the matrix and listed third as (name field ...) lists.", 1, Some(1), read_csv), &["header", "delimiter"]),
     builtin("write-csv", "(write-csv t path)", "Writes a vector (one value a line) or a matrix as CSV.", 2, Some(2), write_csv),
     builtin("load-npy", "(load-npy path)", "Reads a NumPy .npy file of float64 values.", 1, Some(1), load_npy),
     builtin("save-npy", "(save-npy t path)", "Writes a tensor as a NumPy .npy file.", 2, Some(2), save_npy),
