@@ -104,7 +104,7 @@ fn broadcast_to_and_zero_size_axes() {
     let empty = tensor(&mut eps, "(+ (zeros '(0 3)) [1 2 3])");
     assert_eq!(empty.shape(), &[0, 3]);
     let empty = tensor(&mut eps, "(+ (zeros '(2 0)) (ones '(2 1)))");
-    assert_eq!(empty, ArrayD::zeros(IxDyn(&[2, 0])));
+    assert_eq!(empty, ArrayD::<f64>::zeros(IxDyn(&[2, 0])));
 }
 
 #[test]

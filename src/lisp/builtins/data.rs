@@ -4,6 +4,7 @@
 
 use super::{builtin, with_options};
 use crate::data::table::{Column, TableOptions, read_table};
+use crate::data::tree::Tree;
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::printer::format_float;
@@ -115,6 +116,50 @@ fn save_npy(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     Ok(Value::Void)
 }
 
+/// `value` as a parameter tree; `path` names where it is, for messages.
+fn tree_of(value: &Value, path: &str) -> EvalResult<Tree> {
+    match value {
+        Value::Int(n) => Ok(Tree::Int(*n)),
+        Value::Float(x) => Ok(Tree::Float(*x)),
+        Value::Tensor(_) | Value::Tensor32(_) => Ok(Tree::Tensor((*value.as_tensor()?).clone())),
+        Value::Nil => Ok(Tree::List(Vec::new())),
+        Value::Pair(_) if value.is_list() => value
+            .list_to_vec()?
+            .iter()
+            .enumerate()
+            .map(|(index, item)| tree_of(item, &format!("{path}.{index}")))
+            .collect::<EvalResult<_>>()
+            .map(Tree::List),
+        other => Err(EvalError::type_error(format!(
+            "save: a parameter tree holds tensors, numbers and lists; {path} is {}",
+            other.short()
+        ))),
+    }
+}
+
+fn value_of(tree: Tree) -> Value {
+    match tree {
+        Tree::Int(n) => Value::Int(n),
+        Tree::Float(x) => Value::Float(x),
+        Tree::Tensor(t) => Value::tensor(t),
+        Tree::List(items) => Value::list(items.into_iter().map(value_of).collect::<Vec<_>>()),
+    }
+}
+
+fn save(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let path = args[0].as_str()?;
+    let tree = tree_of(&args[1], "tree")?;
+    crate::data::tree::save(path, &tree).map_err(EvalError::io)?;
+    Ok(Value::Void)
+}
+
+fn load_tree(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let path = args[0].as_str()?;
+    crate::data::tree::load(path)
+        .map(value_of)
+        .map_err(EvalError::io)
+}
+
 /// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
@@ -122,4 +167,6 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("write-csv", "(write-csv t path)", "Writes a vector (one value a line) or a matrix as CSV.", 2, Some(2), write_csv),
     builtin("load-npy", "(load-npy path)", "Reads a NumPy .npy file of float64 values.", 1, Some(1), load_npy),
     builtin("save-npy", "(save-npy t path)", "Writes a tensor as a NumPy .npy file.", 2, Some(2), save_npy),
+    builtin("save", "(save \"f.npz\" tree)", "Writes a parameter tree (nested lists of tensors and numbers) as .npz, one array per leaf named by its path (tree.0.1), or as .json (tensors as {shape, data}); written to a temporary file and renamed.", 2, Some(2), save),
+    builtin("load-tree", "(load-tree \"f.npz\")", "Reads a parameter tree saved by save (.npz or .json by the extension).", 1, Some(1), load_tree),
 ];
