@@ -192,6 +192,16 @@ impl Engine {
         let host = HostFn {
             name: symbol,
             func: Box::new(move |args: &[Value]| {
+                // A Rust function sees numbers and tensors; a value being
+                // differentiated or compiled would give it a confusing
+                // type error.
+                if let Some(traced) = args.iter().find(|a| matches!(a, Value::Traced(_))) {
+                    return Err(EvalError::type_error(format!(
+                        "{symbol} is a Rust function (register_fn), which grad, jit and vmap cannot see into: it got the traced {} {}; call it outside the transformed function, or give it a derivative with custom-vjp",
+                        traced.type_name(),
+                        traced.short()
+                    )));
+                }
                 func(args).map_err(|error| {
                     EvalError::new(EvalErrorKind::User, error.message().to_string())
                 })

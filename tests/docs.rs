@@ -199,3 +199,56 @@ fn the_arrays_guide_transcripts_run_as_shown() {
 fn the_linear_algebra_guide_transcripts_run_as_shown() {
     check_transcripts("linear-algebra.md");
 }
+
+/// Every relative link in the documentation names a file inside the
+/// repository that exists (a `#fragment` is not checked); links to web
+/// addresses are left alone.
+#[test]
+fn links_stay_inside_the_repository() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = root.canonicalize().expect("the crate root exists");
+    let mut pages: Vec<std::path::PathBuf> = ["README.md", "ARCHITECTURE.md", "BENCHMARKS.md"]
+        .iter()
+        .map(|p| root.join(p))
+        .collect();
+    for entry in std::fs::read_dir(root.join("docs")).expect("docs/ exists") {
+        let path = entry.expect("a directory entry").path();
+        if path.extension().is_some_and(|e| e == "md") {
+            pages.push(path);
+        }
+    }
+    let mut bad = Vec::new();
+    for page in pages {
+        let text = std::fs::read_to_string(&page).expect("a readable page");
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("](") {
+            rest = &rest[at + 2..];
+            let Some(end) = rest.find(')') else { break };
+            let target = &rest[..end];
+            rest = &rest[end..];
+            let file = target.split('#').next().unwrap_or("");
+            if file.is_empty()
+                || file.contains("://")
+                || file.starts_with("mailto:")
+                || file.contains(' ')
+            {
+                continue;
+            }
+            let resolved = page.parent().expect("pages sit in a directory").join(file);
+            let inside = resolved
+                .canonicalize()
+                .is_ok_and(|path| path.starts_with(&root));
+            if !inside {
+                bad.push(format!(
+                    "{}: {target}",
+                    page.strip_prefix(&root).unwrap_or(&page).display()
+                ));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "links to missing files or outside the repository:\n{}",
+        bad.join("\n")
+    );
+}

@@ -82,6 +82,21 @@ fn registered_functions_are_called_from_lisp_and_report_their_errors() {
         err.message()
     );
     assert_eq!(err.location().map(|l| (l.line, l.col)), Some((1, 1)));
+    // Inside grad it says why it cannot be differentiated, not a type
+    // error about the traced value.
+    for source in [
+        "((grad (lambda (x) (square x))) 3.0)",
+        "((jit (lambda (x) (square x))) 3.0)",
+    ] {
+        let err = eps.eval(source).unwrap_err();
+        assert!(
+            err.message().contains(
+                "square is a Rust function (register_fn), which grad, jit and vmap cannot see into"
+            ) && err.message().contains("custom-vjp"),
+            "{source}: {}",
+            err.message()
+        );
+    }
     assert!(eps.register_fn("has space", |_| Ok(Value::Nil)).is_err());
     assert!(eps.register_fn("(", |_| Ok(Value::Nil)).is_err());
     assert!(eps.register_fn("12", |_| Ok(Value::Nil)).is_err());

@@ -329,6 +329,14 @@ fn doc_command_shows_documentation() {
         ":doc map shows the usage and a description: {output:?}"
     );
     assert!(!output.contains("error"), ":doc map: {output:?}");
+    // Long docstrings are wrapped between words.
+    let output = repl.submit(":doc read-csv");
+    let lines = output_lines(&output);
+    assert!(lines.len() >= 3, "{output:?}");
+    assert!(
+        lines.iter().all(|l| l.len() <= 80) && output.contains("column-names"),
+        ":doc read-csv: {output:?}"
+    );
     repl.eval_contains(":doc no-such-name-here", "error:");
     repl.alive();
     // Docstrings of user functions and special forms.
@@ -556,6 +564,22 @@ fn tab_completes_a_unique_prefix() {
     repl.wait_accepted("(+ 1 my-unique-function-name)");
     let output = repl.wait_next_prompt();
     assert!(output_lines(&output).iter().any(|l| l == "6"), "{output:?}");
+}
+
+#[test]
+fn a_second_tab_lists_the_candidates() {
+    let mut repl = Repl::start();
+    repl.send("(log");
+    std::thread::sleep(Duration::from_millis(300));
+    repl.send("\t");
+    std::thread::sleep(Duration::from_millis(300));
+    repl.send("\t");
+    // Listed in order.
+    repl.expect("log1p");
+    repl.expect("logsumexp");
+    repl.partial(" 1)");
+    repl.wait_next_prompt();
+    repl.alive();
 }
 
 #[test]

@@ -61,7 +61,7 @@ pub fn run_command(engine: &mut Engine, notation: &mut Notation, line: &str) -> 
         ":latex" => *notation = Notation::Latex,
         ":sexp" => *notation = Notation::Sexp,
         ":doc" if !argument.is_empty() => match engine.doc(argument) {
-            Some(text) => println!("{text}"),
+            Some(text) => println!("{}", wrap(&text, DOC_WIDTH)),
             None => eprintln!("error: {argument} is not defined"),
         },
         ":time" if !argument.is_empty() => {
@@ -81,4 +81,52 @@ pub fn run_command(engine: &mut Engine, notation: &mut Notation, line: &str) -> 
         other => eprintln!("error: unknown command {other}; :help lists the commands"),
     }
     Outcome::Continue
+}
+
+/// The width `:doc` wraps its text to.
+const DOC_WIDTH: usize = 78;
+
+/// `text` with each line broken between words so none is longer than
+/// `width` (a word longer than that stands alone); a continued line keeps
+/// the indentation of the line it continues.
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let indent = &line[..line.len() - line.trim_start().len()];
+        let mut current = String::from(indent);
+        for word in line.split_whitespace() {
+            let empty = current.len() == indent.len();
+            if !empty && current.len() + 1 + word.len() > width {
+                out.push(std::mem::replace(&mut current, String::from(indent)));
+            }
+            if current.len() > indent.len() {
+                current.push(' ');
+            }
+            current.push_str(word);
+        }
+        out.push(current);
+    }
+    out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn doc_text_wraps_between_words_keeping_the_indentation() {
+        let text = "(f x)\n  one two three four five six seven";
+        assert_eq!(
+            wrap(text, 16),
+            "(f x)\n  one two three\n  four five six\n  seven"
+        );
+        assert_eq!(
+            wrap("  averyveryverylongword x", 8),
+            "  averyveryverylongword\n  x"
+        );
+        let long = "word ".repeat(50);
+        for line in wrap(&long, 78).lines() {
+            assert!(line.chars().count() <= 78, "{line}");
+        }
+    }
 }

@@ -17,7 +17,7 @@ use crate::{Engine, Error, Notation, Value};
 use commands::{Outcome, run_command};
 use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
-use rustyline::{Config, Editor};
+use rustyline::{CompletionType, Config, Editor};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
@@ -73,7 +73,14 @@ fn completion_names(engine: &Engine) -> Vec<String> {
 pub fn run(engine: &mut Engine) -> i32 {
     let config = Config::builder()
         .max_history_size(HISTORY_SIZE)
-        .map(|builder| builder.auto_add_history(false).build());
+        .map(|builder| {
+            // Tab completes the common prefix, a second Tab lists the
+            // candidates.
+            builder
+                .auto_add_history(false)
+                .completion_type(CompletionType::List)
+                .build()
+        });
     let editor = config.and_then(Editor::<EpsilonHelper, FileHistory>::with_config);
     let mut editor = match editor {
         Ok(editor) => editor,
