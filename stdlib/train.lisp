@@ -7,6 +7,9 @@
          (opt (or (lookup o :optimizer) (adam)))
          (epochs (lookup o :epochs)) (size (lookup o :batch-size))
          (on-epoch (lookup o :on-epoch))
+         (_ (unless (and (pair? data) (list? data))
+              (error (format "fit: data is a dataset, a list (x y ...) of tensors with the examples along axis 0; got {} (wrap one tensor as (list x))"
+                             (type-of data)))))
          (n (examples data))
          (_ (cond ((= n 0) (error "fit: the dataset has no examples"))
                   ((not (and (integer? size) (> size 0)))

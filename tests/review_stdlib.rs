@@ -230,6 +230,33 @@ fn review_one_hot_rejects_out_of_range_labels() {
     }
 }
 
+/// A bad label inside `fit` (where labels are traced) is reported by
+/// one-hot, not as a failed conversion of a traced value; data that is not
+/// a dataset list is refused by `fit` with what to do.
+#[test]
+fn errors_inside_fit_say_what_is_wrong() {
+    let mut eps = Engine::new();
+    eps.eval("(define X (randn '(8 3))) (define (loss p x y) (softmax-cross-entropy (matmul x p) (one-hot y 3)))")
+        .expect("defines");
+    let error = eps
+        .eval("(fit loss (randn '(3 3)) (list X (tensor '(0 1 2 3 0 1 2 0))) :epochs 1 :batch-size 4)")
+        .expect_err("label 3 of 3 classes")
+        .to_string();
+    assert!(
+        error.contains("one-hot: the labels must be whole numbers from 0 to 2")
+            && !error.contains("int:"),
+        "{error}"
+    );
+    let error = eps
+        .eval("(fit (lambda (p x) (sum (matmul x p))) (randn '(3 3)) X :epochs 1)")
+        .expect_err("a bare tensor")
+        .to_string();
+    assert!(
+        error.contains("fit: data is a dataset, a list (x y ...)") && error.contains("(list x)"),
+        "{error}"
+    );
+}
+
 /// Expected: class labels as an n x 1 column (as sliced from read-csv) are
 /// read as class numbers, or refused; today they are taken as probability
 /// rows and broadcast, giving 6.03 instead of 0.175 (and accuracy 0.5
