@@ -170,8 +170,16 @@ fn read_leaf(
     })
 }
 
+/// How deep a saved tree may nest (lists are read recursively).
+const MAX_DEPTH: usize = 1_000;
+
 /// `tree.0.1` as `[0, 1]`.
 fn parse_path(name: &str) -> Result<Vec<usize>, String> {
+    if name.split('.').count() > MAX_DEPTH + 1 {
+        return Err(format!(
+            "an array's path nests more than {MAX_DEPTH} lists deep"
+        ));
+    }
     let mut parts = name.split('.');
     if parts.next() != Some("tree") {
         return Err(format!(
