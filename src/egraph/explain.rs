@@ -8,7 +8,7 @@
 //! `explain_equivalence` between the input and the extracted result.
 
 use super::analysis::{FactsAnalysis, MathGraph};
-use super::builder::ExprBuilder;
+use super::builder::{ExprBuilder, compact};
 use super::derivatives::Options;
 use super::functions::Functions;
 use super::language::Math;
@@ -159,27 +159,11 @@ fn tree_size(expr: &RecExpr<Math>) -> usize {
     sizes.last().copied().unwrap_or(0)
 }
 
-/// The nodes `root` reaches, as their own program.
+/// The nodes `root` reaches, as their own program with `root` last
+/// (`compact` keeps children before parents, and the root reaches every
+/// node it keeps). Not recursive: expressions may nest deeply.
 fn subterm(expr: &RecExpr<Math>, root: Id) -> RecExpr<Math> {
-    let mut out = RecExpr::default();
-    let mut map: Vec<Option<Id>> = vec![None; expr.as_ref().len()];
-    fn copy(expr: &RecExpr<Math>, id: Id, map: &mut [Option<Id>], out: &mut RecExpr<Math>) -> Id {
-        if let Some(done) = map[usize::from(id)] {
-            return done;
-        }
-        let node = expr[id].clone();
-        let children: Vec<Id> = node
-            .children()
-            .iter()
-            .map(|&c| copy(expr, c, map, out))
-            .collect();
-        let mut next = children.into_iter();
-        let added = out.add(node.map_children(|_| next.next().expect("one id per child")));
-        map[usize::from(id)] = Some(added);
-        added
-    }
-    copy(expr, root, &mut map, &mut out);
-    out
+    compact(expr, &[root]).0
 }
 
 /// A term as a tree (egg's flat terms, without rewrite marks).
