@@ -266,4 +266,11 @@ impl Engine {
     pub fn set_output(&mut self, output: Box<dyn std::io::Write>) {
         self.interp.set_output(output);
     }
+
+    /// Sends rich items (charts, progress bars) to `display` as programs
+    /// make them; without one, charts only go to their files and progress
+    /// bars only to a terminal.
+    pub fn set_display(&mut self, display: Box<dyn crate::display::RichDisplay>) {
+        self.interp.set_display(display);
+    }
 }

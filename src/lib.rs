@@ -19,6 +19,7 @@
 pub mod backends;
 mod compiled;
 pub mod data;
+pub mod display;
 pub mod dtype;
 pub mod egraph;
 mod engine;

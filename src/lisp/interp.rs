@@ -9,6 +9,7 @@ use super::source::SourceMap;
 use super::symbol::{Symbol, sym};
 use super::symbolic::SymbolicState;
 use super::value::Value;
+use crate::display::{Rich, RichDisplay};
 use crate::reader::{self, Span};
 use rand::rngs::Xoshiro256PlusPlus;
 use std::io::Write;
@@ -69,6 +70,8 @@ pub struct Interp {
     pub numeric: crate::lisp::autodiff::NumericState,
     /// Live progress bars (`progress`), by handle.
     pub(crate) progress: builtins::progress::ProgressBars,
+    /// Where rich items (charts, progress) go, when a front end shows them.
+    display: Option<Box<dyn RichDisplay>>,
 }
 
 impl Interp {
@@ -87,6 +90,7 @@ impl Interp {
             symbolic: SymbolicState::default(),
             numeric: Default::default(),
             progress: Default::default(),
+            display: None,
         };
         builtins::install(&mut interp);
         interp.set_global(sym::ARGS, Value::Nil);
@@ -208,6 +212,29 @@ impl Interp {
     /// Sends the output of `display`, `print` and `println` to `output`.
     pub fn set_output(&mut self, output: Box<dyn Write>) {
         self.output = output;
+    }
+
+    /// Sends rich items (charts, progress bars) to `display`.
+    pub fn set_display(&mut self, display: Box<dyn RichDisplay>) {
+        self.display = Some(display);
+    }
+
+    /// True when a front end shows rich items.
+    pub fn shows_rich(&self) -> bool {
+        self.display.is_some()
+    }
+
+    /// Offers `item` to the front end; false when there is none. Program
+    /// output written so far is flushed first, so the two stay in order.
+    pub fn show(&mut self, item: Rich) -> bool {
+        let _ = self.output.flush();
+        match &mut self.display {
+            Some(display) => {
+                display.show(item);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Writes program output; text without a final newline is flushed at

@@ -7,6 +7,7 @@
 //! library is involved.
 
 use super::{builtin, string_option, with_options};
+use crate::display::Rich;
 use crate::lisp::error::{EvalError, EvalErrorKind, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
@@ -333,8 +334,15 @@ fn split_positional<'a>(args: &'a Args) -> EvalResult<(Option<Vec<f64>>, &'a Val
     Ok((xs, data, path))
 }
 
-/// The shared options, then draws and writes the chart.
-fn finish(args: &Args, path: &str, series: Vec<Series>, legend: bool) -> EvalResult<Value> {
+/// The shared options, then draws and writes the chart, and shows it in
+/// a notebook when one listens.
+fn finish(
+    interp: &mut Interp,
+    args: &Args,
+    path: &str,
+    series: Vec<Series>,
+    legend: bool,
+) -> EvalResult<Value> {
     let format = format_of(path)?;
     let log_y = args.option("log-y").is_some_and(Value::is_truthy);
     let largest = series
@@ -356,17 +364,35 @@ fn finish(args: &Args, path: &str, series: Vec<Series>, legend: bool) -> EvalRes
     let bytes = render(&chart, format)?;
     std::fs::write(path, bytes)
         .map_err(|err| EvalError::io(format!("cannot write {path}: {err}")))?;
+    if interp.shows_rich() {
+        show_inline(interp, &chart)?;
+    }
     Ok(Value::string(path))
 }
 
-fn plot(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+/// Offers the chart to the rich front end as PNG and SVG.
+fn show_inline(interp: &mut Interp, chart: &Chart) -> EvalResult<()> {
+    let png = render(chart, Format::Png)?;
+    let svg = String::from_utf8(render(chart, Format::Svg)?).map_err(|err| {
+        EvalError::new(EvalErrorKind::Internal, format!("SVG is not text: {err}"))
+    })?;
+    interp.show(Rich::Image {
+        png,
+        svg,
+        width: chart.width,
+        height: chart.height,
+    });
+    Ok(())
+}
+
+fn plot(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let (xs, ys, path) = split_positional(args)?;
     let ys = numbers(ys, "ys")?;
     let line = series(xs.as_deref(), ys, "ys", String::new())?;
-    finish(args, path, vec![line], false)
+    finish(interp, args, path, vec![line], false)
 }
 
-fn plot_lines(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+fn plot_lines(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let (xs, data, path) = split_positional(args)?;
     let items = match data {
         Value::Nil | Value::Pair(_) => data.list_to_vec()?,
@@ -430,7 +456,7 @@ fn plot_lines(_: &mut Interp, args: &Args) -> EvalResult<Value> {
             series(xs.as_deref(), numbers(item, &what)?, &what, label)
         })
         .collect::<EvalResult<Vec<Series>>>()?;
-    finish(args, path, lines, true)
+    finish(interp, args, path, lines, true)
 }
 
 /// The chart as the bytes of a file in `format`.

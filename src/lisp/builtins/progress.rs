@@ -8,14 +8,24 @@
 //! Nothing is drawn unless standard error is a terminal (and `TERM` is not
 //! `dumb`): indicatif's stderr target hides itself otherwise, so a script
 //! whose output goes to files stays silent.
+//!
+//! Where a rich front end listens (the Jupyter kernel), each bar is also
+//! offered to it as a [`Rich::Progress`] item: when it starts, at most
+//! every [`RICH_INTERVAL`] as it advances, and when it finishes, so a
+//! notebook shows one line that updates in place.
 
 use super::{builtin, string_option, with_options};
+use crate::display::{ProgressState as RichProgress, Rich};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::value::Value;
 use indicatif::{MultiProgress, ProgressBar, ProgressState, ProgressStyle};
 use rustc_hash::FxHashMap;
+use std::time::{Duration, Instant};
+
+/// The shortest time between two updates offered to a rich front end.
+const RICH_INTERVAL: Duration = Duration::from_millis(200);
 
 /// The layout of a bar: label, bar, position/length, rate, ETA, message
 /// (cut to the terminal's width).
@@ -30,6 +40,8 @@ pub struct ProgressBars {
     multi: Option<MultiProgress>,
     /// Unfinished bars.
     bars: FxHashMap<i64, ProgressBar>,
+    /// What a rich front end was last shown of each unfinished bar.
+    shown: FxHashMap<i64, Shown>,
     /// The last handle given out (handles are never reused).
     last: i64,
 }
@@ -61,6 +73,42 @@ impl ProgressBars {
             ))
         })
     }
+}
+
+/// A bar as offered to a rich front end.
+struct Shown {
+    label: Option<String>,
+    message: String,
+    started: Instant,
+    /// When the front end was last sent this bar.
+    sent: Instant,
+}
+
+/// Offers bar `id` to the rich front end (if any): always when `force`,
+/// else only if [`RICH_INTERVAL`] has passed since the last offer.
+fn offer(interp: &mut Interp, id: i64, force: bool, finished: bool) {
+    if !interp.shows_rich() {
+        return;
+    }
+    let state = &mut interp.progress;
+    let (Some(bar), Some(shown)) = (state.bars.get(&id), state.shown.get_mut(&id)) else {
+        return;
+    };
+    let now = Instant::now();
+    if !force && now.duration_since(shown.sent) < RICH_INTERVAL {
+        return;
+    }
+    shown.sent = now;
+    let item = Rich::Progress(RichProgress {
+        id,
+        label: shown.label.clone(),
+        position: bar.position(),
+        total: bar.length().unwrap_or(0),
+        message: shown.message.clone(),
+        elapsed: now.duration_since(shown.started).as_secs_f64(),
+        finished,
+    });
+    interp.show(item);
 }
 
 fn style(labelled: bool) -> ProgressStyle {
@@ -111,27 +159,43 @@ fn progress(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let state = &mut interp.progress;
     let multi = state.multi.get_or_insert_with(MultiProgress::new);
     let bar = multi.add(ProgressBar::new(total).with_style(style(label.is_some())));
-    if let Some(label) = label {
-        bar.set_prefix(label);
+    if let Some(label) = &label {
+        bar.set_prefix(label.clone());
     }
     state.last += 1;
-    state.bars.insert(state.last, bar);
-    Ok(Value::Int(state.last))
+    let id = state.last;
+    state.bars.insert(id, bar);
+    let now = Instant::now();
+    state.shown.insert(
+        id,
+        Shown {
+            label,
+            message: String::new(),
+            started: now,
+            sent: now,
+        },
+    );
+    offer(interp, id, true, false);
+    Ok(Value::Int(id))
 }
 
 fn progress_inc(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
-    let (_, bar) = interp.progress.get(&args[0])?;
+    let (id, bar) = interp.progress.get(&args[0])?;
     let step = match args.get(1) {
         Some(n) => non_negative(n, "the step")?,
         None => 1,
     };
-    if let Some(message) = string_option(args, "message")? {
-        bar.set_message(message);
+    let message = string_option(args, "message")?;
+    if let Some(message) = &message {
+        bar.set_message(message.clone());
     }
     bar.inc(step);
-    Ok(Value::Int(
-        i64::try_from(bar.position()).unwrap_or(i64::MAX),
-    ))
+    let position = bar.position();
+    if let (Some(message), Some(shown)) = (message, interp.progress.shown.get_mut(&id)) {
+        shown.message = message;
+    }
+    offer(interp, id, false, false);
+    Ok(Value::Int(i64::try_from(position).unwrap_or(i64::MAX)))
 }
 
 fn progress_finish(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
@@ -139,12 +203,17 @@ fn progress_finish(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let message = string_option(args, "message")?;
     if args.option("clear").is_some_and(Value::is_truthy) {
         bar.finish_and_clear();
-    } else if let Some(message) = message {
-        bar.finish_with_message(message);
+    } else if let Some(message) = &message {
+        bar.finish_with_message(message.clone());
     } else {
         bar.finish();
     }
+    if let (Some(message), Some(shown)) = (message, interp.progress.shown.get_mut(&id)) {
+        shown.message = message;
+    }
+    offer(interp, id, true, true);
     interp.progress.bars.remove(&id);
+    interp.progress.shown.remove(&id);
     Ok(Value::Void)
 }
 
