@@ -25,6 +25,7 @@ pub mod egraph;
 mod engine;
 mod error;
 pub mod formula;
+pub mod kernel;
 pub mod lisp;
 pub mod ops;
 pub mod reader;

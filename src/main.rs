@@ -14,7 +14,6 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(name = "epsilon", version, about, long_about = None)]
 struct Cli {
-    /// Where numeric tapes run.
     /// Where numeric tapes run (default: $EPSILON_BACKEND, else auto).
     #[arg(long, value_enum, global = true)]
     backend: Option<BackendChoice>,
@@ -37,6 +36,30 @@ enum Command {
         /// Source text (several arguments are joined with spaces).
         #[arg(required = true, allow_hyphen_values = true)]
         exprs: Vec<String>,
+    },
+    /// The Jupyter kernel: `kernel install` registers it, `kernel
+    /// --connection-file F` serves a notebook (Jupyter runs this).
+    #[command(subcommand_negates_reqs = true)]
+    Kernel {
+        /// The connection file Jupyter wrote (ports and signing key).
+        #[arg(long, value_name = "FILE", required = true)]
+        connection_file: Option<PathBuf>,
+        #[command(subcommand)]
+        action: Option<KernelAction>,
+    },
+}
+
+#[derive(Subcommand)]
+enum KernelAction {
+    /// Register the kernel with Jupyter (a kernelspec in the user's Jupyter
+    /// data directory, or under --prefix).
+    Install {
+        /// Install under PREFIX/share/jupyter/kernels (e.g. a virtual environment).
+        #[arg(long, value_name = "PREFIX")]
+        prefix: Option<PathBuf>,
+        /// The kernel's name (default: epsilon).
+        #[arg(long)]
+        name: Option<String>,
     },
 }
 
@@ -140,8 +163,39 @@ fn command(cli: Cli) -> ExitCode {
             finish(engine.run_file(&file), false)
         }
         Some(Command::Eval { exprs }) => finish(engine.eval(&exprs.join(" ")), true),
+        Some(Command::Kernel {
+            connection_file,
+            action,
+        }) => kernel(engine, connection_file, action),
         None if std::io::stdin().is_terminal() => exit_status(epsilon::repl::run(&mut engine)),
         None => run_stdin(&mut engine),
+    }
+}
+
+/// `epsilon kernel ...`: installs the kernelspec or serves a notebook.
+fn kernel(
+    engine: Engine,
+    connection_file: Option<PathBuf>,
+    action: Option<KernelAction>,
+) -> ExitCode {
+    let outcome = match (action, connection_file) {
+        (Some(KernelAction::Install { prefix, name }), _) => std::env::current_exe()
+            .map_err(|err| format!("cannot tell where this executable is: {err}"))
+            .and_then(|exe| {
+                epsilon::kernel::install(&exe, &epsilon::kernel::InstallOptions { prefix, name })
+            })
+            .map(|dir| {
+                println!("installed the Epsilon kernel in {}", dir.display());
+            }),
+        (None, Some(file)) => epsilon::kernel::serve(engine, &file),
+        (None, None) => unreachable!("clap requires --connection-file without a subcommand"),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(1)
+        }
     }
 }
 
