@@ -35,6 +35,24 @@ fn away_from_huber_kinks(x: &[f64]) -> bool {
 
 const CASES: &[Case] = &[
     Case {
+        name: "squeeze",
+        function: "(lambda (x) (sum (* [0.3 -1.2 2.0 0.7] (sin (squeeze (reshape x '(4 1)))))))",
+        len: 4,
+        kinks: smooth,
+    },
+    Case {
+        name: "expand-dims",
+        function: "(lambda (x) (sum (* [[0.3] [-1.2] [2.0] [0.7]] (sin (expand-dims x -1)))))",
+        len: 4,
+        kinks: smooth,
+    },
+    Case {
+        name: "column",
+        function: "(lambda (x) (sum (* [0.3 -1.2] (sin (column (reshape x '(2 3)) -2)))))",
+        len: 6,
+        kinks: smooth,
+    },
+    Case {
         name: "gelu",
         function: "(lambda (x) (sum (* [0.3 -1.2 2.0 0.7] (gelu x))))",
         len: 4,

@@ -29,6 +29,10 @@ pub const STDLIB: &[(&str, &str)] = &[
         "stdlib/prelude.lisp",
         include_str!("../../stdlib/prelude.lisp"),
     ),
+    (
+        "stdlib/arrays.lisp",
+        include_str!("../../stdlib/arrays.lisp"),
+    ),
     ("stdlib/nn.lisp", include_str!("../../stdlib/nn.lisp")),
     (
         "stdlib/losses.lisp",

@@ -300,3 +300,40 @@
 ;; Keyword options pass through apply.
 (apply sum (list [[1 2] [3 4]] :axis 0))
 ;=> [4.0 6.0]
+
+;; ---- squeeze, expand-dims, column: axes of length 1 and columns as vectors ----
+(define m [[1 2 3] [4 5 6]])
+(column m 1)
+;=> [2.0 5.0]
+(column m -1)
+;=> [3.0 6.0]
+(shape (slice m 1 2 :axis 1))
+;=> (2 1)
+(squeeze (slice m 1 2 :axis 1))
+;=> [2.0 5.0]
+(shape (squeeze (reshape m '(1 2 1 3 1))))
+;=> (2 3)
+(shape (squeeze (reshape m '(1 2 1 3 1)) :axis 2))
+;=> (1 2 3 1)
+(shape (squeeze (reshape m '(1 2 3 1)) :axis -1))
+;=> (1 2 3)
+(squeeze [[7]])
+;=> 7.0
+(shape (expand-dims [1 2 3] 0))
+;=> (1 3)
+(shape (expand-dims [1 2 3] 1))
+;=> (3 1)
+(shape (expand-dims [1 2 3] -1))
+;=> (3 1)
+(shape (expand-dims m -3))
+;=> (1 2 3)
+(squeeze m :axis 1)
+;!! squeeze: axis 1 of a tensor of shape (2 3) has length 3, not 1
+(squeeze m :axis 2)
+;!! squeeze: axis 2 is out of range for a tensor of shape (2 3)
+(expand-dims m 3)
+;!! expand-dims: axis 3 is out of range for a tensor of shape (2 3) (from -3 to 2)
+(column [1 2 3] 0)
+;!! column: expected a matrix, got a tensor of shape (3)
+(column m 3)
+;!! 3
