@@ -12,7 +12,7 @@ use std::fmt;
 /// A place in a source text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Location {
-    /// File name (or `<eval>`, `<repl>`, ...).
+    /// File name (or `<eval>`, `<repl 3>`, ...).
     pub file: String,
     /// 1-based line.
     pub line: u32,
@@ -139,7 +139,10 @@ impl Error {
     /// The full report: the one-line error, the source line with a caret
     /// under the offending text, and the call sites it passed through.
     pub fn render(&self) -> String {
-        let mut out = self.to_string();
+        let mut out = match &self.inner.location {
+            Some(location) => format!("{location}: error: {}", self.inner.message),
+            None => format!("error: {}", self.inner.message),
+        };
         if let (Some(location), Some((line, caret))) = (&self.inner.location, &self.inner.excerpt) {
             let gutter = location.line.to_string().len();
             out.push_str(&format!(
@@ -157,11 +160,14 @@ impl Error {
     }
 }
 
+/// `FILE:LINE:COL: message`, or the message alone: no "error:" of its own,
+/// so a host that writes `error: {e}` (or anyhow's `Error: {e}`) does not
+/// say it twice. [`Error::render`] gives the full report.
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.inner.location {
-            Some(location) => write!(f, "{location}: error: {}", self.inner.message),
-            None => write!(f, "error: {}", self.inner.message),
+            Some(location) => write!(f, "{location}: {}", self.inner.message),
+            None => write!(f, "{}", self.inner.message),
         }
     }
 }

@@ -121,21 +121,26 @@ fn reference_is_up_to_date() {
 }
 
 /// The REPL transcripts of a page: each `ε> input` line with the printed
-/// lines that follow it, up to the next prompt or the end of the block.
-fn transcripts(page: &str) -> Vec<(String, String)> {
-    let mut cases: Vec<(String, String)> = Vec::new();
+/// lines that follow it, up to the next prompt or the end of the block,
+/// and its entry number in the block (a block reads as a session from its
+/// start, so its third entry's errors say `<repl 3>`).
+fn transcripts(page: &str) -> Vec<(String, String, usize)> {
+    let mut cases: Vec<(String, String, usize)> = Vec::new();
     let mut in_block = false;
+    let mut entry = 0;
     for line in page.lines() {
         if line.starts_with("```") {
             in_block = !in_block;
+            entry = 0;
             continue;
         }
         if !in_block {
             continue;
         }
         if let Some(input) = line.strip_prefix("ε> ") {
-            cases.push((input.to_string(), String::new()));
-        } else if let Some((_, output)) = cases.last_mut().filter(|_| !line.is_empty()) {
+            entry += 1;
+            cases.push((input.to_string(), String::new(), entry));
+        } else if let Some((_, output, _)) = cases.last_mut().filter(|_| !line.is_empty()) {
             if !output.is_empty() {
                 output.push('\n');
             }
@@ -153,12 +158,17 @@ fn check_transcripts(name: &str) {
     let cases = transcripts(&page);
     assert!(cases.len() >= 10, "found {} transcript lines", cases.len());
     let mut engine = epsilon::Engine::new();
-    for (input, expected) in cases {
+    for (input, expected, entry) in cases {
         let input = input.split("   ;").next().unwrap_or(&input).trim_end();
         let printed = match engine.eval(input) {
             Ok(epsilon::Value::Void) => String::new(),
             Ok(value) => epsilon::lisp::printer::write_string(&value),
-            Err(error) => error.to_string().replace("<eval>", "<repl>"),
+            Err(error) => error
+                .render()
+                .lines()
+                .next()
+                .unwrap_or("")
+                .replace("<eval>", &format!("<repl {entry}>")),
         };
         let expected = expected.lines().next().unwrap_or("").to_string();
         let matches = printed == expected

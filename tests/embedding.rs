@@ -126,11 +126,25 @@ fn errors_format_as_file_line_col_with_a_caret() {
     let err = eps
         .eval_named("(define x 1)\n(+ x\n   (car 5))", "model.lisp")
         .unwrap_err();
+    // Display has no "error:" of its own, so a host's "error: {err}" says
+    // it once; the report the command line prints has it.
     assert_eq!(
         err.to_string(),
-        "model.lisp:3:4: error: car: expected a list, got integer 5"
+        "model.lisp:3:4: car: expected a list, got integer 5"
+    );
+    assert_eq!(
+        format!("error: {err}"),
+        "error: model.lisp:3:4: car: expected a list, got integer 5"
+    );
+    assert_eq!(
+        epsilon::Error::msg("no location").to_string(),
+        "no location"
     );
     let report = err.render();
+    assert!(
+        report.starts_with("model.lisp:3:4: error: car: expected a list, got integer 5\n"),
+        "{report}"
+    );
     assert!(report.contains("3 |    (car 5))"), "{report}");
     assert!(report.contains("  |    ^^^^^^^"), "{report}");
 }

@@ -256,8 +256,8 @@ fn an_error_shows_the_line_and_a_caret_and_the_session_continues() {
     let lines = output_lines(&output);
     let at = lines
         .iter()
-        .position(|l| l.starts_with("<repl>:1:6: error: "))
-        .unwrap_or_else(|| panic!("a `<repl>:1:6: error:` line in {output:?}"));
+        .position(|l| l.starts_with("<repl 1>:1:6: error: "))
+        .unwrap_or_else(|| panic!("a `<repl 1>:1:6: error:` line in {output:?}"));
     assert!(lines[at].contains("undefined-thing"), "{output:?}");
     let quoted = lines
         .iter()
@@ -271,10 +271,10 @@ fn an_error_shows_the_line_and_a_caret_and_the_session_continues() {
         "the caret underlines the symbol: {output:?}"
     );
     repl.alive();
-    repl.eval_contains("(car 5)", "<repl>:1:1: error:");
+    repl.eval_contains("(car 5)", "<repl 3>:1:1: error:");
     repl.alive();
     // An extra `)` is an error, not a request for more input.
-    repl.eval_contains("(+ 1 2))", "<repl>:1:8: error:");
+    repl.eval_contains("(+ 1 2))", "<repl 5>:1:8: error:");
     repl.alive();
     repl.eval_contains("(error \"my message\")", "my message");
     repl.alive();
@@ -501,7 +501,7 @@ fn history_is_saved_to_the_history_file() {
     again.wait_accepted("(* hist-marker 3)");
     let output = again.wait_next_prompt();
     assert!(
-        output.contains("<repl>:1:4: error:") && output.contains("hist-marker"),
+        output.contains("<repl 1>:1:4: error:") && output.contains("hist-marker"),
         "the recalled line runs: {output:?}"
     );
     again.control('d');
@@ -583,12 +583,27 @@ fn a_second_tab_lists_the_candidates() {
 }
 
 #[test]
+fn errors_name_the_entry_they_point_into() {
+    let mut repl = Repl::start();
+    repl.submit("(define (half x)\n  (/ x (car x)))");
+    repl.alive();
+    let output = repl.submit("(half 4)");
+    // The failing call is in entry 1, line 2; it was called from entry 3.
+    assert!(
+        output.contains("<repl 1>:2:8: error: car: expected a list")
+            && output.contains("called from <repl 3>:1:1"),
+        "{output:?}"
+    );
+    repl.alive();
+}
+
+#[test]
 fn runaway_recursion_leaves_the_repl_alive() {
     let mut repl = Repl::start();
     repl.submit("(define (f n) (+ 1 (f n)))");
     let output = repl.submit("(f 0)");
     assert!(
-        output.contains("<repl>:1:") && output.contains("error:"),
+        output.contains("<repl 2>:1:") && output.contains("error:"),
         "{output:?}"
     );
     assert!(!output.contains("panicked"), "{output:?}");
@@ -602,7 +617,7 @@ fn a_100000_level_nested_expression_leaves_the_repl_alive() {
     // characters one by one would redraw the line each time.
     let deep = format!("{}1{}", "(+ 1 ".repeat(100_000), ")".repeat(100_000));
     repl.send(&format!("\x1b[200~{deep}\x1b[201~\r"));
-    let (_, error) = repl.expect_regex(r"<repl>:1:[0-9]+: error: [^\r\n]*");
+    let (_, error) = repl.expect_regex(r"<repl 1>:1:[0-9]+: error: [^\r\n]*");
     assert!(!error.contains("panicked"), "{error:?}");
     let rest = repl.wait_prompt();
     assert!(
@@ -614,7 +629,7 @@ fn a_100000_level_nested_expression_leaves_the_repl_alive() {
     // Unclosed: 100,000 open brackets is an error too, not a request for
     // more input that never ends.
     repl.send(&format!("\x1b[200~{}\x1b[201~\r", "(".repeat(100_000)));
-    repl.expect_regex(r"<repl>:1:[0-9]+: error: [^\r\n]*");
+    repl.expect_regex(r"<repl 3>:1:[0-9]+: error: [^\r\n]*");
     repl.wait_prompt();
     repl.alive();
 }
@@ -622,11 +637,11 @@ fn a_100000_level_nested_expression_leaves_the_repl_alive() {
 #[test]
 fn integer_division_by_zero_is_an_error_and_float_division_is_ieee() {
     let mut repl = Repl::start();
-    repl.eval_contains("(/ 1 0)", "<repl>:1:1: error:");
+    repl.eval_contains("(/ 1 0)", "<repl 1>:1:1: error:");
     repl.alive();
     repl.eval("(/ 1.0 0.0)", "inf");
     repl.eval("(/ 0.0 0.0)", "nan");
-    repl.eval_contains("(+ [1 2 3] [1 2])", "<repl>:1:1: error:");
+    repl.eval_contains("(+ [1 2 3] [1 2])", "<repl 5>:1:1: error:");
     repl.alive();
 }
 
@@ -687,7 +702,7 @@ fn dumb_terminal_still_works() {
         command.env("TERM", "dumb");
     });
     repl.eval("(+ 1 2)", "3");
-    repl.eval_contains("(car 5)", "<repl>:1:1: error:");
+    repl.eval_contains("(car 5)", "<repl 2>:1:1: error:");
     repl.alive();
     repl.control('d');
     assert_eq!(repl.exit_code(), 0);

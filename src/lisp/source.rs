@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 /// One registered text.
 pub struct SourceFile {
-    /// The name shown in error messages (a path, `<repl>`, `<eval>`).
+    /// The name shown in error messages (a path, `<repl 3>`, `<eval>`).
     pub name: String,
     /// The file on disk it came from, if any.
     pub path: Option<PathBuf>,

@@ -49,8 +49,14 @@ fn help_text() -> String {
 }
 
 /// Runs the command line `line` (which starts with ':'); `notation` is
-/// how the session shows symbolic results.
-pub fn run_command(engine: &mut Engine, notation: &mut Notation, line: &str) -> Outcome {
+/// how the session shows symbolic results; `name` names the entry in
+/// error locations.
+pub fn run_command(
+    engine: &mut Engine,
+    notation: &mut Notation,
+    line: &str,
+    name: &str,
+) -> Outcome {
     let line = line.trim();
     let (command, argument) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     let argument = argument.trim();
@@ -66,7 +72,7 @@ pub fn run_command(engine: &mut Engine, notation: &mut Notation, line: &str) -> 
         },
         ":time" if !argument.is_empty() => {
             let started = Instant::now();
-            let result = engine.eval_named(argument, "<repl>");
+            let result = engine.eval_named(argument, name);
             let elapsed = started.elapsed().as_secs_f64();
             let outcome = super::show_result(engine, *notation, result);
             eprintln!("time: {}", format_duration(elapsed));

@@ -107,6 +107,9 @@ pub fn run(engine: &mut Engine) -> i32 {
         env!("CARGO_PKG_VERSION")
     );
     let mut notation = Notation::Sexp;
+    // Entries are numbered, so an error names the entry it points into
+    // (`<repl 3>:1:5`), also when a function defined there fails later.
+    let mut entry = 0usize;
     loop {
         match editor.readline(PROMPT) {
             Ok(line) if line.trim().is_empty() => {}
@@ -117,10 +120,12 @@ pub fn run(engine: &mut Engine) -> i32 {
                     let _ = editor.append_history(path);
                 }
                 interrupt.store(false, Ordering::Relaxed);
+                entry += 1;
+                let name = format!("<repl {entry}>");
                 let outcome = if line.trim_start().starts_with(':') {
-                    run_command(engine, &mut notation, &line)
+                    run_command(engine, &mut notation, &line, &name)
                 } else {
-                    let result = engine.eval_named(&line, "<repl>");
+                    let result = engine.eval_named(&line, &name);
                     show_result(engine, notation, result)
                 };
                 if let Outcome::Quit(code) = outcome {
