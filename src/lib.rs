@@ -27,6 +27,7 @@ mod error;
 pub mod formula;
 pub mod kernel;
 pub mod lisp;
+pub mod lsp;
 pub mod ops;
 pub mod reader;
 pub mod repl;

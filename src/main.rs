@@ -47,6 +47,8 @@ enum Command {
         #[command(subcommand)]
         action: Option<KernelAction>,
     },
+    /// The language server, on standard input and output (for editors).
+    Lsp,
 }
 
 #[derive(Subcommand)]
@@ -167,6 +169,13 @@ fn command(cli: Cli) -> ExitCode {
             connection_file,
             action,
         }) => kernel(engine, connection_file, action),
+        Some(Command::Lsp) => match epsilon::lsp::serve_stdio() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                eprintln!("error: {message}");
+                ExitCode::from(1)
+            }
+        },
         None if std::io::stdin().is_terminal() => exit_status(epsilon::repl::run(&mut engine)),
         None => run_stdin(&mut engine),
     }
