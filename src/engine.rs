@@ -267,6 +267,12 @@ impl Engine {
         self.interp.set_output(output);
     }
 
+    /// Sends warnings and the output of `eprintln` and `time` to `output`
+    /// instead of standard error.
+    pub fn set_error_output(&mut self, output: Box<dyn std::io::Write>) {
+        self.interp.set_error_output(output);
+    }
+
     /// Sends rich items (charts, progress bars) to `display` as programs
     /// make them; without one, charts only go to their files and progress
     /// bars only to a terminal.

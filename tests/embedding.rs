@@ -179,6 +179,18 @@ fn output_can_be_captured() {
         String::from_utf8(capture.0.borrow().clone()).unwrap(),
         "x = 1.5\nraw\"quoted\""
     );
+    // Diagnostic output (eprintln, time, warnings) has its own sink.
+    let errors = Capture::default();
+    eps.set_error_output(Box::new(errors.clone()));
+    eps.eval("(eprintln \"careful\" 2) (time (+ 1 2))").unwrap();
+    let text = String::from_utf8(errors.0.borrow().clone()).unwrap();
+    assert!(text.starts_with("careful 2\ntime: "), "{text:?}");
+    assert!(text.ends_with("(1:24)\n"), "{text:?}");
+    assert!(
+        !String::from_utf8(capture.0.borrow().clone())
+            .unwrap()
+            .contains("careful")
+    );
 }
 
 #[test]

@@ -53,6 +53,13 @@ impl Session {
             outgoing: outgoing.clone(),
             parent: Rc::clone(&parent),
             pending: Vec::new(),
+            stderr: false,
+        }));
+        engine.set_error_output(Box::new(StreamWriter {
+            outgoing: outgoing.clone(),
+            parent: Rc::clone(&parent),
+            pending: Vec::new(),
+            stderr: true,
         }));
         engine.set_display(Box::new(NotebookDisplay {
             outgoing: outgoing.clone(),
@@ -314,12 +321,14 @@ fn word_at(code: &str, cursor: usize) -> Option<(usize, usize, String)> {
     (start < end).then(|| (start, end, chars[start..end].iter().collect()))
 }
 
-/// Program output as `stream` messages: whole lines as they are written,
-/// the rest when flushed.
+/// Program output (or, with `stderr`, warnings and `eprintln`) as
+/// `stream` messages: whole lines as they are written, the rest when
+/// flushed.
 struct StreamWriter {
     outgoing: Outgoing,
     parent: Parent,
     pending: Vec<u8>,
+    stderr: bool,
 }
 
 impl StreamWriter {
@@ -327,11 +336,12 @@ impl StreamWriter {
         let text = String::from_utf8_lossy(&self.pending[..upto]).into_owned();
         self.pending.drain(..upto);
         if !text.is_empty() {
-            publish(
-                &self.outgoing,
-                &self.parent,
-                StreamContent::stdout(&text).into(),
-            );
+            let content = if self.stderr {
+                StreamContent::stderr(&text)
+            } else {
+                StreamContent::stdout(&text)
+            };
+            publish(&self.outgoing, &self.parent, content.into());
         }
     }
 }

@@ -541,14 +541,12 @@ impl Interp {
                 let started = Instant::now();
                 let value = self.eval(expr, env)?;
                 let elapsed = started.elapsed();
-                self.progress.suspend(|| {
-                    eprintln!(
-                        "time: {} ({}:{})",
-                        format_duration(elapsed.as_secs_f64()),
-                        span.line,
-                        span.col
-                    )
-                });
+                self.write_error_line(&format!(
+                    "time: {} ({}:{})",
+                    format_duration(elapsed.as_secs_f64()),
+                    span.line,
+                    span.col
+                ));
                 Ok(value)
             }
             Node::DefMacro { name, def } => {

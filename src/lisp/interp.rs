@@ -76,6 +76,8 @@ pub struct Interp {
     pub(crate) progress: builtins::progress::ProgressBars,
     /// Where rich items (charts, progress) go, when a front end shows them.
     display: Option<Box<dyn RichDisplay>>,
+    /// Where warnings, `eprintln` and `time` write; standard error if unset.
+    error_output: Option<Box<dyn Write>>,
 }
 
 impl Interp {
@@ -95,6 +97,7 @@ impl Interp {
             numeric: Default::default(),
             progress: Default::default(),
             display: None,
+            error_output: None,
         };
         builtins::install(&mut interp);
         interp.set_global(sym::ARGS, Value::Nil);
@@ -218,6 +221,24 @@ impl Interp {
         self.output = output;
     }
 
+    /// Sends warnings and `eprintln` output to `output` instead of
+    /// standard error.
+    pub fn set_error_output(&mut self, output: Box<dyn Write>) {
+        self.error_output = Some(output);
+    }
+
+    /// Writes one line of diagnostic output (a warning, `eprintln`, `time`),
+    /// with progress bars on the terminal lifted out of the way.
+    pub fn write_error_line(&mut self, line: &str) {
+        self.flush_output();
+        match &mut self.error_output {
+            Some(output) => {
+                let _ = writeln!(output, "{line}").and_then(|()| output.flush());
+            }
+            None => self.progress.suspend(|| eprintln!("{line}")),
+        }
+    }
+
     /// Sends rich items (charts, progress bars) to `display`.
     pub fn set_display(&mut self, display: Box<dyn RichDisplay>) {
         self.display = Some(display);
@@ -261,7 +282,6 @@ impl Interp {
     /// Prints a warning on standard error, located at the current call
     /// when it comes from source: `FILE:LINE:COL: warning: message`.
     pub fn warn(&mut self, message: &str) {
-        self.flush_output();
         let span = self.call_span;
         let line = match self.sources.name(span) {
             Some(file) if span.is_known() => {
@@ -269,7 +289,7 @@ impl Interp {
             }
             _ => format!("warning: {message}"),
         };
-        self.progress.suspend(|| eprintln!("{line}"));
+        self.write_error_line(&line);
     }
 
     /// Flushes program output.

@@ -69,6 +69,11 @@ def check_values_and_status(kc):
     expect(text == "hello 16\nno newline", "printed output is streamed", repr(text))
     expect(not of_type(messages, "execute_result"), "a void value shows nothing", messages)
 
+    _, messages = run(kc, '(eprintln "careful:" 3)')
+    streams = of_type(messages, "stream")
+    expect(streams == [{"name": "stderr", "text": "careful: 3\n"}],
+           "eprintln goes to the notebook's stderr stream", streams)
+
 
 def check_error(kc):
     reply, messages = run(kc, "(define y 1)\n(car y)")

@@ -202,7 +202,7 @@ fn println(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 
 fn eprintln(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let line = joined(args, " ");
-    interp.progress.suspend(|| eprintln!("{line}"));
+    interp.write_error_line(&line);
     Ok(Value::Void)
 }
 
