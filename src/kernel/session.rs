@@ -79,7 +79,43 @@ impl Session {
     /// Handles requests until a shutdown (or until the wire thread stops).
     pub fn run(mut self, requests: Receiver<ToEngine>) {
         while let Ok(ToEngine::Shell(message)) = requests.recv() {
-            self.handle(*message);
+            if self.handle(*message) && !self.abort_queued(&requests) {
+                return;
+            }
+        }
+    }
+
+    /// After a failed cell that asked to stop on error: the cells already
+    /// queued behind it (a "run all") are answered `aborted` without
+    /// running, as ipykernel does; other requests are handled. False when
+    /// a shutdown came meanwhile.
+    fn abort_queued(&mut self, requests: &Receiver<ToEngine>) -> bool {
+        loop {
+            match requests.try_recv() {
+                Ok(ToEngine::Shell(message)) => match &message.content {
+                    JupyterMessageContent::ExecuteRequest(_) => {
+                        *self.parent.borrow_mut() = Some((*message).clone());
+                        self.publish(Status::busy());
+                        self.reply(
+                            &message,
+                            ExecuteReply {
+                                status: ReplyStatus::Aborted,
+                                execution_count: ExecutionCount::new(self.count),
+                                payload: Vec::new(),
+                                user_expressions: None,
+                                error: None,
+                            },
+                        );
+                        self.publish(Status::idle());
+                    }
+                    _ => {
+                        self.handle(*message);
+                    }
+                },
+                Ok(ToEngine::Shutdown) => return false,
+                Err(std::sync::mpsc::TryRecvError::Empty) => return true,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => return false,
+            }
         }
     }
 
@@ -92,14 +128,19 @@ impl Session {
         let _ = self.outgoing.send(ToWire::Shell(message));
     }
 
-    fn handle(&mut self, request: JupyterMessage) {
+    /// Handles one request; true when it was a cell that failed and asked
+    /// to stop on error.
+    fn handle(&mut self, request: JupyterMessage) -> bool {
         *self.parent.borrow_mut() = Some(request.clone());
         self.publish(Status::busy());
+        let mut stop = false;
         match &request.content {
             JupyterMessageContent::KernelInfoRequest(_) => {
                 self.reply(&request, super::kernel_info());
             }
-            JupyterMessageContent::ExecuteRequest(execute) => self.execute(&request, execute),
+            JupyterMessageContent::ExecuteRequest(execute) => {
+                stop = !self.execute(&request, execute) && execute.stop_on_error;
+            }
             JupyterMessageContent::CompleteRequest(complete) => {
                 let (start, end, matches) = self.complete(&complete.code, complete.cursor_pos);
                 self.reply(
@@ -164,9 +205,11 @@ impl Session {
             _ => {}
         }
         self.publish(Status::idle());
+        stop
     }
 
-    fn execute(&mut self, request: &JupyterMessage, execute: &ExecuteRequest) {
+    /// Runs a cell and answers it; false when it failed.
+    fn execute(&mut self, request: &JupyterMessage, execute: &ExecuteRequest) -> bool {
         if !execute.silent {
             self.count += 1;
         }
@@ -195,13 +238,14 @@ impl Session {
                 Some(Box::new(error))
             }
         };
+        let succeeded = error.is_none();
         self.reply(
             request,
             ExecuteReply {
-                status: if error.is_some() {
-                    ReplyStatus::Error
-                } else {
+                status: if succeeded {
                     ReplyStatus::Ok
+                } else {
+                    ReplyStatus::Error
                 },
                 execution_count: count,
                 payload: Vec::new(),
@@ -209,6 +253,7 @@ impl Session {
                 error,
             },
         );
+        succeeded
     }
 
     /// Runs one cell: Lisp forms, or a command line (`:doc NAME`,

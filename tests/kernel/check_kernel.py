@@ -89,6 +89,20 @@ def check_error(kc):
     expect(of_type(messages, "execute_result")[0]["data"]["text/plain"] == "25",
            "the kernel goes on after an error", messages)
 
+    # "Run all": cells queued behind a failing one are aborted, not run.
+    failing = kc.execute("(let loop ((i 0)) (if (< i 200000) (loop (+ i 1)) (car i)))")
+    queued = kc.execute('(println "queued cell ran")')
+    replies = {}
+    while len(replies) < 2:
+        reply = kc.get_shell_msg(timeout=TIMEOUT)
+        replies[reply["parent_header"]["msg_id"]] = reply["content"]
+    expect(replies[failing]["status"] == "error" and replies[queued]["status"] == "aborted",
+           "a cell queued behind a failed one is aborted", replies)
+    reply, messages = run(kc, '(println "later cells run")')
+    streams = [s["text"] for s in of_type(messages, "stream")]
+    expect(reply["status"] == "ok" and streams == ["later cells run\n"],
+           "a cell sent after the abort runs", (reply, streams))
+
 
 def check_formula_and_tensor(kc):
     _, messages = run(kc, "(grad '(* x (sin y)) '(x y))")
