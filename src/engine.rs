@@ -126,7 +126,8 @@ impl Engine {
     /// let v = eps.eval("(define x 4) (* x 2.5)").unwrap();
     /// assert_eq!(v.as_f64().unwrap(), 10.0);
     /// let err = eps.eval("(car 5)").unwrap_err();
-    /// assert!(err.to_string().starts_with("<eval>:1:1: error:"));
+    /// assert!(err.render().starts_with("<eval>:1:1: error:"));
+    /// assert!(err.to_string().starts_with("<eval>:1:1: car:"));
     /// ```
     pub fn eval(&mut self, source: &str) -> Result<Value, Error> {
         self.eval_named(source, "<eval>")

@@ -122,10 +122,7 @@ fn incompatible_shapes_are_a_shape_error_naming_both() {
             "{text}: {}",
             error.message()
         );
-        assert!(
-            error.to_string().starts_with("<eval>:1:1: error:"),
-            "{error}"
-        );
+        assert!(error.render().starts_with("<eval>:1:1: error:"), "{error}");
     }
     let error = eps.eval("(broadcast-to [1 2] '(3))").unwrap_err();
     assert!(

@@ -140,7 +140,7 @@ mod tests {
         assert_eq!(html.matches("<tr>").count(), 2);
         assert_eq!(html.matches("<td").count(), 6);
         assert!(
-            html.contains(">2.5</td>") && html.contains(">-3</td>"),
+            html.contains(">2.5</td>") && html.contains(">-3.0</td>"),
             "{html}"
         );
         let vector = ArrayD::from_shape_vec(vec![3], vec![1.0, 2.0, 3.0]).unwrap();
@@ -154,8 +154,8 @@ mod tests {
         let html = html_table(&array).unwrap();
         assert_eq!(html.matches("<tr>").count(), 2 * EDGE + 1);
         assert_eq!(html.matches("<td").count(), (2 * EDGE + 1) * (2 * EDGE + 1));
-        assert!(html.contains(">99029</td>"), "the last entry is shown");
-        assert!(!html.contains(">50000</td>"), "a middle entry is not");
+        assert!(html.contains(">99029.0</td>"), "the last entry is shown");
+        assert!(!html.contains(">50000.0</td>"), "a middle entry is not");
     }
 
     #[test]
