@@ -27,6 +27,7 @@ mod error;
 pub mod formula;
 pub mod lisp;
 pub mod ops;
+mod plot;
 pub mod reader;
 pub mod repl;
 pub mod scalar;
