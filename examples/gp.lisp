@@ -76,8 +76,10 @@
 (println (format "the true function lies within two standard deviations at {:.0}% of the grid"
                  (* 100 inside)))
 
-(plot-lines grid (list (truth grid) posterior (+ posterior band) (- posterior band)) plot-path
-            :labels (list "true f(x)" "posterior mean" "mean + 2 sd" "mean - 2 sd")
+(plot-lines grid (list (truth grid) posterior (list xs ys)) plot-path
+            :labels (list "true f(x)" "posterior mean ± 2 sd" "samples")
+            :style (list "line" "line" "scatter")
+            :band (list #f (list (- posterior band) (+ posterior band)) #f)
             :title (format "GP regression, {} samples (fitted l = {:.3})" points (first fitted))
             :xlabel "x" :ylabel "f(x)")
 (println "wrote" plot-path)

@@ -29,6 +29,7 @@ pub mod kernel;
 pub mod lisp;
 pub mod lsp;
 pub mod ops;
+mod plot;
 pub mod reader;
 pub mod repl;
 pub mod scalar;

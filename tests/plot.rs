@@ -2,109 +2,11 @@
 //! title, labels and lines; non-finite and (with :log-y) non-positive
 //! points skipped; and a clear error, never a panic, for every bad call.
 
+#[path = "common/charts.rs"]
+mod charts;
+
+use charts::{BLUE, Fixture, ORANGE, count, decode_png, has_text, svg_texts};
 use epsilon::{Engine, EvalErrorKind};
-use std::path::{Path, PathBuf};
-use tempfile::TempDir;
-
-/// An engine whose `dir` variable names a fresh temporary directory.
-struct Fixture {
-    engine: Engine,
-    dir: TempDir,
-}
-
-impl Fixture {
-    fn new() -> Fixture {
-        let mut engine = Engine::new();
-        engine
-            .eval("(define xs (linspace 0 6 50)) (define ys (sin xs))")
-            .unwrap();
-        Fixture {
-            engine,
-            dir: tempfile::tempdir().expect("a temporary directory"),
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    /// `source` with every `{name}` replaced by the quoted path of `name`
-    /// in the temporary directory.
-    fn source(&self, source: &str, names: &[&str]) -> String {
-        names.iter().fold(source.to_string(), |source, name| {
-            source.replace(
-                &format!("{{{name}}}"),
-                &format!("{:?}", self.path(name).display().to_string()),
-            )
-        })
-    }
-
-    /// Evaluates `source` (see [`Fixture::source`]) and returns the result's
-    /// string.
-    fn run(&mut self, source: &str, names: &[&str]) -> String {
-        let source = self.source(source, names);
-        let value = self
-            .engine
-            .eval(&source)
-            .unwrap_or_else(|err| panic!("{source}\nfailed: {}", err.render()));
-        String::try_from(value).expect("plot returns the path")
-    }
-
-    /// The message of the error `source` raises; checks that no file `name`
-    /// was written.
-    fn error(&mut self, source: &str, name: &str) -> String {
-        let source = self.source(source, &[name]);
-        let err = self
-            .engine
-            .eval(&source)
-            .expect_err(&format!("{source} should fail"));
-        assert_ne!(err.kind(), EvalErrorKind::Internal, "{}", err.render());
-        assert!(!self.path(name).exists(), "{source} wrote a file");
-        err.message().to_string()
-    }
-}
-
-/// The RGB pixels of a PNG file, with its size.
-fn decode_png(path: &Path) -> (u32, u32, Vec<[u8; 3]>) {
-    let file = std::fs::File::open(path).expect("the PNG exists");
-    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
-        .read_info()
-        .expect("a PNG header");
-    let mut buffer = vec![0; reader.output_buffer_size().expect("a sane size")];
-    let info = reader.next_frame(&mut buffer).expect("PNG image data");
-    assert_eq!(info.color_type, png::ColorType::Rgb);
-    assert_eq!(info.bit_depth, png::BitDepth::Eight);
-    let pixels = buffer[..info.buffer_size()]
-        .chunks_exact(3)
-        .map(|p| [p[0], p[1], p[2]])
-        .collect();
-    (info.width, info.height, pixels)
-}
-
-/// The text of every `<text>` element of an SVG document, trimmed.
-fn svg_texts(svg: &str) -> Vec<String> {
-    svg.split("<text")
-        .skip(1)
-        .filter_map(|element| {
-            let (_, rest) = element.split_once('>')?;
-            let (text, _) = rest.split_once("</text>")?;
-            Some(text.trim().to_string())
-        })
-        .collect()
-}
-
-/// Whether `svg` has a text element reading `text`.
-fn has_text(svg: &str, text: &str) -> bool {
-    svg_texts(svg).iter().any(|t| t == text)
-}
-
-/// The first and second line colours (matplotlib's tab10 blue and orange).
-const BLUE: [u8; 3] = [31, 119, 180];
-const ORANGE: [u8; 3] = [255, 127, 14];
-
-fn count(pixels: &[[u8; 3]], color: [u8; 3]) -> usize {
-    pixels.iter().filter(|&&p| p == color).count()
-}
 
 #[test]
 fn plot_writes_a_png_of_the_requested_size_with_a_line_and_text() {

@@ -1,8 +1,8 @@
 //! Rich items reach a front end installed with `Engine::set_display`:
 //! charts as PNG and SVG, progress bars as states that update in place.
 
-use epsilon::Engine;
 use epsilon::display::{Rich, RichDisplay};
+use epsilon::{Engine, Value};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -122,4 +122,71 @@ fn without_a_front_end_nothing_is_shown_and_programs_run_as_before() {
         .eval("(let ((b (progress 3))) (progress-inc! b 3))")
         .unwrap();
     assert_eq!(value.as_i64().unwrap(), 3);
+}
+
+#[test]
+fn a_chart_without_a_path_is_shown_inline_and_returns_nothing() {
+    let (mut engine, items) = engine_with_recorder();
+    for source in [
+        "(plot (list 1 2 3) (list 1 4 9))",
+        "(plot-lines (list (list (list 1 2) (list 3 4))) :style \"scatter\")",
+        "(histogram (list 1 2 2 3) :bins 3 :width 300 :height 200)",
+        "(heatmap (reshape (linspace 0 1 6) '(2 3)))",
+        "(contour (reshape (linspace 0 1 9) '(3 3)) :levels 2)",
+    ] {
+        let value = engine.eval(source).unwrap();
+        assert!(matches!(value, Value::Void), "{source} returned {value}");
+    }
+    let items = items.borrow();
+    assert_eq!(items.len(), 5);
+    for item in items.iter() {
+        let Rich::Image {
+            png, svg, width, ..
+        } = item
+        else {
+            panic!("expected an image, got {item:?}");
+        };
+        let info = png::Decoder::new(std::io::Cursor::new(png.clone()))
+            .read_info()
+            .unwrap()
+            .info()
+            .clone();
+        assert_eq!(info.width, *width);
+        assert!(svg.starts_with("<svg"));
+    }
+    let Rich::Image {
+        width, height, svg, ..
+    } = &items[2]
+    else {
+        unreachable!("checked above");
+    };
+    assert_eq!((*width, *height), (300, 200));
+    assert!(svg.contains("<rect"));
+    let Rich::Image { svg, .. } = &items[3] else {
+        unreachable!("checked above");
+    };
+    assert!(svg.contains("<image"), "the heatmap's cells");
+}
+
+#[test]
+fn a_chart_with_a_path_in_a_notebook_is_written_and_shown_once() {
+    let (mut engine, items) = engine_with_recorder();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("levels.svg");
+    let path = path.to_str().unwrap();
+    let value = engine
+        .eval(&format!(
+            "(contour (reshape (linspace 0 1 16) '(4 4)) {path:?})"
+        ))
+        .unwrap();
+    assert_eq!(String::try_from(value).unwrap(), path);
+    let items = items.borrow();
+    let [Rich::Image { svg, .. }] = &items[..] else {
+        panic!("expected one image, got {items:?}");
+    };
+    assert_eq!(
+        *svg,
+        std::fs::read_to_string(path).unwrap(),
+        "the file's SVG is shown"
+    );
 }

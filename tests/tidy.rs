@@ -84,6 +84,21 @@ fn scalar_kernels_depend_on_nothing() {
 }
 
 #[test]
+fn charts_know_nothing_of_lisp_files_or_front_ends() {
+    assert_no_use(
+        "plot",
+        &[
+            "crate::lisp",
+            "crate::display",
+            "crate::data",
+            "crate::engine",
+            "crate::Value",
+            "std::fs",
+        ],
+    );
+}
+
+#[test]
 fn the_language_knows_nothing_of_its_front_ends() {
     assert_no_use(
         "lisp",

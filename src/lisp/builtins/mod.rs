@@ -6,6 +6,7 @@
 pub(crate) mod apply;
 mod arrays;
 mod autodiff;
+mod charts;
 pub mod compare;
 mod custom;
 mod data;
@@ -54,6 +55,7 @@ pub const TABLES: &[&[Builtin]] = &[
     sort::BUILTINS,
     data::BUILTINS,
     plot::BUILTINS,
+    charts::BUILTINS,
     optim::BUILTINS,
     progress::BUILTINS,
     symbolic::BUILTINS,

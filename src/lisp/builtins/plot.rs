@@ -1,245 +1,128 @@
-//! Line plots written to PNG or SVG files with `plotters`: `plot` (one line)
-//! and `plot-lines` (several, with a legend). Charts are drawn in memory
-//! (the bitmap backend into a pixel buffer, encoded with `png`; the SVG
-//! backend into a string) and then written, so a bad path is one clear I/O
-//! error. Text is drawn with DejaVu Sans, bundled under `assets/fonts/` and
-//! registered with plotters' `ab_glyph` font table once: no system font
-//! library is involved.
+//! The Lisp side of charts: `plot` and `plot-lines` (lines, markers, error
+//! bands), and what every chart built-in shares (`charts.rs` holds
+//! `histogram`, `heatmap` and `contour`): reading vectors and options into
+//! a `plot::Chart`, then writing the file (a temporary file renamed over
+//! the target) and showing the chart inline when a notebook listens. A
+//! chart's last argument is its path when it is a string; without one, the
+//! chart is only shown inline, which needs a notebook.
 
 use super::{builtin, string_option, with_options};
+use crate::data::tree::write_atomically;
 use crate::display::Rich;
 use crate::lisp::error::{EvalError, EvalErrorKind, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::tensor::format_shape;
 use crate::lisp::value::Value;
-use plotters::coord::Shift;
-use plotters::coord::types::RangedCoordf64;
-use plotters::prelude::*;
-use plotters::style::register_font;
-use std::ops::Range;
-use std::sync::OnceLock;
+use crate::plot::{
+    Body, Chart, Format, Frame, LineChart, PlotError, PlotErrorKind, Series, Style, render,
+};
 
-/// DejaVu Sans (Bitstream Vera license; see assets/fonts/DejaVuSans-LICENSE.txt).
-static DEJAVU_SANS: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
-
-/// Default image size in pixels.
-const DEFAULT_WIDTH: u32 = 800;
-const DEFAULT_HEIGHT: u32 = 600;
 /// Accepted image sides in pixels: room for labels, and at most 48 MiB of
 /// pixels.
 const MIN_SIDE: i64 = 200;
 const MAX_SIDE: i64 = 4096;
 
-/// Line colours: matplotlib's "tab10", cycled.
-const COLORS: [RGBColor; 10] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
-];
-
-/// Registers the bundled font under the generic family names plotters asks
-/// for, once per process.
-fn ensure_font() -> EvalResult<()> {
-    static REGISTERED: OnceLock<bool> = OnceLock::new();
-    let ok = *REGISTERED.get_or_init(|| {
-        ["sans-serif", "serif", "monospace"]
-            .iter()
-            .all(|family| register_font(family, FontStyle::Normal, DEJAVU_SANS).is_ok())
-    });
-    if ok {
-        Ok(())
-    } else {
-        Err(EvalError::new(
-            EvalErrorKind::Internal,
-            "the bundled font could not be loaded",
-        ))
+impl From<PlotError> for EvalError {
+    fn from(err: PlotError) -> EvalError {
+        let kind = match err.kind {
+            PlotErrorKind::Data => EvalErrorKind::Range,
+            PlotErrorKind::Drawing => EvalErrorKind::Io,
+            PlotErrorKind::Internal => EvalErrorKind::Internal,
+        };
+        EvalError::new(kind, err.message)
     }
 }
 
-/// The file format, from the path's extension.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Format {
-    Png,
-    Svg,
+/// Where a chart goes.
+pub(super) enum Target {
+    /// Written to this path (and shown in a notebook).
+    File(String, Format),
+    /// Shown in the notebook only.
+    Inline,
 }
 
-fn format_of(path: &str) -> EvalResult<Format> {
-    let extension = std::path::Path::new(path)
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    match extension.as_deref() {
-        Some("png") => Ok(Format::Png),
-        Some("svg") => Ok(Format::Svg),
-        _ => Err(EvalError::range(format!(
-            "cannot tell the image format of {path:?}: the file name must end in .png or .svg"
-        ))),
-    }
-}
-
-/// One line: its legend label and its points.
-struct Series {
-    label: String,
-    xs: Vec<f64>,
-    ys: Vec<f64>,
-}
-
-/// Everything a chart needs.
-struct Chart {
-    series: Vec<Series>,
-    legend: bool,
-    title: Option<String>,
-    xlabel: Option<String>,
-    ylabel: Option<String>,
-    log_y: bool,
-    /// A power of ten the linear y values are divided by before layout:
-    /// plotters' tick search fails on spans far below 1 (values around
-    /// 1e-20), so such data is laid out in units of `y_scale` and labelled
-    /// with its true values.
-    y_scale: f64,
-    width: u32,
-    height: u32,
-}
-
-/// The power of ten to lay out linear values of largest magnitude
-/// `magnitude` in: 1 unless they are all tiny.
-fn layout_scale(magnitude: f64) -> f64 {
-    if magnitude > 0.0 && magnitude < 1e-8 {
-        10f64.powi(magnitude.log10().floor() as i32)
-    } else {
-        1.0
-    }
-}
-
-impl Chart {
-    /// Whether point (x, y) is drawn: finite, and y positive on a log axis.
-    fn drawn(&self, x: f64, y: f64) -> bool {
-        x.is_finite() && y.is_finite() && (!self.log_y || y > 0.0)
-    }
-
-    /// Where y sits on the vertical axis: y itself, or log10 y with :log-y.
-    /// (Log axes are drawn as linear axes of decades with 10^t tick labels:
-    /// plotters' own log axis drops ticks under 2.2e-16 and never finishes
-    /// its tick search past ~300 decades.)
-    fn y_axis(&self, y: f64) -> f64 {
-        if self.log_y {
-            y.log10()
-        } else {
-            y / self.y_scale
+/// Splits the path off the positional arguments of `name`, which takes at
+/// most `most` data arguments: a string last argument is the path; without
+/// one the chart is shown inline, which needs a notebook.
+pub(super) fn target<'a>(
+    interp: &Interp,
+    name: &str,
+    values: &'a [Value],
+    most: usize,
+) -> EvalResult<(&'a [Value], Target)> {
+    match values.split_last() {
+        Some((last, _)) if values.len() > most && !matches!(last, Value::Str(_)) => {
+            Err(path_must_be_a_string(last))
         }
-    }
-
-    /// The label of tick `t` on the vertical axis spanning `span`.
-    fn y_tick(&self, t: f64, span: f64) -> String {
-        if !self.log_y {
-            return tick_label(t * self.y_scale, span * self.y_scale);
+        Some((Value::Str(path), rest)) => {
+            let format = Format::of(path).ok_or_else(|| {
+                EvalError::range(format!(
+                    "cannot tell the image format of {path:?}: the file name must end in .png or .svg"
+                ))
+            })?;
+            Ok((rest, Target::File(path.to_string(), format)))
         }
-        let y = 10f64.powf(t);
-        if y > 0.0 && y.is_finite() {
-            // Labelled to its own magnitude; on an axis narrower than about
-            // half a decade, to the spacing of y between ticks.
-            tick_label(y, y * (span * std::f64::consts::LN_10).min(1.0))
-        } else {
-            format!("1e{}", trim_zeros(&format!("{t:.2}")))
-        }
+        _ if interp.shows_rich() => Ok((values, Target::Inline)),
+        _ => Err(EvalError::new(
+            EvalErrorKind::Arity,
+            format!(
+                "{name} needs a file path ending in .png or .svg as its last argument outside a notebook (only a notebook shows a chart without writing it)"
+            ),
+        )),
     }
+}
 
-    /// The axis ranges: the drawn points with a 5% margin (on the log scale,
-    /// 5% of the decades spanned).
-    fn ranges(&self) -> EvalResult<(Range<f64>, Range<f64>)> {
-        let mut x = (f64::INFINITY, f64::NEG_INFINITY);
-        let mut y = (f64::INFINITY, f64::NEG_INFINITY);
-        for series in &self.series {
-            for (&px, &py) in series.xs.iter().zip(&series.ys) {
-                if self.drawn(px, py) {
-                    x = (x.0.min(px), x.1.max(px));
-                    y = (y.0.min(py), y.1.max(py));
-                }
+/// Draws `chart` to its target: writes the file through a temporary file
+/// renamed over it, and shows the chart inline when a notebook listens.
+/// Returns the path, or void for a chart only shown.
+pub(super) fn output(interp: &mut Interp, target: Target, chart: &Chart) -> EvalResult<Value> {
+    match target {
+        Target::File(path, format) => {
+            let bytes = render(chart, format)?;
+            write_atomically(&path, &bytes).map_err(EvalError::io)?;
+            if interp.shows_rich() {
+                show_inline(interp, chart, Some((format, bytes)))?;
             }
+            Ok(Value::string(path))
         }
-        if x.0 > x.1 {
-            return Err(EvalError::range(if self.log_y {
-                "nothing to plot: no point has a finite x and a positive finite y (:log-y skips y <= 0)"
-            } else {
-                "nothing to plot: no point has finite x and y values"
-            }));
+        Target::Inline => {
+            show_inline(interp, chart, None)?;
+            Ok(Value::Void)
         }
-        let x_range = padded(x.0, x.1).ok_or_else(|| too_wide("x"))?;
-        let y_range = padded(self.y_axis(y.0), self.y_axis(y.1)).ok_or_else(|| too_wide("y"))?;
-        Ok((x_range, y_range))
     }
 }
 
-fn too_wide(axis: &str) -> EvalError {
-    EvalError::range(format!(
-        "the {axis} values are too large in magnitude to lay out an axis"
-    ))
-}
-
-/// `lo..hi` widened by 5% on each side; a single value, or a span under
-/// 1e-10 of the values' magnitude (which plotters' tick search cannot
-/// resolve), gets ±10% of its magnitude, or ±1 at zero. `None` when the
-/// result does not fit in finite floats.
-fn padded(lo: f64, hi: f64) -> Option<Range<f64>> {
-    let span = hi - lo;
-    let magnitude = lo.abs().max(hi.abs());
-    let (lo, hi) = if span <= magnitude * 1e-10 {
-        let center = lo / 2.0 + hi / 2.0;
-        let half = if center == 0.0 {
-            1.0
-        } else {
-            center.abs() * 0.1
-        };
-        (center - half, center + half)
-    } else {
-        (lo - span * 0.05, hi + span * 0.05)
+/// Offers the chart to the rich front end as PNG and SVG (reusing the
+/// file's bytes, when written, for its format).
+fn show_inline(
+    interp: &mut Interp,
+    chart: &Chart,
+    written: Option<(Format, Vec<u8>)>,
+) -> EvalResult<()> {
+    let (png, svg) = match written {
+        Some((Format::Png, png)) => (png, render(chart, Format::Svg)?),
+        Some((Format::Svg, svg)) => (render(chart, Format::Png)?, svg),
+        None => (render(chart, Format::Png)?, render(chart, Format::Svg)?),
     };
-    (lo.is_finite() && hi.is_finite() && (hi - lo).is_finite() && lo < hi).then_some(lo..hi)
-}
-
-/// A tick label for `v` on an axis spanning `span`: as many decimals as
-/// tell ticks apart, trailing zeros dropped, scientific notation outside
-/// [1e-4, 1e6), and "0" for zero (no "-0.0" from rounding).
-fn tick_label(v: f64, span: f64) -> String {
-    let magnitude = v.abs();
-    if magnitude <= span * 1e-9 || magnitude == 0.0 {
-        return "0".to_string();
-    }
-    let step_digits = (-span.log10()).ceil() as i32 + 2;
-    if !(1e-4..1e6).contains(&magnitude) {
-        let digits = (magnitude.log10().floor() as i32 + step_digits).clamp(0, 15) as usize;
-        let text = format!("{v:.digits$e}");
-        return match text.split_once('e') {
-            Some((mantissa, exponent)) => format!("{}e{exponent}", trim_zeros(mantissa)),
-            None => text,
-        };
-    }
-    let decimals = step_digits.clamp(0, 15) as usize;
-    trim_zeros(&format!("{v:.decimals$}")).to_string()
-}
-
-/// "2.50" → "2.5", "3.000" → "3".
-fn trim_zeros(text: &str) -> &str {
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        text
-    }
+    let svg = String::from_utf8(svg).map_err(|err| {
+        EvalError::new(EvalErrorKind::Internal, format!("SVG is not text: {err}"))
+    })?;
+    interp.show(Rich::Image {
+        png,
+        svg,
+        width: chart.frame.width,
+        height: chart.frame.height,
+    });
+    Ok(())
 }
 
 /// The numbers of a vector argument: a 1-D tensor, a tensor with one axis
 /// longer than 1 (an n×1 column or 1×n row), or a list of numbers.
-fn numbers(value: &Value, what: &str) -> EvalResult<Vec<f64>> {
+pub(super) fn numbers(value: &Value, what: &str) -> EvalResult<Vec<f64>> {
     match value {
-        Value::Tensor(t) => {
+        Value::Tensor(_) | Value::Tensor32(_) => {
+            let t = value.as_tensor()?;
             let long_axes = t.shape().iter().filter(|&&d| d != 1).count();
             if t.ndim() == 0 || t.ndim() > 2 || long_axes > 1 {
                 return Err(EvalError::shape(format!(
@@ -249,26 +132,30 @@ fn numbers(value: &Value, what: &str) -> EvalResult<Vec<f64>> {
             }
             Ok(t.iter().copied().collect())
         }
-        Value::Nil | Value::Pair(_) => value
-            .list_to_vec()?
-            .iter()
-            .enumerate()
-            .map(|(k, item)| match item {
-                Value::Int(n) => Ok(*n as f64),
-                Value::Float(x) => Ok(*x),
-                other => Err(EvalError::type_error(format!(
-                    "{what}: element {k} is {} {}, not a number",
-                    other.type_name(),
-                    other.short()
-                ))),
-            })
-            .collect(),
+        Value::Nil | Value::Pair(_) => list_numbers(value, what),
         other => Err(EvalError::type_error(format!(
             "{what} must be a vector (a 1-D tensor or a list of numbers), got {} {}",
             other.type_name(),
             other.short()
         ))),
     }
+}
+
+/// The numbers of a list.
+pub(super) fn list_numbers(list: &Value, what: &str) -> EvalResult<Vec<f64>> {
+    list.list_to_vec()?
+        .iter()
+        .enumerate()
+        .map(|(k, item)| match item {
+            Value::Int(n) => Ok(*n as f64),
+            Value::Float(x) => Ok(*x),
+            other => Err(EvalError::type_error(format!(
+                "{what}: element {k} is {} {}, not a number",
+                other.type_name(),
+                other.short()
+            ))),
+        })
+        .collect()
 }
 
 /// An image side option, if given.
@@ -291,114 +178,297 @@ fn side_option(args: &Args, name: &str, default: u32) -> EvalResult<u32> {
     Ok(side as u32)
 }
 
-/// Checks one series against its xs (or numbers it 0, 1, ... when xs is
-/// not given).
-fn series(xs: Option<&[f64]>, ys: Vec<f64>, what: &str, label: String) -> EvalResult<Series> {
+/// The options every chart takes: title, axis labels, size.
+pub(super) fn frame(args: &Args) -> EvalResult<Frame> {
+    let defaults = Frame::default();
+    Ok(Frame {
+        title: string_option(args, "title")?,
+        xlabel: string_option(args, "xlabel")?,
+        ylabel: string_option(args, "ylabel")?,
+        width: side_option(args, "width", defaults.width)?,
+        height: side_option(args, "height", defaults.height)?,
+    })
+}
+
+/// Whether a yes/no option is given and true.
+pub(super) fn flag(args: &Args, name: &str) -> bool {
+    args.option(name).is_some_and(Value::is_truthy)
+}
+
+/// An option of two increasing finite numbers, `(list lo hi)`.
+pub(super) fn bounds_option(args: &Args, name: &str) -> EvalResult<Option<(f64, f64)>> {
+    let Some(value) = args.option(name) else {
+        return Ok(None);
+    };
+    let bad = || {
+        EvalError::type_error(format!(
+            ":{name} must be (list lo hi), two finite numbers with lo < hi, got {}",
+            value.short()
+        ))
+    };
+    let pair = match value {
+        Value::Pair(_) => list_numbers(value, &format!(":{name}")).map_err(|_| bad())?,
+        Value::Tensor(_) | Value::Tensor32(_) => numbers(value, &format!(":{name}"))?,
+        _ => return Err(bad()),
+    };
+    match pair[..] {
+        [lo, hi] if lo.is_finite() && hi.is_finite() && lo < hi => Ok(Some((lo, hi))),
+        [_, _] => Err(EvalError::range(format!(
+            ":{name} must be two finite numbers with lo < hi, got {}",
+            value.short()
+        ))),
+        _ => Err(bad()),
+    }
+}
+
+/// The one data argument of a chart of one argument, after its path.
+pub(super) fn one_argument<'a>(name: &str, rest: &'a [Value]) -> EvalResult<&'a Value> {
+    match rest {
+        [data] => Ok(data),
+        [] => Err(EvalError::new(
+            EvalErrorKind::Arity,
+            format!("{name} needs data before the path"),
+        )),
+        [_, extra, ..] => Err(path_must_be_a_string(extra)),
+    }
+}
+
+pub(super) fn path_must_be_a_string(value: &Value) -> EvalError {
+    EvalError::type_error(format!(
+        "the path must be a string, got {} {}",
+        value.type_name(),
+        value.short()
+    ))
+}
+
+/// xs (if given) and the data argument, from `[xs] data` (the path split off).
+fn xs_and_data<'a>(name: &str, rest: &'a [Value]) -> EvalResult<(Option<Vec<f64>>, &'a Value)> {
+    let (xs, data) = match rest {
+        [data] => (None, data),
+        [xs, data] => (Some(numbers(xs, "xs")?), data),
+        [] => {
+            return Err(EvalError::new(
+                EvalErrorKind::Arity,
+                format!("{name} needs data before the path"),
+            ));
+        }
+        [_, _, extra, ..] => return Err(path_must_be_a_string(extra)),
+    };
+    if xs.as_ref().is_some_and(Vec::is_empty) {
+        return Err(EvalError::range("xs is empty: nothing to plot"));
+    }
+    Ok((xs, data))
+}
+
+/// The xs of a series: the given ones (of the series' length) or 0, 1, ...
+fn xs_for(xs: Option<&[f64]>, n: usize, what: &str) -> EvalResult<Vec<f64>> {
+    match xs {
+        Some(xs) if xs.len() != n => Err(EvalError::shape(format!(
+            "xs has {} values but {what} has {n}",
+            xs.len()
+        ))),
+        Some(xs) => Ok(xs.to_vec()),
+        None => Ok((0..n).map(|i| i as f64).collect()),
+    }
+}
+
+/// A style by name.
+fn style(value: &Value, what: &str) -> EvalResult<Style> {
+    let name = match value {
+        Value::Str(text) => Some(text.as_str()),
+        _ => None,
+    };
+    name.and_then(Style::parse).ok_or_else(|| {
+        EvalError::type_error(format!(
+            "{what} must be \"line\", \"scatter\" or \"both\", got {}",
+            value.short()
+        ))
+    })
+}
+
+/// A band `(list lo hi)` for a series of `n` points.
+fn band(value: &Value, n: usize, what: &str) -> EvalResult<(Vec<f64>, Vec<f64>)> {
+    let items = match value {
+        Value::Pair(_) => value.list_to_vec()?,
+        _ => Vec::new(),
+    };
+    let [lo, hi] = &items[..] else {
+        return Err(EvalError::type_error(format!(
+            "{what} must be (list lo hi), two vectors of the series' length, got {}",
+            value.short()
+        )));
+    };
+    let lo = numbers(lo, &format!("{what}'s lo"))?;
+    let hi = numbers(hi, &format!("{what}'s hi"))?;
+    for (edge, name) in [(&lo, "lo"), (&hi, "hi")] {
+        if edge.len() != n {
+            return Err(EvalError::shape(format!(
+                "{what}'s {name} has {} values but the series has {n}",
+                edge.len()
+            )));
+        }
+    }
+    Ok((lo, hi))
+}
+
+/// The chart of line series from the options every line chart takes.
+fn line_chart(args: &Args, series: Vec<Series>, legend: bool) -> EvalResult<Chart> {
+    Ok(Chart {
+        frame: frame(args)?,
+        body: Body::Lines(LineChart {
+            series,
+            legend,
+            log_x: flag(args, "log-x"),
+            log_y: flag(args, "log-y"),
+        }),
+    })
+}
+
+fn plot(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let (rest, target) = target(interp, "plot", args.values, 2)?;
+    let (xs, ys) = xs_and_data("plot", rest)?;
+    let ys = numbers(ys, "ys")?;
+    if ys.is_empty() {
+        return Err(EvalError::range("ys is empty: nothing to plot"));
+    }
+    let xs = xs_for(xs.as_deref(), ys.len(), "ys")?;
+    let style = match args.option("style") {
+        Some(value) => style(value, ":style")?,
+        None => Style::Line,
+    };
+    let band = match args.option("band") {
+        Some(value) => Some(band(value, ys.len(), ":band")?),
+        None => None,
+    };
+    let line = Series {
+        label: String::new(),
+        xs,
+        ys,
+        style,
+        band,
+    };
+    let chart = line_chart(args, vec![line], false)?;
+    output(interp, target, &chart)
+}
+
+/// One series of `plot-lines`: a vector of ys (against the shared xs, or
+/// 0, 1, ...), or an `(xs ys)` pair: a list whose first element is not a
+/// number.
+fn line_series(item: &Value, xs: Option<&[f64]>, k: usize) -> EvalResult<(Vec<f64>, Vec<f64>)> {
+    let what = format!("series {k}");
+    let pair = match item {
+        Value::Pair(pair) if !matches!(pair.car, Value::Int(_) | Value::Float(_)) => {
+            Some(item.list_to_vec()?)
+        }
+        _ => None,
+    };
+    let (xs, ys) = match pair.as_deref() {
+        None => {
+            let ys = numbers(item, &what)?;
+            (xs_for(xs, ys.len(), &what)?, ys)
+        }
+        Some([own_xs, ys]) => {
+            let own_xs = numbers(own_xs, &format!("{what}'s xs"))?;
+            let ys = numbers(ys, &format!("{what}'s ys"))?;
+            if own_xs.len() != ys.len() {
+                return Err(EvalError::shape(format!(
+                    "{what}'s xs has {} values but its ys has {}",
+                    own_xs.len(),
+                    ys.len()
+                )));
+            }
+            (own_xs, ys)
+        }
+        Some(items) => {
+            return Err(EvalError::type_error(format!(
+                "{what} must be a vector of ys or a pair (list xs ys), got a list of {} non-numbers {}",
+                items.len(),
+                item.short()
+            )));
+        }
+    };
     if ys.is_empty() {
         return Err(EvalError::range(format!(
             "{what} is empty: nothing to plot"
         )));
     }
-    let xs = match xs {
-        Some(xs) if xs.len() != ys.len() => {
-            return Err(EvalError::shape(format!(
-                "xs has {} values but {what} has {}",
-                xs.len(),
-                ys.len()
+    Ok((xs, ys))
+}
+
+/// A per-series option: `None` when not given, else one value per series
+/// (a list of `n`, or with `single` one value for all).
+fn per_series(
+    args: &Args,
+    name: &str,
+    n: usize,
+    single: impl Fn(&Value) -> bool,
+) -> EvalResult<Option<Vec<Value>>> {
+    let Some(value) = args.option(name) else {
+        return Ok(None);
+    };
+    if single(value) {
+        return Ok(Some(vec![value.clone(); n]));
+    }
+    let items = match value {
+        Value::Nil | Value::Pair(_) => value.list_to_vec()?,
+        other => {
+            return Err(EvalError::type_error(format!(
+                ":{name} must be a list with one entry per series, got {} {}",
+                other.type_name(),
+                other.short()
             )));
         }
-        Some(xs) => xs.to_vec(),
-        None => (0..ys.len()).map(|i| i as f64).collect(),
     };
-    Ok(Series { label, xs, ys })
+    if items.len() != n {
+        return Err(EvalError::shape(format!(
+            ":{name} has {} entr{} for {n} series",
+            items.len(),
+            if items.len() == 1 { "y" } else { "ies" }
+        )));
+    }
+    Ok(Some(items))
 }
 
-/// xs (if given), the remaining positional argument and the path, for a call
-/// with `[xs] data path`.
-fn split_positional<'a>(args: &'a Args) -> EvalResult<(Option<Vec<f64>>, &'a Value, &'a str)> {
-    let (xs, data, path) = match args.values {
-        [data, path] => (None, data, path),
-        [xs, data, path] => (Some(numbers(xs, "xs")?), data, path),
-        _ => unreachable!("call_builtin checked the arity (2 or 3)"),
+fn labels(args: &Args, n: usize) -> EvalResult<Vec<String>> {
+    let Some(value) = args.option("labels") else {
+        return Ok((1..=n).map(|k| format!("line {k}")).collect());
     };
-    let path = path.as_str().map_err(|_| {
+    let not_strings = |found: &Value| {
         EvalError::type_error(format!(
-            "the path must be a string, got {} {}",
-            path.type_name(),
-            path.short()
+            ":labels must be a list of strings, found {} {}",
+            found.type_name(),
+            found.short()
         ))
-    })?;
-    if xs.as_ref().is_some_and(Vec::is_empty) {
-        return Err(EvalError::range("xs is empty: nothing to plot"));
-    }
-    Ok((xs, data, path))
-}
-
-/// The shared options, then draws and writes the chart, and shows it in
-/// a notebook when one listens.
-fn finish(
-    interp: &mut Interp,
-    args: &Args,
-    path: &str,
-    series: Vec<Series>,
-    legend: bool,
-) -> EvalResult<Value> {
-    let format = format_of(path)?;
-    let log_y = args.option("log-y").is_some_and(Value::is_truthy);
-    let largest = series
-        .iter()
-        .flat_map(|s| s.ys.iter())
-        .filter(|y| y.is_finite())
-        .fold(0.0f64, |m, y| m.max(y.abs()));
-    let chart = Chart {
-        series,
-        legend,
-        title: string_option(args, "title")?,
-        xlabel: string_option(args, "xlabel")?,
-        ylabel: string_option(args, "ylabel")?,
-        log_y,
-        y_scale: if log_y { 1.0 } else { layout_scale(largest) },
-        width: side_option(args, "width", DEFAULT_WIDTH)?,
-        height: side_option(args, "height", DEFAULT_HEIGHT)?,
     };
-    let bytes = render(&chart, format)?;
-    std::fs::write(path, bytes)
-        .map_err(|err| EvalError::io(format!("cannot write {path}: {err}")))?;
-    if interp.shows_rich() {
-        show_inline(interp, &chart)?;
+    let labels = match value {
+        Value::Nil | Value::Pair(_) => value
+            .list_to_vec()?
+            .iter()
+            .map(|label| match label {
+                Value::Str(text) => Ok(text.to_string()),
+                other => Err(not_strings(other)),
+            })
+            .collect::<EvalResult<Vec<String>>>()?,
+        other => return Err(not_strings(other)),
+    };
+    if labels.len() != n {
+        return Err(EvalError::shape(format!(
+            ":labels has {} label{} for {n} series",
+            labels.len(),
+            if labels.len() == 1 { "" } else { "s" },
+        )));
     }
-    Ok(Value::string(path))
-}
-
-/// Offers the chart to the rich front end as PNG and SVG.
-fn show_inline(interp: &mut Interp, chart: &Chart) -> EvalResult<()> {
-    let png = render(chart, Format::Png)?;
-    let svg = String::from_utf8(render(chart, Format::Svg)?).map_err(|err| {
-        EvalError::new(EvalErrorKind::Internal, format!("SVG is not text: {err}"))
-    })?;
-    interp.show(Rich::Image {
-        png,
-        svg,
-        width: chart.width,
-        height: chart.height,
-    });
-    Ok(())
-}
-
-fn plot(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
-    let (xs, ys, path) = split_positional(args)?;
-    let ys = numbers(ys, "ys")?;
-    let line = series(xs.as_deref(), ys, "ys", String::new())?;
-    finish(interp, args, path, vec![line], false)
+    Ok(labels)
 }
 
 fn plot_lines(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
-    let (xs, data, path) = split_positional(args)?;
+    let (rest, target) = target(interp, "plot-lines", args.values, 2)?;
+    let (xs, data) = xs_and_data("plot-lines", rest)?;
     let items = match data {
         Value::Nil | Value::Pair(_) => data.list_to_vec()?,
         other => {
             return Err(EvalError::type_error(format!(
-                "plot-lines takes a list of series (each a vector), got {} {}",
+                "plot-lines takes a list of series (each a vector or a pair (list xs ys)), got {} {}",
                 other.type_name(),
                 other.short()
             )));
@@ -414,255 +484,36 @@ fn plot_lines(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
             "plot-lines takes a list of series, each a vector, and got a list of numbers (for one line use plot)",
         ));
     }
-    let labels = match args.option("labels") {
-        None => (1..=items.len()).map(|k| format!("line {k}")).collect(),
-        Some(value @ (Value::Nil | Value::Pair(_))) => {
-            let labels = value
-                .list_to_vec()?
-                .iter()
-                .map(|label| match label {
-                    Value::Str(text) => Ok(text.to_string()),
-                    other => Err(EvalError::type_error(format!(
-                        ":labels must be a list of strings, found {} {}",
-                        other.type_name(),
-                        other.short()
-                    ))),
-                })
-                .collect::<EvalResult<Vec<String>>>()?;
-            if labels.len() != items.len() {
-                return Err(EvalError::shape(format!(
-                    ":labels has {} label{} for {} series",
-                    labels.len(),
-                    if labels.len() == 1 { "" } else { "s" },
-                    items.len()
-                )));
-            }
-            labels
-        }
-        Some(other) => {
-            return Err(EvalError::type_error(format!(
-                ":labels must be a list of strings, got {} {}",
-                other.type_name(),
-                other.short()
-            )));
-        }
-    };
-    let lines = items
-        .iter()
-        .zip(labels)
-        .enumerate()
-        .map(|(k, (item, label))| {
-            let what = format!("series {}", k + 1);
-            series(xs.as_deref(), numbers(item, &what)?, &what, label)
-        })
-        .collect::<EvalResult<Vec<Series>>>()?;
-    finish(interp, args, path, lines, true)
-}
-
-/// The chart as the bytes of a file in `format`.
-fn render(chart: &Chart, format: Format) -> EvalResult<Vec<u8>> {
-    ensure_font()?;
-    let (x_range, y_range) = chart.ranges()?;
-    let size = (chart.width, chart.height);
-    match format {
-        Format::Svg => {
-            let mut text = String::new();
-            {
-                let root = SVGBackend::with_string(&mut text, size).into_drawing_area();
-                draw(&root, chart, x_range, y_range)?;
-            }
-            Ok(text.into_bytes())
-        }
-        Format::Png => {
-            let mut pixels = vec![255u8; 3 * chart.width as usize * chart.height as usize];
-            {
-                let root = BitMapBackend::with_buffer(&mut pixels, size).into_drawing_area();
-                draw(&root, chart, x_range, y_range)?;
-            }
-            encode_png(&pixels, size)
-        }
+    let n = items.len();
+    let labels = labels(args, n)?;
+    let styles = per_series(args, "style", n, |v| matches!(v, Value::Str(_)))?;
+    let bands = per_series(args, "band", n, |_| false)?;
+    let mut lines = Vec::with_capacity(n);
+    for (k, (item, label)) in items.iter().zip(labels).enumerate() {
+        let (series_xs, ys) = line_series(item, xs.as_deref(), k + 1)?;
+        let style = match &styles {
+            Some(styles) => style(&styles[k], &format!(":style entry {}", k + 1))?,
+            None => Style::Line,
+        };
+        let band = match bands.as_ref().map(|bands| &bands[k]) {
+            None | Some(Value::Nil | Value::Bool(false)) => None,
+            Some(value) => Some(band(value, ys.len(), &format!(":band entry {}", k + 1))?),
+        };
+        lines.push(Series {
+            label,
+            xs: series_xs,
+            ys,
+            style,
+            band,
+        });
     }
-}
-
-fn encode_png(pixels: &[u8], (width, height): (u32, u32)) -> EvalResult<Vec<u8>> {
-    let failed = |err: png::EncodingError| {
-        EvalError::new(
-            EvalErrorKind::Internal,
-            format!("cannot encode the PNG image: {err}"),
-        )
-    };
-    let mut bytes = Vec::new();
-    let mut encoder = png::Encoder::new(&mut bytes, width, height);
-    encoder.set_color(png::ColorType::Rgb);
-    encoder.set_depth(png::BitDepth::Eight);
-    let mut writer = encoder.write_header().map_err(failed)?;
-    writer.write_image_data(pixels).map_err(failed)?;
-    writer.finish().map_err(failed)?;
-    Ok(bytes)
-}
-
-/// A plotters error as an Epsilon error.
-fn drawing_error(err: impl std::fmt::Display) -> EvalError {
-    EvalError::new(EvalErrorKind::Io, format!("cannot draw the plot: {err}"))
-}
-
-/// Most tick labels an axis gets.
-const MAX_TICKS: usize = 10;
-
-fn draw<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    chart: &Chart,
-    x_range: Range<f64>,
-    y_range: Range<f64>,
-) -> EvalResult<()> {
-    root.fill(&WHITE).map_err(drawing_error)?;
-    let label_font = ("sans-serif", 14).into_font();
-    let x_span = x_range.end - x_range.start;
-    let y_span = y_range.end - y_range.start;
-    // A log axis of several decades gets whole-decade ticks.
-    let decades = y_span.floor() as usize;
-    let y_ticks = if chart.log_y && decades >= 2 {
-        (decades + 1).min(MAX_TICKS)
-    } else {
-        MAX_TICKS
-    };
-    // The vertical axis is as wide as its longest tick label.
-    let widest = RangedCoordf64::from(y_range.clone())
-        .key_points(y_ticks)
-        .iter()
-        .map(|&t| {
-            label_font
-                .box_size(&chart.y_tick(t, y_span))
-                .map(|(w, _)| w)
-                .map_err(drawing_error)
-        })
-        .try_fold(0, |widest, w| w.map(|w| widest.max(w)))?;
-    let y_area = widest + if chart.ylabel.is_some() { 40 } else { 15 };
-
-    let mut builder = ChartBuilder::on(root);
-    builder
-        .margin(16)
-        .x_label_area_size(if chart.xlabel.is_some() { 50 } else { 30 })
-        .y_label_area_size(y_area);
-    if let Some(title) = &chart.title {
-        builder.caption(title, ("sans-serif", 24));
-    }
-    let mut context = builder
-        .build_cartesian_2d(x_range, y_range)
-        .map_err(drawing_error)?;
-    let x_label = |x: &f64| tick_label(*x, x_span);
-    let y_label = |t: &f64| chart.y_tick(*t, y_span);
-    let mut mesh = context.configure_mesh();
-    mesh.x_labels(MAX_TICKS)
-        .y_labels(y_ticks)
-        .x_label_formatter(&x_label)
-        .y_label_formatter(&y_label)
-        .label_style(label_font.clone())
-        .axis_desc_style(("sans-serif", 16))
-        .light_line_style(RGBColor(235, 235, 235));
-    if let Some(label) = &chart.xlabel {
-        mesh.x_desc(label);
-    }
-    if let Some(label) = &chart.ylabel {
-        mesh.y_desc(label);
-    }
-    mesh.draw().map_err(drawing_error)?;
-
-    for (index, series) in chart.series.iter().enumerate() {
-        let color = COLORS[index % COLORS.len()];
-        // Runs of consecutive drawn points: skipped points leave gaps.
-        let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
-        for (&x, &y) in series.xs.iter().zip(&series.ys) {
-            if chart.drawn(x, y) {
-                runs.last_mut()
-                    .expect("runs starts non-empty")
-                    .push((x, chart.y_axis(y)));
-            } else if runs.last().is_some_and(|run| !run.is_empty()) {
-                runs.push(Vec::new());
-            }
-        }
-        let mut labelled = false;
-        for run in runs.into_iter().filter(|run| !run.is_empty()) {
-            let annotation = if run.len() == 1 {
-                context
-                    .draw_series(std::iter::once(Circle::new(run[0], 3, color.filled())))
-                    .map_err(drawing_error)?
-            } else {
-                context
-                    .draw_series(LineSeries::new(run, color.stroke_width(2)))
-                    .map_err(drawing_error)?
-            };
-            if chart.legend && !labelled {
-                labelled = true;
-                annotation
-                    .label(series.label.as_str())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                    });
-            }
-        }
-    }
-    if chart.legend {
-        context
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font(label_font)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(drawing_error)?;
-    }
-    root.present().map_err(drawing_error)
+    let chart = line_chart(args, lines, true)?;
+    output(interp, target, &chart)
 }
 
 /// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
-    with_options(builtin("plot", "(plot [xs] ys path :title s :xlabel s :ylabel s :log-y #t :width px :height px)", "Draws ys against xs (default 0, 1, ...) as one line and writes the chart to path, a .png or .svg file (800x600 pixels unless :width/:height say otherwise); returns path. xs and ys are vectors: 1-D tensors, n×1 or 1×n tensors, or lists of numbers. Axes span the data with a 5% margin. Points with a non-finite coordinate (and, with :log-y, y <= 0) are skipped, leaving a gap; it is an error if no point remains.", 2, Some(3), plot), &["title", "xlabel", "ylabel", "log-y", "width", "height"]),
-    with_options(builtin("plot-lines", "(plot-lines [xs] (list ys1 ys2 ...) path :labels (list s1 s2 ...) :title s :xlabel s :ylabel s :log-y #t :width px :height px)", "Draws each series against the shared xs (default 0, 1, ... for each) as its own coloured line, with a legend of :labels (default line 1, line 2, ...), and writes the chart to path (.png or .svg); returns path. Options and skipped points as for plot.", 2, Some(3), plot_lines), &["labels", "title", "xlabel", "ylabel", "log-y", "width", "height"]),
+    with_options(builtin("plot", "(plot [xs] ys [path] :style \"line\"|\"scatter\"|\"both\" :band (list lo hi) :title s :xlabel s :ylabel s :log-x #t :log-y #t :width px :height px)", "Draws ys against xs (default 0, 1, ...) as a line (or markers, :style) and writes the chart to path, a .png or .svg file (800x600 pixels unless :width/:height say otherwise), written to a temporary file and renamed; returns path. Without a path (the last argument not a string) a notebook shows the chart and the call returns nothing; elsewhere that is an error. xs, ys and the band's lo and hi are vectors: 1-D tensors, n×1 or 1×n tensors, or lists of numbers. :band shades the area between lo and hi. Axes span the data with a 5% margin. Points with a non-finite coordinate (and, on a log axis, values <= 0) are skipped, leaving a gap; it is an error if no point remains.", 1, Some(3), plot), &["style", "band", "title", "xlabel", "ylabel", "log-x", "log-y", "width", "height"]),
+    with_options(builtin("plot-lines", "(plot-lines [xs] (list s1 s2 ...) [path] :labels (list l1 l2 ...) :style st-or-list :band (list b1 b2 ...) :title s :xlabel s :ylabel s :log-x #t :log-y #t :width px :height px)", "Draws each series as its own coloured line, with a legend of :labels (default line 1, line 2, ...), and writes the chart to path (.png or .svg); returns path. A series is a vector of ys, drawn against the shared xs (default 0, 1, ...), or a pair (list xs ys) with its own xs: a list whose first element is not a number is a pair. :style is one style for all or a list of one per series; :band is a list of one (list lo hi) or #f per series. Path, options and skipped points as for plot.", 1, Some(3), plot_lines), &["labels", "style", "band", "title", "xlabel", "ylabel", "log-x", "log-y", "width", "height"]),
 ];
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_bundled_font_registers() {
-        ensure_font().expect("DejaVu Sans parses");
-    }
-
-    #[test]
-    fn padding_widens_ranges_and_handles_single_values() {
-        let r = padded(0.0, 10.0).unwrap();
-        assert_eq!((r.start, r.end), (-0.5, 10.5));
-        let r = padded(5.0, 5.0).unwrap();
-        assert_eq!((r.start, r.end), (4.5, 5.5));
-        let r = padded(0.0, 0.0).unwrap();
-        assert_eq!((r.start, r.end), (-1.0, 1.0));
-        assert!(padded(-f64::MAX, f64::MAX).is_none());
-        assert!(padded(f64::MAX, f64::MAX).is_none());
-    }
-
-    #[test]
-    fn tick_labels_are_short_and_distinct() {
-        assert_eq!(tick_label(-0.0, 2.0), "0");
-        assert_eq!(tick_label(1e-17, 2.0), "0");
-        assert_eq!(tick_label(0.30000000000000004, 2.0), "0.3");
-        assert_eq!(tick_label(0.25, 1.1), "0.25");
-        assert_eq!(tick_label(2.0, 10.0), "2");
-        assert_eq!(tick_label(10000.0, 10000.0), "10000");
-        assert_eq!(tick_label(1.0000000002, 2e-9), "1.0000000002");
-        assert_eq!(tick_label(1e6, 1e6), "1e6");
-        assert_eq!(tick_label(2.5e-5, 2.5e-5), "2.5e-5");
-        assert_eq!(tick_label(0.1, 0.1), "0.1");
-        assert_eq!(tick_label(-3.5e7, 1e8), "-3.5e7");
-    }
-
-    #[test]
-    fn formats_come_from_the_extension() {
-        assert_eq!(format_of("a/b.png").unwrap(), Format::Png);
-        assert_eq!(format_of("b.SVG").unwrap(), Format::Svg);
-        assert!(format_of("b.jpg").is_err());
-        assert!(format_of("png").is_err());
-    }
-}
