@@ -9,27 +9,10 @@
 mod charts;
 
 use charts::{
-    BLUE, Fixture, ORANGE, VIRIDIS_HIGH, VIRIDIS_LOW, VIRIDIS_MID, centroid, count, data_lines,
-    decode_png, elements, embedded_image, has_text, read_svg,
+    BLUE, Fixture, ORANGE, VIRIDIS_HIGH, VIRIDIS_LOW, VIRIDIS_MID, centroid, check_errors, count,
+    data_lines, decode_png, elements, embedded_image, has_text, read_svg,
 };
 use epsilon::{Engine, EvalErrorKind};
-
-/// Checks that each `(source, expected)` fails with a message containing
-/// `expected` and writes nothing.
-fn check_errors(f: &mut Fixture, cases: &[(&str, &str)]) {
-    for (source, expected) in cases {
-        let name = if source.contains("{e.svg}") {
-            "e.svg"
-        } else {
-            "e.png"
-        };
-        let message = f.error(source, name);
-        assert!(
-            message.contains(expected),
-            "{source}: expected {expected:?} in {message:?}"
-        );
-    }
-}
 
 // Line charts: styles, bands, per-series xs, log x.
 

@@ -5,7 +5,7 @@
 #[path = "common/charts.rs"]
 mod charts;
 
-use charts::{BLUE, Fixture, ORANGE, count, decode_png, has_text, svg_texts};
+use charts::{BLUE, Fixture, ORANGE, check_errors, count, decode_png, has_text, svg_texts};
 use epsilon::{Engine, EvalErrorKind};
 
 #[test]
@@ -240,22 +240,7 @@ fn bad_calls_give_clear_errors() {
             "xs has 50 values but series 2 has 2",
         ),
     ];
-    for (source, expected) in cases {
-        let name = if source.contains("{e.svg}") {
-            "e.svg"
-        } else if source.contains("{e.jpg}") {
-            "e.jpg"
-        } else if source.contains("{e}") {
-            "e"
-        } else {
-            "e.png"
-        };
-        let message = f.error(source, name);
-        assert!(
-            message.contains(expected),
-            "{source}: expected {expected:?} in {message:?}"
-        );
-    }
+    check_errors(&mut f, cases);
 }
 
 #[test]

@@ -199,3 +199,25 @@ pub fn data_lines(svg: &str) -> usize {
         })
         .count()
 }
+
+/// Checks that each `(source, expected)` fails with a message containing
+/// `expected` and writes nothing (the file named in the source as `{e.svg}`,
+/// `{e.jpg}`, `{e}` or else `{e.png}`).
+pub fn check_errors(f: &mut Fixture, cases: &[(&str, &str)]) {
+    for (source, expected) in cases {
+        let name = if source.contains("{e.svg}") {
+            "e.svg"
+        } else if source.contains("{e.jpg}") {
+            "e.jpg"
+        } else if source.contains("{e}") {
+            "e"
+        } else {
+            "e.png"
+        };
+        let message = f.error(source, name);
+        assert!(
+            message.contains(expected),
+            "{source}: expected {expected:?} in {message:?}"
+        );
+    }
+}
