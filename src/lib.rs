@@ -20,6 +20,7 @@ pub mod backends;
 mod compiled;
 pub mod data;
 pub mod display;
+pub mod distributed;
 pub mod dtype;
 pub mod egraph;
 mod engine;

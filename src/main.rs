@@ -2,7 +2,9 @@
 //!
 //! Exit status: 0 on success, 1 for an error in the program (printed as
 //! `FILE:LINE:COL: error: message` with the source line and a caret), 2 for
-//! bad usage; `(exit n)` exits with n.
+//! bad usage; `(exit n)` exits with n. Under `mpirun` (a build with the
+//! feature `mpi`), only rank 0 prints unless `--all-ranks` is given, and
+//! an error on any rank aborts every rank after printing it.
 
 use clap::{Parser, Subcommand, ValueEnum};
 use epsilon::{Engine, Error, Value};
@@ -17,6 +19,9 @@ struct Cli {
     /// Where numeric tapes run (default: $EPSILON_BACKEND, else auto).
     #[arg(long, value_enum, global = true)]
     backend: Option<BackendChoice>,
+    /// Under mpirun, every rank prints (by default only rank 0 does).
+    #[arg(long, global = true)]
+    all_ranks: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -96,6 +101,14 @@ fn failure(error: Error) -> ExitCode {
     if let Some(code) = error.exit_code() {
         return exit_status(code);
     }
+    if epsilon::distributed::is_distributed() {
+        // One rank's error ends the whole job, with the message.
+        // One write, so ranks' reports do not interleave within a line.
+        let rank = epsilon::distributed::rank().unwrap_or(0);
+        let report = format!("rank {rank}: {}\n", error.render());
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), report.as_bytes());
+        epsilon::distributed::abort(1);
+    }
     eprintln!("{}", error.render());
     ExitCode::from(1)
 }
@@ -115,8 +128,15 @@ fn finish(result: Result<Value, Error>, echo: bool) -> ExitCode {
 fn main() -> ExitCode {
     keep_freed_memory();
     let cli = Cli::parse();
+    // Under mpirun, MPI starts on this (the main) thread and ends here.
+    if let Err(message) = epsilon::distributed::init() {
+        eprintln!("error: {message}");
+        return ExitCode::from(1);
+    }
     // Kernels called from a pool worker start without a hand-off.
-    epsilon::backends::cpu::on_pool(move || command(cli))
+    let status = epsilon::backends::cpu::on_pool(move || command(cli));
+    epsilon::distributed::finalize();
+    status
 }
 
 /// Keeps freed memory in the process for the next allocation. Numeric
@@ -156,6 +176,11 @@ fn command(cli: Cli) -> ExitCode {
         return ExitCode::from(if unknown { 2 } else { 1 });
     }
     let mut engine = Engine::new();
+    if !cli.all_ranks && epsilon::distributed::rank().is_ok_and(|rank| rank > 0) {
+        // Ranks other than 0 print nothing unless asked (errors aside).
+        engine.set_output(Box::new(std::io::sink()));
+        engine.set_error_output(Box::new(std::io::sink()));
+    }
     match cli.command {
         Some(Command::Run { file, args }) => {
             engine.set_args(&args);

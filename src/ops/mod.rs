@@ -7,7 +7,8 @@
 //!
 //! The table holds the operations added for real models: indexing
 //! (`indexing`), sequences along an axis (`sequence`) and dense linear
-//! algebra (`linalg`). The original vocabulary (elementwise maps,
+//! algebra (`linalg`), and collectives across the ranks of an MPI job
+//! (`collective`). The original vocabulary (elementwise maps,
 //! reductions, reshapes, matrix products, loops) stays in `TOp` itself,
 //! where fusion and the native and CUDA code generators know each variant.
 //!
@@ -24,6 +25,7 @@
 
 pub mod along;
 pub mod batching;
+pub mod collective;
 pub mod einsum;
 pub mod indexing;
 pub mod linalg;
@@ -266,6 +268,16 @@ table! {
     MatrixExp(linalg::MatrixExp),
     /// `logsumexp` over any axes in two passes.
     LogSumExp(reduction::LogSumExp),
+    /// `allreduce`: a tensor combined over the ranks of an MPI job.
+    Allreduce(collective::Allreduce),
+    /// `allgather`: the ranks' tensors stacked along a new axis.
+    Allgather(collective::Allgather),
+    /// The adjoint of `allgather`: each rank's block summed over the ranks.
+    ReduceScatter(collective::ReduceScatter),
+    /// `halo-exchange`: a block extended by its neighbours' boundary cells.
+    HaloExchange(collective::HaloExchange),
+    /// The adjoint of `halo-exchange`: halos returned and added.
+    HaloReturn(collective::HaloReturn),
 }
 
 impl Op {

@@ -10,6 +10,7 @@ mod charts;
 pub mod compare;
 mod custom;
 mod data;
+mod distributed;
 pub(crate) mod dtype;
 mod einsum;
 pub mod formula;
@@ -69,6 +70,7 @@ pub const TABLES: &[&[Builtin]] = &[
     sparse::BUILTINS,
     vmap::BUILTINS,
     dtype::BUILTINS,
+    distributed::BUILTINS,
 ];
 
 /// Binds every built-in and constant in `interp`'s global environment.
