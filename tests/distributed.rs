@@ -8,7 +8,6 @@
 //! to build with it. Where `mpirun` is missing, the MPI runs say they
 //! skipped.
 
-use std::path::Path;
 use std::process::{Command, Output};
 
 fn epsilon() -> Command {
@@ -46,6 +45,7 @@ fn without_the_feature_each_builtin_says_how_to_build_it() {
 #[cfg(feature = "mpi")]
 mod with_mpi {
     use super::*;
+    use std::path::Path;
     use std::time::{Duration, Instant};
 
     /// `mpirun` with what a container or CI needs: running as root,
@@ -139,6 +139,11 @@ mod with_mpi {
             "tests/mpi/halo.lisp",
             &["values", "gradients", "scan", "vmap", "errors"],
         );
+    }
+
+    #[test]
+    fn a_distributed_fit_follows_the_one_process_loss_curve() {
+        passes("tests/mpi/fit.lisp", &["fit"]);
     }
 
     #[test]

@@ -215,6 +215,25 @@ fn the_operation_table_knows_nothing_of_lisp_tapes_or_executors() {
 }
 
 #[test]
+fn the_distributed_layer_knows_nothing_of_lisp_tapes_or_operations() {
+    // MPI over buffers and shapes; the table's collectives call it.
+    assert_no_use(
+        "distributed",
+        &[
+            "crate::lisp",
+            "crate::reader",
+            "crate::tape",
+            "crate::backends",
+            "crate::ops",
+            "crate::egraph",
+            "crate::engine",
+            "Value::",
+            "crate::Value",
+        ],
+    );
+}
+
+#[test]
 fn batching_and_sparsity_know_nothing_of_lisp_tapes_or_executors() {
     // vmap's rewriting and the sparse patterns work on tensor programs;
     // the Lisp layer traces functions and hands the programs over.

@@ -17,7 +17,7 @@
 //! hang or a truncated message.
 //!
 //! This folder knows neither Lisp, tapes nor the operation table; the
-//! table (`crate::ops::collective`) calls it.
+//! table's collectives (`ops/collective.rs`) call it.
 
 #[cfg(feature = "mpi")]
 mod comm;
