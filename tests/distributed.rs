@@ -261,6 +261,51 @@ mod with_mpi {
         );
     }
 
+    /// How many GPUs `nvidia-smi` lists (0 without it).
+    #[cfg(feature = "nccl")]
+    fn gpus() -> usize {
+        Command::new("nvidia-smi")
+            .arg("-L")
+            .output()
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .filter(|l| l.starts_with("GPU "))
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+
+    #[cfg(feature = "nccl")]
+    #[test]
+    fn allreduce_on_two_gpus_goes_through_nccl() {
+        let count = gpus();
+        if count < 2 {
+            eprintln!("skipped: NCCL needs two GPUs, this machine has {count}");
+            return;
+        }
+        let Some(mut command) = mpirun(2) else {
+            return;
+        };
+        command.args(["--backend", "cuda", "run", &script("tests/mpi/nccl.lisp")]);
+        let output = run(command);
+        let (stdout, stderr) = text(&output);
+        assert!(output.status.success(), "{stdout}\n{stderr}");
+        assert!(stdout.contains("ok nccl"), "{stdout}");
+        let nccl_library = Command::new("ldconfig")
+            .arg("-p")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("libnccl.so"));
+        if nccl_library {
+            assert!(
+                !stdout.contains("nccl allreduces 0"),
+                "NCCL was not used:\n{stdout}"
+            );
+        } else {
+            eprintln!("NCCL's library is not installed: the allreduces ran on the host");
+        }
+    }
+
     #[test]
     fn without_mpirun_a_build_with_the_feature_is_one_rank() {
         let output = epsilon()

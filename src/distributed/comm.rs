@@ -230,6 +230,45 @@ impl Job {
         ))
     }
 
+    pub(super) fn check_allreduce(
+        &self,
+        shape: &[usize],
+        reduction: Reduction,
+    ) -> Result<(), String> {
+        if self.size == 1 {
+            return Ok(());
+        }
+        self.agree(
+            &SimpleCommunicator::world(),
+            Kind::Allreduce(reduction),
+            shape,
+        )
+    }
+
+    pub(super) fn on_every_rank(&self, flag: bool) -> Result<bool, String> {
+        if self.size == 1 {
+            return Ok(flag);
+        }
+        let mine = [u64::from(flag)];
+        let mut least = [0u64];
+        SimpleCommunicator::world().all_reduce_into(
+            &mine[..],
+            &mut least[..],
+            SystemOperation::min(),
+        );
+        Ok(least[0] == 1)
+    }
+
+    pub(super) fn broadcast_bytes(&self, bytes: &mut [u8]) -> Result<(), String> {
+        if self.size > 1 {
+            use mpi::traits::Root;
+            SimpleCommunicator::world()
+                .process_at_rank(0)
+                .broadcast_into(bytes);
+        }
+        Ok(())
+    }
+
     pub(super) fn allreduce(
         &self,
         data: &mut [f64],

@@ -23,6 +23,8 @@
 mod comm;
 mod traffic;
 
+#[cfg(feature = "nccl")]
+pub(crate) use traffic::device_collective;
 pub use traffic::{Traffic, traffic};
 
 /// What distributed built-ins say in a build without the feature.
@@ -205,4 +207,72 @@ pub fn exchange(boundaries: &Boundaries<'_>) -> Result<Received, String> {
         let _ = boundaries;
         Err(NOT_BUILT.to_string())
     }
+}
+
+/// Checks that every rank is in an allreduce of `reduction` on a tensor
+/// of `shape` (the check each collective starts with), for a caller that
+/// then moves the data itself (NCCL on devices).
+pub fn check_allreduce(shape: &[usize], reduction: Reduction) -> Result<(), String> {
+    #[cfg(feature = "mpi")]
+    {
+        comm::with_job(|job| job.check_allreduce(shape, reduction))
+    }
+    #[cfg(not(feature = "mpi"))]
+    {
+        let _ = (shape, reduction);
+        Err(NOT_BUILT.to_string())
+    }
+}
+
+/// Whether `flag` holds on every rank (one allreduce of one word), so
+/// that all ranks take the same path.
+pub fn on_every_rank(flag: bool) -> Result<bool, String> {
+    #[cfg(feature = "mpi")]
+    {
+        comm::with_job(|job| job.on_every_rank(flag))
+    }
+    #[cfg(not(feature = "mpi"))]
+    {
+        let _ = flag;
+        Err(NOT_BUILT.to_string())
+    }
+}
+
+/// Rank 0's `bytes` on every rank (`MPI_Bcast`).
+pub fn broadcast_bytes(bytes: &mut [u8]) -> Result<(), String> {
+    #[cfg(feature = "mpi")]
+    {
+        comm::with_job(|job| job.broadcast_bytes(bytes))
+    }
+    #[cfg(not(feature = "mpi"))]
+    {
+        let _ = bytes;
+        Err(NOT_BUILT.to_string())
+    }
+}
+
+/// This process's rank among the ranks on its machine, as the launcher
+/// says (Open MPI, MPICH's Hydra, Slurm), when one started it: which of a
+/// machine's GPUs a rank takes.
+pub fn local_rank() -> Option<usize> {
+    [
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "MPI_LOCALRANKID",
+        "SLURM_LOCALID",
+        "PMIX_LOCAL_RANK",
+    ]
+    .iter()
+    .find_map(|name| std::env::var(name).ok()?.parse().ok())
+}
+
+/// How many ranks run on this process's machine, as the launcher says.
+pub fn local_size() -> Option<usize> {
+    [
+        "OMPI_COMM_WORLD_LOCAL_SIZE",
+        "MPI_LOCALNRANKS",
+        "SLURM_NTASKS_PER_NODE",
+        "PMIX_LOCAL_SIZE",
+    ]
+    .iter()
+    .find_map(|name| std::env::var(name).ok()?.parse().ok())
 }

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 static BYTES: AtomicU64 = AtomicU64::new(0);
 static MESSAGES: AtomicU64 = AtomicU64::new(0);
 static COLLECTIVES: AtomicU64 = AtomicU64::new(0);
+static DEVICE_COLLECTIVES: AtomicU64 = AtomicU64::new(0);
 
 /// Counts of what this rank sent since the process started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -20,6 +21,8 @@ pub struct Traffic {
     pub messages: u64,
     /// Collective calls (allreduce, allgather, reduce-scatter).
     pub collectives: u64,
+    /// Of those, allreduces run on GPU memory through NCCL.
+    pub device_collectives: u64,
 }
 
 /// The counts so far.
@@ -28,6 +31,7 @@ pub fn traffic() -> Traffic {
         bytes: BYTES.load(Ordering::Relaxed),
         messages: MESSAGES.load(Ordering::Relaxed),
         collectives: COLLECTIVES.load(Ordering::Relaxed),
+        device_collectives: DEVICE_COLLECTIVES.load(Ordering::Relaxed),
     }
 }
 
@@ -43,4 +47,11 @@ pub(crate) fn message(numbers: usize) {
 pub(crate) fn collective(numbers: usize) {
     BYTES.fetch_add(8 * numbers as u64, Ordering::Relaxed);
     COLLECTIVES.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Counts one collective on device memory (NCCL) of `numbers` values.
+#[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+pub(crate) fn device_collective(numbers: usize) {
+    collective(numbers);
+    DEVICE_COLLECTIVES.fetch_add(1, Ordering::Relaxed);
 }

@@ -16,7 +16,9 @@
 //!
 //! Every rank runs the same program, so the collectives of a tape run in
 //! the same order on every rank; kernels run on the host (a CUDA tape
-//! copies the operand to the host and the result back).
+//! copies the operand to the host and the result back), except an
+//! allreduce, which a CUDA device built with the feature `nccl` runs on
+//! device memory through NCCL (`device_allreduce`).
 
 use super::indexing::array;
 use super::{Definition, Op, OpError, Pulled, Rules, Site};
@@ -155,6 +157,10 @@ impl Definition for Allreduce {
 
     fn site(&self) -> Site {
         self.site
+    }
+
+    fn device_allreduce(&self) -> Option<Reduction> {
+        Some(self.reduction)
     }
 }
 

@@ -202,6 +202,13 @@ pub trait Definition {
     fn site(&self) -> Site {
         Site::default()
     }
+
+    /// For an allreduce across ranks: its reduction, so that a device
+    /// with a collective library (NCCL) may run it on device memory
+    /// instead of the host kernel.
+    fn device_allreduce(&self) -> Option<crate::distributed::Reduction> {
+        None
+    }
 }
 
 /// Declares [`Op`] over the definitions and dispatches the trait to them.
@@ -385,6 +392,12 @@ impl Op {
     /// Where the operation was called (see [`Site`]).
     pub fn site(&self) -> Site {
         self.definition().site()
+    }
+
+    /// The reduction of an allreduce a device may run itself (see
+    /// [`Definition::device_allreduce`]).
+    pub fn device_allreduce(&self) -> Option<crate::distributed::Reduction> {
+        self.definition().device_allreduce()
     }
 
     /// A tensor-language operation of this entry.

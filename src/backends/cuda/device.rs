@@ -1,4 +1,6 @@
-//! The CUDA device through cudarc: one context and stream on device 0,
+//! The CUDA device through cudarc: one context and stream on this
+//! process's device (device 0; under an MPI launcher, the rank's local
+//! rank modulo the devices; `EPSILON_CUDA_DEVICE` chooses one),
 //! kernels compiled by NVRTC at first use and kept by source hash, memory
 //! kept for reuse by length (a caching allocator), and cuBLAS for matrix
 //! products. All work goes on one stream, so it runs in order and memory
@@ -6,7 +8,10 @@
 //!
 //! Nothing here runs before [`CudaDevice::open`] has checked that the
 //! driver, NVRTC and cuBLAS libraries can be loaded (cudarc panics when a
-//! function of a missing library is called).
+//! function of a missing library is called). With the feature `nccl`, an
+//! allreduce of device memory goes through NCCL where every rank has the
+//! library and a device of its own (`nccl.rs`); NCCL's presence is
+//! checked the same way.
 
 use super::launch::{GemmCall, Launch};
 use super::machine::{Arg, Machine};
@@ -45,6 +50,9 @@ pub struct CudaDevice {
     /// paid again on every run.
     kernels: RefCell<Kernels>,
     cache: RefCell<Cache>,
+    /// The NCCL communicator, made at the first allreduce that uses it.
+    #[cfg(feature = "nccl")]
+    nccl: super::nccl::Communicator,
 }
 
 /// Kernels by source hash: the source, and the loaded kernel or why it
@@ -67,12 +75,24 @@ struct Cache {
     bytes: usize,
 }
 
+/// Which of `count` devices this process takes: `EPSILON_CUDA_DEVICE`
+/// when set, else under an MPI launcher its local rank modulo `count`
+/// (so ranks on one machine take different devices), else 0.
+fn ordinal(count: usize) -> usize {
+    let chosen = std::env::var("EPSILON_CUDA_DEVICE")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .or_else(crate::distributed::local_rank)
+        .unwrap_or(0);
+    chosen % count.max(1)
+}
+
 fn driver_error(error: impl std::fmt::Display) -> BackendError {
     BackendError::new(format!("CUDA: {error}"))
 }
 
 impl CudaDevice {
-    /// Opens device 0, or says what is missing.
+    /// Opens this process's device, or says what is missing.
     pub fn open() -> Result<CudaDevice, CudaUnavailable> {
         let info = probe()?;
         if !nvrtc_available() {
@@ -84,7 +104,7 @@ impl CudaDevice {
         }
         let binaries = needs_binaries()?;
         let failed = |e: &dyn std::fmt::Display| CudaUnavailable::DriverFailed(e.to_string());
-        let context = CudaContext::new(0).map_err(|e| failed(&e))?;
+        let context = CudaContext::new(ordinal(info.count)).map_err(|e| failed(&e))?;
         let (major, minor) = context.compute_capability().map_err(|e| failed(&e))?;
         if major < 6 {
             return Err(CudaUnavailable::OldDevice {
@@ -120,6 +140,8 @@ impl CudaDevice {
             target,
             kernels: RefCell::default(),
             cache: RefCell::default(),
+            #[cfg(feature = "nccl")]
+            nccl: super::nccl::Communicator::default(),
         };
         device.test_kernel()?;
         Ok(device)
@@ -380,6 +402,19 @@ impl Machine for CudaDevice {
                 &mut dst.slice_mut(to..to + len),
             )
             .map_err(driver_error)
+    }
+
+    #[cfg(feature = "nccl")]
+    fn allreduce(
+        &self,
+        src: &CudaSlice<f64>,
+        shape: &[usize],
+        reduction: crate::distributed::Reduction,
+    ) -> Result<Option<CudaSlice<f64>>, BackendError> {
+        let n: usize = shape.iter().product();
+        let out = self.alloc(n)?;
+        self.nccl
+            .allreduce(&self.stream, self.info.count, src, out, shape, reduction)
     }
 
     fn release(&self, mem: CudaSlice<f64>) {

@@ -232,8 +232,10 @@ fn operation<M: Machine>(
     }
 }
 
-/// An operation of the table: its CUDA kernel where it has one, else its
-/// CPU kernel on the host (operands copied to the host, the result back).
+/// An operation of the table: its CUDA kernel where it has one, an
+/// allreduce by the machine's collective library where it has one, else
+/// its CPU kernel on the host (operands copied to the host, the result
+/// back).
 fn table_operation<M: Machine>(
     machine: &M,
     op: &crate::ops::Op,
@@ -270,6 +272,11 @@ fn table_operation<M: Machine>(
         for value in owned {
             release(machine, value);
         }
+        return Ok(Datum::device(out, shape));
+    }
+    if let (Some(reduction), [Datum::Device { mem, .. }]) = (op.device_allreduce(), args)
+        && let Some(out) = machine.allreduce(mem, shape, reduction)?
+    {
         return Ok(Datum::device(out, shape));
     }
     let mut host = Vec::with_capacity(args.len());

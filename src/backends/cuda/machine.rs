@@ -71,6 +71,20 @@ pub trait Machine {
     fn release(&self, mem: Self::Mem) {
         drop(mem);
     }
+
+    /// The allreduce across the ranks of an MPI job of `src` (a tensor of
+    /// `shape`) into new device memory, by a collective library on the
+    /// device (NCCL); `None` where the machine has none, or not every
+    /// rank can use it (the host kernel runs instead).
+    fn allreduce(
+        &self,
+        src: &Self::Mem,
+        shape: &[usize],
+        reduction: crate::distributed::Reduction,
+    ) -> Result<Option<Self::Mem>, BackendError> {
+        let _ = (src, shape, reduction);
+        Ok(None)
+    }
 }
 
 /// A value while a tape runs on a device: a number on the host (constants,

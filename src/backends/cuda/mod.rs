@@ -26,6 +26,8 @@ mod execute;
 pub mod kernels;
 pub mod launch;
 pub mod machine;
+#[cfg(feature = "nccl")]
+mod nccl;
 mod probe;
 pub mod reduce;
 mod runner;

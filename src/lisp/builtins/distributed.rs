@@ -115,6 +115,7 @@ fn mpi_traffic(_interp: &mut Interp, _args: &Args) -> EvalResult<Value> {
         entry("bytes", t.bytes),
         entry("messages", t.messages),
         entry("collectives", t.collectives),
+        entry("nccl", t.device_collectives),
     ]))
 }
 
@@ -126,5 +127,5 @@ pub const BUILTINS: &[Builtin] = &[
     with_options(builtin("allreduce", "(allreduce t :op 'sum)", "Every rank's t (the same shape on each) combined element by element: 'sum (default), 'mean, 'max or 'min; the result is the same on every rank. Differentiable: the adjoint of a sum is a sum of the ranks' cotangents (max and min pass it to the ranks holding the extreme, shared by ties).", 1, Some(1), allreduce), &["op"]),
     with_options(builtin("allgather", "(allgather t :axis 0)", "Every rank's t (the same shape on each) stacked in rank order along a new axis (default 0, of length (mpi-size)); the same on every rank. Differentiable: each rank's block of the cotangent is summed over the ranks.", 1, Some(1), allgather), &["axis"]),
     with_options(builtin("halo-exchange", "(halo-exchange t width :axis k :periodic #f)", "A block of a domain split along axis k (default 0) across the ranks in rank order, extended by width cells on each side: the last width cells of rank - 1 before it, the first width cells of rank + 1 after it; zeros beyond the two ends of the domain, or with :periodic #t the cells of the other end. Differentiable: each halo's cotangent returns to the rank it came from, added into its boundary cells.", 2, Some(2), halo_exchange), &["axis", "periodic"]),
-    builtin("mpi-traffic", "(mpi-traffic)", "What this rank has handed to MPI to send so far: ((bytes n) (messages m) (collectives c)): payload bytes of halo slabs and collective contributions, point-to-point messages, collective calls.", 0, Some(0), mpi_traffic),
+    builtin("mpi-traffic", "(mpi-traffic)", "What this rank has handed to MPI to send so far: ((bytes n) (messages m) (collectives c) (nccl d)): payload bytes of halo slabs and collective contributions, point-to-point messages, collective calls, and of those the allreduces run on GPUs through NCCL.", 0, Some(0), mpi_traffic),
 ];
