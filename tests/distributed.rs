@@ -137,7 +137,14 @@ mod with_mpi {
     fn halo_exchanges_and_their_adjoints_match_one_process() {
         passes(
             "tests/mpi/halo.lisp",
-            &["values", "gradients", "scan", "vmap", "errors"],
+            &[
+                "values",
+                "gradients",
+                "scan",
+                "vmap",
+                "errors",
+                "adjoint pairs",
+            ],
         );
     }
 

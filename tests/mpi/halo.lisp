@@ -70,3 +70,33 @@
   (unless (mentions? message "needs at least 5 cells")
     (fail "wide halo: {}" message)))
 (ok "errors")
+
+;; Random cases (shapes, axes, widths, ends drawn alike on every rank, the
+;; data differently): the exchange and its reverse are adjoint,
+;; sum over ranks of <H x, y> = sum over ranks of <x, H^T y>, with H^T y
+;; the gradient of <H x, y>; and so are allgather and its reverse.
+(define (draw-int lo hi) (+ lo (int (floor (* (- hi lo) (item (rand 1)))))))
+(dotimes (case 40)
+  (seed! (+ 1000 case))
+  (let* ((rank-count (draw-int 1 4))
+         (dims (map (lambda (k) (draw-int 1 5)) (range 0 rank-count)))
+         (axis (draw-int 0 rank-count))
+         (w (draw-int 0 (+ 1 (nth dims axis))))
+         (periodic (< (item (rand 1)) 0.5)))
+    (seed! (+ 5000 (* 10 case) me))
+    (let* ((x (randn dims))
+           (hx (halo-exchange x w :axis axis :periodic periodic))
+           (y (randn (shape hx)))
+           (hty ((grad (lambda (x) (sum (* (halo-exchange x w :axis axis :periodic periodic) y)))) x))
+           (left (allreduce (sum (* hx y))))
+           (right (allreduce (sum (* x hty)))))
+      (unless (<= (abs (- left right)) (* 1e-12 (max 1.0 (abs left))))
+        (fail "adjoint, case {} dims {} axis {} width {} periodic {}: {} vs {}"
+              case dims axis w periodic left right))
+      (let* ((gx (allgather x :axis axis))
+             (z (randn (shape gx)))
+             (gtz ((grad (lambda (x) (sum (* (allgather x :axis axis) z)))) x)))
+        (unless (<= (abs (- (allreduce (sum (* gx z))) (allreduce (sum (* x gtz)))))
+                    (* 1e-12 (max 1.0 (abs (allreduce (sum (* gx z)))))))
+          (fail "allgather adjoint, case {}" case))))))
+(ok "adjoint pairs")
