@@ -107,6 +107,9 @@ fn failure(error: Error) -> ExitCode {
         let rank = epsilon::distributed::rank().unwrap_or(0);
         let report = format!("rank {rank}: {}\n", error.render());
         let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), report.as_bytes());
+        // A moment for ranks failing at the same time (a mismatch is seen
+        // by every rank in the collective) to report too.
+        std::thread::sleep(std::time::Duration::from_millis(250));
         epsilon::distributed::abort(1);
     }
     eprintln!("{}", error.render());

@@ -22,7 +22,7 @@
 
 use super::indexing::array;
 use super::{Definition, Op, OpError, Pulled, Rules, Site};
-use crate::distributed::{self, Boundaries, Reduction};
+use crate::distributed::{self, Boundaries, Received, Reduction};
 use crate::egraph::tensor::shape::{ShapeError, show};
 use crate::egraph::tensor::{Shape, TOp, TensorGraph};
 use egg::Id;
@@ -164,24 +164,11 @@ impl Definition for Allreduce {
     }
 }
 
-/// `allgather`: every rank's tensor stacked along a new axis `axis`, in
-/// rank order (`ranks` of them), the result the same on every rank.
+/// Where the ranks' axis of an allgather (or its reverse) lies, and how
+/// many ranks there are.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Allgather {
-    /// Where the ranks' axis is inserted.
-    pub axis: u8,
-    /// How many ranks there are.
-    pub ranks: u32,
-    /// Where it was called.
-    pub site: Site,
-}
-
-/// The adjoint of [`Allgather`]: each rank's block along `axis` (of
-/// length `ranks`) summed over the ranks and given to that rank, the
-/// axis removed.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ReduceScatter {
-    /// The ranks' axis.
+pub struct Stacking {
+    /// The ranks' axis: inserted by an allgather, removed by its reverse.
     pub axis: u8,
     /// How many ranks there are.
     pub ranks: u32,
@@ -189,16 +176,36 @@ pub struct ReduceScatter {
     pub site: Site,
 }
 
+impl Stacking {
+    /// The same with the axis `by` places further (past a batch axis).
+    fn shifted(&self, by: usize) -> Stacking {
+        Stacking {
+            axis: self.axis + by as u8,
+            ..self.clone()
+        }
+    }
+}
+
+/// `allgather`: every rank's tensor stacked along a new axis, in rank
+/// order, the result the same on every rank.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Allgather(pub Stacking);
+
+/// The adjoint of [`Allgather`]: each rank's block along the ranks' axis
+/// summed over the ranks and given to that rank, the axis removed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ReduceScatter(pub Stacking);
+
 impl Definition for Allgather {
     fn describe(&self) -> String {
-        format!("allgather[{}]", self.axis)
+        format!("allgather[{}]", self.0.axis)
     }
 
     fn shape(&self, operands: &[&[usize]]) -> Result<Shape, ShapeError> {
         let x = operands[0];
-        check_axis(self.axis, x.len(), true, x)?;
+        check_axis(self.0.axis, x.len(), true, x)?;
         let mut shape: Shape = x.iter().copied().collect();
-        shape.insert(usize::from(self.axis), self.ranks as usize);
+        shape.insert(usize::from(self.0.axis), self.0.ranks as usize);
         Ok(shape)
     }
 
@@ -209,12 +216,12 @@ impl Definition for Allgather {
     ) -> Result<ArrayD<f64>, OpError> {
         let local = &operands[0];
         let all = distributed::allgather(&numbers(local), local.shape()).map_err(OpError::new)?;
-        let axis = usize::from(self.axis);
+        let axis = usize::from(self.0.axis);
         if axis == 0 {
             return array(shape, all);
         }
         // Stacked along axis 0 as gathered; moved to `axis`.
-        let mut stacked: Vec<usize> = vec![self.ranks as usize];
+        let mut stacked: Vec<usize> = vec![self.0.ranks as usize];
         stacked.extend_from_slice(local.shape());
         let gathered = array(&stacked, all)?;
         let mut order: Vec<usize> = (1..=axis).collect();
@@ -225,11 +232,7 @@ impl Definition for Allgather {
     }
 
     fn vjp(&self, rules: &mut Rules<'_>, _node: Id, _operands: &[Id], g: Id) -> Pulled {
-        let op = Op::ReduceScatter(ReduceScatter {
-            axis: self.axis,
-            ranks: self.ranks,
-            site: self.site,
-        });
+        let op = Op::ReduceScatter(ReduceScatter(self.0.clone()));
         SmallVec::from_slice(&[Some(rules.op(op, &[g]))])
     }
 
@@ -241,10 +244,7 @@ impl Definition for Allgather {
         tangents: &[Option<Id>],
     ) -> Id {
         let t = tangent(rules, operands, tangents);
-        let op = Op::Allgather(Allgather {
-            axis: self.axis + rules.lead() as u8,
-            ..self.clone()
-        });
+        let op = Op::Allgather(Allgather(self.0.shifted(rules.lead())));
         rules.op(op, &[t])
     }
 
@@ -259,32 +259,32 @@ impl Definition for Allgather {
         _batched: &[bool],
         _size: usize,
     ) -> Option<Id> {
-        let op = Op::Allgather(Allgather {
-            axis: self.axis + 1,
-            ..self.clone()
-        });
-        one(graph, op, operands[0])
+        one(
+            graph,
+            Op::Allgather(Allgather(self.0.shifted(1))),
+            operands[0],
+        )
     }
 
     fn site(&self) -> Site {
-        self.site
+        self.0.site
     }
 }
 
 impl Definition for ReduceScatter {
     fn describe(&self) -> String {
-        format!("reduce-scatter[{}]", self.axis)
+        format!("reduce-scatter[{}]", self.0.axis)
     }
 
     fn shape(&self, operands: &[&[usize]]) -> Result<Shape, ShapeError> {
         let x = operands[0];
-        check_axis(self.axis, x.len(), false, x)?;
-        let axis = usize::from(self.axis);
-        if x[axis] != self.ranks as usize {
+        check_axis(self.0.axis, x.len(), false, x)?;
+        let axis = usize::from(self.0.axis);
+        if x[axis] != self.0.ranks as usize {
             return Err(ShapeError(format!(
                 "axis {axis} of shape {} should have one entry per rank ({})",
                 show(x),
-                self.ranks
+                self.0.ranks
             )));
         }
         let mut shape: Shape = x.iter().copied().collect();
@@ -298,7 +298,7 @@ impl Definition for ReduceScatter {
         shape: &[usize],
     ) -> Result<ArrayD<f64>, OpError> {
         let x = operands[0].clone();
-        let axis = usize::from(self.axis);
+        let axis = usize::from(self.0.axis);
         // The ranks' blocks one after the other: the axis moved first.
         let mut order: Vec<usize> = vec![axis];
         order.extend((0..x.ndim()).filter(|&k| k != axis));
@@ -308,11 +308,7 @@ impl Definition for ReduceScatter {
     }
 
     fn vjp(&self, rules: &mut Rules<'_>, _node: Id, _operands: &[Id], g: Id) -> Pulled {
-        let op = Op::Allgather(Allgather {
-            axis: self.axis,
-            ranks: self.ranks,
-            site: self.site,
-        });
+        let op = Op::Allgather(Allgather(self.0.clone()));
         SmallVec::from_slice(&[Some(rules.op(op, &[g]))])
     }
 
@@ -324,10 +320,7 @@ impl Definition for ReduceScatter {
         tangents: &[Option<Id>],
     ) -> Id {
         let t = tangent(rules, operands, tangents);
-        let op = Op::ReduceScatter(ReduceScatter {
-            axis: self.axis + rules.lead() as u8,
-            ..self.clone()
-        });
+        let op = Op::ReduceScatter(ReduceScatter(self.0.shifted(rules.lead())));
         rules.op(op, &[t])
     }
 
@@ -342,40 +335,21 @@ impl Definition for ReduceScatter {
         _batched: &[bool],
         _size: usize,
     ) -> Option<Id> {
-        let op = Op::ReduceScatter(ReduceScatter {
-            axis: self.axis + 1,
-            ..self.clone()
-        });
-        one(graph, op, operands[0])
+        one(
+            graph,
+            Op::ReduceScatter(ReduceScatter(self.0.shifted(1))),
+            operands[0],
+        )
     }
 
     fn site(&self) -> Site {
-        self.site
+        self.0.site
     }
 }
 
-/// `halo-exchange`: the block extended by `width` cells on each side of
-/// `axis`, filled with the neighbours' boundary cells: the left halo is
-/// the last `width` cells of rank - 1, the right halo the first `width`
-/// of rank + 1; zeros at the two ends of the domain, or (`periodic`) the
-/// other end's cells.
+/// A halo along one axis of blocks split across the ranks in rank order.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct HaloExchange {
-    /// The axis the domain is split along.
-    pub axis: u8,
-    /// The halo's width.
-    pub width: u32,
-    /// Whether the ranks form a ring.
-    pub periodic: bool,
-    /// Where it was called.
-    pub site: Site,
-}
-
-/// The adjoint of [`HaloExchange`]: the halos' cotangents (`width` cells
-/// at each end of `axis`) sent back to the neighbours they came from and
-/// added into their boundary cells; the interior kept.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct HaloReturn {
+pub struct Halo {
     /// The axis the domain is split along.
     pub axis: u8,
     /// The halo's width.
@@ -386,10 +360,59 @@ pub struct HaloReturn {
     pub site: Site,
 }
 
-/// `x`'s cells `range` along `axis`, in row-major order.
-fn cells(x: &ArrayViewD<'_, f64>, axis: usize, range: std::ops::Range<usize>) -> Vec<f64> {
-    numbers(&x.slice_axis(Axis(axis), Slice::from(range)))
+impl Halo {
+    /// The same with the axis `by` places further (past a batch axis).
+    fn shifted(&self, by: usize) -> Halo {
+        Halo {
+            axis: self.axis + by as u8,
+            ..self.clone()
+        }
+    }
+
+    fn describe(&self, name: &str) -> String {
+        format!(
+            "{name}[{} width {}{}]",
+            self.axis,
+            self.width,
+            if self.periodic { " periodic" } else { "" }
+        )
+    }
+
+    /// Sends `x`'s cells `left` to the left neighbour and `right` to the
+    /// right one (along the axis), and receives theirs: slabs of `slab`.
+    fn swap(
+        &self,
+        x: &ArrayViewD<'_, f64>,
+        left: std::ops::Range<usize>,
+        right: std::ops::Range<usize>,
+        slab: &[usize],
+    ) -> Result<Received, OpError> {
+        let axis = usize::from(self.axis);
+        let to_left = numbers(&x.slice_axis(Axis(axis), Slice::from(left)));
+        let to_right = numbers(&x.slice_axis(Axis(axis), Slice::from(right)));
+        distributed::exchange(&Boundaries {
+            to_left: &to_left,
+            to_right: &to_right,
+            slab,
+            periodic: self.periodic,
+        })
+        .map_err(OpError::new)
+    }
 }
+
+/// `halo-exchange`: the block extended by `width` cells on each side of
+/// `axis`, filled with the neighbours' boundary cells: the left halo is
+/// the last `width` cells of rank - 1, the right halo the first `width`
+/// of rank + 1; zeros at the two ends of the domain, or (`periodic`) the
+/// other end's cells.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HaloExchange(pub Halo);
+
+/// The adjoint of [`HaloExchange`]: the halos' cotangents (`width` cells
+/// at each end of `axis`) sent back to the neighbours they came from and
+/// added into their boundary cells; the interior kept.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HaloReturn(pub Halo);
 
 /// A received slab as an array of `slab`'s shape.
 fn slab_view<'a>(data: &'a [f64], slab: &[usize]) -> Result<ArrayViewD<'a, f64>, OpError> {
@@ -397,57 +420,23 @@ fn slab_view<'a>(data: &'a [f64], slab: &[usize]) -> Result<ArrayViewD<'a, f64>,
         .map_err(|e| OpError::new(format!("internal: a slab of the wrong size ({e})")))
 }
 
-impl HaloExchange {
-    fn reverse(&self) -> HaloReturn {
-        HaloReturn {
-            axis: self.axis,
-            width: self.width,
-            periodic: self.periodic,
-            site: self.site,
-        }
-    }
-
-    fn shifted(&self, by: usize) -> HaloExchange {
-        HaloExchange {
-            axis: self.axis + by as u8,
-            ..self.clone()
-        }
-    }
-}
-
-impl HaloReturn {
-    fn forward(&self) -> HaloExchange {
-        HaloExchange {
-            axis: self.axis,
-            width: self.width,
-            periodic: self.periodic,
-            site: self.site,
-        }
-    }
-
-    fn shifted(&self, by: usize) -> HaloReturn {
-        HaloReturn {
-            axis: self.axis + by as u8,
-            ..self.clone()
-        }
-    }
+/// `shape` with `width` cells along `axis`: one slab.
+fn slab_of(shape: &[usize], axis: usize, width: usize) -> Vec<usize> {
+    let mut slab = shape.to_vec();
+    slab[axis] = width;
+    slab
 }
 
 impl Definition for HaloExchange {
     fn describe(&self) -> String {
-        format!(
-            "halo-exchange[{} width {}{}]",
-            self.axis,
-            self.width,
-            if self.periodic { " periodic" } else { "" }
-        )
+        self.0.describe("halo-exchange")
     }
 
     fn shape(&self, operands: &[&[usize]]) -> Result<Shape, ShapeError> {
         let x = operands[0];
-        check_axis(self.axis, x.len(), false, x)?;
-        let axis = usize::from(self.axis);
-        let width = self.width as usize;
+        check_axis(self.0.axis, x.len(), false, x)?;
+        let axis = usize::from(self.0.axis);
+        let width = self.0.width as usize;
         if x[axis] < width {
             return Err(ShapeError(format!(
                 "a halo of width {width} needs at least {width} cells along axis {axis}, but the block has shape {}",
@@ -465,19 +454,10 @@ impl Definition for HaloExchange {
         shape: &[usize],
     ) -> Result<ArrayD<f64>, OpError> {
         let x = &operands[0];
-        let (axis, w) = (usize::from(self.axis), self.width as usize);
+        let (axis, w) = (usize::from(self.0.axis), self.0.width as usize);
         let n = x.shape()[axis];
-        let mut slab: Vec<usize> = x.shape().to_vec();
-        slab[axis] = w;
-        let to_left = cells(x, axis, 0..w);
-        let to_right = cells(x, axis, n - w..n);
-        let received = distributed::exchange(&Boundaries {
-            to_left: &to_left,
-            to_right: &to_right,
-            slab: &slab,
-            periodic: self.periodic,
-        })
-        .map_err(OpError::new)?;
+        let slab = slab_of(x.shape(), axis, w);
+        let received = self.0.swap(x, 0..w, n - w..n, &slab)?;
         let mut out = ArrayD::<f64>::zeros(IxDyn(shape));
         out.slice_axis_mut(Axis(axis), Slice::from(w..w + n))
             .assign(x);
@@ -493,7 +473,7 @@ impl Definition for HaloExchange {
     }
 
     fn vjp(&self, rules: &mut Rules<'_>, _node: Id, _operands: &[Id], g: Id) -> Pulled {
-        let op = Op::HaloReturn(self.reverse());
+        let op = Op::HaloReturn(HaloReturn(self.0.clone()));
         SmallVec::from_slice(&[Some(rules.op(op, &[g]))])
     }
 
@@ -505,7 +485,7 @@ impl Definition for HaloExchange {
         tangents: &[Option<Id>],
     ) -> Id {
         let t = tangent(rules, operands, tangents);
-        let op = Op::HaloExchange(self.shifted(rules.lead()));
+        let op = Op::HaloExchange(HaloExchange(self.0.shifted(rules.lead())));
         rules.op(op, &[t])
     }
 
@@ -520,29 +500,28 @@ impl Definition for HaloExchange {
         _batched: &[bool],
         _size: usize,
     ) -> Option<Id> {
-        one(graph, Op::HaloExchange(self.shifted(1)), operands[0])
+        one(
+            graph,
+            Op::HaloExchange(HaloExchange(self.0.shifted(1))),
+            operands[0],
+        )
     }
 
     fn site(&self) -> Site {
-        self.site
+        self.0.site
     }
 }
 
 impl Definition for HaloReturn {
     fn describe(&self) -> String {
-        format!(
-            "halo-return[{} width {}{}]",
-            self.axis,
-            self.width,
-            if self.periodic { " periodic" } else { "" }
-        )
+        self.0.describe("halo-return")
     }
 
     fn shape(&self, operands: &[&[usize]]) -> Result<Shape, ShapeError> {
         let g = operands[0];
-        check_axis(self.axis, g.len(), false, g)?;
-        let axis = usize::from(self.axis);
-        let width = self.width as usize;
+        check_axis(self.0.axis, g.len(), false, g)?;
+        let axis = usize::from(self.0.axis);
+        let width = self.0.width as usize;
         if g[axis] < 3 * width {
             return Err(ShapeError(format!(
                 "a halo of width {width} on both sides of a block of at least {width} cells needs {} cells along axis {axis}, got shape {}",
@@ -561,21 +540,12 @@ impl Definition for HaloReturn {
         shape: &[usize],
     ) -> Result<ArrayD<f64>, OpError> {
         let g = &operands[0];
-        let (axis, w) = (usize::from(self.axis), self.width as usize);
+        let (axis, w) = (usize::from(self.0.axis), self.0.width as usize);
         let n = shape[axis];
-        let mut slab: Vec<usize> = shape.to_vec();
-        slab[axis] = w;
+        let slab = slab_of(shape, axis, w);
         // The left halo came from the left neighbour's last cells, the
         // right halo from the right neighbour's first: send them back.
-        let to_left = cells(g, axis, 0..w);
-        let to_right = cells(g, axis, n + w..n + 2 * w);
-        let received = distributed::exchange(&Boundaries {
-            to_left: &to_left,
-            to_right: &to_right,
-            slab: &slab,
-            periodic: self.periodic,
-        })
-        .map_err(OpError::new)?;
+        let received = self.0.swap(g, 0..w, n + w..n + 2 * w, &slab)?;
         let mut out = g
             .slice_axis(Axis(axis), Slice::from(w..w + n))
             .as_standard_layout()
@@ -592,7 +562,7 @@ impl Definition for HaloReturn {
     }
 
     fn vjp(&self, rules: &mut Rules<'_>, _node: Id, _operands: &[Id], g: Id) -> Pulled {
-        let op = Op::HaloExchange(self.forward());
+        let op = Op::HaloExchange(HaloExchange(self.0.clone()));
         SmallVec::from_slice(&[Some(rules.op(op, &[g]))])
     }
 
@@ -604,7 +574,7 @@ impl Definition for HaloReturn {
         tangents: &[Option<Id>],
     ) -> Id {
         let t = tangent(rules, operands, tangents);
-        let op = Op::HaloReturn(self.shifted(rules.lead()));
+        let op = Op::HaloReturn(HaloReturn(self.0.shifted(rules.lead())));
         rules.op(op, &[t])
     }
 
@@ -619,10 +589,14 @@ impl Definition for HaloReturn {
         _batched: &[bool],
         _size: usize,
     ) -> Option<Id> {
-        one(graph, Op::HaloReturn(self.shifted(1)), operands[0])
+        one(
+            graph,
+            Op::HaloReturn(HaloReturn(self.0.shifted(1))),
+            operands[0],
+        )
     }
 
     fn site(&self) -> Site {
-        self.site
+        self.0.site
     }
 }

@@ -13,7 +13,7 @@ use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::value::Value;
 use crate::ops::Op;
-use crate::ops::collective::{Allgather, Allreduce, HaloExchange};
+use crate::ops::collective::{Allgather, Allreduce, Halo, HaloExchange, Stacking};
 
 /// An error of the distributed layer (MPI missing from the build, or
 /// finalized).
@@ -73,11 +73,11 @@ fn allgather(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let apply = Apply::new(interp, args.values);
     let shape = apply.shape(&args[0])?;
     let axis = axis_option(args, shape.len() + 1, 0)?;
-    let op = Allgather {
+    let op = Allgather(Stacking {
         axis: axis as u8,
         ranks: ranks as u32,
         site: apply.site(),
-    };
+    });
     apply.table(Op::Allgather(op), &[&args[0]])
 }
 
@@ -98,12 +98,12 @@ fn halo_exchange(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     })?;
     let axis = axis_option(args, shape.len(), 0)?;
     let periodic = args.option("periodic").is_some_and(Value::is_truthy);
-    let op = HaloExchange {
+    let op = HaloExchange(Halo {
         axis: axis as u8,
         width,
         periodic,
         site: apply.site(),
-    };
+    });
     apply.table(Op::HaloExchange(op), &[&args[0]])
 }
 
