@@ -2,7 +2,8 @@
 //!
 //! Exit status: 0 on success, 1 for an error in the program (printed as
 //! `FILE:LINE:COL: error: message` with the source line and a caret), 2 for
-//! bad usage; `(exit n)` exits with n. Under `mpirun` (a build with the
+//! bad usage, 130 when Ctrl-C (SIGINT) stopped it (reported as
+//! "interrupted" where it was); `(exit n)` exits with n. Under `mpirun` (a build with the
 //! feature `mpi`), only rank 0 prints unless `--all-ranks` is given, and
 //! an error on any rank aborts every rank after printing it.
 
@@ -101,6 +102,7 @@ fn failure(error: Error) -> ExitCode {
     if let Some(code) = error.exit_code() {
         return exit_status(code);
     }
+    let interrupted = error.kind() == epsilon::EvalErrorKind::Interrupted;
     if epsilon::distributed::is_distributed() {
         // One rank's error ends the whole job, with the message.
         // One write, so ranks' reports do not interleave within a line.
@@ -113,7 +115,20 @@ fn failure(error: Error) -> ExitCode {
         epsilon::distributed::abort(1);
     }
     eprintln!("{}", error.render());
-    ExitCode::from(1)
+    // Stopped by Ctrl-C: the shell's convention for SIGINT.
+    ExitCode::from(if interrupted { 130 } else { 1 })
+}
+
+/// Ctrl-C (SIGINT) stops a script between two steps of the evaluator,
+/// which then reports "interrupted" where it was; a second Ctrl-C, for a
+/// kernel that does not reach the next step soon, ends the process.
+fn stop_on_interrupt(engine: &Engine) {
+    let flag = engine.interrupt_handle();
+    let _ = ctrlc::set_handler(move || {
+        if flag.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            std::process::exit(130);
+        }
+    });
 }
 
 fn finish(result: Result<Value, Error>, echo: bool) -> ExitCode {
@@ -187,12 +202,16 @@ fn command(cli: Cli) -> ExitCode {
     match cli.command {
         Some(Command::Run { file, args }) => {
             engine.set_args(&args);
+            stop_on_interrupt(&engine);
             if file.as_os_str() == "-" {
                 return run_stdin(&mut engine);
             }
             finish(engine.run_file(&file), false)
         }
-        Some(Command::Eval { exprs }) => finish(engine.eval(&exprs.join(" ")), true),
+        Some(Command::Eval { exprs }) => {
+            stop_on_interrupt(&engine);
+            finish(engine.eval(&exprs.join(" ")), true)
+        }
         Some(Command::Kernel {
             connection_file,
             action,
@@ -238,6 +257,7 @@ fn kernel(
 
 /// Runs standard input as a script.
 fn run_stdin(engine: &mut Engine) -> ExitCode {
+    stop_on_interrupt(engine);
     let mut source = String::new();
     if let Err(err) = std::io::stdin().read_to_string(&mut source) {
         eprintln!("error: cannot read standard input: {err}");

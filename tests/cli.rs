@@ -635,3 +635,39 @@ fn planned_loop_bodies_give_the_general_executors_gradients() {
         );
     }
 }
+
+/// Starts `epsilon run FILE` on an endless loop, sends it SIGINT after
+/// it started, and gives its exit status and standard error.
+fn interrupted_run(source: &str) -> (Option<i32>, String) {
+    let dir = temp_dir();
+    let path = dir.path().join("endless.lisp");
+    std::fs::write(&path, source).unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_epsilon"))
+        .arg("run")
+        .arg(&path)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    // SAFETY: sends a signal to the child we started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn ctrl_c_stops_a_script_with_status_130_where_it_was() {
+    let (code, stderr) = interrupted_run("(define (f n) (f (+ n 1)))\n(f 0)\n");
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(
+        stderr.contains("endless.lisp:1:15: error: interrupted"),
+        "{stderr}"
+    );
+    // A named let of numbers is interrupted too.
+    let (code, stderr) = interrupted_run("(let loop ((i 0) (x 0.0)) (loop (+ i 1) (+ x 1.5)))\n");
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(stderr.contains("error: interrupted"), "{stderr}");
+}
