@@ -38,6 +38,30 @@ impl Default for Engine {
     }
 }
 
+/// The error for a panic of the stack-growing crate (stacker), which
+/// panics when the system refuses memory for another stack segment:
+/// recursion deeper than this machine can hold, not a bug.
+fn stack_growth_failure(detail: &str) -> Option<EvalError> {
+    let refused =
+        detail.contains("failed to allocate stack") || detail.contains("mprotect/mmap failed");
+    refused.then(|| {
+        // The system's reason, without the assertion's operands.
+        let reason = detail
+            .split_once("failed")
+            .map_or(detail, |(_, rest)| rest)
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches(|c: char| c == ':' || c == ' ');
+        EvalError::new(
+            EvalErrorKind::Recursion,
+            format!(
+                "recursion deeper than this machine's memory can hold: the stack could not grow ({reason}); lower the depth, or the limit with set-recursion-limit!"
+            ),
+        )
+    })
+}
+
 impl Engine {
     /// A new engine with the built-ins and the prelude loaded.
     pub fn new() -> Self {
@@ -53,12 +77,16 @@ impl Engine {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(Error::from_eval(error, &self.interp.sources)),
             Err(panic) => {
+                let span = self.interp.closure_span;
                 self.interp.reset_after_abort();
                 let detail = panic
                     .downcast_ref::<&str>()
                     .map(|s| s.to_string())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "unknown panic".to_string());
+                if let Some(error) = stack_growth_failure(&detail) {
+                    return Err(Error::from_eval(error.at(span), &self.interp.sources));
+                }
                 Err(Error::from_eval(
                     EvalError::new(
                         EvalErrorKind::Internal,

@@ -145,6 +145,7 @@ fn finish(result: Result<Value, Error>, echo: bool) -> ExitCode {
 
 fn main() -> ExitCode {
     keep_freed_memory();
+    quiet_stack_growth_panics();
     let cli = Cli::parse();
     // Under mpirun, MPI starts on this (the main) thread and ends here.
     if let Err(message) = epsilon::distributed::init() {
@@ -172,6 +173,27 @@ fn keep_freed_memory() {
         libc::mallopt(libc::M_TRIM_THRESHOLD, 128 << 20);
         libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
     }
+}
+
+/// The stack-growing crate panics when the system refuses memory for
+/// another segment of a deep recursion; the engine reports that as an
+/// error with its location, so the default hook's backtrace message is
+/// not printed for it (every other panic still is).
+fn quiet_stack_growth_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if !(message.contains("failed to allocate stack")
+            || message.contains("mprotect/mmap failed"))
+        {
+            default(info);
+        }
+    }));
 }
 
 /// Runs the command line's command.

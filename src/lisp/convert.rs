@@ -24,7 +24,7 @@ pub fn sexp_to_value(sexp: &Sexp) -> Value {
             let tail = tail.as_deref().map_or(Value::Nil, sexp_to_value);
             list_of(items, tail)
         }
-        SexpKind::Tensor(items) => match constant_tensor(items) {
+        SexpKind::Tensor(items) => match constant_tensor(items, 1) {
             Some(tensor) => tensor,
             None => Value::cons_at(
                 Value::Symbol(sym::TENSOR_LITERAL),
@@ -41,14 +41,19 @@ fn list_of(items: &[Sexp], tail: Value) -> Value {
     })
 }
 
-/// The tensor for a bracket form of number literals, if it is one.
-fn constant_tensor(items: &[Sexp]) -> Option<Value> {
+/// The tensor for a bracket form of number literals (the `depth`-th
+/// bracket level), if it is one; one of more axes than a tensor may have
+/// is left to evaluation, which reports it.
+fn constant_tensor(items: &[Sexp], depth: usize) -> Option<Value> {
+    if depth > super::tensor::MAX_RANK {
+        return None;
+    }
     let mut elements = Vec::with_capacity(items.len());
     for item in items {
         elements.push(match &item.kind {
             SexpKind::Int(n) => Value::Int(*n),
             SexpKind::Float(x) => Value::Float(*x),
-            SexpKind::Tensor(inner) => constant_tensor(inner)?,
+            SexpKind::Tensor(inner) => constant_tensor(inner, depth + 1)?,
             _ => return None,
         });
     }

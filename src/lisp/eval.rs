@@ -118,6 +118,7 @@ impl Interp {
         mut args: Vec<Value>,
         mut span: Span,
     ) -> EvalResult<Value> {
+        self.closure_span = span;
         // Tail calls replace `span`; the first call site is kept so that an
         // error still names where the chain was entered (say, the user's
         // call of a library function that loops by tail calls).

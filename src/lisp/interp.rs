@@ -66,6 +66,9 @@ pub struct Interp {
     pub(crate) started: Instant,
     /// The span of the built-in call being run (for `load` and errors).
     pub(crate) call_span: Span,
+    /// Where the innermost closure call being entered was written: where
+    /// a recursion that could not grow the stack is reported.
+    pub(crate) closure_span: Span,
     /// Where `display`, `print` and `println` write.
     output: Box<dyn Write>,
     /// Settings and user rules of the symbolic simplifier.
@@ -92,6 +95,7 @@ impl Interp {
             rng: rand::make_rng(),
             started: Instant::now(),
             call_span: Span::NONE,
+            closure_span: Span::NONE,
             output: Box::new(std::io::stdout()),
             symbolic: SymbolicState::default(),
             numeric: Default::default(),
@@ -301,6 +305,7 @@ impl Interp {
     pub fn reset_after_abort(&mut self) {
         self.depth = 0;
         self.call_span = Span::NONE;
+        self.closure_span = Span::NONE;
         self.interrupt.store(false, Ordering::Relaxed);
     }
 }

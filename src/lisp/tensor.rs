@@ -12,6 +12,21 @@ pub const PARALLEL_THRESHOLD: usize = 1 << 15;
 /// The largest tensor Epsilon makes, in elements (32 GiB of f64).
 pub const MAX_ELEMENTS: usize = 1 << 32;
 
+/// The most axes a tensor may have (NumPy's limit): deeper shapes are an
+/// error where they are given, never a stack overflow in a kernel that
+/// walks the axes.
+pub const MAX_RANK: usize = 64;
+
+/// An error unless `rank` axes are within [`MAX_RANK`].
+pub fn check_rank(rank: usize) -> EvalResult<()> {
+    if rank > MAX_RANK {
+        return Err(EvalError::range(format!(
+            "a tensor may have at most {MAX_RANK} axes, got {rank}"
+        )));
+    }
+    Ok(())
+}
+
 /// Results of at least this many elements (128 MiB) are probed before they
 /// are made.
 const PROBE_ELEMENTS: usize = 1 << 24;
@@ -21,6 +36,7 @@ const PROBE_ELEMENTS: usize = 1 << 24;
 /// grants the memory. An impossible request is then an error, where the
 /// allocation itself would abort the process.
 pub fn check_allocation(shape: &[usize]) -> EvalResult<usize> {
+    check_rank(shape.len())?;
     let too_large = || {
         EvalError::range(format!(
             "a tensor of shape {} is too large (more than {MAX_ELEMENTS} elements)",
@@ -90,7 +106,10 @@ pub fn stack_elements(values: &[Value]) -> EvalResult<ArrayD<f64>> {
             }
         };
         match &inner_shape {
-            None => inner_shape = Some(shape),
+            None => {
+                check_rank(shape.len() + 1)?;
+                inner_shape = Some(shape)
+            }
             Some(expected) if *expected != shape => {
                 return Err(EvalError::shape(format!(
                     "ragged tensor: element 0 has shape {} but element {position} has shape {}",
@@ -189,13 +208,18 @@ pub fn normalize_axis(axis: i64, ndim: usize) -> EvalResult<usize> {
 pub fn shape_from_args(args: &[Value]) -> EvalResult<Vec<usize>> {
     match args {
         [single @ (Value::Pair(_) | Value::Nil)] => shape_from_list(single),
-        many => many.iter().map(dimension).collect(),
+        many => {
+            check_rank(many.len())?;
+            many.iter().map(dimension).collect()
+        }
     }
 }
 
 /// A shape given as a list of sizes.
 pub fn shape_from_list(list: &Value) -> EvalResult<Vec<usize>> {
-    list.list_to_vec()?.iter().map(dimension).collect()
+    let sizes = list.list_to_vec()?;
+    check_rank(sizes.len())?;
+    sizes.iter().map(dimension).collect()
 }
 
 fn dimension(value: &Value) -> EvalResult<usize> {

@@ -18,6 +18,20 @@ use rand_distr::{Distribution, StandardNormal};
 
 /// Converts a number, tensor or (nested) list of numbers into an array.
 pub fn array_from(value: &Value) -> EvalResult<ArrayD<f64>> {
+    nested_array(value, 0)
+}
+
+/// [`array_from`] for a list `depth` levels inside the outermost one:
+/// a list nested deeper than a tensor's axes can go is an error before
+/// the recursion goes further.
+fn nested_array(value: &Value, depth: usize) -> EvalResult<ArrayD<f64>> {
+    if depth > crate::lisp::tensor::MAX_RANK {
+        return Err(EvalError::range(format!(
+            "a list nested more than {} deep cannot be a tensor (a tensor may have at most {} axes)",
+            crate::lisp::tensor::MAX_RANK,
+            crate::lisp::tensor::MAX_RANK
+        )));
+    }
     match value {
         Value::Int(_) | Value::Float(_) => Ok(ArrayD::from_elem(IxDyn(&[]), value.as_f64()?)),
         Value::Tensor(t) => Ok((**t).clone()),
@@ -27,7 +41,7 @@ pub fn array_from(value: &Value) -> EvalResult<ArrayD<f64>> {
                 .list_to_vec()?
                 .iter()
                 .map(|item| match item {
-                    Value::Pair(_) | Value::Nil => array_from(item).map(Value::tensor),
+                    Value::Pair(_) | Value::Nil => nested_array(item, depth + 1).map(Value::tensor),
                     other => Ok(other.clone()),
                 })
                 .collect::<EvalResult<Vec<_>>>()?;
@@ -256,6 +270,7 @@ pub(crate) fn resolve_shape(
     if count != Some(len) {
         return Err(mismatch());
     }
+    crate::lisp::tensor::check_rank(shape.len())?;
     Ok(shape)
 }
 

@@ -1,0 +1,95 @@
+//! Inputs at the extremes end in an error with a location and exit
+//! status 1, never a crash: tensors of more axes than NumPy allows (64),
+//! lists and literals nested deeper than that made into tensors, and a
+//! recursion deeper than the memory the stack can grow into. (Ctrl-C is
+//! in tests/cli.rs.)
+
+use std::process::Command;
+
+fn run(source: &str) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("extreme.lisp");
+    std::fs::write(&path, source).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_epsilon"))
+        .arg("run")
+        .arg(&path)
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn fails_with(source: &str, needle: &str) {
+    let (code, stderr) = run(source);
+    assert_eq!(code, Some(1), "{source}: {stderr}");
+    assert!(stderr.contains(needle), "{source}: {stderr}");
+    assert!(stderr.contains("extreme.lisp:"), "no location: {stderr}");
+}
+
+#[test]
+fn more_axes_than_sixty_four_are_an_error_where_they_are_asked_for() {
+    let ones = "(map (lambda (i) 1) (range 0 100000))";
+    fails_with(
+        &format!("(+ (ones {ones}) 1)\n"),
+        "at most 64 axes, got 100000",
+    );
+    fails_with(
+        &format!("(reshape 1.0 {ones})\n"),
+        "at most 64 axes, got 100000",
+    );
+    fails_with(
+        "(expand-dims (ones (map (lambda (i) 1) (range 0 64))) 0)\n",
+        "at most 64 axes, got 65",
+    );
+    // 64 axes are fine.
+    let (code, stderr) = run("(println (rank (+ (ones (map (lambda (i) 1) (range 0 64))) 1)))\n");
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn literals_and_lists_nested_too_deep_for_a_tensor_are_an_error() {
+    let literal = format!("(println {}1{})\n", "[".repeat(9000), "]".repeat(9000));
+    fails_with(&literal, "at most 64 axes, got 65");
+    let list = format!(
+        "(define l '{}1{})\n(tensor l)\n",
+        "(".repeat(9000),
+        ")".repeat(9000)
+    );
+    fails_with(&list, "a list nested more than 64 deep cannot be a tensor");
+}
+
+#[test]
+fn recursion_the_stack_cannot_grow_into_is_an_error_at_the_call() {
+    if !cfg!(target_os = "linux") || Command::new("bash").arg("-c").arg("true").status().is_err() {
+        eprintln!("skipped: needs bash's ulimit on Linux");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("deep.lisp");
+    std::fs::write(
+        &path,
+        "(set-recursion-limit! 5000000)\n(define (f n) (if (= n 0) 0 (+ 1 (f (- n 1)))))\n(println (f 4000000))\n",
+    )
+    .unwrap();
+    // 4 GB of address space: the stack's segments run out of it.
+    let output = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 4000000; exec '{}' run '{}'",
+            env!("CARGO_BIN_EXE_epsilon"),
+            path.display()
+        ))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "deep.lisp:2:34: error: recursion deeper than this machine's memory can hold"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
