@@ -52,7 +52,7 @@ fn stack_growth_failure(detail: &str) -> Option<EvalError> {
             .lines()
             .next()
             .unwrap_or("")
-            .trim_start_matches(|c: char| c == ':' || c == ' ');
+            .trim_start_matches([':', ' ']);
         EvalError::new(
             EvalErrorKind::Recursion,
             format!(

@@ -93,3 +93,48 @@ fn recursion_the_stack_cannot_grow_into_is_an_error_at_the_call() {
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// Runs `source` with the address space limited to `kb` kilobytes (bash's
+/// `ulimit -v`), so allocation fails long before the machine's memory runs
+/// out; `None` where that cannot be done.
+fn run_limited(source: &str, kb: usize) -> Option<(Option<i32>, String)> {
+    if !cfg!(target_os = "linux") || Command::new("bash").arg("-c").arg("true").status().is_err() {
+        eprintln!("skipped: needs bash's ulimit on Linux");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("extreme.lisp");
+    std::fs::write(&path, source).unwrap();
+    let output = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v {kb}; exec '{}' run '{}'",
+            env!("CARGO_BIN_EXE_epsilon"),
+            path.display()
+        ))
+        .output()
+        .unwrap();
+    Some((
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    ))
+}
+
+#[test]
+fn strings_and_tensors_grown_past_memory_are_an_error_not_an_abort() {
+    for source in [
+        "(define s \"abcdefgh\")\n(let loop () (set! s (str s s)) (loop))\n",
+        "(define s \"abcdefgh\")\n(let loop () (set! s (format \"{}{}\" s s)) (loop))\n",
+        "(define t (ones 8))\n(let loop () (set! t (concat (list t t))) (loop))\n",
+    ] {
+        let Some((code, stderr)) = run_limited(source, 3_000_000) else {
+            return;
+        };
+        assert_eq!(code, Some(1), "{source}: {stderr}");
+        assert!(
+            stderr.contains("too large") || stderr.contains("not enough memory"),
+            "{source}: {stderr}"
+        );
+        assert!(stderr.contains("extreme.lisp:2:"), "{source}: {stderr}");
+    }
+}

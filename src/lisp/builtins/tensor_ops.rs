@@ -165,6 +165,15 @@ fn concat(_: &mut Interp, args: &Args) -> EvalResult<Value> {
         return Err(EvalError::shape("concat needs tensors of rank 1 or more"));
     }
     let axis = axis_option(args, ndim, 0)?;
+    // The result's size is checked (and, when large, its memory probed)
+    // first, so a join past memory is an error rather than an abort.
+    let mut shape = tensors[0].shape().to_vec();
+    shape[axis] = tensors
+        .iter()
+        .map(|t| t.shape().get(axis).copied().unwrap_or(0))
+        .try_fold(0usize, usize::checked_add)
+        .unwrap_or(usize::MAX);
+    crate::lisp::tensor::check_allocation(&shape)?;
     let views: Vec<_> = tensors.iter().map(|t| t.view()).collect();
     ndarray::concatenate(Axis(axis), &views)
         .map(Value::tensor)
@@ -180,6 +189,9 @@ fn concat(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 fn stack(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let tensors = tensors_of(&args[0])?;
     let axis = axis_option(args, tensors[0].ndim() + 1, 0)?;
+    let mut shape = tensors[0].shape().to_vec();
+    shape.insert(axis, tensors.len());
+    crate::lisp::tensor::check_allocation(&shape)?;
     let views: Vec<_> = tensors.iter().map(|t| t.view()).collect();
     ndarray::stack(Axis(axis), &views)
         .map(Value::tensor)

@@ -13,15 +13,45 @@ use crate::lisp::symbol::Symbol;
 use crate::lisp::value::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-fn joined(args: &[Value], separator: &str) -> String {
-    args.iter()
-        .map(display_string)
-        .collect::<Vec<_>>()
-        .join(separator)
+/// The display forms of `args` joined by `separator`; a string too long
+/// for the memory the system grants is an error (`try_reserve`), never
+/// an abort. Strings among `args` are read where they are, not copied.
+fn joined(args: &[Value], separator: &str) -> EvalResult<String> {
+    let shown: Vec<std::borrow::Cow<'_, str>> = args
+        .iter()
+        .map(|value| match value {
+            Value::Str(text) => std::borrow::Cow::Borrowed(text.as_str()),
+            other => std::borrow::Cow::Owned(display_string(other)),
+        })
+        .collect();
+    let total = shown
+        .iter()
+        .map(|part| part.len())
+        .chain(std::iter::repeat_n(
+            separator.len(),
+            shown.len().saturating_sub(1),
+        ))
+        .try_fold(0usize, usize::checked_add);
+    let mut out = String::new();
+    total
+        .and_then(|total| out.try_reserve_exact(total).ok())
+        .ok_or_else(|| {
+            EvalError::range(format!(
+                "a string of {} bytes is too large to allocate",
+                total.map_or_else(|| "more than 2^64".to_string(), |t| t.to_string())
+            ))
+        })?;
+    for (k, part) in shown.iter().enumerate() {
+        if k > 0 {
+            out.push_str(separator);
+        }
+        out.push_str(part);
+    }
+    Ok(out)
 }
 
 fn str_fn(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    Ok(Value::string(joined(args, "")))
+    Ok(Value::string(joined(args, "")?))
 }
 
 /// Fills the `{}` and `{:.N}` holes of `template` with `args`.
@@ -54,7 +84,11 @@ pub fn format_template(template: &str, args: &[Value]) -> EvalResult<String> {
                         args.len()
                     ))
                 })?;
-                out.push_str(&fill_hole(&spec, value)?);
+                match (spec.as_str(), value) {
+                    // A string in a plain hole is read where it is.
+                    ("", Value::Str(text)) => push_checked(&mut out, text)?,
+                    _ => push_checked(&mut out, &fill_hole(&spec, value)?)?,
+                }
             }
             '}' => {
                 return Err(EvalError::syntax(
@@ -71,6 +105,19 @@ pub fn format_template(template: &str, args: &[Value]) -> EvalResult<String> {
         )));
     }
     Ok(out)
+}
+
+/// Appends `piece`, with an error (not an abort) where the system does
+/// not grant the memory.
+fn push_checked(out: &mut String, piece: &str) -> EvalResult<()> {
+    out.try_reserve(piece.len()).map_err(|_| {
+        EvalError::range(format!(
+            "a string of {} bytes is too large to allocate",
+            out.len().saturating_add(piece.len())
+        ))
+    })?;
+    out.push_str(piece);
+    Ok(())
 }
 
 /// A parsed hole `{:[<>^][width][.digits][e]}`.
@@ -191,17 +238,17 @@ fn write(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 }
 
 fn print(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
-    emit(interp, &joined(args, " "))
+    emit(interp, &joined(args, " ")?)
 }
 
 fn println(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
-    let mut line = joined(args, " ");
+    let mut line = joined(args, " ")?;
     line.push('\n');
     emit(interp, &line)
 }
 
 fn eprintln(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
-    let line = joined(args, " ");
+    let line = joined(args, " ")?;
     interp.write_error_line(&line);
     Ok(Value::Void)
 }
@@ -289,7 +336,7 @@ fn string_join(_: &mut Interp, args: &Args) -> EvalResult<Value> {
         None => String::new(),
     };
     let parts = args[0].list_to_vec()?;
-    Ok(Value::string(joined(&parts, &separator)))
+    Ok(Value::string(joined(&parts, &separator)?))
 }
 
 static GENSYM_COUNTER: AtomicU64 = AtomicU64::new(0);
