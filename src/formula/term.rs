@@ -243,6 +243,10 @@ struct Orientation {
     shown: std::collections::HashMap<(Key, Key), Rc<Term>>,
     /// The negations made here, whose sign a product takes out.
     made: std::collections::HashSet<*const Term>,
+    /// Every term whose address is a key above, kept alive so the address
+    /// is never reused by another term while this lives (a freed
+    /// negation's address taken by `(sqrt 2)` made a product show `-2`).
+    kept: Vec<Rc<Term>>,
 }
 
 impl Orientation {
@@ -254,6 +258,7 @@ impl Orientation {
         let other = self.shown.get(&(b, a))?.clone();
         let negated = Rc::new(apply("neg", vec![other]));
         self.made.insert(Rc::as_ptr(&negated));
+        self.kept.push(negated.clone());
         Some(negated)
     }
 
@@ -282,6 +287,8 @@ impl Orientation {
             && !self.shown.contains_key(&(keys.1, keys.0))
         {
             self.shown.entry(keys).or_insert_with(|| name.clone());
+            // The keys are the addresses of `term`'s operands.
+            self.kept.push(term.clone());
         }
     }
 
