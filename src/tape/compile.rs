@@ -7,7 +7,6 @@ use super::{FusedGroup, Instruction, Kernel, Slot, Tape, TapeStats};
 use crate::egraph::tensor::shape::numel;
 use crate::egraph::tensor::{Shape, TNode, TOp};
 use egg::{Id, RecExpr};
-use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::collections::BTreeMap;
 
@@ -156,32 +155,31 @@ fn schedule(
     let order: Vec<usize> = (0..kernels.len())
         .filter(|&i| needed[i] && kernels[i].is_some())
         .collect();
-    let position: FxHashMap<usize, usize> =
-        order.iter().enumerate().map(|(p, &i)| (i, p)).collect();
-    // Last use of each value (roots live to the end).
-    let mut last_use: FxHashMap<usize, usize> = FxHashMap::default();
+    // Last use of each value (roots live to the end), by node: plain
+    // vectors, so a tape of millions of instructions is scheduled in
+    // linear time and little memory.
+    const UNUSED: usize = usize::MAX - 1;
+    let mut last_use: Vec<usize> = vec![UNUSED; kernels.len()];
     for (p, &index) in order.iter().enumerate() {
-        last_use.insert(index, p);
+        last_use[index] = p;
         if let Some((_, args)) = &kernels[index] {
             for &arg in args {
-                last_use.insert(arg, p);
+                last_use[arg] = p;
             }
         }
     }
     for &root in roots {
-        last_use.insert(root, usize::MAX);
+        last_use[root] = usize::MAX;
     }
+    // Values in index order, so each list comes out sorted.
     let mut dying_at: Vec<SmallVec<[usize; 2]>> = vec![SmallVec::new(); order.len()];
-    for (&value, &p) in &last_use {
-        if p != usize::MAX {
+    for (value, &p) in last_use.iter().enumerate() {
+        if p < UNUSED {
             dying_at[p].push(value);
         }
     }
-    for list in &mut dying_at {
-        list.sort_unstable();
-    }
     let mut free: BTreeMap<usize, Vec<Slot>> = BTreeMap::new();
-    let mut slot_of: FxHashMap<usize, Slot> = FxHashMap::default();
+    let mut slot_of: Vec<Slot> = vec![Slot::MAX; kernels.len()];
     let mut slots: Slot = 0;
     let mut instructions = Vec::with_capacity(order.len());
     let (mut live, mut peak, mut total, mut flops) = (0usize, 0usize, 0usize, 0u64);
@@ -196,14 +194,14 @@ fn schedule(
                 slots - 1
             }
         };
-        slot_of.insert(index, out);
+        slot_of[index] = out;
         live += size;
         total += size;
         peak = peak.max(live);
         flops += kernel_flops(kernel, args, shapes, shape);
         let mut frees: SmallVec<[Slot; 2]> = SmallVec::new();
         for &value in &dying_at[p] {
-            let slot = slot_of[&value];
+            let slot = slot_of[value];
             frees.push(slot);
             free.entry(bytes(&shapes[value], single[value]))
                 .or_default()
@@ -212,13 +210,12 @@ fn schedule(
         }
         instructions.push(Instruction {
             op: kernel.clone(),
-            args: args.iter().map(|a| slot_of[a]).collect(),
+            args: args.iter().map(|&a| slot_of[a]).collect(),
             out,
             shape: shape.clone(),
             frees,
             single: single[index],
         });
-        debug_assert!(position.contains_key(&index));
     }
     let stats = TapeStats {
         instructions: instructions.len(),
@@ -237,7 +234,7 @@ fn schedule(
         instructions,
         slots: slots as usize,
         input_shapes: input_shapes.to_vec(),
-        outputs: roots.iter().map(|r| slot_of[r]).collect(),
+        outputs: roots.iter().map(|&r| slot_of[r]).collect(),
         output_shapes: roots.iter().map(|&r| shapes[r].clone()).collect(),
         output_dtypes: vec![crate::dtype::DType::F64; roots.len()],
         stats,

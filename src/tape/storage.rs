@@ -34,7 +34,9 @@ pub(super) fn single_storage(
     for index in (0..n).filter(|&i| scheduled(i)) {
         let (_, args) = kernels[index].as_ref().expect("scheduled kernels exist");
         for &arg in args {
-            if !users[arg].contains(&index) {
+            // Users come in increasing order, so a repeat is the last one
+            // (`contains` made a value read by many nodes quadratic).
+            if users[arg].last() != Some(&index) {
                 users[arg].push(index);
             }
         }

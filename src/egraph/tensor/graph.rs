@@ -282,11 +282,15 @@ impl TensorGraph {
     }
 
     fn insert(&mut self, node: TNode, shape: Shape, dtype: DType) -> Id {
-        if let Some(&id) = self.memo.get(&node) {
-            return id;
-        }
-        let id = self.expr.add(node.clone());
-        self.memo.insert(node, id);
+        // One hash per node: the entry is looked up and filled at once.
+        let id = match self.memo.entry(node) {
+            std::collections::hash_map::Entry::Occupied(entry) => return *entry.get(),
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                let id = self.expr.add(entry.key().clone());
+                entry.insert(id);
+                id
+            }
+        };
         self.shapes.push(shape);
         self.dtypes.push(dtype);
         self.derived.push(self.deriving);
