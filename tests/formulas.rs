@@ -1028,3 +1028,46 @@ proptest! {
         }
     }
 }
+
+/// Shared products are shown nested past a few operands (`formula::term`),
+/// so the Hessian of sin applied 3,000 times to x*y comes out in size
+/// linear in the depth (spliced, it was quadratic: 5 s and millions of
+/// terms), and its entries are the numeric Hessian's.
+#[test]
+fn hessian_of_a_function_nested_3000_deep_is_linear_in_size_and_right() {
+    let mut engine = Engine::new();
+    eval(
+        &mut engine,
+        "(define (nest n e) (if (= n 0) e (nest (- n 1) (list 'sin e))))
+         (define h (hessian (nest 3000 '(* x y)) '(x y)))
+         (define (f v)
+           (let loop ((k 0) (e (* (index v 0) (index v 1))))
+             (if (= k 3000) e (loop (+ k 1) (sin e)))))",
+    );
+    let size = eval(&mut engine, "(expr-size h)");
+    let size = i64::try_from(size).expect("a size");
+    assert!(size < 20 * 3000, "{size} terms for 3000 levels");
+    for (x, y) in [(0.4, 0.9), (-0.7, 0.3), (1.1, -0.2)] {
+        let symbolic = eval(
+            &mut engine,
+            &format!(
+                "(map (lambda (row) (map (lambda (e) (evaluate e '((x {x}) (y {y})))) row)) h)"
+            ),
+        );
+        let numeric = eval(&mut engine, &format!("(to-list ((hessian f) [{x} {y}]))"));
+        let (a, b) = (symbolic.to_string(), numeric.to_string());
+        let read = |text: &str| -> Vec<f64> {
+            text.replace(['(', ')'], " ")
+                .split_whitespace()
+                .map(|t| t.parse().expect("a number"))
+                .collect()
+        };
+        for (s, n) in read(&a).iter().zip(read(&b)) {
+            assert!(
+                (s - n).abs() <= 1e-9 * (1.0 + n.abs()),
+                "at ({x}, {y}): {a} vs {b}"
+            );
+        }
+        assert_eq!(read(&a).len(), 4);
+    }
+}

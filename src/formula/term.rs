@@ -57,11 +57,16 @@ impl Term {
     }
 }
 
+/// The most operands a sum or product used more than once may have and
+/// still be spliced into its users (see `terms`).
+const SHARED_SPLICE_LIMIT: usize = 8;
+
 /// The terms of `roots` of `expr`. `names[i]`, where given, is how node
 /// `i` is referred to by the nodes that use it (its own term is still
 /// built: `cse` shows it once, by its name, where it is defined); named
 /// nodes are never spliced. Gives each node's term (`None` for spliced
 /// ones) and the roots' references.
+
 pub fn terms(
     expr: &RecExpr<Math>,
     roots: &[Id],
@@ -78,11 +83,34 @@ pub fn terms(
     for &root in roots {
         splice[usize::from(root)] = false;
     }
+    let mut users = vec![0u32; nodes.len()];
     for node in nodes {
         for &child in node.children() {
+            users[usize::from(child)] += 1;
             if !same_op(node, &nodes[usize::from(child)]) {
                 splice[usize::from(child)] = false;
             }
+        }
+    }
+    // A shared sum or product is spliced into each of its users: past a
+    // few operands it is shown nested instead, so that a deep expression
+    // whose partial products are shared (derivatives of nested functions)
+    // is shown in size linear in its program, not quadratic.
+    let mut operands = vec![1usize; nodes.len()];
+    for (index, node) in nodes.iter().enumerate() {
+        if !matches!(node, Math::Add(_) | Math::Mul(_)) {
+            continue;
+        }
+        operands[index] = node
+            .children()
+            .iter()
+            .map(|&c| match splice[usize::from(c)] {
+                true => operands[usize::from(c)],
+                false => 1,
+            })
+            .sum();
+        if users[index] > 1 && operands[index] > SHARED_SPLICE_LIMIT {
+            splice[index] = false;
         }
     }
     let mut orientation = Orientation::default();
