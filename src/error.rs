@@ -103,7 +103,7 @@ impl Error {
                 .skip(1)
                 .filter_map(|span| locate(*span))
                 .collect(),
-            message: error.message,
+            message: error.into_message(),
         })
     }
 

@@ -5,16 +5,21 @@
 
 use super::procedure::{Closure, Procedure};
 use super::value::Value;
+use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::rc::Rc;
 
 /// A chain of frames; `None` is the global environment.
 pub type Env = Option<Rc<Frame>>;
 
+/// A frame's slots: up to four live inside the frame itself, so a call of
+/// a small function allocates once.
+pub type Slots = SmallVec<[Value; 4]>;
+
 /// One frame of local variables.
 pub struct Frame {
     /// The slots, in the order analysis assigned them.
-    pub slots: RefCell<Vec<Value>>,
+    pub slots: RefCell<Slots>,
     /// The enclosing frame.
     pub parent: Env,
     /// Frames are numbered as they are made (`next_frame_serial`), so a
@@ -37,7 +42,7 @@ pub fn next_frame_serial() -> u64 {
 
 impl Frame {
     /// A frame holding `slots`, inside `parent`.
-    pub fn new(slots: Vec<Value>, parent: &Env) -> Env {
+    pub fn new(slots: Slots, parent: &Env) -> Env {
         #[cfg(test)]
         tests::LIVE_FRAMES.with(|live| live.set(live.get() + 1));
         let serial = NEXT_SERIAL.with(|next| {
@@ -102,6 +107,7 @@ impl Frame {
     }
 
     /// The frame `depth` levels up from `env`.
+    #[inline]
     pub fn ancestor(env: &Env, depth: u32) -> Option<&Rc<Frame>> {
         let mut frame = env.as_ref()?;
         for _ in 0..depth {

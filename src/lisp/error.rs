@@ -40,10 +40,17 @@ pub enum EvalErrorKind {
     Internal,
 }
 
-/// An error raised while evaluating.
+/// An error raised while evaluating. Its parts ([`ErrorDetail`]) live
+/// behind one pointer, so a result of evaluation (`EvalResult<Value>`) is
+/// as small as a value: the evaluator returns one from every node.
 #[derive(Clone, Debug, Error)]
-#[error("{message}")]
-pub struct EvalError {
+#[error("{}", .0.message)]
+pub struct EvalError(Box<ErrorDetail>);
+
+/// What an [`EvalError`] says; its fields read through the error itself
+/// (`error.message`, `error.kind`).
+#[derive(Clone, Debug)]
+pub struct ErrorDetail {
     /// The kind of failure.
     pub kind: EvalErrorKind,
     /// The message shown to the user.
@@ -52,6 +59,19 @@ pub struct EvalError {
     pub span: Span,
     /// Call sites the error passed through, innermost first.
     pub trace: Vec<Span>,
+}
+
+impl std::ops::Deref for EvalError {
+    type Target = ErrorDetail;
+    fn deref(&self) -> &ErrorDetail {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for EvalError {
+    fn deref_mut(&mut self) -> &mut ErrorDetail {
+        &mut self.0
+    }
 }
 
 /// Shorthand for results of evaluation.
@@ -63,12 +83,17 @@ const MAX_TRACE: usize = 12;
 impl EvalError {
     /// An error of `kind` with `message` and no span yet.
     pub fn new(kind: EvalErrorKind, message: impl Into<String>) -> Self {
-        EvalError {
+        EvalError(Box::new(ErrorDetail {
             kind,
             message: message.into(),
             span: Span::NONE,
             trace: Vec::new(),
-        }
+        }))
+    }
+
+    /// The message, taken out of the error.
+    pub fn into_message(self) -> String {
+        self.0.message
     }
 
     /// A type error.
@@ -128,7 +153,7 @@ impl EvalError {
 
 impl From<ReadError> for EvalError {
     fn from(err: ReadError) -> Self {
-        EvalError {
+        EvalError(Box::new(ErrorDetail {
             kind: if err.is_incomplete() {
                 EvalErrorKind::Incomplete
             } else {
@@ -137,7 +162,7 @@ impl From<ReadError> for EvalError {
             message: err.kind.to_string(),
             span: err.span,
             trace: Vec::new(),
-        }
+        }))
     }
 }
 

@@ -6,10 +6,11 @@
 //! recursion depth is counted against a limit and the stack grows on demand
 //! (`stacker`), so deep recursion ends in an error, never a stack overflow.
 
-use super::env::{Env, Frame};
+use super::env::{Env, Frame, Slots};
 use super::error::{EvalError, EvalErrorKind, EvalResult};
 use super::interp::Interp;
 use super::node::{ClauseAction, Node};
+use super::primitive::Primitive;
 use super::procedure::{Args, Builtin, Closure, Procedure};
 use super::quasi;
 use super::symbol::Symbol;
@@ -24,36 +25,84 @@ use std::time::Instant;
 const RED_ZONE: usize = 128 * 1024;
 /// Size of each new stack segment (bytes).
 const STACK_SEGMENT: usize = 4 * 1024 * 1024;
+/// Primitive calls nested in one another that run without a stack check
+/// of their own (a few hundred bytes each, far inside `RED_ZONE`).
+const INLINE_NESTING: u32 = 32;
+
+/// What a call's head names, found without evaluating it.
+enum Callee {
+    /// A built-in.
+    Builtin(&'static Builtin),
+    /// A closure.
+    Closure(Closure),
+    /// Anything else: the head is evaluated as an expression.
+    Other,
+}
 
 /// What evaluating a node in tail position produced.
 enum Step {
     /// A finished value.
     Value(Value),
     /// A call to a closure, left for the caller's loop to run.
-    TailCall(Closure, Vec<Value>, Span),
+    TailCall(Closure, Slots, Span),
 }
 
 impl Interp {
-    /// Evaluates `node` in `env`.
+    /// Evaluates `node` in `env`. Constants and local variables are read
+    /// here, inlined into the caller; everything else is `eval_compound`.
+    #[inline(always)]
     pub fn eval(&mut self, node: &Node, env: &Env) -> EvalResult<Value> {
         match node {
-            Node::Const(value) => return Ok(value.clone()),
+            Node::Const(value) => Ok(value.clone()),
             Node::Local {
                 depth,
                 index,
                 name,
                 span,
-            } => return lookup_local(env, *depth, *index, *name, *span),
+            } => lookup_local(env, *depth, *index, *name, *span),
+            _ => self.eval_compound(node, env),
+        }
+    }
+
+    /// Evaluates a node that is not a constant or a local variable.
+    /// A primitive call nested in another runs inline (no depth count, no
+    /// stack check) up to `INLINE_NESTING` levels; every other node counts
+    /// against the recursion limit and grows the stack if needed.
+    #[inline(never)]
+    fn eval_compound(&mut self, node: &Node, env: &Env) -> EvalResult<Value> {
+        match node {
             Node::Global { name, span } => return self.lookup_global(*name, *span),
+            Node::Primitive {
+                primitive,
+                builtin,
+                name,
+                args,
+                span,
+            } if self.inline_nesting < INLINE_NESTING && self.inline_primitive(*name, builtin) => {
+                self.inline_nesting += 1;
+                let result = self.eval_primitive(*primitive, builtin, args, *span, env);
+                self.inline_nesting -= 1;
+                return result;
+            }
             _ => {}
         }
         self.enter()?;
+        let nesting = std::mem::replace(&mut self.inline_nesting, 0);
         let result = stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || {
+            // A call of a closure runs it directly (the common non-tail
+            // call: an argument of another call).
+            if let Node::Call { callee, args, span } = node
+                && let Callee::Closure(closure) = self.callee_of(callee, env)
+            {
+                let values = self.closure_arguments(&closure, args, env)?;
+                return self.run_closure(closure, values, *span);
+            }
             match self.eval_step(node, env)? {
                 Step::Value(value) => Ok(value),
                 Step::TailCall(closure, args, span) => self.run_closure(closure, args, span),
             }
         });
+        self.inline_nesting = nesting;
         self.leave();
         result
     }
@@ -86,7 +135,7 @@ impl Interp {
     ) -> EvalResult<Value> {
         self.enter()?;
         let result = stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || {
-            self.run_closure(closure.clone(), args, span)
+            self.run_closure(closure.clone(), Slots::from_vec(args), span)
         });
         self.leave();
         result
@@ -115,7 +164,7 @@ impl Interp {
     fn run_closure(
         &mut self,
         mut closure: Closure,
-        mut args: Vec<Value>,
+        mut args: Slots,
         mut span: Span,
     ) -> EvalResult<Value> {
         self.closure_span = span;
@@ -126,8 +175,7 @@ impl Interp {
         loop {
             self.check_interrupt().map_err(|e| e.at(span))?;
             let env = bind_arguments(&closure, args).map_err(|e| e.at(span))?;
-            let def = Rc::clone(&closure.def);
-            match self.eval_step(&def.body, &env) {
+            match self.eval_step(&closure.def.body, &env) {
                 Ok(Step::Value(value)) => return Ok(value),
                 Ok(Step::TailCall(next, next_args, next_span)) => {
                     closure = next;
@@ -288,21 +336,24 @@ impl Interp {
 
     /// Evaluates a node whose value is the result of the enclosing form:
     /// loops through tail positions and hands closure calls back.
-    fn eval_step(&mut self, node: &Node, env: &Env) -> EvalResult<Step> {
+    fn eval_step(&mut self, node: &Node, outer: &Env) -> EvalResult<Step> {
         let mut node = node;
-        let mut env: Env = env.clone();
+        // A `let` or a handler in tail position makes a frame the rest of
+        // the loop runs in; until then the caller's is only borrowed.
+        let mut made: Option<Env> = None;
         loop {
+            let env = made.as_ref().unwrap_or(outer);
             self.check_interrupt()?;
             match node {
                 Node::Const(_) | Node::Local { .. } | Node::Global { .. } => {
-                    return self.eval(node, &env).map(Step::Value);
+                    return self.eval(node, env).map(Step::Value);
                 }
                 Node::If {
                     test,
                     then,
                     otherwise,
                 } => {
-                    node = if truthy(&self.eval(test, &env)?)? {
+                    node = if truthy(&self.eval(test, env)?)? {
                         then
                     } else {
                         otherwise
@@ -313,7 +364,7 @@ impl Interp {
                         return Ok(Step::Value(Value::Nil));
                     };
                     for effect in init {
-                        self.eval(effect, &env)?;
+                        self.eval(effect, env)?;
                     }
                     node = last;
                 }
@@ -323,7 +374,7 @@ impl Interp {
                     inits,
                     body,
                 } => {
-                    env = self.enter_let(*size, *sequential, inits, &env)?;
+                    made = Some(self.enter_let(*size, *sequential, inits, env)?);
                     node = body;
                 }
                 Node::And(nodes) | Node::Or(nodes) => {
@@ -332,7 +383,7 @@ impl Interp {
                         return Ok(Step::Value(Value::Bool(!want)));
                     };
                     for test in init {
-                        let value = self.eval(test, &env)?;
+                        let value = self.eval(test, env)?;
                         if truthy(&value)? == want {
                             return Ok(Step::Value(value));
                         }
@@ -342,7 +393,7 @@ impl Interp {
                 Node::Cond(clauses) => {
                     let mut chosen = None;
                     for clause in clauses.iter() {
-                        let value = self.eval(&clause.test, &env)?;
+                        let value = self.eval(&clause.test, env)?;
                         if truthy(&value)? {
                             chosen = Some((clause, value));
                             break;
@@ -355,22 +406,47 @@ impl Interp {
                         ClauseAction::Value => return Ok(Step::Value(value)),
                         ClauseAction::Body(body) => node = body,
                         ClauseAction::Apply(f) => {
-                            let f = self.eval(f, &env)?;
-                            return self.call_value(f, vec![value], Span::NONE);
+                            let f = self.eval(f, env)?;
+                            return self.call_value(f, smallvec::smallvec![value], Span::NONE);
                         }
                     }
                 }
-                Node::Call { callee, args, span } => {
-                    if let Some(builtin) = self.builtin_callee(callee) {
-                        // The common case (arithmetic, list access): no
-                        // allocation for the arguments, no procedure clone.
-                        let mut values: SmallVec<[Value; 4]> = SmallVec::with_capacity(args.len());
-                        for arg in args.iter() {
-                            values.push(self.eval(arg, &env)?);
-                        }
-                        return self.call_builtin(builtin, &values, *span).map(Step::Value);
+                Node::Primitive {
+                    primitive,
+                    builtin,
+                    name,
+                    args,
+                    span,
+                } => {
+                    if self.inline_primitive(*name, builtin) {
+                        return self
+                            .eval_primitive(*primitive, builtin, args, *span, env)
+                            .map(Step::Value);
                     }
-                    let f = self.eval(callee, &env)?;
+                    // The head was rebound: an ordinary call.
+                    let f = self.lookup_global(*name, *span)?;
+                    let values =
+                        smallvec::smallvec![self.eval(&args[0], env)?, self.eval(&args[1], env)?];
+                    return self.call_value(f, values, *span);
+                }
+                Node::Call { callee, args, span } => {
+                    match self.callee_of(callee, env) {
+                        Callee::Builtin(builtin) => {
+                            // The common case (arithmetic, list access): no
+                            // allocation for the arguments, no procedure clone.
+                            let mut values: Slots = SmallVec::with_capacity(args.len());
+                            for arg in args.iter() {
+                                values.push(self.eval(arg, env)?);
+                            }
+                            return self.call_builtin(builtin, &values, *span).map(Step::Value);
+                        }
+                        Callee::Closure(closure) => {
+                            let values = self.closure_arguments(&closure, args, env)?;
+                            return Ok(Step::TailCall(closure, values, *span));
+                        }
+                        Callee::Other => {}
+                    }
+                    let f = self.eval(callee, env)?;
                     let capacity = match &f {
                         Value::Procedure(p) => match &**p {
                             Procedure::Closure(c) => (c.def.frame_size as usize).max(args.len()),
@@ -378,9 +454,9 @@ impl Interp {
                         },
                         _ => args.len(),
                     };
-                    let mut values = Vec::with_capacity(capacity);
+                    let mut values: Slots = SmallVec::with_capacity(capacity);
                     for arg in args.iter() {
-                        values.push(self.eval(arg, &env)?);
+                        values.push(self.eval(arg, env)?);
                     }
                     return self.call_value(f, values, *span);
                 }
@@ -388,37 +464,107 @@ impl Interp {
                     body,
                     handler_size,
                     handler,
-                } => match self.eval(body, &env) {
+                } => match self.eval(body, env) {
                     Ok(value) => return Ok(Step::Value(value)),
                     Err(error) if error.is_uncatchable() => return Err(error),
                     Err(error) => {
-                        let mut slots = vec![Value::Undefined; *handler_size as usize];
-                        slots[0] = Value::string(error.message);
-                        env = Frame::new(slots, &env);
+                        let mut slots: Slots =
+                            smallvec::smallvec![Value::Undefined; *handler_size as usize];
+                        slots[0] = Value::string(error.into_message());
+                        made = Some(Frame::new(slots, env));
                         node = handler;
                     }
                 },
-                _ => return self.eval_effect(node, &env).map(Step::Value),
+                _ => return self.eval_effect(node, env).map(Step::Value),
             }
         }
     }
 
-    /// The built-in a callee node names, when it is a global bound to one.
-    fn builtin_callee(&self, callee: &Node) -> Option<&'static Builtin> {
-        let Node::Global { name, .. } = callee else {
-            return None;
+    /// Whether a [`Node::Primitive`] naming `name` may take its inline
+    /// path: the name is still bound to the built-in it was analysed
+    /// with, and no NaN check wants every built-in result.
+    #[inline]
+    fn inline_primitive(&self, name: Symbol, builtin: &'static Builtin) -> bool {
+        let bound = match self.global_ref(name) {
+            Some(Value::Procedure(procedure)) => {
+                matches!(&**procedure, Procedure::Builtin(b) if std::ptr::eq(*b, builtin))
+            }
+            _ => false,
         };
-        match self.global_ref(*name)? {
-            Value::Procedure(procedure) => match &**procedure {
-                Procedure::Builtin(builtin) => Some(builtin),
-                _ => None,
-            },
+        bound && !self.numeric.debug_nans
+    }
+
+    /// Runs a primitive call: inline on two plain numbers, else the built-in.
+    fn eval_primitive(
+        &mut self,
+        primitive: Primitive,
+        builtin: &'static Builtin,
+        args: &[Node; 2],
+        span: Span,
+        env: &Env,
+    ) -> EvalResult<Value> {
+        let a = self.eval(&args[0], env)?;
+        let b = self.eval(&args[1], env)?;
+        match primitive.apply(&a, &b) {
+            Some(value) => Ok(value),
+            None => self.call_builtin(builtin, &[a, b], span),
+        }
+    }
+
+    /// The arguments of a call of `closure`, evaluated into what becomes
+    /// its frame. A closure named by a variable makes no procedure value
+    /// (a loop's own function is stored as code).
+    fn closure_arguments(
+        &mut self,
+        closure: &Closure,
+        args: &[Node],
+        env: &Env,
+    ) -> EvalResult<Slots> {
+        let mut values: Slots =
+            SmallVec::with_capacity((closure.def.frame_size as usize).max(args.len()));
+        for arg in args {
+            values.push(self.eval(arg, env)?);
+        }
+        Ok(values)
+    }
+
+    /// What a callee node names, looked at without evaluating it: a
+    /// global bound to a built-in, or a variable holding a closure (read
+    /// without making a procedure value).
+    fn callee_of(&self, callee: &Node, env: &Env) -> Callee {
+        let value = match callee {
+            Node::Local { depth, index, .. } => {
+                let Some(frame) = Frame::ancestor(env, *depth) else {
+                    return Callee::Other;
+                };
+                let slots = frame.slots.borrow();
+                return match slots.get(*index as usize) {
+                    Some(Value::FrameClosure(def)) => Callee::Closure(Closure {
+                        def: Rc::clone(def),
+                        env: Some(Rc::clone(frame)),
+                    }),
+                    Some(Value::Procedure(procedure)) => match &**procedure {
+                        Procedure::Closure(closure) => Callee::Closure(closure.clone()),
+                        _ => Callee::Other,
+                    },
+                    _ => Callee::Other,
+                };
+            }
+            Node::Global { name, .. } => self.global_ref(*name),
             _ => None,
+        };
+        match value {
+            Some(Value::Procedure(procedure)) => match &**procedure {
+                Procedure::Builtin(builtin) => Callee::Builtin(builtin),
+                Procedure::Closure(closure) => Callee::Closure(closure.clone()),
+                _ => Callee::Other,
+            },
+            _ => Callee::Other,
         }
     }
 
     /// Calls `f` from a tail position: closures go back to the caller's loop.
-    fn call_value(&mut self, f: Value, args: Vec<Value>, span: Span) -> EvalResult<Step> {
+    fn call_value(&mut self, f: Value, args: Slots, span: Span) -> EvalResult<Step> {
         let Value::Procedure(proc) = &f else {
             return Err(not_callable(&f).at(span));
         };
@@ -574,7 +720,7 @@ impl Interp {
         env: &Env,
     ) -> EvalResult<Env> {
         if sequential {
-            let frame = Frame::new(vec![Value::Undefined; size as usize], env);
+            let frame = Frame::new(smallvec::smallvec![Value::Undefined; size as usize], env);
             for (index, init) in inits {
                 let value = self.eval(init, &frame)?;
                 if let Some(frame) = &frame {
@@ -583,7 +729,7 @@ impl Interp {
             }
             Ok(frame)
         } else {
-            let mut slots = Vec::with_capacity(size as usize);
+            let mut slots = Slots::with_capacity(size as usize);
             for (_, init) in inits {
                 slots.push(self.eval(init, env)?);
             }
@@ -593,7 +739,28 @@ impl Interp {
     }
 }
 
+/// A local variable's value; the common case is inlined into `eval`.
+#[inline(always)]
 fn lookup_local(env: &Env, depth: u32, index: u32, name: Symbol, span: Span) -> EvalResult<Value> {
+    if let Some(frame) = Frame::ancestor(env, depth) {
+        match frame.slots.borrow().get(index as usize) {
+            Some(Value::FrameClosure(_) | Value::Undefined) | None => {}
+            Some(value) => return Ok(value.clone()),
+        }
+    }
+    lookup_local_rest(env, depth, index, name, span)
+}
+
+/// A local variable holding its frame's own closure, or not yet defined.
+#[cold]
+#[inline(never)]
+fn lookup_local_rest(
+    env: &Env,
+    depth: u32,
+    index: u32,
+    name: Symbol,
+    span: Span,
+) -> EvalResult<Value> {
     let value = Frame::ancestor(env, depth).and_then(|frame| frame.load(index as usize));
     match value {
         Some(Value::Undefined) => Err(EvalError::new(
@@ -609,7 +776,7 @@ fn lookup_local(env: &Env, depth: u32, index: u32, name: Symbol, span: Span) -> 
 }
 
 /// A new frame holding `args` bound to the closure's parameters.
-fn bind_arguments(closure: &Closure, mut args: Vec<Value>) -> EvalResult<Env> {
+fn bind_arguments(closure: &Closure, mut args: Slots) -> EvalResult<Env> {
     let def = &closure.def;
     let required = def.required();
     let count = args.len();
@@ -629,10 +796,12 @@ fn bind_arguments(closure: &Closure, mut args: Vec<Value>) -> EvalResult<Env> {
         ));
     }
     if def.rest {
-        let rest = Value::list(args.drain(required..));
+        let rest = Value::list(args.drain(required..).collect::<Vec<_>>());
         args.push(rest);
     }
-    args.resize(def.frame_size as usize, Value::Undefined);
+    if args.len() < def.frame_size as usize {
+        args.resize(def.frame_size as usize, Value::Undefined);
+    }
     Ok(Frame::new(args, &closure.env))
 }
 

@@ -56,6 +56,9 @@ pub struct Interp {
     pub sources: SourceMap,
     /// Current nesting of non-tail evaluation.
     pub(crate) depth: usize,
+    /// Primitive calls now running inline inside one another (see
+    /// `eval::INLINE_NESTING`).
+    pub(crate) inline_nesting: u32,
     /// The limit on `depth`.
     pub max_depth: usize,
     /// Set (e.g. by a Ctrl-C handler) to stop the running evaluation.
@@ -90,6 +93,7 @@ impl Interp {
             globals: Vec::new(),
             sources: SourceMap::default(),
             depth: 0,
+            inline_nesting: 0,
             max_depth: DEFAULT_MAX_DEPTH,
             interrupt: Arc::new(AtomicBool::new(false)),
             rng: rand::make_rng(),
@@ -304,6 +308,7 @@ impl Interp {
     /// Resets per-evaluation state after an aborted evaluation (a caught panic).
     pub fn reset_after_abort(&mut self) {
         self.depth = 0;
+        self.inline_nesting = 0;
         self.call_span = Span::NONE;
         self.closure_span = Span::NONE;
         self.interrupt.store(false, Ordering::Relaxed);

@@ -15,6 +15,7 @@ pub mod error;
 pub mod eval;
 pub mod interp;
 pub mod node;
+pub mod primitive;
 pub mod printer;
 pub mod procedure;
 pub mod quasi;

@@ -5,6 +5,8 @@
 //! a lexical address (frames up, slot index), so evaluation does no symbol
 //! lookup for locals and no re-parsing of forms.
 
+use super::primitive::Primitive;
+use super::procedure::Builtin;
 use super::symbol::Symbol;
 use super::value::Value;
 use crate::reader::Span;
@@ -100,6 +102,21 @@ pub enum Node {
         callee: Box<Node>,
         /// The arguments.
         args: Box<[Node]>,
+        /// The whole call form.
+        span: Span,
+    },
+    /// A call of a built-in with an inline path for plain numbers
+    /// ([`Primitive`]): `(+ a b)`, `(< n 2)`.
+    Primitive {
+        /// Which one.
+        primitive: Primitive,
+        /// The built-in the head was bound to when analysed; the inline
+        /// path runs only while it still is.
+        builtin: &'static Builtin,
+        /// The head's name.
+        name: Symbol,
+        /// The two arguments.
+        args: Box<[Node; 2]>,
         /// The whole call form.
         span: Span,
     },

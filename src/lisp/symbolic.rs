@@ -421,7 +421,7 @@ pub fn formula_from_value(
 ) -> Result<Formula, String> {
     let mut builder = ExprBuilder::new();
     let root = expr_from_value(value, Span::NONE, &mut builder, functions)
-        .map_err(|error| error.message)?;
+        .map_err(|error| error.into_message())?;
     let expr = builder.into_expr();
     let mut out = ExprBuilder::new();
     let mut ids: Vec<Id> = Vec::with_capacity(expr.len());

@@ -10,6 +10,8 @@
 use super::error::{EvalError, EvalErrorKind, EvalResult};
 use super::interp::Interp;
 use super::node::Node;
+use super::primitive::Primitive;
+use super::procedure::{Builtin, Procedure};
 use super::quasi;
 use super::symbol::{Symbol, sym};
 use super::value::Value;
@@ -209,9 +211,47 @@ impl<'i> Analyzer<'i> {
         };
         let callee = self.analyze(&pair.car, pair.span.or(span))?;
         let args = self.analyze_all(&pair.cdr, span)?;
+        let args = match self.primitive_call(&callee, args, span) {
+            Ok(node) => return Ok(node),
+            Err(args) => args,
+        };
         Ok(Node::Call {
             callee: Box::new(callee),
             args: args.into(),
+            span,
+        })
+    }
+
+    /// A call of two arguments to a global bound to a built-in with an
+    /// inline path (`primitive.rs`); otherwise the arguments back.
+    fn primitive_call(
+        &self,
+        callee: &Node,
+        args: Vec<Node>,
+        span: Span,
+    ) -> Result<Node, Vec<Node>> {
+        let Node::Global { name, .. } = callee else {
+            return Err(args);
+        };
+        let Some(Value::Procedure(procedure)) = self.interp.global_ref(*name) else {
+            return Err(args);
+        };
+        let Procedure::Builtin(builtin) = &**procedure else {
+            return Err(args);
+        };
+        let Some(primitive) = Primitive::named(builtin.name) else {
+            return Err(args);
+        };
+        let builtin: &'static Builtin = builtin;
+        let args: Box<[Node; 2]> = match args.try_into() {
+            Ok(pair) => Box::new(pair),
+            Err(args) => return Err(args),
+        };
+        Ok(Node::Primitive {
+            primitive,
+            builtin,
+            name: *name,
+            args,
             span,
         })
     }
