@@ -106,7 +106,16 @@ fn keeping_unary(
 }
 
 fn add(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    args.iter().try_fold(Value::Int(0), |acc, x| {
+    let Some((first, rest)) = args.split_first() else {
+        return Ok(Value::Int(0));
+    };
+    // The sum starts at the first argument, not at 0: 0 + -0.0 is 0.0,
+    // and IEEE (and NumPy) give -0.0 + -0.0 = -0.0.
+    let start = match first {
+        Value::Int(_) | Value::Float(_) | Value::Tensor(_) => first.clone(),
+        other => binary(&Value::Int(0), other, Some(i64::checked_add), |a, b| a + b)?,
+    };
+    rest.iter().try_fold(start, |acc, x| {
         binary(&acc, x, Some(i64::checked_add), |a, b| a + b)
     })
 }
