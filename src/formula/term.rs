@@ -66,7 +66,6 @@ const SHARED_SPLICE_LIMIT: usize = 8;
 /// built: `cse` shows it once, by its name, where it is defined); named
 /// nodes are never spliced. Gives each node's term (`None` for spliced
 /// ones) and the roots' references.
-
 pub fn terms(
     expr: &RecExpr<Math>,
     roots: &[Id],
