@@ -3,7 +3,7 @@
 //! `Engine::eval`; none may crash. A crash is a panic (the engine turns it
 //! into an `Internal` error, reported here with the panic's location), or
 //! an abort or stack overflow, which kills this test process; before each
-//! case its program is appended to `target/tmp/grammar_fuzz_batch.lisp`
+//! case its program is appended to `target/tmp/grammar_fuzz_seed<S>.lisp`
 //! (the programs the current engine has run), so a killed run leaves its
 //! reproducer behind. A case still running after `HANG_LIMIT` (it ignored
 //! the interrupt sent at `DEADLINE`) stops the run as a hang.
@@ -61,8 +61,14 @@ const HANG_LIMIT: Duration = Duration::from_secs(120);
 /// A long run reports its progress every this many cases.
 const PROGRESS: u64 = 10_000;
 
-/// Where the programs of the current batch are written before they run.
-const BATCH_LOG: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/grammar_fuzz_batch.lisp");
+/// Where the programs of the current batch are written before they run
+/// (one file per seed, so a long run and the default run do not mix).
+fn batch_log(seed: u64) -> String {
+    format!(
+        "{}/grammar_fuzz_seed{seed}.lisp",
+        env!("CARGO_TARGET_TMPDIR")
+    )
+}
 
 /// Output that is thrown away.
 struct Sink;
@@ -169,7 +175,8 @@ struct Watchdog {
 }
 
 impl Watchdog {
-    fn start() -> Self {
+    /// The watchdog of a run whose programs are logged in `log`.
+    fn start(log: String) -> Self {
         let running: Arc<Mutex<Option<Running>>> = Arc::new(Mutex::new(None));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -178,7 +185,7 @@ impl Watchdog {
                 while !stop.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(10));
                     if let Some(case) = running.lock().unwrap().as_mut() {
-                        Self::check(case);
+                        Self::check(case, &log);
                     }
                 }
             })
@@ -190,7 +197,7 @@ impl Watchdog {
         }
     }
 
-    fn check(case: &mut Running) {
+    fn check(case: &mut Running, log: &str) {
         let elapsed = case.started.elapsed();
         if elapsed > DEADLINE && !case.interrupted {
             case.interrupt.store(true, Ordering::Relaxed);
@@ -198,9 +205,10 @@ impl Watchdog {
         }
         if elapsed > HANG_LIMIT {
             eprintln!(
-                "grammar fuzz: case {} still running {} s after the interrupt (a hang); its program (also in {BATCH_LOG}):\n{}",
+                "grammar fuzz: case {} still running {} s after the interrupt (a hang); its program (also in {}):\n{}",
                 case.index,
                 (HANG_LIMIT - DEADLINE).as_secs(),
+                log,
                 case.program
             );
             std::process::exit(101);
@@ -222,7 +230,12 @@ impl Watchdog {
             index,
             program: program.to_string(),
         });
+        // A panic the engine turned into another error (the stack refused
+        // to grow) must not be blamed on a later case.
+        LAST_PANIC.lock().unwrap_or_else(|p| p.into_inner()).take();
+        IN_CASE.set(true);
         let result = engine.eval(program);
+        IN_CASE.set(false);
         *self.running.lock().unwrap() = None;
         // An interrupt that arrived after the work ended is not left pending.
         interrupt.store(false, Ordering::Relaxed);
@@ -242,11 +255,21 @@ impl Drop for Watchdog {
 /// The last panic's location and message, recorded by the panic hook.
 static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
 
-/// Records panics instead of printing them (the report shows them).
+thread_local! {
+    /// Whether this thread is running a generated program.
+    static IN_CASE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Records the panics of generated programs instead of printing them (the
+/// report shows them); other panics (a failed assertion) print as usual.
 fn record_panics() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        std::panic::set_hook(Box::new(|info| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !IN_CASE.get() {
+                return default(info);
+            }
             let location = info
                 .location()
                 .map_or_else(|| "unknown place".to_string(), |l| l.to_string());
@@ -270,15 +293,16 @@ fn take_last_panic() -> String {
         .unwrap_or_else(|| "no panic recorded (an Internal error raised without one)".to_string())
 }
 
-/// The programs the current engine has run, in `BATCH_LOG`.
+/// The programs the current engine has run, in `batch_log`'s file.
 struct BatchLog {
+    path: String,
     file: Option<File>,
 }
 
 impl BatchLog {
     /// Starts the log afresh (for a new engine).
     fn restart(&mut self) {
-        self.file = File::create(BATCH_LOG).ok();
+        self.file = File::create(&self.path).ok();
     }
 
     fn record(&mut self, text: &str) {
@@ -351,11 +375,14 @@ impl Batch {
 fn fuzz(config: Config) -> Report {
     record_panics();
     let catalog = Catalog::new();
-    let watchdog = Watchdog::start();
+    let watchdog = Watchdog::start(batch_log(config.seed));
     let mut batch = Batch {
         engine: None,
         history: Vec::new(),
-        log: BatchLog { file: None },
+        log: BatchLog {
+            path: batch_log(config.seed),
+            file: None,
+        },
     };
     let mut report = Report::default();
     let start = Instant::now();
@@ -494,5 +521,24 @@ fn generated_programs_never_crash() {
         crashes.len(),
         report.cases,
         crashes.join("\n")
+    );
+}
+
+/// The harness sees a panic as a crash, with the place it happened.
+#[test]
+fn a_panic_is_caught_as_a_crash_with_its_location() {
+    record_panics();
+    let watchdog = Watchdog::start(String::new());
+    let mut engine = fresh_engine();
+    engine
+        .register_fn("explode", |_| panic!("on purpose"))
+        .expect("a valid name");
+    let result = watchdog.eval(&mut engine, 0, "(+ 1 (explode))");
+    let error = result.expect_err("a panic is an error");
+    assert_eq!(error.kind(), EvalErrorKind::Internal);
+    let panic = take_last_panic();
+    assert!(
+        panic.contains("grammar_fuzz.rs") && panic.contains("on purpose"),
+        "{panic}"
     );
 }
