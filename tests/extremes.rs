@@ -138,3 +138,16 @@ fn strings_and_tensors_grown_past_memory_are_an_error_not_an_abort() {
         assert!(stderr.contains("extreme.lisp:2:"), "{source}: {stderr}");
     }
 }
+
+/// Found by tests/grammar_fuzz.rs (as `(one-hot labels 4294967296)`):
+/// `arange` of as many elements as a tensor may have, but more than memory
+/// holds, aborted on the failed allocation.
+#[test]
+fn arange_past_memory_is_an_error_not_an_abort() {
+    let Some((code, stderr)) = run_limited("(arange 4294967296)\n", 3_000_000) else {
+        return;
+    };
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("not enough memory"), "{stderr}");
+    assert!(stderr.contains("extreme.lisp:1:1"), "{stderr}");
+}

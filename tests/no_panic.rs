@@ -955,6 +955,56 @@ const SYMBOLIC_STRESS: &[Stress] = &[
         "(println (diff '(* x x) 'x 100000000000))",
         Expect::Fails("0 to 100"),
     ),
+    // Found by tests/grammar_fuzz.rs: formulas built by a loop overflowed
+    // the stack (an abort) where they were converted, shown or dropped.
+    stress(
+        "latex of 20,000 nested sins",
+        "(println (string-length (latex (nest 20000 'sin 'x))))",
+        Expect::Prints("340001\n"),
+    ),
+    stress(
+        "infix of 20,000 nested sins",
+        "(println (string-length (infix (nest 20000 'sin 'x))))",
+        Expect::Prints("100001\n"),
+    ),
+    stress(
+        "C code of 20,000 nested sins",
+        "(println (string-length (codegen (nest 20000 'sin 'x) '(x) :lang 'c)))",
+        Expect::Prints("100056\n"),
+    ),
+    stress(
+        "simplify 300,000 nested sins",
+        "(println (expr-size (simplify (nest 300000 'sin 'x))))",
+        Expect::Prints("300001\n"),
+    ),
+    stress(
+        "subs in 300,000 nested sins",
+        "(println (expr-size (subs (nest 300000 'sin 'x) '((x y)))))",
+        Expect::Prints("300001\n"),
+    ),
+    stress(
+        "grad of 100,000 nested sins",
+        "(println (expr-size (grad (nest 100000 'sin 'x) '(x))))",
+        Expect::Prints("200001\n"),
+    ),
+    stress(
+        "latex of a list of expressions nested 300,000 deep",
+        "(define r (latex (nest 300000 'list 'x)))\n(println (expr-size (nest 300000 'list 'x)))",
+        Expect::Finishes,
+    ),
+    // Took minutes: Rust code showed a method's receiver twice at each
+    // level (2^n work), and subs walked every path of a shared subterm.
+    stress(
+        "Rust code of 40 nested sins",
+        "(println (string-length (codegen (nest 40 'sin 'x) '(x) :lang 'rust)))",
+        Expect::Prints("345\n"),
+    ),
+    stress(
+        "subs in a sum whose operands are shared 60 levels deep",
+        "(define (dag n acc) (if (= n 0) acc (dag (- n 1) (list '+ acc acc))))\n\
+         (println (expr-size (subs (dag 60 'x) '((x y)))))",
+        Expect::Finishes,
+    ),
 ];
 /// Runs `epsilon run` on `source` (after the helpers), killing it at
 /// [`SYMBOLIC_DEADLINE`]; describes how it misbehaved, if it did.

@@ -231,7 +231,10 @@ impl Code {
     }
 
     fn function(&self, op: &str, args: &[&Term]) -> (String, u8) {
-        let text: Vec<String> = args.iter().map(|a| self.shown(a).0).collect();
+        // Each operand is shown once: showing the receiver again for a
+        // method call doubled the work at every level of a nested formula.
+        let shown: Vec<(String, u8)> = args.iter().map(|a| self.shown(a)).collect();
+        let text: Vec<String> = shown.iter().map(|(t, _)| t.clone()).collect();
         let a = |k: usize| text[k].clone();
         let inline = |s: String| (format!("({s})"), ATOM);
         match self.language {
@@ -256,7 +259,7 @@ impl Code {
                 other => self.lacks(other),
             },
             Language::Rust => {
-                let receiver = || self.shown(args[0]);
+                let receiver = || shown[0].clone();
                 match op {
                     "sin" | "cos" | "tan" | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh"
                     | "exp" | "sqrt" | "abs" => self.method(receiver(), op, &[]),
@@ -283,7 +286,7 @@ impl Code {
                     "xlogy" => inline(format!(
                         "if {0} == 0.0 {{ 0.0 }} else {{ {0}*{1}.ln() }}",
                         a(0),
-                        self.wrapped(self.shown(args[1]), ATOM)
+                        self.wrapped(shown[1].clone(), ATOM)
                     )),
                     other => self.lacks(other),
                 }
@@ -317,37 +320,41 @@ impl Code {
 
 impl Notation for Code {
     fn shown(&self, term: &Term) -> (String, u8) {
-        match term {
-            Term::Num(c) => {
-                let x = c.get();
-                // Always a floating-point literal (`1/2` is 0 in C).
-                let text = match number(x) {
-                    t if t.contains(['.', 'e']) => t,
-                    t => format!("{t}.0"),
-                };
-                (text, if x < 0.0 { NEGATION } else { ATOM })
-            }
-            Term::Var(name) => (name.to_string(), ATOM),
-            Term::Apply(op, args) => match (op.as_str(), args.len()) {
-                ("+", _) => layout::sum(self, args),
-                ("-", 2) => layout::difference(self, &args[0], &args[1]),
-                ("*", _) => layout::product(self, args),
-                ("/", 2) => layout::quotient(self, &args[0], &args[1]),
-                ("neg", 1) => layout::negation(self, &args[0]),
-                ("pow", 2) if self.language == Language::Python => (
-                    format!(
-                        "{}**{}",
-                        self.wrapped(self.shown(&args[0]), ATOM),
-                        self.wrapped(self.shown(&args[1]), POWER)
-                    ),
-                    POWER,
-                ),
-                (name, _) => {
-                    let operands: Vec<&Term> = args.iter().map(|a| &**a).collect();
-                    self.function(name, &operands)
+        // Formulas nest as deep as the data a loop built: the stack grows
+        // in segments instead of overflowing (found by tests/grammar_fuzz.rs).
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+            match term {
+                Term::Num(c) => {
+                    let x = c.get();
+                    // Always a floating-point literal (`1/2` is 0 in C).
+                    let text = match number(x) {
+                        t if t.contains(['.', 'e']) => t,
+                        t => format!("{t}.0"),
+                    };
+                    (text, if x < 0.0 { NEGATION } else { ATOM })
                 }
-            },
-        }
+                Term::Var(name) => (name.to_string(), ATOM),
+                Term::Apply(op, args) => match (op.as_str(), args.len()) {
+                    ("+", _) => layout::sum(self, args),
+                    ("-", 2) => layout::difference(self, &args[0], &args[1]),
+                    ("*", _) => layout::product(self, args),
+                    ("/", 2) => layout::quotient(self, &args[0], &args[1]),
+                    ("neg", 1) => layout::negation(self, &args[0]),
+                    ("pow", 2) if self.language == Language::Python => (
+                        format!(
+                            "{}**{}",
+                            self.wrapped(self.shown(&args[0]), ATOM),
+                            self.wrapped(self.shown(&args[1]), POWER)
+                        ),
+                        POWER,
+                    ),
+                    (name, _) => {
+                        let operands: Vec<&Term> = args.iter().map(|a| &**a).collect();
+                        self.function(name, &operands)
+                    }
+                },
+            }
+        })
     }
 
     fn paren(&self, text: &str) -> String {

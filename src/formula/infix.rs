@@ -15,7 +15,9 @@ struct Infix;
 
 impl Notation for Infix {
     fn shown(&self, term: &Term) -> (String, u8) {
-        match term {
+        // Formulas nest as deep as the data a loop built: the stack grows
+        // in segments instead of overflowing (found by tests/grammar_fuzz.rs).
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || match term {
             Term::Num(c) => {
                 let x = c.get();
                 (number(x), if x < 0.0 { NEGATION } else { ATOM })
@@ -43,7 +45,7 @@ impl Notation for Infix {
                     }
                 }
             }
-        }
+        })
     }
 
     fn paren(&self, text: &str) -> String {

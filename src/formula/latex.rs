@@ -39,40 +39,44 @@ impl Notation for Latex {
 }
 
 fn shown(term: &Term) -> (String, u8) {
-    match term {
-        Term::Num(c) => {
-            let x = c.get();
-            let text = number(x);
-            // 1e-20 as 1 \cdot 10^{-20}.
-            let text = match text.split_once('e') {
-                Some((mantissa, exponent)) => format!("{mantissa} \\cdot 10^{{{exponent}}}"),
-                None => text,
-            };
-            (text, if x < 0.0 { NEGATION } else { ATOM })
-        }
-        Term::Var(name) => (variable(name.as_str()), ATOM),
-        Term::Apply(op, args) => {
-            let arg = |k: usize| shown(&args[k]);
-            match (op.as_str(), args.len()) {
-                ("+", _) => layout::sum(&Latex, args),
-                ("-", 2) => layout::difference(&Latex, &args[0], &args[1]),
-                ("*", _) => product(args),
-                ("/", 2) => (format!("\\frac{{{}}}{{{}}}", arg(0).0, arg(1).0), POWER),
-                ("neg", 1) => (format!("-{}", wrapped(arg(0), NEGATION + 1)), NEGATION),
-                ("pow", 2) => (format!("{}^{{{}}}", wrapped(arg(0), ATOM), arg(1).0), POWER),
-                ("exp", 1) => (format!("e^{{{}}}", arg(0).0), POWER),
-                ("sqrt", 1) => (format!("\\sqrt{{{}}}", arg(0).0), ATOM),
-                ("abs", 1) => (format!("\\left|{}\\right|", arg(0).0), ATOM),
-                (name, _) => {
-                    let inner: Vec<String> = (0..args.len()).map(|k| arg(k).0).collect();
-                    (
-                        format!("{}{}", function(name), paren(&inner.join(", "))),
-                        ATOM,
-                    )
+    // Formulas nest as deep as the data a loop built: the stack grows
+    // in segments instead of overflowing (found by tests/grammar_fuzz.rs).
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+        match term {
+            Term::Num(c) => {
+                let x = c.get();
+                let text = number(x);
+                // 1e-20 as 1 \cdot 10^{-20}.
+                let text = match text.split_once('e') {
+                    Some((mantissa, exponent)) => format!("{mantissa} \\cdot 10^{{{exponent}}}"),
+                    None => text,
+                };
+                (text, if x < 0.0 { NEGATION } else { ATOM })
+            }
+            Term::Var(name) => (variable(name.as_str()), ATOM),
+            Term::Apply(op, args) => {
+                let arg = |k: usize| shown(&args[k]);
+                match (op.as_str(), args.len()) {
+                    ("+", _) => layout::sum(&Latex, args),
+                    ("-", 2) => layout::difference(&Latex, &args[0], &args[1]),
+                    ("*", _) => product(args),
+                    ("/", 2) => (format!("\\frac{{{}}}{{{}}}", arg(0).0, arg(1).0), POWER),
+                    ("neg", 1) => (format!("-{}", wrapped(arg(0), NEGATION + 1)), NEGATION),
+                    ("pow", 2) => (format!("{}^{{{}}}", wrapped(arg(0), ATOM), arg(1).0), POWER),
+                    ("exp", 1) => (format!("e^{{{}}}", arg(0).0), POWER),
+                    ("sqrt", 1) => (format!("\\sqrt{{{}}}", arg(0).0), ATOM),
+                    ("abs", 1) => (format!("\\left|{}\\right|", arg(0).0), ATOM),
+                    (name, _) => {
+                        let inner: Vec<String> = (0..args.len()).map(|k| arg(k).0).collect();
+                        (
+                            format!("{}{}", function(name), paren(&inner.join(", "))),
+                            ATOM,
+                        )
+                    }
                 }
             }
         }
-    }
+    })
 }
 
 /// A product: factors juxtaposed, those with a negative number as

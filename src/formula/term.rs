@@ -39,6 +39,25 @@ pub enum Term {
     Apply(Symbol, Vec<Rc<Term>>),
 }
 
+/// A term as deep as the data it came from (a formula built by a loop)
+/// would otherwise be dropped recursively, one Rust frame per level; this
+/// unlinks uniquely owned operands iteratively.
+impl Drop for Term {
+    fn drop(&mut self) {
+        let Term::Apply(_, args) = self else {
+            return;
+        };
+        let mut pending: Vec<Rc<Term>> = std::mem::take(args);
+        while let Some(operand) = pending.pop() {
+            if let Ok(mut term) = Rc::try_unwrap(operand)
+                && let Term::Apply(_, args) = &mut term
+            {
+                pending.append(args);
+            }
+        }
+    }
+}
+
 impl Term {
     /// The operator's name, for an application.
     pub fn operator(&self) -> Option<&str> {

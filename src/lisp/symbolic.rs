@@ -52,10 +52,28 @@ pub enum Nesting {
     List(Vec<Nesting>),
 }
 
+/// A list of expressions nested as deep as the data it came from would
+/// otherwise be dropped recursively; this unlinks its levels iteratively.
+impl Drop for Nesting {
+    fn drop(&mut self) {
+        let Nesting::List(items) = self else {
+            return;
+        };
+        let mut pending = std::mem::take(items);
+        while let Some(mut item) = pending.pop() {
+            if let Nesting::List(inner) = &mut item {
+                pending.append(inner);
+            }
+        }
+    }
+}
+
 impl Nesting {
     /// Rebuilds the nested value from one value per flattened root.
     pub fn rebuild(&self, values: &[Value]) -> Value {
-        match self {
+        // Formulas nest as deep as the data a loop built: the stack grows
+        // in segments instead of overflowing (found by tests/grammar_fuzz.rs).
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || match self {
             Nesting::One(index) => values[*index].clone(),
             Nesting::List(items) => Value::list(
                 items
@@ -63,7 +81,7 @@ impl Nesting {
                     .map(|item| item.rebuild(values))
                     .collect::<Vec<_>>(),
             ),
-        }
+        })
     }
 }
 
@@ -152,40 +170,46 @@ fn collect_exprs(
     scope: &mut Scope,
     functions: &Functions,
 ) -> EvalResult<Nesting> {
-    if let Some((bindings, body)) = let_star(value) {
-        let depth = scope.len();
-        bind(bindings, span, builder, scope, functions)?;
-        let nesting = collect_exprs(body, span, builder, roots, scope, functions);
-        scope.truncate(depth);
-        return nesting;
-    }
-    if is_expression(value, functions) || !matches!(value, Value::Pair(_)) {
-        let mut memo = HashMap::new();
-        roots.push(convert(value, span, builder, &mut memo, scope, functions)?);
-        return Ok(Nesting::One(roots.len() - 1));
-    }
-    if !value.is_list() {
-        return Err(EvalError::type_error("a list of expressions must be a proper list").at(span));
-    }
-    // `(list e1 e2 ...)` (as `cse` writes a list) or the data `(e1 e2 ...)`.
-    let items = match value {
-        Value::Pair(pair) if matches!(&pair.car, Value::Symbol(s) if s.name() == "list") => {
-            pair.cdr.clone()
+    // Formulas nest as deep as the data a loop built: the stack grows
+    // in segments instead of overflowing (found by tests/grammar_fuzz.rs).
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+        if let Some((bindings, body)) = let_star(value) {
+            let depth = scope.len();
+            bind(bindings, span, builder, scope, functions)?;
+            let nesting = collect_exprs(body, span, builder, roots, scope, functions);
+            scope.truncate(depth);
+            return nesting;
         }
-        _ => value.clone(),
-    };
-    let mut nested = Vec::new();
-    for (item, item_span) in items.iter() {
-        nested.push(collect_exprs(
-            item,
-            item_span.or(span),
-            builder,
-            roots,
-            scope,
-            functions,
-        )?);
-    }
-    Ok(Nesting::List(nested))
+        if is_expression(value, functions) || !matches!(value, Value::Pair(_)) {
+            let mut memo = HashMap::new();
+            roots.push(convert(value, span, builder, &mut memo, scope, functions)?);
+            return Ok(Nesting::One(roots.len() - 1));
+        }
+        if !value.is_list() {
+            return Err(
+                EvalError::type_error("a list of expressions must be a proper list").at(span),
+            );
+        }
+        // `(list e1 e2 ...)` (as `cse` writes a list) or the data `(e1 e2 ...)`.
+        let items = match value {
+            Value::Pair(pair) if matches!(&pair.car, Value::Symbol(s) if s.name() == "list") => {
+                pair.cdr.clone()
+            }
+            _ => value.clone(),
+        };
+        let mut nested = Vec::new();
+        for (item, item_span) in items.iter() {
+            nested.push(collect_exprs(
+                item,
+                item_span.or(span),
+                builder,
+                roots,
+                scope,
+                functions,
+            )?);
+        }
+        Ok(Nesting::List(nested))
+    })
 }
 
 /// The bindings and body of `(let* ((name expr) ...) body)`.
@@ -457,20 +481,24 @@ pub fn exprs_to_values(expr: &RecExpr<Math>, roots: &[Id]) -> Vec<Value> {
 
 /// A shown term as Lisp data; a term reached twice is one value.
 pub fn term_value(term: &Rc<Term>, memo: &mut HashMap<*const Term, Value>) -> Value {
-    if let Some(value) = memo.get(&Rc::as_ptr(term)) {
-        return value.clone();
-    }
-    let value = match &**term {
-        Term::Num(constant) => number_value(*constant),
-        Term::Var(name) => Value::symbol(name.as_str()),
-        Term::Apply(op, args) => Value::list(
-            std::iter::once(Value::symbol(op.as_str()))
-                .chain(args.iter().map(|a| term_value(a, memo)))
-                .collect::<Vec<_>>(),
-        ),
-    };
-    memo.insert(Rc::as_ptr(term), value.clone());
-    value
+    // Formulas nest as deep as the data a loop built: the stack grows
+    // in segments instead of overflowing (found by tests/grammar_fuzz.rs).
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+        if let Some(value) = memo.get(&Rc::as_ptr(term)) {
+            return value.clone();
+        }
+        let value = match &**term {
+            Term::Num(constant) => number_value(*constant),
+            Term::Var(name) => Value::symbol(name.as_str()),
+            Term::Apply(op, args) => Value::list(
+                std::iter::once(Value::symbol(op.as_str()))
+                    .chain(args.iter().map(|a| term_value(a, memo)))
+                    .collect::<Vec<_>>(),
+            ),
+        };
+        memo.insert(Rc::as_ptr(term), value.clone());
+        value
+    })
 }
 
 /// A constant as Lisp data: integers as integers.

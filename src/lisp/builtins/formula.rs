@@ -2,7 +2,6 @@
 //! expressions or nested lists of them, through `crate::formula`.
 
 use super::{builtin, with_options};
-use crate::egraph::Functions;
 use crate::formula::{self, Term};
 use crate::lisp::error::EvalError;
 use crate::lisp::error::EvalResult;
@@ -34,14 +33,16 @@ fn parsed(
 
 /// `nesting` rebuilt as Lisp code: lists as `(list ...)` calls.
 fn as_code(nesting: &Nesting, values: &[Value]) -> Value {
-    match nesting {
+    // Formulas nest as deep as the data a loop built: the stack grows
+    // in segments instead of overflowing (found by tests/grammar_fuzz.rs).
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || match nesting {
         Nesting::One(index) => values[*index].clone(),
         Nesting::List(items) => Value::list(
             std::iter::once(Value::symbol("list"))
                 .chain(items.iter().map(|item| as_code(item, values)))
                 .collect::<Vec<_>>(),
         ),
-    }
+    })
 }
 
 /// `(cse expr-or-list)`: a `let*` naming each shared subterm once.
@@ -126,32 +127,30 @@ fn subs(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 /// The variables written in an expression (or list of them), before any
 /// identity removes one (`(* x 0)` has `x`).
 fn variables_of(interp: &Interp, value: &Value) -> std::collections::HashSet<egg::Symbol> {
-    fn walk(
-        value: &Value,
-        functions: &Functions,
-        into: &mut std::collections::HashSet<egg::Symbol>,
-    ) {
+    let functions = &interp.symbolic.functions;
+    let mut names = std::collections::HashSet::new();
+    // An explicit work list, each list visited once: formulas built by a
+    // loop nest deeper than the stack and share subterms (a DAG whose
+    // paths are exponentially many).
+    let mut seen = std::collections::HashSet::new();
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
         match value {
             Value::Symbol(name) => {
-                into.insert(egg::Symbol::from(name.name()));
+                names.insert(egg::Symbol::from(name.name()));
             }
-            // An operator's name is not a variable; a list of expressions
-            // may start with one (the gradient `(y x)`).
-            Value::Pair(pair) if is_expression(value, functions) => {
-                for (item, _) in pair.cdr.iter() {
-                    walk(item, functions, into);
-                }
-            }
-            Value::Pair(_) => {
-                for (item, _) in value.iter() {
-                    walk(item, functions, into);
-                }
+            Value::Pair(pair) if seen.insert(std::rc::Rc::as_ptr(pair)) => {
+                // An operator's name is not a variable; a list of
+                // expressions may start with one (the gradient `(y x)`).
+                let items = match is_expression(value, functions) {
+                    true => &pair.cdr,
+                    false => value,
+                };
+                pending.extend(items.iter().map(|(item, _)| item));
             }
             _ => {}
         }
     }
-    let mut names = std::collections::HashSet::new();
-    walk(value, &interp.symbolic.functions, &mut names);
     names
 }
 
@@ -337,11 +336,13 @@ fn has_operation(value: &Value, functions: &crate::egraph::Functions) -> bool {
 }
 
 fn bracketed(nesting: &Nesting, texts: &[String]) -> String {
-    match nesting {
+    // Formulas nest as deep as the data a loop built: the stack grows
+    // in segments instead of overflowing (found by tests/grammar_fuzz.rs).
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || match nesting {
         Nesting::One(index) => texts[*index].clone(),
         Nesting::List(items) => {
             let inner: Vec<String> = items.iter().map(|i| bracketed(i, texts)).collect();
             format!("[{}]", inner.join(", "))
         }
-    }
+    })
 }

@@ -135,6 +135,9 @@ fn arange(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     if count > MAX_ELEMENTS as f64 {
         return Err(EvalError::range("arange would make too many elements"));
     }
+    // More than memory holds is an error, not an abort (found by
+    // tests/grammar_fuzz.rs: `(arange 4294967296)` asked for 32 GiB).
+    check_allocation(&[count as usize])?;
     let values: Vec<f64> = (0..count as usize)
         .map(|k| start + step * k as f64)
         .collect();
