@@ -95,8 +95,9 @@ enum Step {
         registers: usize,
         sum: bool,
         out_len: usize,
-        /// The group compiled (where native kernels are on and it is not
-        /// summed): one call for all its elements.
+        /// The group compiled (where native kernels are on and the step
+        /// is not part of a fused program; `compile_unfused`): one call
+        /// for all its elements.
         native: Option<Rc<native::Kernel>>,
     },
     /// `op` over the middle axis of `source` seen as `[outer, reduced,
@@ -340,14 +341,15 @@ impl Plan {
             slots: tape.slots as u32,
             inputs: tape.input_shapes.len() as u32,
         };
-        let steps = fuse::fuse(planner.steps, layout);
+        let mut steps = fuse::fuse(planner.steps, layout);
+        let scratch_len = compile_unfused(&mut steps, planner.scratch_len);
         let direct = direct_outputs(&steps, &outputs, &planner.slot_lens);
         Some(Plan {
             steps,
             layout,
             direct,
             slot_lens: planner.slot_lens,
-            scratch_len: planner.scratch_len,
+            scratch_len,
             constants: planner.constants,
             outputs,
             input_lens: tape
@@ -1169,33 +1171,8 @@ impl Planner {
         self.scratch_len = self.scratch_len.max(prepared + group.steps.len() * CHUNK);
         let sum = group.sum_over.is_some();
         let out_len = shape.iter().product();
-        // Steps the interpreter runs as vectorized loops (`exp`, `tanh`,
-        // `sigmoid`) beat compiled code's call per number.
-        let vectorized = group
-            .steps
-            .iter()
-            .any(|(op, _)| super::elementwise::vectorized(op));
-        let native = (!vectorized && native::native_kernels())
-            .then(|| {
-                let layout: Vec<native::Operand> = operands
-                    .iter()
-                    .map(|o| match o {
-                        Operand::Scalar(..) => native::Operand::Uniform,
-                        _ => native::Operand::Streamed,
-                    })
-                    .collect();
-                // A summed group compiles without its sum: the kernel
-                // writes the elements, the step adds them up.
-                let elements = FusedGroup {
-                    sum_over: None,
-                    ..(*group).clone()
-                };
-                native::compile(&elements, &layout).ok().map(Rc::new)
-            })
-            .flatten();
-        if sum && native.is_some() {
-            self.scratch_len = self.scratch_len.max(prepared + n);
-        }
+        // The step's own kernel, where it is not fused, is compiled after
+        // fusing (`compile_unfused`).
         self.steps.push(Step::Elementwise {
             out,
             group,
@@ -1204,10 +1181,62 @@ impl Planner {
             registers: prepared,
             sum,
             out_len,
-            native,
+            native: None,
         });
         Some(self.computed(out, shape))
     }
+}
+
+/// Compiles the kernel of each elementwise step left out of the fused
+/// programs (where native kernels are on), through the kernel cache (steps
+/// of one structure share a kernel); returns the scratch the plan needs
+/// then (`scratch_len` before: a summed group's kernel writes its
+/// elements to scratch first).
+fn compile_unfused(steps: &mut [Step], mut scratch_len: usize) -> usize {
+    if !native::native_kernels() {
+        return scratch_len;
+    }
+    for step in steps {
+        let Step::Elementwise {
+            group,
+            operands,
+            n,
+            registers,
+            sum,
+            native,
+            ..
+        } = step
+        else {
+            continue;
+        };
+        // Steps the interpreter runs as vectorized loops (`exp`, `tanh`,
+        // `sigmoid`) beat compiled code's call per number.
+        if group
+            .steps
+            .iter()
+            .any(|(op, _)| super::elementwise::vectorized(op))
+        {
+            continue;
+        }
+        let layout: Vec<native::Operand> = operands
+            .iter()
+            .map(|o| match o {
+                Operand::Scalar(..) => native::Operand::Uniform,
+                _ => native::Operand::Streamed,
+            })
+            .collect();
+        // A summed group compiles without its sum: the kernel writes the
+        // elements, the step adds them up.
+        let elements = FusedGroup {
+            sum_over: None,
+            ..(**group).clone()
+        };
+        *native = native::cached_kernel(&elements, &layout);
+        if *sum && native.is_some() {
+            scratch_len = scratch_len.max(*registers + *n);
+        }
+    }
+    scratch_len
 }
 
 /// The runs of a data movement from operands of `shapes` into `shape`

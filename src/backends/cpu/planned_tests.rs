@@ -299,3 +299,25 @@ fn reductions_over_scattered_axes_and_stacked_products_take_the_general_path() {
     let stacked = op(&mut g, TOp::MatMul, &[a, b]);
     check(&g, &[sum, lse, stacked], &[vec![2, 3, 4], vec![2, 4, 3]]);
 }
+
+/// A long straight-line body (a loop traced step by step) is fused into
+/// several programs of bounded length, and its steps' own kernels are not
+/// compiled one by one: a traced step of 66,000 operations used to
+/// compile a kernel per step and one program whose register allocation
+/// took minutes.
+#[test]
+fn a_long_body_is_fused_in_bounded_programs_without_a_kernel_per_step() {
+    let mut g = TensorGraph::new();
+    let x = g.input(0, &[3], crate::dtype::DType::F64);
+    let s = g.input(1, &[], crate::dtype::DType::F64);
+    let mut y = x;
+    for _ in 0..8000 {
+        let scaled = g.map(Math::Mul([Id::from(0); 2]), &[y, s]);
+        y = g.map(Math::Add([Id::from(0); 2]), &[scaled, x]);
+    }
+    let before = crate::backends::cpu::native::kernels_compiled();
+    let fused = check(&g, &[y], &[vec![3], vec![]]);
+    let compiled = crate::backends::cpu::native::kernels_compiled() - before;
+    assert!(fused >= 2, "16,000 steps in {fused} program(s)");
+    assert_eq!(compiled, 0, "fused steps need no kernels of their own");
+}

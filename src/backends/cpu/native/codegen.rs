@@ -109,7 +109,32 @@ impl Code<'_> {
         let i = counted(b, i, len, 2, |b, i| self.element(b, i, types::F64X2));
         counted(b, i, len, 1, |b, i| self.element(b, i, types::F64));
     }
+
+    /// Elements `0..n` for an `n` known when compiling: up to `STRAIGHT`
+    /// elements written out (pairs, then an odd last one) with no loop and
+    /// no block, the loops of `emit_loops` past that.
+    pub(super) fn emit_known(&self, b: &mut FunctionBuilder, n: usize) {
+        if n > STRAIGHT {
+            let len = b.ins().iconst(self.pointer, n as i64);
+            self.emit_loops(b, len);
+            return;
+        }
+        let mut at = 0;
+        while at + 2 <= n {
+            let i = b.ins().iconst(self.pointer, at as i64);
+            self.element(b, i, types::F64X2);
+            at += 2;
+        }
+        if at < n {
+            let i = b.ins().iconst(self.pointer, at as i64);
+            self.element(b, i, types::F64);
+        }
+    }
 }
+
+/// Elements of a group with a known count that are written out without a
+/// loop (`Code::emit_known`).
+const STRAIGHT: usize = 8;
 
 /// A loop from the current block running `body(i)` for `i` from `start` by
 /// `stride` while `i + stride <= len`; returns the first `i` it did not

@@ -219,7 +219,18 @@ struct Key {
 /// kernels are off, the group is small, has more than 64 operands, or
 /// cannot be compiled here (it is then interpreted).
 pub fn kernel_for(group: &FusedGroup, operands: &[Operand], elements: usize) -> Option<Rc<Kernel>> {
-    if elements < MIN_ELEMENTS || !native_kernels() || group.inputs > 64 {
+    if elements < MIN_ELEMENTS {
+        return None;
+    }
+    cached_kernel(group, operands)
+}
+
+/// The kernel for `group` reading its operands as `operands` says, from
+/// the per-thread cache of kernels by structure (compiled on a miss):
+/// `None` when native kernels are off, the group has more than 64
+/// operands, or it cannot be compiled here.
+pub fn cached_kernel(group: &FusedGroup, operands: &[Operand]) -> Option<Rc<Kernel>> {
+    if !native_kernels() || group.inputs > 64 {
         return None;
     }
     let key = |operands: &[Operand]| Key {

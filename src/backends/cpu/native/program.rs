@@ -249,8 +249,7 @@ pub(super) fn define(
                     call_conv,
                     pointer,
                 };
-                let len = b.ins().iconst(pointer, *n as i64);
-                code.emit_loops(&mut b, len);
+                code.emit_known(&mut b, *n);
             }
             (Piece::Group { .. }, None) => unreachable!("groups are prepared"),
             (Piece::Call { function, args }, _) => emitter.call(&mut b, *function, args),

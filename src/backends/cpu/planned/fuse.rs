@@ -17,6 +17,11 @@ use smallvec::smallvec;
 /// Fewer steps than this are left to the plan's own dispatch.
 const SHORTEST: usize = 2;
 
+/// A run is closed (compiled as one program) once it has this many
+/// pieces: the compiler's register allocation grows faster than the
+/// function (a traced step of 66,000 operations took minutes as one).
+const LONGEST: usize = 256;
+
 /// How places are numbered in the table of pointers a program gets:
 /// the slots first, then the inputs, the constants, the scratch.
 #[derive(Clone, Copy)]
@@ -75,6 +80,9 @@ pub(super) fn fuse(steps: Vec<Step>, layout: Layout) -> Vec<Step> {
         let before = pieces.len();
         if pieces_of(&step, &layout, &mut pieces) {
             run.push(step);
+            if pieces.len() >= LONGEST {
+                close(&mut run, &mut pieces, &mut fused);
+            }
             continue;
         }
         pieces.truncate(before);
