@@ -441,6 +441,9 @@ fn run_case(
                     batch.history.clone()
                 },
             });
+            // Shown now too: a long run may end (an abort) before its report.
+            let crash = report.crashes.last().expect("just pushed");
+            eprintln!("grammar fuzz: crash\n{}", describe(config, crash));
             // The engine that panicked is not trusted further.
             batch.retire();
         }

@@ -198,3 +198,31 @@ fn rolled_operands_read_in_place_match_the_eager_rolls() {
         }
     }
 }
+
+/// A forward-mode Jacobian (`checkpoint` bodies take it by columns) with
+/// respect to an empty tensor has no tangent columns to join: shape
+/// inference indexed the first of none (an internal error, found by
+/// tests/grammar_fuzz.rs). The Jacobian is empty, of the shape JAX gives.
+#[test]
+fn a_jacobian_with_respect_to_an_empty_tensor_is_empty() {
+    let mut engine = engine();
+    for (form, want) in [
+        (
+            "(shape ((jacobian (checkpoint (lambda (x) (sum x)))) (zeros 2 0)))",
+            "(2 0)",
+        ),
+        (
+            "(shape ((jacobian (checkpoint (lambda (x) x))) (zeros 0)))",
+            "(0 0)",
+        ),
+        (
+            "(shape ((jacobian (lambda (x) (* 2 x))) (zeros 3 0)))",
+            "(3 0 3 0)",
+        ),
+    ] {
+        let got = engine
+            .eval(form)
+            .unwrap_or_else(|e| panic!("{form}: {}", e.render()));
+        assert_eq!(got.to_string(), want, "{form}");
+    }
+}

@@ -206,6 +206,12 @@ impl Sweep<'_> {
             columns.push(self.graph.reshape(tangent, &shape));
         }
         match &columns[..] {
+            // No directions (a Jacobian with respect to an empty tensor;
+            // found by tests/grammar_fuzz.rs): an empty batch of tangents.
+            [] => {
+                let shape = self.tangent_shape(&self.graph.shape(id).clone());
+                self.graph.full(0.0, &shape)
+            }
             [one] => *one,
             many => self.graph.add_valid(TOp::Concat(0), many),
         }

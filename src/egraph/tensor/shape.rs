@@ -251,7 +251,9 @@ pub fn infer(op: &TOp, shapes: &[&[usize]]) -> Result<Shape, ShapeError> {
             out
         }
         TOp::Concat(axis) => {
-            let first = one(0);
+            let Some(first) = shapes.first().copied() else {
+                return Err(ShapeError("a join of no tensors".to_string()));
+            };
             let a = axis_in(*axis, first.len())?;
             let mut out: Shape = SmallVec::from_slice(first);
             for shape in &shapes[1..] {
