@@ -38,6 +38,23 @@ impl<'a> Rules<'a> {
         usize::from(self.batch.is_some())
     }
 
+    /// Tangent `t` with ones inserted after its direction axis (where the
+    /// sweep has one) until it has `rank` axes beyond it: a tangent of an
+    /// operand that broadcasts against a higher-rank one, made ready for
+    /// an operation that aligns stacks from the right (a batched matrix
+    /// product would otherwise line the directions up with a stack axis).
+    pub fn align_tangent(&mut self, t: Id, rank: usize) -> Id {
+        let shape = self.shape(t);
+        let lead = self.lead().min(shape.len());
+        if shape.len() >= lead + rank || lead == 0 {
+            return t;
+        }
+        let mut aligned: Shape = shape[..lead].into();
+        aligned.extend(std::iter::repeat_n(1, lead + rank - shape.len()));
+        aligned.extend_from_slice(&shape[lead..]);
+        self.graph.reshape(t, &aligned)
+    }
+
     /// The shape of node `id`.
     pub fn shape(&self, id: Id) -> Shape {
         self.graph.shape(id).clone()

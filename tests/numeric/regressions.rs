@@ -226,3 +226,61 @@ fn a_jacobian_with_respect_to_an_empty_tensor_is_empty() {
         assert_eq!(got.to_string(), want, "{form}");
     }
 }
+
+/// The forward rule of the solves multiplied the tangent of `a` (its
+/// direction axis first) by the solution, a stack: with `a` one matrix
+/// and `b` a stack of two, a batched Jacobian's 4 directions met the
+/// stack's 2 ("shapes [4] and [2] do not broadcast", an internal error
+/// found by tests/grammar_fuzz.rs). Tangents of operands with fewer stack
+/// axes now get ones after the direction axis. Checked against `jacrev`
+/// and central differences.
+#[test]
+fn forward_jacobians_of_solves_with_a_broadcast_operand_match_reverse_and_differences() {
+    let mut engine = engine();
+    eval(
+        &mut engine,
+        "(define b (+ 1.0 (reshape (arange 8.0) '(2 2 2))))
+         (define a [[2.0 0.3] [0.7 2.5]])
+         (define (fd f x h)
+           (let ((n (size x)))
+             (stack (map (lambda (k)
+                           (let ((e (reshape (index (eye n) k) (shape x))))
+                             (/ (- (f (+ x (* h e))) (f (- x (* h e)))) (* 2 h))))
+                         (range n))
+                    :axis -1)))",
+    );
+    for f in [
+        "(lambda (x) (triangular-solve x b :lower #t))",
+        "(lambda (x) (triangular-solve x b :lower #f :transpose #t))",
+        "(lambda (x) (solve x b))",
+        "(lambda (x) (solve (stack (list x (* 2.0 x))) [1.0 -2.0]))",
+        "(lambda (x) (solve [[3.0 1.0] [0.5 2.0]] (* x b)))",
+        "(lambda (x) (solve x (* x b)))",
+    ] {
+        let forward = eval(&mut engine, &format!("((jacfwd {f}) a)"));
+        let reverse = eval(&mut engine, &format!("((jacrev {f}) a)"));
+        let fd = eval(
+            &mut engine,
+            &format!("(reshape (fd {f} a 1e-6) (shape ((jacrev {f}) a)))"),
+        );
+        let (forward, reverse, fd) = (
+            array(&forward).unwrap(),
+            array(&reverse).unwrap(),
+            array(&fd).unwrap(),
+        );
+        compare(
+            &format!("jacfwd vs jacrev of {f}"),
+            &forward,
+            &reverse,
+            1e-12,
+        )
+        .unwrap();
+        compare(
+            &format!("jacfwd vs differences of {f}"),
+            &forward,
+            &fd,
+            1e-6,
+        )
+        .unwrap();
+    }
+}

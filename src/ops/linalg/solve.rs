@@ -136,11 +136,18 @@ fn solve_jvp(
     mask: impl Fn(&mut Rules<'_>, Id) -> Id,
 ) -> Id {
     let x_shape = rules.shape(node);
-    let mut rhs = tangents[1].map(|db| as_columns(rules, db, vector));
+    let x = as_columns(rules, node, vector);
+    // Operands' stacks may be fewer than the solution's (they broadcast):
+    // their tangents get ones after the direction axis.
+    let rank = rules.rank(x);
+    let mut rhs = tangents[1].map(|db| {
+        let db = as_columns(rules, db, vector);
+        rules.align_tangent(db, rank)
+    });
     if let Some(da) = tangents[0] {
         let da = mask(rules, da);
         let da = if transpose { rules.mt(da) } else { da };
-        let x = as_columns(rules, node, vector);
+        let da = rules.align_tangent(da, rank);
         let product = rules.mm(da, x);
         rhs = Some(match rhs {
             Some(db) => rules.sub(db, product),
