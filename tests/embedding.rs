@@ -225,6 +225,10 @@ fn the_interrupt_flag_stops_a_running_scan() {
         // A while-loop that never stops, run and differentiated.
         "(while-loop (lambda (u) (> (sum u) 0.0)) (lambda (u) (+ u 1.0)) [1.0 2.0])",
         "((grad (lambda (a) (sum (while-loop (lambda (u) (> (sum u) 0.0)) (lambda (u) (+ u a)) [1.0 2.0])))) 0.5)",
+        // An endless loop under `jit` that runs only when an error message
+        // shows its traced result (found by tests/grammar_fuzz.rs: it ran
+        // outside any interruptible call).
+        "((jit (lambda (x) (second (while-loop (lambda (s) (< (sum s) 10)) (lambda (s) 2) 2)))) 1.0)",
     ] {
         let flag = eps.interrupt_handle();
         let setter = std::thread::spawn(move || {

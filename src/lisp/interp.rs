@@ -201,7 +201,15 @@ impl Interp {
         }
         let node = Analyzer::new(self).analyze_top(&form, span)?;
         drop(form);
-        self.eval(&node, &None)
+        // Loops run anywhere under the form (also those a printout or a
+        // comparison of a traced value runs) stop when interrupted; what
+        // they computed then is meaningless, so the form's result is the
+        // interruption.
+        let result = crate::backends::cpu::cancel::with_cancel(self.interrupt_flag(), || {
+            self.eval(&node, &None)
+        });
+        self.check_interrupt().map_err(|e| e.at(span))?;
+        result
     }
 
     /// Loads and evaluates a file. A relative path is resolved against the
