@@ -2,7 +2,8 @@
 //! that the program they form — where a shared subterm is computed once —
 //! is cheap.
 //!
-//! egg's stock `Extractor` minimises the cost of each root as a *tree*, so a
+//! egg's stock `Extractor` minimises the cost of each root as a *tree* (here
+//! `tree_choices`, the same fixpoint by a worklist), so a
 //! subterm used k times is paid k times and the choice can favour forms that
 //! share nothing. Here each class's candidate cost is the sum over the *set*
 //! of classes its choice reaches (greedy DAG extraction, as in the
@@ -44,26 +45,6 @@ impl NodeCost<Math, super::analysis::FactsAnalysis> for MathCost {
     }
 }
 
-/// A `NodeCost` summed over trees, for egg's stock `Extractor`.
-struct TreeSum<'a, L: Language, N: Analysis<L>, C> {
-    egraph: &'a EGraph<L, N>,
-    cost: &'a C,
-}
-
-impl<L: Language, N: Analysis<L>, C: NodeCost<L, N>> CostFunction<L> for TreeSum<'_, L, N, C> {
-    type Cost = u64;
-
-    fn cost<F>(&mut self, node: &L, mut costs: F) -> u64
-    where
-        F: FnMut(Id) -> u64,
-    {
-        let own = self.cost.cost(self.egraph, node);
-        node.children()
-            .iter()
-            .fold(own, |total, &child| total.saturating_add(costs(child)))
-    }
-}
-
 /// A program extracted from an e-graph.
 #[derive(Clone, Debug)]
 pub struct Extracted<L = Math> {
@@ -82,7 +63,7 @@ pub fn extract(egraph: &MathGraph, roots: &[Id]) -> Extracted {
     extract_by(egraph, roots, &MathCost)
 }
 
-/// Extraction with egg's stock tree-cost `Extractor`; the baseline the DAG
+/// Extraction by tree cost (as egg's stock `Extractor`); the baseline the DAG
 /// extractor is measured against.
 pub fn extract_tree(egraph: &MathGraph, roots: &[Id]) -> Extracted {
     extract_tree_by(egraph, roots, &MathCost)
@@ -121,10 +102,104 @@ where
     N: Analysis<L>,
     C: NodeCost<L, N>,
 {
-    let extractor = Extractor::new(egraph, TreeSum { egraph, cost });
-    let choices: FxHashMap<Id, L> =
-        roots_closure(egraph, roots, |id| extractor.find_best_node(id).clone());
+    let choices: FxHashMap<Id, L> = if egraph.number_of_classes() <= STOCK_TREE_CLASSES {
+        let extractor = Extractor::new(egraph, TreeSum { egraph, cost });
+        roots_closure(egraph, roots, |id| extractor.find_best_node(id).clone())
+    } else {
+        let best = tree_choices(egraph, cost);
+        roots_closure(egraph, roots, |id| {
+            let class = egraph.find(id);
+            let &(_, k) = best
+                .get(&class)
+                .unwrap_or_else(|| panic!("e-class {class} has no finite choice"));
+            egraph[class].nodes[k].clone()
+        })
+    };
     extract_with(egraph, roots, &choices, Extraction::Tree, cost)
+}
+
+/// E-graphs up to this many classes use egg's `Extractor` for the tree
+/// choice (its ties decide the formulas shown in the guides); larger ones
+/// `tree_choices`, the same costs in time linear in the work.
+const STOCK_TREE_CLASSES: usize = 1000;
+
+/// A `NodeCost` summed over trees, for egg's stock `Extractor`.
+struct TreeSum<'a, L: Language, N: Analysis<L>, C> {
+    egraph: &'a EGraph<L, N>,
+    cost: &'a C,
+}
+
+impl<L: Language, N: Analysis<L>, C: NodeCost<L, N>> CostFunction<L> for TreeSum<'_, L, N, C> {
+    type Cost = u64;
+
+    fn cost<F>(&mut self, node: &L, mut costs: F) -> u64
+    where
+        F: FnMut(Id) -> u64,
+    {
+        let own = self.cost.cost(self.egraph, node);
+        node.children()
+            .iter()
+            .fold(own, |total, &child| total.saturating_add(costs(child)))
+    }
+}
+
+/// For each class, its least tree cost (each node's own cost plus its
+/// children's, a shared child paid per use) and the first node reaching
+/// it: the fixpoint egg's `Extractor` computes, but with a worklist (a
+/// class is looked at again only when a child improves) and each node's
+/// own cost computed once. egg's passes over every class until nothing
+/// changes, which is quadratic on a long chain, each pass recomputing
+/// every node's cost (0.5 s of a 3,000-operation traced loop body). Ties
+/// may be broken otherwise than egg's.
+fn tree_choices<L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
+    egraph: &EGraph<L, N>,
+    cost: &C,
+) -> FxHashMap<Id, (u64, usize)> {
+    let own: FxHashMap<Id, Vec<u64>> = egraph
+        .classes()
+        .map(|class| {
+            let costs = class.nodes.iter().map(|n| cost.cost(egraph, n)).collect();
+            (class.id, costs)
+        })
+        .collect();
+    let total = |best: &FxHashMap<Id, (u64, usize)>, class: Id, k: usize| -> Option<u64> {
+        let node = &egraph[class].nodes[k];
+        node.children()
+            .iter()
+            .try_fold(own[&class][k], |sum, &child| {
+                best.get(&egraph.find(child))
+                    .map(|&(c, _)| sum.saturating_add(c))
+            })
+    };
+    let mut best: FxHashMap<Id, (u64, usize)> = FxHashMap::default();
+    let mut queue: VecDeque<Id> = egraph.classes().map(|class| class.id).collect();
+    let mut queued: FxHashSet<Id> = queue.iter().copied().collect();
+    while let Some(class) = queue.pop_front() {
+        queued.remove(&class);
+        let found = (0..egraph[class].nodes.len())
+            .filter_map(|k| total(&best, class, k).map(|c| (c, k)))
+            .min_by_key(|&(c, _)| c);
+        let Some(found) = found else { continue };
+        if best.get(&class).is_none_or(|&(c, _)| found.0 < c) {
+            best.insert(class, found);
+            for parent in egraph[class].parents() {
+                let parent = egraph.find(parent);
+                if queued.insert(parent) {
+                    queue.push_back(parent);
+                }
+            }
+        }
+    }
+    // Ties go to the first node of the class at the final costs.
+    let classes: Vec<Id> = best.keys().copied().collect();
+    for class in classes {
+        let least = best[&class].0;
+        let first = (0..egraph[class].nodes.len()).find(|&k| total(&best, class, k) == Some(least));
+        if let Some(k) = first {
+            best.insert(class, (least, k));
+        }
+    }
+    best
 }
 
 /// Follows `choose` from `roots`, collecting the chosen node of every
@@ -214,7 +289,11 @@ fn improve<L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
     cost: &C,
 ) {
     let roots: Vec<Id> = roots.iter().map(|&root| egraph.find(root)).collect();
-    let Some(mut current) = dag_cost(egraph, &roots, choices, cost) else {
+    // Each class's cost under its current choice, computed once (a node's
+    // cost may infer shapes): a candidate changes one class's entry.
+    let mut costs = class_costs(egraph, choices, cost);
+    let mut walk = DagWalk::default();
+    let Some(mut current) = walk.cost(egraph, &roots, choices, &costs) else {
         return;
     };
     let mut work = 0usize;
@@ -237,11 +316,15 @@ fn improve<L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
                     return;
                 }
                 let previous = choices.insert(class, node.clone());
-                match dag_cost(egraph, &roots, choices, cost) {
+                let previous_cost = costs.insert(class, cost.cost(egraph, node));
+                match walk.cost(egraph, &roots, choices, &costs) {
                     Some(candidate) if candidate < current => current = candidate,
                     _ => {
                         if let Some(previous) = previous {
                             choices.insert(class, previous);
+                        }
+                        if let Some(previous_cost) = previous_cost {
+                            costs.insert(class, previous_cost);
                         }
                     }
                 }
@@ -261,36 +344,73 @@ fn dag_cost<L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
     choices: &FxHashMap<Id, L>,
     cost: &C,
 ) -> Option<(u64, usize)> {
-    // 1: on the stack, 2: finished.
-    let mut state: FxHashMap<Id, u8> = FxHashMap::default();
-    let (mut total, mut n_nodes) = (0u64, 0usize);
-    for &root in roots {
-        let mut stack = vec![(root, false)];
-        while let Some((class, children_done)) = stack.pop() {
-            if children_done {
-                state.insert(class, 2);
-                total += cost.cost(egraph, &choices[&class]);
-                n_nodes += 1;
-                continue;
-            }
-            match state.get(&class) {
-                Some(2) => continue,
-                Some(_) => return None,
-                None => {}
-            }
-            state.insert(class, 1);
-            stack.push((class, true));
-            for &child in choices.get(&class)?.children() {
-                let child = egraph.find(child);
-                match state.get(&child) {
-                    Some(2) => {}
+    let costs = class_costs(egraph, choices, cost);
+    DagWalk::default().cost(egraph, roots, choices, &costs)
+}
+
+/// Each class's cost under its choice.
+fn class_costs<L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
+    egraph: &EGraph<L, N>,
+    choices: &FxHashMap<Id, L>,
+    cost: &C,
+) -> FxHashMap<Id, u64> {
+    choices
+        .iter()
+        .map(|(&class, node)| (class, cost.cost(egraph, node)))
+        .collect()
+}
+
+/// `dag_cost` for the local search: node costs read from a table, the
+/// visit state kept between walks (cleared, not reallocated).
+#[derive(Default)]
+struct DagWalk {
+    state: FxHashMap<Id, u8>,
+    stack: Vec<(Id, bool)>,
+}
+
+impl DagWalk {
+    /// As [`dag_cost`], with each class's cost `costs[class]`.
+    fn cost<L: Language, N: Analysis<L>>(
+        &mut self,
+        egraph: &EGraph<L, N>,
+        roots: &[Id],
+        choices: &FxHashMap<Id, L>,
+        costs: &FxHashMap<Id, u64>,
+    ) -> Option<(u64, usize)> {
+        // 1: on the stack, 2: finished.
+        let state = &mut self.state;
+        state.clear();
+        let (mut total, mut n_nodes) = (0u64, 0usize);
+        for &root in roots {
+            let stack = &mut self.stack;
+            stack.clear();
+            stack.push((root, false));
+            while let Some((class, children_done)) = stack.pop() {
+                if children_done {
+                    state.insert(class, 2);
+                    total += costs[&class];
+                    n_nodes += 1;
+                    continue;
+                }
+                match state.get(&class) {
+                    Some(2) => continue,
                     Some(_) => return None,
-                    None => stack.push((child, false)),
+                    None => {}
+                }
+                state.insert(class, 1);
+                stack.push((class, true));
+                for &child in choices.get(&class)?.children() {
+                    let child = egraph.find(child);
+                    match state.get(&child) {
+                        Some(2) => {}
+                        Some(_) => return None,
+                        None => stack.push((child, false)),
+                    }
                 }
             }
         }
+        Some((total, n_nodes))
     }
-    Some((total, n_nodes))
 }
 
 /// The best choice found so far for a class: its node, and the cost of
@@ -396,4 +516,48 @@ fn candidate<L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
     }
     reached.insert(class_id, own);
     Some((Rc::new(reached), total + own))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The worklist's tree costs are egg's, class by class, on saturated
+    /// e-graphs of derivatives (where classes have many nodes and cycles).
+    #[test]
+    fn tree_choices_give_egg_extractor_costs() {
+        for text in [
+            "(* (+ a b) (* (+ b c) (* (+ c d) (+ d a))))",
+            "(/ (pow (sin (cos (exp (* x y)))) 3) (+ 1 (* x x) (* y y)))",
+            "(log (+ (exp (* a x)) (exp (* b y)) (sqrt (+ (* x x) 1))))",
+        ] {
+            let expr: RecExpr<Math> = text.parse().expect("parses");
+            let runner = egg::Runner::default()
+                .with_expr(&expr)
+                .with_iter_limit(6)
+                .with_node_limit(5_000)
+                .run(crate::egraph::all_rules());
+            let egraph = &runner.egraph;
+            let best = tree_choices(egraph, &MathCost);
+            let extractor = Extractor::new(
+                egraph,
+                TreeSum {
+                    egraph,
+                    cost: &MathCost,
+                },
+            );
+            for class in egraph.classes() {
+                let (cost, k) = best[&class.id];
+                assert_eq!(cost, extractor.find_best_cost(class.id), "{text}");
+                let node = &class.nodes[k];
+                let summed = node
+                    .children()
+                    .iter()
+                    .fold(MathCost.cost(egraph, node), |sum, &child| {
+                        sum.saturating_add(best[&egraph.find(child)].0)
+                    });
+                assert_eq!(summed, cost, "{text}: the node chosen has the cost");
+            }
+        }
+    }
 }
