@@ -11,6 +11,7 @@ use super::wire::{Outgoing, ToEngine, ToWire};
 use crate::display::{Rich, RichDisplay};
 use crate::lisp::eval::format_duration;
 use crate::{Engine, Error, EvalErrorKind, Value};
+use chrono::{DateTime, Utc};
 use jupyter_protocol::{
     CommInfoReply, CompleteReply, DisplayData, ErrorOutput, ExecuteInput, ExecuteReply,
     ExecuteRequest, ExecuteResult, ExecutionCount, HistoryReply, InspectReply, IsCompleteReply,
@@ -22,8 +23,12 @@ use std::collections::HashSet;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Receiver;
-use std::time::Instant;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+/// How long after a failed cell execute requests sent before the failure
+/// are still aborted on arrival.
+const ABORT_WINDOW: Duration = Duration::from_millis(500);
 
 /// The request being handled, which output messages name as their parent.
 type Parent = Rc<RefCell<Option<JupyterMessage>>>;
@@ -43,6 +48,9 @@ pub struct Session {
     parent: Parent,
     /// Cells run so far (silent ones not counted).
     count: usize,
+    /// When the last failed cell stopped, before its reply went out:
+    /// requests dated before it were sent while it ran.
+    failed_at: DateTime<Utc>,
 }
 
 impl Session {
@@ -73,50 +81,72 @@ impl Session {
             interrupt,
             parent,
             count: 0,
+            failed_at: DateTime::<Utc>::MIN_UTC,
         }
     }
 
     /// Handles requests until a shutdown (or until the wire thread stops).
+    ///
+    /// After a failed cell that asked to stop on error, the cells queued
+    /// behind it (a "run all") are answered `aborted` without running, as
+    /// ipykernel does. "Queued behind it" means sent before the failure:
+    /// an execute request whose header is dated before the failure is
+    /// aborted when it arrives within [`ABORT_WINDOW`] of the failure (the
+    /// wire thread may still be forwarding it); the first one sent after
+    /// the failure runs and ends the aborting. Other requests are handled
+    /// as usual meanwhile.
     pub fn run(mut self, requests: Receiver<ToEngine>) {
-        while let Ok(ToEngine::Shell(message)) = requests.recv() {
-            if self.handle(*message) && !self.abort_queued(&requests) {
+        let mut aborting: Option<(DateTime<Utc>, Instant)> = None;
+        loop {
+            let next = match aborting {
+                Some((_, until)) => {
+                    match requests.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                        Ok(next) => next,
+                        Err(RecvTimeoutError::Timeout) => {
+                            aborting = None;
+                            continue;
+                        }
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    }
+                }
+                None => match requests.recv() {
+                    Ok(next) => next,
+                    Err(_) => return,
+                },
+            };
+            let ToEngine::Shell(message) = next else {
                 return;
+            };
+            if let JupyterMessageContent::ExecuteRequest(_) = &message.content
+                && let Some((failed_at, _)) = aborting
+            {
+                if message.header.date <= failed_at {
+                    self.abort(&message);
+                    continue;
+                }
+                aborting = None;
+            }
+            if self.handle(*message) {
+                aborting = Some((self.failed_at, Instant::now() + ABORT_WINDOW));
             }
         }
     }
 
-    /// After a failed cell that asked to stop on error: the cells already
-    /// queued behind it (a "run all") are answered `aborted` without
-    /// running, as ipykernel does; other requests are handled. False when
-    /// a shutdown came meanwhile.
-    fn abort_queued(&mut self, requests: &Receiver<ToEngine>) -> bool {
-        loop {
-            match requests.try_recv() {
-                Ok(ToEngine::Shell(message)) => match &message.content {
-                    JupyterMessageContent::ExecuteRequest(_) => {
-                        *self.parent.borrow_mut() = Some((*message).clone());
-                        self.publish(Status::busy());
-                        self.reply(
-                            &message,
-                            ExecuteReply {
-                                status: ReplyStatus::Aborted,
-                                execution_count: ExecutionCount::new(self.count),
-                                payload: Vec::new(),
-                                user_expressions: None,
-                                error: None,
-                            },
-                        );
-                        self.publish(Status::idle());
-                    }
-                    _ => {
-                        self.handle(*message);
-                    }
-                },
-                Ok(ToEngine::Shutdown) => return false,
-                Err(std::sync::mpsc::TryRecvError::Empty) => return true,
-                Err(std::sync::mpsc::TryRecvError::Disconnected) => return false,
-            }
-        }
+    /// Answers an execute request `aborted` without running it.
+    fn abort(&mut self, message: &JupyterMessage) {
+        *self.parent.borrow_mut() = Some(message.clone());
+        self.publish(Status::busy());
+        self.reply(
+            message,
+            ExecuteReply {
+                status: ReplyStatus::Aborted,
+                execution_count: ExecutionCount::new(self.count),
+                payload: Vec::new(),
+                user_expressions: None,
+                error: None,
+            },
+        );
+        self.publish(Status::idle());
     }
 
     fn publish(&self, content: impl Into<JupyterMessageContent>) {
@@ -230,6 +260,7 @@ impl Session {
             }
             Ok(_) => None,
             Err(error) => {
+                self.failed_at = Utc::now();
                 self.publish(ErrorOutput {
                     ename: error.ename.clone(),
                     evalue: error.evalue.clone(),

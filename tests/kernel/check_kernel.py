@@ -90,7 +90,9 @@ def check_error(kc):
            "the kernel goes on after an error", messages)
 
     # "Run all": cells queued behind a failing one are aborted, not run.
-    failing = kc.execute("(let loop ((i 0)) (if (< i 200000) (loop (+ i 1)) (car i)))")
+    # The failing cell runs long enough (~0.3 s) for the second request to
+    # be sent while it runs, also on a busy machine.
+    failing = kc.execute("(let loop ((i 0)) (if (< i 2000000) (loop (+ i 1)) (car i)))")
     queued = kc.execute('(println "queued cell ran")')
     replies = {}
     while len(replies) < 2:
