@@ -999,6 +999,15 @@ const SYMBOLIC_STRESS: &[Stress] = &[
         "(println (string-length (codegen (nest 40 'sin 'x) '(x) :lang 'rust)))",
         Expect::Prints("345\n"),
     ),
+    // Never finished (fuzz seed 3, case 514,054): `1e308 - 1` folded to
+    // `1e308` let saturation prove x = 1, and the constant analysis then
+    // walked a cycle of classes down one unit per step.
+    stress(
+        "hessian through an exponent 1e308, where 1e308 - 1 rounds to 1e308",
+        "(define h (hessian '(- (/ x (pow x 1e308))) '(x)))\n\
+         (println (list (length h) (length (car h))))",
+        Expect::Prints("(1 1)\n"),
+    ),
     stress(
         "subs in a sum whose operands are shared 60 levels deep",
         "(define (dag n acc) (if (= n 0) acc (dag (- n 1) (list '+ acc acc))))\n\

@@ -186,6 +186,38 @@ fn small_results_read_as_expected() {
     );
 }
 
+/// Constants fold only when no digit of an operand is lost: otherwise the
+/// rules would build false equations from rounding (with `1e308 + 1`
+/// folded to `1e308`, `x * x^1e308 = x^1e308` and then `x = 1`).
+#[test]
+fn constants_fold_only_when_no_operand_is_lost_to_rounding() {
+    let simplified = |text: &str| symbolic::simplify(text).expect("simplifies").to_string();
+    for unfolded in [
+        "(+ 1e308 1)",
+        "(+ 1e16 1)",
+        "(* 1e-200 1e-200)",
+        "(exp -1000)",
+    ] {
+        assert_eq!(simplified(unfolded), unfolded);
+    }
+    assert_eq!(simplified("(+ 0.1 0.2)"), "0.3");
+    assert_eq!(simplified("(+ 1e10 0.1)"), "10000000000.1");
+    assert_eq!(simplified("(- (+ 1e16 1) 1e16)"), "1");
+    assert_eq!(simplified("(* 0 1e-200)"), "0");
+    assert_ne!(simplified("(* x (pow x 1e308))"), "(pow x 1e308)");
+    // d/dx x^c is c x^(c-1): the exponent 1e308 - 1 is kept as written.
+    let derivative = symbolic::diff("(pow x 1e308)", "x")
+        .expect("diff")
+        .to_string();
+    assert_eq!(derivative, "(* 1e308 (pow x (- 1e308 1)))");
+    assert_eq!(
+        symbolic::diff("(pow x 2.5)", "x")
+            .expect("diff")
+            .to_string(),
+        "(* 2.5 (pow x 1.5))"
+    );
+}
+
 #[test]
 fn hessian_is_symmetric_and_its_rows_are_gradients_of_the_gradient() {
     let hessian =

@@ -193,15 +193,71 @@ fn fold(egraph: &MathGraph, node: &Math) -> Option<Constant> {
     if node.is_leaf() {
         return None;
     }
-    let mut constants = Vec::with_capacity(2);
+    let mut operands = Vec::with_capacity(2);
     for &child in node.children() {
-        constants.push(egraph[child].data.constant?);
+        operands.push(egraph[child].data.constant?.get());
     }
+    fold_numbers(node, &operands)
+}
+
+/// The presentable value of `node` applied to `operands` (its children's
+/// numbers, in order), when folding it loses nothing an operand carries.
+///
+/// Two kinds of result are left unfolded although they are finite: a sum
+/// or difference that drops digits of an operand (`1e308 + 1` is `1e308`
+/// in floating point; `1e16 + 1` too), and a zero or subnormal result of an
+/// operation that is zero only at zero (`1e-200 * 1e-200`, `(exp -1000)`).
+/// Folding them would be false algebra, and saturation compounds it: with
+/// `(+ 1e308 1)` folded, `x * x^1e308 = x^(1e308 + 1)` becomes `x^1e308`,
+/// cancelling gives `x = 1`, and the e-graph proves anything.
+pub(crate) fn fold_numbers(node: &Math, operands: &[f64]) -> Option<Constant> {
+    let children = node.children();
     let value = apply_op(node, |id| {
-        let index = node.children().iter().position(|&c| c == id).unwrap_or(0);
-        constants[index].get()
+        let index = children.iter().position(|&c| c == id).unwrap_or(0);
+        operands[index]
     })?;
-    presentable(value)
+    if value != 0.0 && !value.is_normal() {
+        return None;
+    }
+    let folded = presentable(value)?;
+    let keeps_operands = match node {
+        Math::Add(_) => sum_is_exact(operands[0], operands[1], folded.get()),
+        Math::Sub(_) => sum_is_exact(operands[0], -operands[1], folded.get()),
+        Math::Mul(_) if value == 0.0 => operands.contains(&0.0),
+        Math::Div(_) | Math::Pow(_) if value == 0.0 => operands[0] == 0.0,
+        Math::Exp(_) | Math::Erfc(_) | Math::Sigmoid(_) | Math::Softplus(_) => value != 0.0,
+        _ => true,
+    };
+    keeps_operands.then_some(folded)
+}
+
+/// Whether `sum`, the folded `a + b`, is their exact decimal sum: the
+/// digits from the sum's first to the last digit of either operand (in
+/// their shortest decimal forms) fit in the 15 a double always keeps.
+fn sum_is_exact(a: f64, b: f64, sum: f64) -> bool {
+    if a == 0.0 || b == 0.0 {
+        return true;
+    }
+    if sum == 0.0 {
+        return a == -b;
+    }
+    let last = |x: f64| {
+        let (first, digits) = decimal_exponent(x);
+        first - (digits - 1)
+    };
+    decimal_exponent(sum).0 - last(a).min(last(b)) < 15
+}
+
+/// The decimal exponent of `x`'s first digit and the number of significant
+/// digits of its shortest form (`1.25e-3`: `(-3, 3)`).
+fn decimal_exponent(x: f64) -> (i32, i32) {
+    let text = format!("{x:e}");
+    let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
+    let digits = mantissa.bytes().filter(u8::is_ascii_digit).count();
+    (
+        exponent.parse().unwrap_or(0),
+        i32::try_from(digits).unwrap_or(17),
+    )
 }
 
 fn signs_of(egraph: &MathGraph, node: &Math) -> Signs {
@@ -353,10 +409,11 @@ impl Analysis<Math> for FactsAnalysis {
 
     fn merge(&mut self, a: &mut Facts, b: Facts) -> DidMerge {
         let before = a.clone();
-        a.constant = match (a.constant, b.constant) {
-            (Some(x), Some(y)) => Some(x.min(y)),
-            (x, y) => x.or(y),
-        };
+        // Two different numbers meeting in one class (only rounding can
+        // do it, now that folding keeps every digit) keep the first: the
+        // class's number is set once, so a cycle through the class cannot
+        // walk it down step by step and rebuilding always settles.
+        a.constant = a.constant.or(b.constant);
         let signs = Signs(a.signs.0 & b.signs.0);
         // Contradictory signs only arise from rounding in folded constants;
         // keep the first deterministically rather than an empty set.

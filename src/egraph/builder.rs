@@ -13,8 +13,7 @@
 //! and `a - a` fold to 0 only when `a` is built from operations defined
 //! everywhere.
 
-use super::analysis::presentable;
-use super::eval::apply_op;
+use super::analysis::fold_numbers;
 use super::language::{Constant, Math};
 use egg::{Id, Language, RecExpr, Symbol};
 use rustc_hash::FxHashMap;
@@ -176,8 +175,12 @@ impl ExprBuilder {
 
     fn simplified(&mut self, node: &Math) -> Option<Id> {
         if !node.is_leaf() && node.children().iter().all(|&c| self.constant(c).is_some()) {
-            let value = apply_op(node, |id| self.constant(id).unwrap_or(f64::NAN))?;
-            if let Some(constant) = presentable(value) {
+            let operands: Vec<f64> = node
+                .children()
+                .iter()
+                .map(|&child| self.constant(child).unwrap_or(f64::NAN))
+                .collect();
+            if let Some(constant) = fold_numbers(node, &operands) {
                 return Some(self.insert(Math::Num(constant)));
             }
         }

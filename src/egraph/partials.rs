@@ -112,19 +112,12 @@ pub fn local_partials<B: PartialBuilder>(
             smallvec![Some(reciprocal), Some(b.neg(quotient_over_y))]
         }
         Math::Pow([x, y]) => {
-            let d_base = match b.constant(y) {
-                // c * x^(c-1), with c - 1 folded.
-                Some(c) => {
-                    let reduced = b.num(c - 1.0);
-                    let power = b.add(Math::Pow([x, reduced]));
-                    let c = b.num(c);
-                    b.mul(c, power)
-                }
-                None => {
-                    let y_minus_one = b.sub(y, one);
-                    let power = b.add(Math::Pow([x, y_minus_one]));
-                    b.mul(y, power)
-                }
+            // y * x^(y-1); the builder folds y - 1 when y is a number
+            // and the difference is exact (not for y = 1e308).
+            let d_base = {
+                let y_minus_one = b.sub(y, one);
+                let power = b.add(Math::Pow([x, y_minus_one]));
+                b.mul(y, power)
             };
             // this * log(x), but 0 where this is 0 (x = 0 and y > 0); a
             // positive constant base needs no such care.

@@ -238,12 +238,20 @@ fn fold_numbers(operands: &mut Vec<Rc<Term>>, is_product: bool) {
     if numbers.len() < 2 {
         return;
     }
-    let folded = if is_product {
-        numbers.iter().product::<f64>()
+    // Folded pairwise as the e-graph folds: a sum that would drop an
+    // operand's digits (`1e308 + 1`) is left as written.
+    let (first_id, second_id) = (Id::from(0usize), Id::from(1usize));
+    let node = if is_product {
+        Math::Mul([first_id, second_id])
     } else {
-        numbers.iter().sum::<f64>()
+        Math::Add([first_id, second_id])
     };
-    let Some(constant) = crate::egraph::analysis::presentable(folded) else {
+    let mut folded = Constant::new(numbers[0]);
+    for &number in &numbers[1..] {
+        folded = folded
+            .and_then(|sum| crate::egraph::analysis::fold_numbers(&node, &[sum.get(), number]));
+    }
+    let Some(constant) = folded else {
         return;
     };
     let first = operands
