@@ -139,6 +139,34 @@ fn strings_and_tensors_grown_past_memory_are_an_error_not_an_abort() {
     }
 }
 
+/// Cons cells cannot ask the allocator first, so lists are held to a
+/// limit (half the memory, here of the 3 GB address space) checked at
+/// every call and loop pass; `set-memory-limit!` moves it.
+#[test]
+fn lists_grown_past_memory_are_an_error_not_an_abort() {
+    for source in [
+        "(define (grow l) (grow (cons 1 l)))\n(grow '())\n",
+        "(define l (list 1 2 3 4 5 6 7 8))\n(let loop () (set! l (append l l)) (loop))\n",
+    ] {
+        let Some((code, stderr)) = run_limited(source, 3_000_000) else {
+            return;
+        };
+        assert_eq!(code, Some(1), "{source}: {stderr}");
+        assert!(stderr.contains("memory limit"), "{source}: {stderr}");
+        assert!(stderr.contains("extreme.lisp:"), "{source}: {stderr}");
+    }
+    // The limit set by the program; the error can be caught, and the
+    // program goes on once the list is let go of.
+    let (code, stderr) = run("(set-memory-limit! 20000000)\n\
+         (define (grow l n) (if (= n 0) (length l) (grow (cons n l) (- n 1))))\n\
+         (define caught (try (grow '() 10000000) (catch (e) e)))\n\
+         (if (> (length (string-split caught \"memory limit of 0.02 GB\")) 1) (grow '() 1000) (exit 3))\n\
+         (grow '() 10000000)\n");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("memory limit"), "{stderr}");
+    assert!(stderr.contains("extreme.lisp:2:43"), "{stderr}");
+}
+
 /// Found by tests/grammar_fuzz.rs (as `(one-hot labels 4294967296)`):
 /// `arange` of as many elements as a tensor may have, but more than memory
 /// holds, aborted on the failed allocation.

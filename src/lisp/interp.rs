@@ -156,12 +156,15 @@ impl Interp {
         Arc::clone(&self.interrupt)
     }
 
+    /// An error when the user interrupted, or when the program's lists
+    /// are over the memory limit (see [`super::memory`]). Every closure
+    /// call and loop pass checks.
     pub(crate) fn check_interrupt(&self) -> EvalResult<()> {
         if self.interrupt.load(Ordering::Relaxed) {
             self.interrupt.store(false, Ordering::Relaxed);
             return Err(EvalError::new(EvalErrorKind::Interrupted, "interrupted"));
         }
-        Ok(())
+        super::memory::check()
     }
 
     /// Reads `text` (registered under `name`) and evaluates each form in

@@ -14,6 +14,7 @@ pub mod env;
 pub mod error;
 pub mod eval;
 pub mod interp;
+pub mod memory;
 pub mod node;
 pub mod primitive;
 pub mod printer;

@@ -90,6 +90,7 @@ pub struct Pair {
 /// Rust frame per cell; this unlinks uniquely owned cells iteratively.
 impl Drop for Pair {
     fn drop(&mut self) {
+        super::memory::note_dropped();
         let mut pending: Vec<Rc<Pair>> = Vec::new();
         let push = |value: Value, pending: &mut Vec<Rc<Pair>>| {
             if let Value::Pair(cell) = value
@@ -112,6 +113,7 @@ impl Drop for Pair {
 impl Value {
     /// A new cons cell.
     pub fn cons(car: Value, cdr: Value) -> Value {
+        super::memory::note_made();
         Value::Pair(Rc::new(Pair {
             car,
             cdr,
@@ -121,6 +123,7 @@ impl Value {
 
     /// A new cons cell whose element was read at `span`.
     pub fn cons_at(car: Value, cdr: Value, span: Span) -> Value {
+        super::memory::note_made();
         Value::Pair(Rc::new(Pair { car, cdr, span }))
     }
 

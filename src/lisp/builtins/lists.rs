@@ -7,6 +7,7 @@ use super::builtin;
 use super::compare::equal;
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
+use crate::lisp::memory;
 use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::tensor::to_value;
 use crate::lisp::value::Value;
@@ -114,6 +115,7 @@ fn append(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let Some((tail, init)) = args.split_last() else {
         return Ok(Value::Nil);
     };
+    memory::room_for(init.iter().map(|list| list.iter().count()).sum())?;
     let mut items = Vec::new();
     for list in init {
         items.extend(list.list_to_vec()?);
@@ -122,6 +124,7 @@ fn append(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 }
 
 fn reverse(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    memory::room_for(args[0].iter().count())?;
     let mut items = args[0].list_to_vec()?;
     items.reverse();
     Ok(Value::list(items))
@@ -139,6 +142,7 @@ fn columns(lists: &[Value]) -> EvalResult<(Vec<Vec<Value>>, usize)> {
 
 fn map(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let (lists, count) = columns(&args[1..])?;
+    memory::room_for(count)?;
     let mut results = Vec::with_capacity(count);
     for position in 0..count {
         let call_args = lists.iter().map(|l| l[position].clone()).collect();

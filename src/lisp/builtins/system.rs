@@ -6,6 +6,7 @@ use crate::lisp::analyze::SPECIAL_FORMS;
 use crate::lisp::convert::sexp_to_value;
 use crate::lisp::error::{EvalError, EvalErrorKind, EvalResult};
 use crate::lisp::interp::Interp;
+use crate::lisp::memory;
 use crate::lisp::printer::{display_string, write_string};
 use crate::lisp::procedure::{Args, Builtin, Procedure};
 use crate::lisp::symbol::Symbol;
@@ -184,6 +185,24 @@ fn set_recursion_limit(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     Ok(Value::Void)
 }
 
+fn set_memory_limit(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let previous = memory::limit_bytes();
+    let bytes = match &args[0] {
+        Value::Bool(false) => None,
+        limit => {
+            let bytes = limit.as_f64()?;
+            if !(bytes >= 1e6 && bytes.is_finite()) {
+                return Err(EvalError::range(format!(
+                    "the memory limit must be at least 1000000 bytes, or #f for none; got {limit}"
+                )));
+            }
+            Some(bytes as usize)
+        }
+    };
+    memory::set_limit_bytes(bytes);
+    Ok(previous.map_or(Value::Bool(false), |bytes| Value::Int(bytes as i64)))
+}
+
 /// Stack bytes one nested call of the evaluator takes (measured: 10^7
 /// nested calls of `(+ 1 (f (- n 1)))` peaked at 14.4 GB), rounded up.
 const BYTES_PER_CALL: usize = 1536;
@@ -228,5 +247,6 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("void", "(void)", "The value of forms evaluated only for their effect; the REPL does not print it.", 0, Some(0), void),
     builtin("type-of", "(type-of x)", "The type of x as a symbol: integer, float, string, list, tensor, procedure, ...", 1, Some(1), type_of),
     builtin("doc", "(doc 'name)", "Prints the documentation of a function, macro or special form.", 1, Some(1), doc),
+    builtin("set-memory-limit!", "(set-memory-limit! bytes) or #f", "Sets how much memory the program's lists may hold before a call or loop pass stops with an error (default: half the machine's or container's memory); #f for no limit. Gives the previous limit.", 1, Some(1), set_memory_limit),
     builtin("set-recursion-limit!", "(set-recursion-limit! n)", "Sets how deeply non-tail calls may nest before an error (default 100000).", 1, Some(1), set_recursion_limit),
 ];
