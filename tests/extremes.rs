@@ -147,6 +147,8 @@ fn lists_grown_past_memory_are_an_error_not_an_abort() {
     for source in [
         "(define (grow l) (grow (cons 1 l)))\n(grow '())\n",
         "(define l (list 1 2 3 4 5 6 7 8))\n(let loop () (set! l (append l l)) (loop))\n",
+        "(define big (ones 100000000))\n(length (to-list big))\n",
+        "(define n 100000000)\n(length (range n))\n",
     ] {
         let Some((code, stderr)) = run_limited(source, 3_000_000) else {
             return;

@@ -12,9 +12,9 @@
 //! builders ask the allocator first (`try_reserve`) and need no count.
 //!
 //! A built-in call that builds a list finishes before the next check;
-//! those that make a list as long as their inputs (`append`, `reverse`,
-//! `map`) ask for room first ([`room_for`]), so one call cannot double
-//! what the program holds past the limit.
+//! those that make a list as long as their inputs or arguments (`append`,
+//! `reverse`, `map`, `range`, `to-list`) ask for room first
+//! ([`room_for`]), so one call cannot go far past the limit.
 
 use super::error::{EvalError, EvalResult};
 use super::value::Pair;
@@ -76,8 +76,8 @@ fn over_limit() -> EvalResult<()> {
 }
 
 /// An error when `cells` more cells would pass the limit. Built-ins that
-/// make a list as long as their inputs (`append`, `reverse`, `map`) ask
-/// first, so one call cannot go far past the limit before the next check.
+/// make long lists in one call ask first, so one call cannot go far past
+/// the limit before the next check.
 pub fn room_for(cells: usize) -> EvalResult<()> {
     let limit = limit_cells();
     let live = live_cells();

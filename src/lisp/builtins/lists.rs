@@ -228,6 +228,7 @@ fn range(_: &mut Interp, args: &Args) -> EvalResult<Value> {
                 "range of {count} elements is too long"
             )));
         }
+        memory::room_for(count as usize)?;
         let items = (0..count as i64).map(|k| Value::Int(a + k * s));
         return Ok(Value::list(items.collect::<Vec<_>>()));
     }
@@ -243,6 +244,7 @@ fn range(_: &mut Interp, args: &Args) -> EvalResult<Value> {
             "range of {count} elements is too long"
         )));
     }
+    memory::room_for(count as usize)?;
     let items: Vec<Value> = (0..count as usize)
         .map(|k| Value::Float(a + k as f64 * s))
         .collect();

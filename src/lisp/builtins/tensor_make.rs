@@ -337,10 +337,16 @@ fn broadcast_to(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 
 fn to_list(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     match &args[0] {
-        Value::Tensor(t) => Ok(nested_list(
-            t.shape(),
-            &t.iter().copied().collect::<Vec<_>>(),
-        )),
+        Value::Tensor(t) => {
+            // A list cell per element and one per row of every axis but
+            // the last: about the elements, plus the rows.
+            let rows: usize = t.shape().iter().rev().skip(1).product::<usize>();
+            crate::lisp::memory::room_for(t.len().saturating_add(rows))?;
+            Ok(nested_list(
+                t.shape(),
+                &t.iter().copied().collect::<Vec<_>>(),
+            ))
+        }
         Value::Int(_) | Value::Float(_) | Value::Nil | Value::Pair(_) => Ok(args[0].clone()),
         other => Err(EvalError::type_error(format!(
             "expected a tensor, got {}",
