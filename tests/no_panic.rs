@@ -1008,6 +1008,15 @@ const SYMBOLIC_STRESS: &[Stress] = &[
          (println (list (length h) (length (car h))))",
         Expect::Prints("(1 1)\n"),
     ),
+    // Never finished (fuzz seed 3, case 931,557): after a rule making
+    // 1 = 2, egg's flat proof repeats shared sub-proofs exponentially.
+    stress(
+        "explain after an unsound rule 1 -> 2",
+        "(defrule rule3 1 2)\n\
+         (define e (explain '(multigammaln (atan2 (+ y x) (log1p z)) (* )) :wrt 'x :assume '((x positive))))\n\
+         (println (> (length (string-split (str e) \"not shown\")) 1))",
+        Expect::Prints("#t\n"),
+    ),
     stress(
         "subs in a sum whose operands are shared 60 levels deep",
         "(define (dag n acc) (if (= n 0) acc (dag (- n 1) (list '+ acc acc))))\n\

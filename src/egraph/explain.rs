@@ -16,7 +16,9 @@ use super::partials::local_partials;
 use super::reverse::gradient;
 use super::rules::{MathRewrite, all_rules};
 use super::simplify::{MAX_SATURATION_NODES, Saturated, Stop, add_program, saturate, simplify};
-use egg::{FlatTerm, Id, Language, RecExpr, Symbol};
+use egg::{FlatTerm, Id, Language, RecExpr, Symbol, TreeTerm};
+use std::collections::HashMap;
+use std::rc::Rc;
 use std::time::Instant;
 
 /// One rewrite: `rule` turned the subterm `before` into `after`, giving
@@ -232,12 +234,48 @@ fn between(egraph: &mut MathGraph, from: &Tree, to: &Tree) -> Vec<Move> {
         }
     }
     let mut proof = egraph.explain_equivalence(&program(from), &program(to));
+    if flat_steps(&proof.explanation_trees, &mut HashMap::new()) > MAX_PROOF_STEPS {
+        return vec![Move {
+            rule: format!("(a proof of more than {MAX_PROOF_STEPS} steps, not shown)"),
+            backward: false,
+            path: Vec::new(),
+            after: to.clone(),
+        }];
+    }
     proof
         .make_flat_explanation()
         .iter()
         .skip(1)
         .filter_map(marked)
         .collect()
+}
+
+/// The longest proof of one equality that is flattened into steps. A
+/// proof shares sub-proofs, and its flat form repeats them, so it can be
+/// exponentially longer (seen after an unsound rule such as `1 -> 2`).
+const MAX_PROOF_STEPS: u64 = 2_000;
+
+/// An upper bound on the steps of the flat form of `proof`: every step of
+/// every sub-proof, counted as often as the flat form repeats it
+/// (saturating; shared sub-proofs are counted once each and reused).
+fn flat_steps(
+    proof: &[Rc<TreeTerm<Math>>],
+    counted: &mut HashMap<*const TreeTerm<Math>, u64>,
+) -> u64 {
+    proof.iter().fold(0u64, |total, term| {
+        let key = Rc::as_ptr(term);
+        let steps = match counted.get(&key) {
+            Some(&steps) => steps,
+            None => {
+                let steps = term.child_proofs.iter().fold(1u64, |sum, child| {
+                    sum.saturating_add(flat_steps(child, counted))
+                });
+                counted.insert(key, steps);
+                steps
+            }
+        };
+        total.saturating_add(steps)
+    })
 }
 
 /// The rewrite marked in one step of egg's flat proof.
