@@ -115,17 +115,17 @@ fn append(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let Some((tail, init)) = args.split_last() else {
         return Ok(Value::Nil);
     };
-    memory::room_for(init.iter().map(|list| list.iter().count()).sum())?;
     let mut items = Vec::new();
     for list in init {
         items.extend(list.list_to_vec()?);
     }
+    memory::room_for(items.len())?;
     Ok(Value::list_with_tail(items, tail.clone()))
 }
 
 fn reverse(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    memory::room_for(args[0].iter().count())?;
     let mut items = args[0].list_to_vec()?;
+    memory::room_for(items.len())?;
     items.reverse();
     Ok(Value::list(items))
 }
