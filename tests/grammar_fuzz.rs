@@ -16,7 +16,9 @@
 //! ```
 //!
 //! `EPSILON_FUZZ_FIRST=i` starts at case i (to rerun one batch of a long
-//! run) and `EPSILON_FUZZ_VERBOSE=1` prints each program before running it.
+//! run, or to split one over several processes; its programs are then
+//! logged in `grammar_fuzz_seed<S>_from<i>.lisp`) and
+//! `EPSILON_FUZZ_VERBOSE=1` prints each program before running it.
 //!
 //! What is generated lives in `grammar_fuzz/`: `generator` (well-formed
 //! programs), `malformed` (mutations, truncations, wrong shapes, deep
@@ -62,10 +64,15 @@ const HANG_LIMIT: Duration = Duration::from_secs(120);
 const PROGRESS: u64 = 10_000;
 
 /// Where the programs of the current batch are written before they run
-/// (one file per seed, so a long run and the default run do not mix).
-fn batch_log(seed: u64) -> String {
+/// (one file per seed, so a long run and the default run do not mix, and
+/// per first case, so parts of one long run can run side by side).
+fn batch_log(seed: u64, first: u64) -> String {
+    let part = match first {
+        0 => String::new(),
+        first => format!("_from{first}"),
+    };
     format!(
-        "{}/grammar_fuzz_seed{seed}.lisp",
+        "{}/grammar_fuzz_seed{seed}{part}.lisp",
         env!("CARGO_TARGET_TMPDIR")
     )
 }
@@ -375,12 +382,12 @@ impl Batch {
 fn fuzz(config: Config) -> Report {
     record_panics();
     let catalog = Catalog::new();
-    let watchdog = Watchdog::start(batch_log(config.seed));
+    let watchdog = Watchdog::start(batch_log(config.seed, config.first));
     let mut batch = Batch {
         engine: None,
         history: Vec::new(),
         log: BatchLog {
-            path: batch_log(config.seed),
+            path: batch_log(config.seed, config.first),
             file: None,
         },
     };

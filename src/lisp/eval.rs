@@ -10,7 +10,7 @@ use super::env::{Env, Frame, Slots};
 use super::error::{EvalError, EvalErrorKind, EvalResult};
 use super::interp::Interp;
 use super::node::{ClauseAction, Node};
-use super::primitive::Primitive;
+use super::primitive::{Number, Primitive};
 use super::procedure::{Args, Builtin, Closure, Procedure};
 use super::quasi;
 use super::symbol::Symbol;
@@ -43,8 +43,10 @@ enum Callee {
 enum Step {
     /// A finished value.
     Value(Value),
-    /// A call to a closure, left for the caller's loop to run.
-    TailCall(Closure, Slots, Span),
+    /// A call to a closure, left for the caller's loop to run, with the
+    /// frame holding its arguments (not yet checked against its
+    /// parameters).
+    TailCall(Closure, Rc<Frame>, Span),
 }
 
 impl Interp {
@@ -60,8 +62,36 @@ impl Interp {
                 name,
                 span,
             } => lookup_local(env, *depth, *index, *name, *span),
+            Node::Primitive { leaves: true, .. } => self.eval_leaf_primitive(node, env),
             _ => self.eval_compound(node, env),
         }
+    }
+
+    /// Evaluates a primitive call whose arguments are constants or local
+    /// variables (`(< n 2)`, `(+ i 1)`): reading them cannot recurse, so
+    /// it needs neither the depth count nor the stack check.
+    #[inline(never)]
+    fn eval_leaf_primitive(&mut self, node: &Node, env: &Env) -> EvalResult<Value> {
+        let Node::Primitive {
+            primitive,
+            builtin,
+            name,
+            args,
+            ..
+        } = node
+        else {
+            return self.eval_compound(node, env);
+        };
+        if self.inline_primitive(*name, builtin)
+            && let Some(a) = leaf_number(&args[0], env)
+            && let Some(b) = leaf_number(&args[1], env)
+            && let Some(value) = primitive.on_numbers(a, b)
+        {
+            return Ok(value);
+        }
+        // Anything but two plain numbers (a tensor, an undefined
+        // variable, a rebound head) takes the general path.
+        self.eval_compound(node, env)
     }
 
     /// Evaluates a node that is not a constant or a local variable.
@@ -78,6 +108,7 @@ impl Interp {
                 name,
                 args,
                 span,
+                ..
             } if self.inline_nesting < INLINE_NESTING && self.inline_primitive(*name, builtin) => {
                 self.inline_nesting += 1;
                 let result = self.eval_primitive(*primitive, builtin, args, *span, env);
@@ -135,7 +166,8 @@ impl Interp {
     ) -> EvalResult<Value> {
         self.enter()?;
         let result = stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || {
-            self.run_closure(closure.clone(), Slots::from_vec(args), span)
+            let frame = self.frame_of(closure, args);
+            self.run_closure(closure.clone(), frame, span)
         });
         self.leave();
         result
@@ -161,10 +193,12 @@ impl Interp {
     }
 
     /// Runs a closure call and every tail call that follows from it.
+    /// `frame` holds the arguments; the frames of finished calls go back
+    /// to the pool.
     fn run_closure(
         &mut self,
         mut closure: Closure,
-        mut args: Slots,
+        mut frame: Rc<Frame>,
         mut span: Span,
     ) -> EvalResult<Value> {
         self.closure_span = span;
@@ -174,12 +208,14 @@ impl Interp {
         let entry = span;
         loop {
             self.check_interrupt().map_err(|e| e.at(span))?;
-            let env = bind_arguments(&closure, args).map_err(|e| e.at(span))?;
-            match self.eval_step(&closure.def.body, &env) {
+            let env = bind_arguments(&closure, frame).map_err(|e| e.at(span))?;
+            let step = self.eval_step(&closure.def.body, &env);
+            self.frame_pool.give_back(env);
+            match step {
                 Ok(Step::Value(value)) => return Ok(value),
-                Ok(Step::TailCall(next, next_args, next_span)) => {
+                Ok(Step::TailCall(next, next_frame, next_span)) => {
                     closure = next;
-                    args = next_args;
+                    frame = next_frame;
                     span = next_span;
                 }
                 Err(error) => {
@@ -192,6 +228,19 @@ impl Interp {
                 }
             }
         }
+    }
+
+    /// A call frame for `closure` holding `args`.
+    fn frame_of(&mut self, closure: &Closure, args: impl IntoIterator<Item = Value>) -> Rc<Frame> {
+        let mut frame = Frame::for_call(
+            &mut self.frame_pool,
+            closure.def.frame_size as usize,
+            &closure.env,
+        );
+        if let Some(unique) = Rc::get_mut(&mut frame) {
+            unique.slots.get_mut().extend(args);
+        }
+        frame
     }
 
     /// Calls a built-in: checks arity, splits keyword options, runs it.
@@ -355,11 +404,12 @@ impl Interp {
                     then,
                     otherwise,
                 } => {
-                    node = if truthy(&self.eval(test, env)?)? {
-                        then
-                    } else {
-                        otherwise
+                    // A comparison's boolean needs no drop (the common test).
+                    let yes = match self.eval(test, env)? {
+                        Value::Bool(yes) => yes,
+                        other => truthy(&other)?,
                     };
+                    node = if yes { then } else { otherwise };
                 }
                 Node::Seq(nodes) => {
                     let Some((last, init)) = nodes.split_last() else {
@@ -419,6 +469,7 @@ impl Interp {
                     name,
                     args,
                     span,
+                    ..
                 } => {
                     if self.inline_primitive(*name, builtin) {
                         return self
@@ -497,6 +548,7 @@ impl Interp {
     }
 
     /// Runs a primitive call: inline on two plain numbers, else the built-in.
+    #[inline(always)]
     fn eval_primitive(
         &mut self,
         primitive: Primitive,
@@ -518,21 +570,22 @@ impl Interp {
         }
     }
 
-    /// The arguments of a call of `closure`, evaluated into what becomes
-    /// its frame. A closure named by a variable makes no procedure value
-    /// (a loop's own function is stored as code).
+    /// The arguments of a call of `closure`, evaluated into the frame
+    /// the call will run in. A closure named by a variable makes no
+    /// procedure value (a loop's own function is stored as code).
     fn closure_arguments(
         &mut self,
         closure: &Closure,
         args: &[Node],
         env: &Env,
-    ) -> EvalResult<Slots> {
-        let mut values: Slots =
-            SmallVec::with_capacity((closure.def.frame_size as usize).max(args.len()));
+    ) -> EvalResult<Rc<Frame>> {
+        let capacity = (closure.def.frame_size as usize).max(args.len());
+        let frame = Frame::for_call(&mut self.frame_pool, capacity, &closure.env);
         for arg in args {
-            values.push(self.eval(arg, env)?);
+            let value = self.eval(arg, env)?;
+            frame.slots.borrow_mut().push(value);
         }
-        Ok(values)
+        Ok(frame)
     }
 
     /// What a callee node names, looked at without evaluating it: a
@@ -576,7 +629,10 @@ impl Interp {
             return Err(not_callable(&f).at(span));
         };
         match &**proc {
-            Procedure::Closure(closure) => Ok(Step::TailCall(closure.clone(), args, span)),
+            Procedure::Closure(closure) => {
+                let frame = self.frame_of(closure, args);
+                Ok(Step::TailCall(closure.clone(), frame, span))
+            }
             Procedure::Builtin(builtin) => self.call_builtin(builtin, &args, span).map(Step::Value),
             Procedure::Host(host) => {
                 crate::lisp::autodiff::replay::note_host_call(self);
@@ -756,6 +812,19 @@ fn copied(value: &Value) -> Value {
     }
 }
 
+/// The value of a constant or local variable when it is a plain number.
+#[inline(always)]
+fn leaf_number(node: &Node, env: &Env) -> Option<Number> {
+    match node {
+        Node::Const(value) => Number::of(value),
+        Node::Local { depth, index, .. } => {
+            let frame = Frame::ancestor(env, *depth)?;
+            Number::of(frame.slots.borrow().get(*index as usize)?)
+        }
+        _ => None,
+    }
+}
+
 /// A local variable's value; the common case is inlined into `eval`.
 #[inline(always)]
 fn lookup_local(env: &Env, depth: u32, index: u32, name: Symbol, span: Span) -> EvalResult<Value> {
@@ -792,11 +861,14 @@ fn lookup_local_rest(
     }
 }
 
-/// A new frame holding `args` bound to the closure's parameters.
-fn bind_arguments(closure: &Closure, mut args: Slots) -> EvalResult<Env> {
+/// The frame of a call of `closure`, its arguments checked against the
+/// parameters (a rest parameter collects the extra ones as a list) and
+/// its slots for internal definitions added.
+fn bind_arguments(closure: &Closure, frame: Rc<Frame>) -> EvalResult<Env> {
     let def = &closure.def;
     let required = def.required();
-    let count = args.len();
+    let mut slots = frame.slots.borrow_mut();
+    let count = slots.len();
     if count < required || (!def.rest && count > required) {
         let expected = if def.rest {
             format!("at least {required}")
@@ -813,13 +885,14 @@ fn bind_arguments(closure: &Closure, mut args: Slots) -> EvalResult<Env> {
         ));
     }
     if def.rest {
-        let rest = Value::list(args.drain(required..).collect::<Vec<_>>());
-        args.push(rest);
+        let rest = Value::list(slots.drain(required..).collect::<Vec<_>>());
+        slots.push(rest);
     }
-    if args.len() < def.frame_size as usize {
-        args.resize(def.frame_size as usize, Value::Undefined);
+    if slots.len() < def.frame_size as usize {
+        slots.resize(def.frame_size as usize, Value::Undefined);
     }
-    Ok(Frame::new(args, &closure.env))
+    drop(slots);
+    Ok(Some(frame))
 }
 
 fn split_options<'a>(builtin: &Builtin, args: &'a [Value]) -> EvalResult<(&'a [Value], Options)> {

@@ -59,6 +59,8 @@ pub struct Interp {
     /// Primitive calls now running inline inside one another (see
     /// `eval::INLINE_NESTING`).
     pub(crate) inline_nesting: u32,
+    /// Call frames kept for reuse by closure calls.
+    pub(crate) frame_pool: crate::lisp::env::FramePool,
     /// The limit on `depth`.
     pub max_depth: usize,
     /// Set (e.g. by a Ctrl-C handler) to stop the running evaluation.
@@ -94,6 +96,7 @@ impl Interp {
             sources: SourceMap::default(),
             depth: 0,
             inline_nesting: 0,
+            frame_pool: Default::default(),
             max_depth: DEFAULT_MAX_DEPTH,
             interrupt: Arc::new(AtomicBool::new(false)),
             rng: rand::make_rng(),

@@ -13,6 +13,27 @@
 
 use super::value::Value;
 
+/// A plain number, unpacked from its [`Value`] (nothing to drop).
+#[derive(Clone, Copy, Debug)]
+pub enum Number {
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+}
+
+impl Number {
+    /// The number `value` holds, if it is a plain integer or float.
+    #[inline(always)]
+    pub fn of(value: &Value) -> Option<Number> {
+        match value {
+            Value::Int(n) => Some(Number::Int(*n)),
+            Value::Float(x) => Some(Number::Float(*x)),
+            _ => None,
+        }
+    }
+}
+
 /// A built-in with an inline path for two plain numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Primitive {
@@ -55,23 +76,28 @@ impl Primitive {
 
     /// The value of the call on `a` and `b`, when both are plain numbers
     /// and the result needs none of the built-in's special cases.
-    #[inline]
+    #[inline(always)]
     pub fn apply(self, a: &Value, b: &Value) -> Option<Value> {
+        self.on_numbers(Number::of(a)?, Number::of(b)?)
+    }
+
+    /// [`Primitive::apply`] on numbers already unpacked.
+    #[inline(always)]
+    pub fn on_numbers(self, a: Number, b: Number) -> Option<Value> {
         match (a, b) {
-            (Value::Int(x), Value::Int(y)) => self.on_integers(*x, *y),
-            (Value::Float(x), Value::Float(y)) => Some(self.on_floats(*x, *y)),
-            (Value::Int(x), Value::Float(y)) => Some(self.on_floats(*x as f64, *y)),
-            (Value::Float(x), Value::Int(y)) => match (self, y) {
+            (Number::Int(x), Number::Int(y)) => self.on_integers(x, y),
+            (Number::Float(x), Number::Float(y)) => Some(self.on_floats(x, y)),
+            (Number::Int(x), Number::Float(y)) => Some(self.on_floats(x as f64, y)),
+            (Number::Float(x), Number::Int(y)) => match (self, y) {
                 (Primitive::Div, 0) => None,
-                _ => Some(self.on_floats(*x, *y as f64)),
+                _ => Some(self.on_floats(x, y as f64)),
             },
-            _ => None,
         }
     }
 
     /// Integers stay integers under `+ - *` (overflow goes to the built-in,
     /// which reports it); `/` gives a float; comparisons are exact.
-    #[inline]
+    #[inline(always)]
     fn on_integers(self, x: i64, y: i64) -> Option<Value> {
         Some(match self {
             Primitive::Add => Value::Int(x.checked_add(y)?),
@@ -87,7 +113,7 @@ impl Primitive {
         })
     }
 
-    #[inline]
+    #[inline(always)]
     fn on_floats(self, x: f64, y: f64) -> Value {
         match self {
             Primitive::Add => Value::Float(x + y),

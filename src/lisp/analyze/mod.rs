@@ -247,11 +247,15 @@ impl<'i> Analyzer<'i> {
             Ok(pair) => Box::new(pair),
             Err(args) => return Err(args),
         };
+        let leaves = args
+            .iter()
+            .all(|arg| matches!(arg, Node::Const(_) | Node::Local { .. }));
         Ok(Node::Primitive {
             primitive,
             builtin,
             name: *name,
             args,
+            leaves,
             span,
         })
     }
