@@ -15,8 +15,10 @@ use crate::egraph::eval::apply_op;
 use crate::egraph::language::{Constant, Math};
 use crate::egraph::partials::PartialBuilder;
 use egg::{Id, RecExpr};
-use rustc_hash::FxHashMap;
+use hashbrown::HashTable;
+use rustc_hash::FxHasher;
 use smallvec::SmallVec;
+use std::hash::{Hash, Hasher};
 
 /// A tensor program under construction; children precede parents.
 #[derive(Clone, Debug, Default)]
@@ -24,7 +26,9 @@ pub struct TensorGraph {
     expr: RecExpr<TNode>,
     shapes: Vec<Shape>,
     dtypes: Vec<DType>,
-    memo: FxHashMap<TNode, Id>,
+    /// Hash-consing: each node's hash and id (the node itself is only in
+    /// `expr`, so a node costs no second copy).
+    memo: HashTable<(u64, Id)>,
     /// Placeholders made so far (their numbers follow the order of
     /// tracing, so a function traced again makes the same program).
     placeholders: u32,
@@ -34,6 +38,13 @@ pub struct TensorGraph {
     /// For each node a sweep made, the node it derives from and whether
     /// in reverse (so a failure can be told in the user's terms).
     derived: Vec<Option<(Id, bool)>>,
+}
+
+/// The hash a node is hash-consed by.
+fn node_hash(node: &TNode) -> u64 {
+    let mut hasher = FxHasher::default();
+    node.hash(&mut hasher);
+    hasher.finish()
 }
 
 impl TensorGraph {
@@ -75,7 +86,7 @@ impl TensorGraph {
     /// Makes room for `additional` more nodes (a sweep roughly doubles a
     /// program), so the tables do not grow step by step.
     pub fn reserve(&mut self, additional: usize) {
-        self.memo.reserve(additional);
+        self.memo.reserve(additional, |&(hash, _)| hash);
         self.shapes.reserve(additional);
         self.dtypes.reserve(additional);
     }
@@ -282,15 +293,17 @@ impl TensorGraph {
     }
 
     fn insert(&mut self, node: TNode, shape: Shape, dtype: DType) -> Id {
-        // One hash per node: the entry is looked up and filled at once.
-        let id = match self.memo.entry(node) {
-            std::collections::hash_map::Entry::Occupied(entry) => return *entry.get(),
-            std::collections::hash_map::Entry::Vacant(entry) => {
-                let id = self.expr.add(entry.key().clone());
-                entry.insert(id);
-                id
-            }
-        };
+        // One hash per node, compared only with nodes of the same hash.
+        let hash = node_hash(&node);
+        let expr = &self.expr;
+        if let Some(&(_, id)) = self
+            .memo
+            .find(hash, |&(other, id)| other == hash && expr[id] == node)
+        {
+            return id;
+        }
+        let id = self.expr.add(node);
+        self.memo.insert_unique(hash, (hash, id), |&(hash, _)| hash);
         self.shapes.push(shape);
         self.dtypes.push(dtype);
         self.derived.push(self.deriving);
