@@ -86,6 +86,10 @@ impl TensorGraph {
     /// Makes room for `additional` more nodes (a sweep roughly doubles a
     /// program), so the tables do not grow step by step.
     pub fn reserve(&mut self, additional: usize) {
+        let mut nodes: Vec<TNode> = std::mem::take(&mut self.expr).into();
+        nodes.reserve(additional);
+        self.expr = nodes.into();
+        self.derived.reserve(additional);
         self.memo.reserve(additional, |&(hash, _)| hash);
         self.shapes.reserve(additional);
         self.dtypes.reserve(additional);
