@@ -40,22 +40,30 @@ pub fn next_frame_serial() -> u64 {
     NEXT_SERIAL.with(std::cell::Cell::get)
 }
 
+/// The serial of a frame being made now.
+fn take_serial() -> u64 {
+    NEXT_SERIAL.with(|next| {
+        let serial = next.get();
+        next.set(serial + 1);
+        serial
+    })
+}
+
 impl Frame {
     /// A frame holding `slots`, inside `parent`.
     pub fn new(slots: Slots, parent: &Env) -> Env {
+        Some(Frame::made(slots, parent))
+    }
+
+    fn made(slots: Slots, parent: &Env) -> Rc<Frame> {
         #[cfg(test)]
         tests::LIVE_FRAMES.with(|live| live.set(live.get() + 1));
-        let serial = NEXT_SERIAL.with(|next| {
-            let serial = next.get();
-            next.set(serial + 1);
-            serial
-        });
-        Some(Rc::new(Frame {
+        Rc::new(Frame {
             slots: RefCell::new(slots),
             parent: parent.clone(),
-            serial,
+            serial: take_serial(),
             captured: std::cell::Cell::new(false),
-        }))
+        })
     }
 
     /// A frame for a call of a closure over `parent`, taken from `pool`
@@ -66,17 +74,12 @@ impl Frame {
             && let Some(fresh) = Rc::get_mut(&mut frame)
         {
             fresh.parent = parent.clone();
-            fresh.serial = NEXT_SERIAL.with(|next| {
-                let serial = next.get();
-                next.set(serial + 1);
-                serial
-            });
+            fresh.serial = take_serial();
             fresh.captured.set(false);
             fresh.slots.get_mut().reserve(capacity);
             return frame;
         }
-        let frame = Frame::new(Slots::with_capacity(capacity), parent);
-        frame.expect("Frame::new makes a frame")
+        Frame::made(Slots::with_capacity(capacity), parent)
     }
 
     /// Stores `value` in slot `index`. A closure over this very frame (an

@@ -232,14 +232,12 @@ impl Interp {
 
     /// A call frame for `closure` holding `args`.
     fn frame_of(&mut self, closure: &Closure, args: impl IntoIterator<Item = Value>) -> Rc<Frame> {
-        let mut frame = Frame::for_call(
+        let frame = Frame::for_call(
             &mut self.frame_pool,
             closure.def.frame_size as usize,
             &closure.env,
         );
-        if let Some(unique) = Rc::get_mut(&mut frame) {
-            unique.slots.get_mut().extend(args);
-        }
+        frame.slots.borrow_mut().extend(args);
         frame
     }
 
