@@ -366,8 +366,17 @@ proptest! {
         let at = "'((x 0.3) (y 0.7))";
         let before = numbers(&eval(&mut engine, &format!("(evaluate {joint} {at})")));
         let after = numbers(&eval(&mut engine, &format!("(evaluate (simplify {joint}) {at})")));
-        for (p, q) in before.iter().zip(&after) {
-            prop_assert!(agree(*p, *q), "{} vs {}", p, q);
+        // The third value is the sine of b - a: a rewrite that rounds the
+        // argument differently (exp(2)^8 read as exp(16)) moves it by a few
+        // units in the last place of |b - a|, which the sine passes on
+        // whole, so its tolerance grows with |b - a| (the first value).
+        let argument = before[0].abs();
+        for (index, (p, q)) in before.iter().zip(&after).enumerate() {
+            let close = match index {
+                2 => agree(*p, *q) || (p - q).abs() <= 1e-12 * argument,
+                _ => agree(*p, *q),
+            };
+            prop_assert!(close, "{} vs {} (value {})", p, q, index);
         }
     }
 }
@@ -1023,8 +1032,17 @@ proptest! {
         let at = "'((x 0.3) (y 0.7))";
         let before = numbers(&eval(&mut engine, &format!("(evaluate {joint} {at})")));
         let after = numbers(&eval(&mut engine, &format!("(evaluate (simplify {joint}) {at})")));
-        for (p, q) in before.iter().zip(&after) {
-            prop_assert!(agree(*p, *q), "{} vs {}", p, q);
+        // The third value is the sine of b - a: a rewrite that rounds the
+        // argument differently (exp(2)^8 read as exp(16)) moves it by a few
+        // units in the last place of |b - a|, which the sine passes on
+        // whole, so its tolerance grows with |b - a| (the first value).
+        let argument = before[0].abs();
+        for (index, (p, q)) in before.iter().zip(&after).enumerate() {
+            let close = match index {
+                2 => agree(*p, *q) || (p - q).abs() <= 1e-12 * argument,
+                _ => agree(*p, *q),
+            };
+            prop_assert!(close, "{} vs {} (value {})", p, q, index);
         }
     }
 }
