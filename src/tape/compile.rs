@@ -23,8 +23,15 @@ pub fn compile(
         Some((program, shapes, roots)) => (program, &shapes[..], &roots[..]),
         None => (program, shapes, roots),
     };
-    let (program, shapes, roots) = super::push_pads::push_pads(program, shapes, roots);
-    let (shapes, roots) = (&shapes[..], &roots[..]);
+    // Only a pad along the first axis can be pushed: without one the
+    // program stays as it is (no copy, no second hash-consing).
+    let pushed;
+    let (program, shapes, roots) = if super::push_pads::has_first_axis_pad(program) {
+        pushed = super::push_pads::push_pads(program, shapes, roots);
+        (&pushed.0, &pushed.1[..], &pushed.2[..])
+    } else {
+        (program, shapes, roots)
+    };
     let nodes = program.as_ref();
     let dtypes = crate::egraph::tensor::dtype::dtypes_of(nodes);
     // An f32 product runs in f32 arithmetic on the CPU (each backend

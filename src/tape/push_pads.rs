@@ -107,6 +107,15 @@ fn small_pad(shape: &[usize], added: usize) -> bool {
     shape.first().is_some_and(|&rows| added * 4 <= rows)
 }
 
+/// Whether `program` has a pad along its first axis, the only kind
+/// [`push_pads`] moves.
+pub(super) fn has_first_axis_pad(program: &RecExpr<TNode>) -> bool {
+    program
+        .as_ref()
+        .iter()
+        .any(|node| matches!(node.op, TOp::Pad { axis: 0, .. }))
+}
+
 /// `program` with pads pushed into elementwise code where every reader of
 /// the pad is elementwise; returns the new program, its shapes and roots.
 pub(super) fn push_pads(
