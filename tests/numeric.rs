@@ -74,6 +74,8 @@ mod scan_review;
 mod sparse_hessian;
 #[path = "numeric/sparse_jacobian.rs"]
 mod sparse_jacobian;
+#[path = "numeric/straight_line.rs"]
+mod straight_line;
 #[path = "numeric/table.rs"]
 mod table;
 #[path = "numeric/table_arrays.rs"]

@@ -67,8 +67,9 @@ impl Interp {
         }
     }
 
-    /// Evaluates a primitive call whose arguments are constants or local
-    /// variables (`(< n 2)`, `(+ i 1)`): reading them cannot recurse, so
+    /// Evaluates a primitive call whose arguments are constants or
+    /// variables (`(< n 2)`, `(+ i 1)`, `(< i K)`): reading them cannot
+    /// recurse, so
     /// it needs neither the depth count nor the stack check.
     #[inline(never)]
     fn eval_leaf_primitive(&mut self, node: &Node, env: &Env) -> EvalResult<Value> {
@@ -83,8 +84,8 @@ impl Interp {
             return self.eval_compound(node, env);
         };
         if self.inline_primitive(*name, builtin)
-            && let Some(a) = leaf_number(&args[0], env)
-            && let Some(b) = leaf_number(&args[1], env)
+            && let Some(a) = leaf_number(&args[0], env, &self.globals)
+            && let Some(b) = leaf_number(&args[1], env, &self.globals)
             && let Some(value) = primitive.on_numbers(a, b)
         {
             return Ok(value);
@@ -812,9 +813,10 @@ fn copied(value: &Value) -> Value {
 
 /// The value of a constant or local variable when it is a plain number.
 #[inline(always)]
-fn leaf_number(node: &Node, env: &Env) -> Option<Number> {
+fn leaf_number(node: &Node, env: &Env, globals: &[Value]) -> Option<Number> {
     match node {
         Node::Const(value) => Number::of(value),
+        Node::Global { name, .. } => Number::of(globals.get(name.index())?),
         Node::Local { depth, index, .. } => {
             let frame = Frame::ancestor(env, *depth)?;
             Number::of(frame.slots.borrow().get(*index as usize)?)

@@ -51,7 +51,7 @@ pub const STDLIB: &[(&str, &str)] = &[
 /// An Epsilon interpreter: one global environment and its state.
 pub struct Interp {
     /// Global bindings, indexed by symbol; `Undefined` marks unbound.
-    globals: Vec<Value>,
+    pub(super) globals: Vec<Value>,
     /// Every text read so far.
     pub sources: SourceMap,
     /// Current nesting of non-tail evaluation.

@@ -117,7 +117,7 @@ pub enum Node {
         name: Symbol,
         /// The two arguments.
         args: Box<[Node; 2]>,
-        /// Whether both arguments are constants or local variables: then
+        /// Whether both arguments are constants or variables: then
         /// the call cannot recurse, and runs without the depth count and
         /// stack check of a general node.
         leaves: bool,

@@ -8,6 +8,7 @@
 pub mod custom;
 pub mod dtype;
 pub mod egraph;
+pub mod flat;
 pub mod forward;
 pub mod graph;
 pub mod lift;

@@ -247,9 +247,12 @@ impl<'i> Analyzer<'i> {
             Ok(pair) => Box::new(pair),
             Err(args) => return Err(args),
         };
-        let leaves = args
-            .iter()
-            .all(|arg| matches!(arg, Node::Const(_) | Node::Local { .. }));
+        let leaves = args.iter().all(|arg| {
+            matches!(
+                arg,
+                Node::Const(_) | Node::Local { .. } | Node::Global { .. }
+            )
+        });
         Ok(Node::Primitive {
             primitive,
             builtin,

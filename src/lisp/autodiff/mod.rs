@@ -6,6 +6,12 @@
 //!
 //! Inside a function that is itself being traced, the same requests append
 //! to the enclosing trace instead, so derivatives nest (`(grad (grad f))`).
+//!
+//! The gradient of a long program of scalar operations (a Lisp loop over
+//! numbers: its trace is mostly the flat arena, `Trace::flat`) skips the
+//! sweep, the optimizer and the tape compiler: a `tape::straight`
+//! program read from the trace in place gives value and gradient in two
+//! passes (`straight_line`).
 
 mod hoist;
 pub mod replay;
@@ -18,11 +24,14 @@ use super::interp::Interp;
 use super::trace::{Trace, TraceRef, node_of, traced};
 use super::value::Value;
 use crate::backends::cpu::cancel::with_cancel;
-use crate::egraph::tensor::optimize::{Optimized, TensorLimits, TensorReport, optimize};
+use crate::egraph::tensor::optimize::{
+    MAX_TENSOR_SATURATION_NODES, Optimized, TensorLimits, TensorReport, optimize,
+};
 use crate::egraph::tensor::reverse::{Modes, refusal};
 use crate::egraph::tensor::shape::show;
 use crate::egraph::tensor::{Shape, TNode, TOp, TensorGraph, jvp, vjp};
 use crate::tape::dot::Names;
+use crate::tape::straight::{StraightError, StraightLine};
 use crate::tape::{Tape, compile, compile_within};
 use egg::Id;
 use rustc_hash::{FxHashMap, FxHasher};
@@ -222,6 +231,10 @@ struct Recorded {
     input_leaves: Vec<usize>,
     /// Display names of the argument inputs and of the roots.
     names: Names,
+    /// For a gradient of a long scalar program: the program to run in
+    /// place of the derivative roots (`roots` holds only the result then,
+    /// if wanted, and nothing is compiled).
+    straight: Option<Rc<StraightLine>>,
 }
 
 /// Traces `f` on `args` and computes `request`. `seeds` are the cotangent
@@ -234,8 +247,30 @@ pub fn run(
     request: &Request,
     seeds: &[Value],
 ) -> EvalResult<Outcome> {
-    let recorded = record(interp, f, args, request, seeds)?;
+    let recorded = record(interp, f, args, request, seeds, Execution::Any)?;
     finish(interp, recorded, request)
+}
+
+/// `run`, always through a compiled tape (for what describes the tape:
+/// `tape-stats`, `show-tape`).
+pub fn run_on_tape(
+    interp: &mut Interp,
+    f: &Value,
+    args: &[Value],
+    request: &Request,
+) -> EvalResult<Outcome> {
+    let recorded = record(interp, f, args, request, &[], Execution::Tape)?;
+    finish(interp, recorded, request)
+}
+
+/// How a top-level request may be computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Execution {
+    /// A gradient of a long scalar program by a straight-line program
+    /// (`tape::straight`), anything else by a compiled tape.
+    Any,
+    /// By a compiled tape.
+    Tape,
 }
 
 /// Which derivative matrix a sparsity pattern is read for.
@@ -276,7 +311,7 @@ pub fn derivative_sparsity(
             "{form} inside a traced function (grad, jit, a loop's step) is not supported: call it at top level"
         )));
     }
-    let recorded = record(interp, f, args, &Request::Value, &[])?;
+    let recorded = record(interp, f, args, &Request::Value, &[], Execution::Tape)?;
     let [output] = recorded.outputs[..] else {
         return Err(EvalError::type_error(format!(
             "{form} needs a function returning one number or tensor, this one returned {} values",
@@ -395,6 +430,9 @@ fn finish(interp: &mut Interp, recorded: Recorded, request: &Request) -> EvalRes
                 recorded.roots.iter().map(|&r| t.graph.dtype(r)).collect()
             };
             (typed_values(outputs, &dtypes), None, None)
+        } else if let Some(program) = &recorded.straight {
+            let values = run_straight(interp, program, &trace.borrow().inputs, request)?;
+            (values, None, None)
         } else {
             let (compiled, hit) = compiled_for(interp, trace, &recorded.roots);
             let inputs = trace.borrow().inputs.clone();
@@ -530,7 +568,7 @@ pub fn compile_call(
             "cannot compile inside a traced function",
         ));
     }
-    let recorded = record(interp, f, args, request, &[])?;
+    let recorded = record(interp, f, args, request, &[], Execution::Tape)?;
     let (compiled, _) = compiled_for(interp, &recorded.trace, &recorded.roots);
     let inputs = recorded.trace.borrow().inputs.clone();
     let names = recorded.names_for(inputs.len());
@@ -565,7 +603,7 @@ pub fn optimized_call(
             "cannot compile inside a traced function",
         ));
     }
-    let recorded = record(interp, f, args, request, &[])?;
+    let recorded = record(interp, f, args, request, &[], Execution::Tape)?;
     let borrowed = recorded.trace.borrow();
     let upto = recorded
         .roots
@@ -649,6 +687,7 @@ fn record(
     args: &[Value],
     request: &Request,
     seeds: &[Value],
+    execution: Execution,
 ) -> EvalResult<Recorded> {
     let mut leaves = Vec::new();
     let trees: Vec<Tree> = args
@@ -663,7 +702,13 @@ fn record(
     }
     let trace: TraceRef = match &nested {
         Some(active) => Rc::clone(active),
-        None => Rc::new(RefCell::new(Trace::default())),
+        // A top-level trace records scalar operations in its flat arena
+        // (`debug-nans` follows each operation in the graph instead).
+        None => {
+            let mut top = Trace::default();
+            top.flat_recording = !interp.numeric.debug_nans;
+            Rc::new(RefCell::new(top))
+        }
     };
     let arg_leaf_ranges: Vec<Vec<usize>> = trees
         .iter()
@@ -727,11 +772,46 @@ fn record(
         &mut out_leaves,
         "results of a differentiated function",
     )?;
-    let out_ids: Vec<Id> = out_leaves
+    // The results' nodes, as recorded (possibly steps of the flat arena).
+    let recorded_out: Vec<Id> = out_leaves
         .iter()
-        .map(|v| node_of(&trace, v))
+        .map(|v| match v {
+            Value::Traced(t) if Rc::ptr_eq(&t.trace, &trace) => Ok(t.id),
+            other => node_of(&trace, other),
+        })
         .collect::<EvalResult<_>>()?;
-    let (roots, groups) = {
+    let straight = match (&nested, execution) {
+        (None, Execution::Any) => straight_line(
+            interp,
+            &trace.borrow(),
+            request,
+            &recorded_out,
+            &leaf_ids,
+            &arg_leaf_ranges,
+        ),
+        _ => None,
+    };
+    // Anything else works on the graph.
+    let out_ids: Vec<Id> = match straight {
+        Some(_) => recorded_out,
+        None => {
+            let mut t = trace.borrow_mut();
+            recorded_out
+                .iter()
+                .map(|&id| t.graph_node(id).map_err(|e| EvalError::shape(e.0)))
+                .collect::<EvalResult<_>>()?
+        }
+    };
+    let (roots, groups) = if straight.is_some() {
+        let Request::Grad { wrt, .. } = request else {
+            unreachable!("straight-line programs compute gradients")
+        };
+        let roots = match request.wants_value() {
+            true => out_ids.clone(),
+            false => Vec::new(),
+        };
+        (roots, wrt.iter().map(|&p| trees[p].clone()).collect())
+    } else {
         let mut borrowed = trace.borrow_mut();
         derivative_roots(
             &mut borrowed,
@@ -766,7 +846,71 @@ fn record(
         n_leaves: leaves.len(),
         input_leaves,
         names,
+        straight,
     })
+}
+
+/// The straight-line program for a gradient `request` of a trace with
+/// the results `outputs` with respect to the argument leaves (`leaves`,
+/// grouped by argument in `arg_leaves`), where one serves: a single scalar
+/// result whose program is all scalar operations (`StraightLine::build`),
+/// too long for the optimizer's saturation (which may rewrite a shorter
+/// program, so that one keeps the tensor pipeline), with neither a memory
+/// budget to keep (the tape compiler's checkpointing) nor `debug-nans`.
+/// Custom rules and loops are tensor operations, so the refusals of
+/// `derivative_roots` never apply to such a program.
+fn straight_line(
+    interp: &Interp,
+    trace: &Trace,
+    request: &Request,
+    outputs: &[Id],
+    leaves: &[Id],
+    arg_leaves: &[Vec<usize>],
+) -> Option<Rc<StraightLine>> {
+    let Request::Grad { wrt, .. } = request else {
+        return None;
+    };
+    let &[output] = outputs else {
+        return None;
+    };
+    if interp.numeric.debug_nans
+        || interp.numeric.memory_budget.is_some()
+        || usize::from(output) < MAX_TENSOR_SATURATION_NODES
+    {
+        return None;
+    }
+    let targets: Vec<Id> = wrt
+        .iter()
+        .flat_map(|&position| arg_leaves[position].iter().map(|&i| leaves[i]))
+        .collect();
+    let program = StraightLine::build(&trace.graph, &trace.flat, output, &targets)?;
+    (program.len() > MAX_TENSOR_SATURATION_NODES).then(|| Rc::new(program))
+}
+
+/// The values a straight-line program gives at `inputs`: the result (when
+/// `request` wants it), then the gradient, one number per target.
+fn run_straight(
+    interp: &mut Interp,
+    program: &StraightLine,
+    inputs: &[crate::backends::cpu::Buf],
+    request: &Request,
+) -> EvalResult<Vec<Value>> {
+    let result = with_cancel(interp.interrupt_flag(), || {
+        program.value_and_gradient(inputs)
+    });
+    interp.check_interrupt()?;
+    let (value, gradient) = result.map_err(|error| match error {
+        StraightError::Interrupted => EvalError::type_error("interrupted"),
+        StraightError::NotScalarInput(k) => {
+            EvalError::type_error(format!("input {k} of a scalar program is not a number"))
+        }
+    })?;
+    let mut values = Vec::with_capacity(gradient.len() + 1);
+    if request.wants_value() {
+        values.push(Value::Float(value));
+    }
+    values.extend(gradient.into_iter().map(Value::Float));
+    Ok(values)
 }
 
 fn leaf_values(tree: &Tree, all: &[Value]) -> Vec<Value> {
@@ -1041,7 +1185,9 @@ fn check_same(graph: &TensorGraph, id: Id, like: Id, what: &str) -> EvalResult<(
 /// be rerun with other seeds), the value's own node when nested.
 fn seed_node(t: &mut Trace, trace: &TraceRef, value: &Value) -> EvalResult<Id> {
     match value {
-        Value::Traced(v) if Rc::ptr_eq(&v.trace, trace) => Ok(v.id),
+        Value::Traced(v) if Rc::ptr_eq(&v.trace, trace) => {
+            t.graph_node(v.id).map_err(|e| EvalError::shape(e.0))
+        }
         Value::Traced(_) => t.capture_enclosing(value).ok_or_else(|| {
             EvalError::type_error("a traced value escaped the function being differentiated")
         }),

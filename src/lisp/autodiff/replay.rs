@@ -1,6 +1,6 @@
 //! Replays: a transformed function (`jit`, `grad`, `value-and-grad`)
 //! called again on arguments of the same structure runs its compiled tape
-//! at once, without running the Lisp function again to trace it (JAX's
+//! (or a gradient's straight-line program, `tape::straight`) at once, without running the Lisp function again to trace it (JAX's
 //! cache of traced functions by argument signature).
 //!
 //! A trace is kept for replay only when running it again could not come
@@ -28,7 +28,7 @@
 //! assignment, which makes the replay stale).
 
 use super::tree::{Tree, flatten};
-use super::{Compiled, Outcome, Request, assemble, finish, record};
+use super::{Compiled, Execution, Outcome, Request, assemble, finish, record, run_straight};
 use crate::backends::cpu::Buf;
 use crate::backends::cpu::cancel::with_cancel;
 use crate::dtype::DType;
@@ -36,6 +36,7 @@ use crate::lisp::error::EvalResult;
 use crate::lisp::interp::Interp;
 use crate::lisp::trace::value_to_buf;
 use crate::lisp::value::Value;
+use crate::tape::straight::StraightLine;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -83,13 +84,21 @@ impl Signature {
     }
 }
 
-/// One replayable trace: its tape, and how to make the tape's inputs and
+/// What a replay runs.
+enum Program {
+    /// A compiled tape.
+    Tape(Rc<Compiled>),
+    /// A gradient's straight-line program (`tape::straight`).
+    Straight(Rc<StraightLine>),
+}
+
+/// One replayable trace: its program, and how to make the tape's inputs and
 /// read its results.
 struct Replay {
     signature: Signature,
     /// `NumericState::world` when it was recorded.
     world: u64,
-    compiled: Rc<Compiled>,
+    program: Program,
     /// The inputs it was recorded with: captured tensors as they were,
     /// placeholders where the arguments go.
     inputs: Vec<Buf>,
@@ -150,7 +159,7 @@ impl Replays {
             .numeric
             .recording_frames
             .replace(crate::lisp::env::next_frame_serial());
-        let recorded = record(interp, f, args, request, &[]);
+        let recorded = record(interp, f, args, request, &[], Execution::Any);
         interp.numeric.recording_frames = outer;
         let recorded = recorded?;
         let pure = interp.numeric.effects == effects
@@ -171,9 +180,15 @@ impl Replays {
                 recorded.n_out,
             )
         });
+        let straight = recorded.straight.clone();
         let outcome = finish(interp, recorded, request)?;
-        if let (Some((inputs, input_leaves, out_tree, groups, n_out)), Some(compiled)) =
-            (kept, &outcome.compiled)
+        let program = match (&outcome.compiled, straight) {
+            (Some(compiled), _) => Some(Program::Tape(Rc::clone(compiled))),
+            (None, Some(straight)) => Some(Program::Straight(straight)),
+            (None, None) => None,
+        };
+        if let (Some((inputs, input_leaves, out_tree, groups, n_out)), Some(program)) =
+            (kept, program)
         {
             let mut list = self.kept.borrow_mut();
             if list.len() >= KEPT {
@@ -182,7 +197,7 @@ impl Replays {
             list.push(Rc::new(Replay {
                 signature,
                 world,
-                compiled: Rc::clone(compiled),
+                program,
                 inputs,
                 input_leaves,
                 n_out,
@@ -201,19 +216,25 @@ impl Replay {
         for (input, &leaf) in inputs.iter_mut().zip(&self.input_leaves) {
             *input = value_to_buf(&leaves[leaf])?;
         }
-        let outputs = with_cancel(interp.interrupt_flag(), || {
-            crate::backends::run(&self.compiled.tape, &inputs)
-        });
-        interp.check_interrupt()?;
-        let outputs = outputs.map_err(crate::lisp::sites::eval_error)?;
-        let values = super::typed_values(outputs, &self.compiled.tape.output_dtypes);
+        let (values, compiled) = match &self.program {
+            Program::Tape(compiled) => {
+                let outputs = with_cancel(interp.interrupt_flag(), || {
+                    crate::backends::run(&compiled.tape, &inputs)
+                });
+                interp.check_interrupt()?;
+                let outputs = outputs.map_err(crate::lisp::sites::eval_error)?;
+                let values = super::typed_values(outputs, &compiled.tape.output_dtypes);
+                (values, Some(Rc::clone(compiled)))
+            }
+            Program::Straight(program) => (run_straight(interp, program, &inputs, request)?, None),
+        };
         let (value, derivatives) =
             assemble(&values, self.n_out, &self.out_tree, &self.groups, request);
         Ok(Outcome {
             value,
             derivatives,
             cached: Some(true),
-            compiled: Some(Rc::clone(&self.compiled)),
+            compiled,
         })
     }
 }

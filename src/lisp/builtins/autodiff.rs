@@ -461,7 +461,7 @@ fn x_buf_array(buf: &Buf) -> ArrayD<f64> {
 /// function with respect to its first argument, or the function's own tape.
 fn tape_of(interp: &mut Interp, args: &Args) -> EvalResult<Outcome> {
     gradient_or_value(interp, args, false, |interp, f, call_args, request| {
-        autodiff::run(interp, f, call_args, request, &[])
+        autodiff::run_on_tape(interp, f, call_args, request)
     })
 }
 

@@ -290,7 +290,8 @@ fn astype_value(value: &Value, dtype: DType) -> EvalResult<Value> {
     match value {
         Value::Traced(t) => {
             let trace = Rc::clone(&t.trace);
-            let id = trace.borrow_mut().graph.cast(t.id, dtype);
+            let id = crate::lisp::trace::node_of(&trace, value)?;
+            let id = trace.borrow_mut().graph.cast(id, dtype);
             Ok(crate::lisp::trace::traced(&trace, id))
         }
         Value::Tensor(_) | Value::Tensor32(_) => Ok(converted(value, dtype)),

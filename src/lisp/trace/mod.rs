@@ -15,7 +15,8 @@ use super::error::{EvalError, EvalResult};
 use super::value::Value;
 use crate::backends::cpu::{Buf, eval_op};
 use crate::dtype::DType;
-use crate::egraph::tensor::{Shape, TOp, TensorGraph};
+use crate::egraph::tensor::flat::{FlatScalars, is_flat};
+use crate::egraph::tensor::{Shape, ShapeError, TOp, TensorGraph};
 use egg::Id;
 use ndarray::ArrayD;
 use std::cell::RefCell;
@@ -27,6 +28,13 @@ use std::rc::Rc;
 pub struct Trace {
     /// The recorded program.
     pub graph: TensorGraph,
+    /// Scalar operations recorded without hashing while `flat_recording`
+    /// is on (ids past `flat::FLAT_BASE`), entering `graph` only when
+    /// something needs them there (`graph_node`).
+    pub flat: FlatScalars,
+    /// Whether scalar operations go to `flat` (a top-level request's
+    /// trace, without `debug-nans`).
+    pub flat_recording: bool,
     /// Concrete values of the program's inputs, by input index.
     pub inputs: Vec<Buf>,
     /// Tensors captured as inputs, by address (one input per tensor).
@@ -156,9 +164,34 @@ impl Trace {
         }
     }
 
+    /// The graph node of `id` (a graph node, or a step of `flat`, which
+    /// enters the graph with the steps before it).
+    pub fn graph_node(&mut self, id: Id) -> Result<Id, ShapeError> {
+        self.flat.materialize(&mut self.graph, id)
+    }
+
+    /// The shape of `id` (a graph node or a flat step).
+    pub fn shape_of(&self, id: Id) -> Shape {
+        match is_flat(id) {
+            true => Shape::new(),
+            false => self.graph.shape(id).clone(),
+        }
+    }
+
+    /// The number type of `id` (a graph node or a flat step).
+    pub fn dtype_of(&self, id: Id) -> DType {
+        match is_flat(id) {
+            true => self.flat.dtype(id),
+            false => self.graph.dtype(id),
+        }
+    }
+
     /// The concrete value of node `id`, computing what it needs (an
     /// operation may refuse its values: a singular matrix, say).
     pub fn concrete(&mut self, id: Id) -> Result<Buf, crate::backends::BackendError> {
+        let id = self
+            .graph_node(id)
+            .map_err(|e| crate::backends::BackendError::new(e.0))?;
         self.inspected = true;
         let mut values = std::mem::take(&mut self.values);
         if values.len() < self.graph.len() {
@@ -432,11 +465,13 @@ impl Trace {
 /// `Traced` otherwise.
 pub fn traced(trace: &TraceRef, id: Id) -> Value {
     let borrowed = trace.borrow();
-    if let Some(x) = borrowed.graph.constant(id) {
+    if !is_flat(id)
+        && let Some(x) = borrowed.graph.constant(id)
+    {
         return Value::Float(x);
     }
-    let shape = borrowed.graph.shape(id).clone();
-    let dtype = borrowed.graph.dtype(id);
+    let shape = borrowed.shape_of(id);
+    let dtype = borrowed.dtype_of(id);
     drop(borrowed);
     Value::Traced(Rc::new(Traced {
         trace: Rc::clone(trace),
@@ -450,7 +485,10 @@ pub fn traced(trace: &TraceRef, id: Id) -> Value {
 /// are, numbers as constants, tensors as captured inputs.
 pub fn node_of(trace: &TraceRef, value: &Value) -> EvalResult<Id> {
     match value {
-        Value::Traced(t) if Rc::ptr_eq(&t.trace, trace) => Ok(t.id),
+        Value::Traced(t) if Rc::ptr_eq(&t.trace, trace) => trace
+            .borrow_mut()
+            .graph_node(t.id)
+            .map_err(|e| EvalError::shape(e.0)),
         Value::Traced(t) if encloses(&t.trace, trace) => Ok(capture_outer(trace, value, &t.shape)),
         Value::Traced(_) => Err(EvalError::type_error(
             "a traced value escaped the function being differentiated (was it stored in a global?)",

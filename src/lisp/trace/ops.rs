@@ -4,7 +4,9 @@
 //! eager ones.
 
 use super::{TraceRef, node_of, traced};
+use crate::dtype::DType;
 use crate::egraph::language::Math;
+use crate::egraph::tensor::flat::is_flat;
 use crate::egraph::tensor::op::map_op;
 use crate::egraph::tensor::{CmpOp, ReduceOp, RoundOp, Shape, TOp};
 use crate::lisp::builtins::reduce::{keepdims, reduced_axes};
@@ -16,8 +18,9 @@ use crate::lisp::tensor::normalize_axis;
 use crate::lisp::value::Value;
 use crate::ops::Op;
 use crate::ops::reduction::LogSumExp;
-use egg::Id;
+use egg::{Id, Language};
 use smallvec::SmallVec;
+use std::rc::Rc;
 
 /// Built-ins whose result is a plain value computed from the numbers of
 /// their arguments, not an operation to record: an index into a tensor
@@ -54,29 +57,80 @@ struct Recorder<'a> {
 }
 
 impl Recorder<'_> {
+    /// The node of `value`: for a traced value of this trace its recorded
+    /// id (possibly a flat step, which `add` brings into the graph).
     fn node(&self, value: &Value) -> EvalResult<Id> {
-        node_of(self.trace, value)
+        match value {
+            Value::Traced(t) if Rc::ptr_eq(&t.trace, self.trace) => Ok(t.id),
+            _ => node_of(self.trace, value),
+        }
     }
 
     fn shape(&self, id: Id) -> Shape {
-        self.trace.borrow().graph.shape(id).clone()
+        self.trace.borrow().shape_of(id)
     }
 
+    /// Records `op` over `children` in the graph (flat steps among them
+    /// enter it first).
     fn add(&self, op: TOp, children: &[Id]) -> EvalResult<Id> {
-        let id = self
-            .trace
-            .borrow_mut()
-            .graph
-            .add(op, children)
-            .map_err(|e| EvalError::shape(e.0))?;
+        let id = {
+            let mut t = self.trace.borrow_mut();
+            let children: SmallVec<[Id; 3]> = children
+                .iter()
+                .map(|&c| t.graph_node(c))
+                .collect::<Result<_, _>>()
+                .map_err(|e| EvalError::shape(e.0))?;
+            t.graph
+                .add(op, &children)
+                .map_err(|e| EvalError::shape(e.0))?
+        };
         // A result the machine cannot hold is an error now, not an abort
         // when the tape runs.
         crate::lisp::tensor::check_allocation(&self.shape(id))?;
         Ok(id)
     }
 
+    /// Records the scalar operator `math` over `children`: a step of the
+    /// flat arena when the trace keeps one and every operand is a number
+    /// (not all constants, which the graph folds; not f32, which the graph
+    /// rounds), a graph node otherwise.
     fn map(&self, math: Math, children: &[Id]) -> EvalResult<Id> {
+        if let Some(id) = self.flat_step(&math, children) {
+            return Ok(id);
+        }
         self.add(map_op(&math), children)
+    }
+
+    fn flat_step(&self, math: &Math, children: &[Id]) -> Option<Id> {
+        let mut t = self.trace.borrow_mut();
+        if !t.flat_recording || matches!(math, Math::Call(..)) {
+            return None;
+        }
+        let mut dtype = DType::Weak;
+        let mut all_constant = true;
+        for &child in children {
+            let child_dtype = if is_flat(child) {
+                all_constant = false;
+                t.flat.dtype(child)
+            } else {
+                if !t.graph.shape(child).is_empty() {
+                    return None;
+                }
+                all_constant &= t.graph.constant(child).is_some();
+                t.graph.dtype(child)
+            };
+            match child_dtype {
+                DType::Weak => {}
+                DType::F64 => dtype = DType::F64,
+                DType::F32 => return None,
+            }
+        }
+        if all_constant {
+            return None;
+        }
+        let mut math = math.clone();
+        math.children_mut().copy_from_slice(children);
+        t.flat.push(&math, dtype)
     }
 
     fn num(&self, x: f64) -> Id {
