@@ -42,6 +42,8 @@ pub mod vmap;
 
 #[cfg(test)]
 mod simulated_device_tests;
+#[cfg(test)]
+mod straight_line_tests;
 
 pub use compiled::CompiledGrad;
 pub use engine::Engine;

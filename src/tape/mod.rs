@@ -17,7 +17,6 @@ mod rounding;
 pub mod scan;
 mod show;
 mod storage;
-pub mod straight;
 
 pub use compile::compile;
 pub use remat::compile_within;

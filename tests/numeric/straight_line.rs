@@ -1,6 +1,6 @@
 //! Long scalar loops written in Lisp (issue 23, item 2): their trace goes
 //! to the flat arena and their gradient to a straight-line program
-//! (`tape::straight`). Each gradient is checked against the same map as a
+//! (`backends::cpu::straight`). Each gradient is checked against the same map as a
 //! `scan` (a different path: a loop node, its own reverse sweep and tape)
 //! and against central differences of the eager function; the cases that
 //! must leave the straight line (a branch on a traced value, a tensor, a

@@ -26,6 +26,7 @@ mod sources;
 mod storage;
 #[cfg(test)]
 pub(crate) mod storage_tests;
+pub mod straight;
 mod structural;
 
 pub use broadcast::{broadcast, row_major};

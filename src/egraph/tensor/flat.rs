@@ -5,13 +5,14 @@
 //! the `TensorGraph`.
 //!
 //! Arena ids live past [`FLAT_BASE`], so one `Id` names either a graph node
-//! (below) or an arena step (above); an operand may be either. A step
-//! enters the graph only when something needs it there
-//! ([`FlatScalars::materialize`]: a tensor operation, a symbolic sweep, a
-//! look at its value), and then with every step before it, in order, so
-//! an operand is always in the graph before its user and no recursion is
-//! needed however long the chain. A scalar program that never needs the
-//! graph is read here in place (`tape::straight`).
+//! (below) or an arena step (above); an operand may be either. Steps enter
+//! the graph only when something else does ([`FlatScalars::flush`]: a
+//! tensor operation, a new constant or input, a symbolic sweep, a look at
+//! a value), all of them, in order: an operand is always in the graph
+//! before its user, no recursion is needed however long the chain, and
+//! the graph ends up node for node what recording every step there would
+//! have made. A scalar program that never needs the graph is read here in
+//! place (`backends::cpu::straight`).
 
 use super::graph::TensorGraph;
 use super::op::map_op;
@@ -40,6 +41,7 @@ const CHUNK: usize = 1 << 14;
 #[derive(Clone, Copy, Debug)]
 struct Packed {
     operator: u8,
+    arity: u8,
     dtype: DType,
     operands: [Id; 2],
 }
@@ -85,8 +87,7 @@ impl FlatScalars {
     /// The operand ids of step `index`.
     pub fn operands(&self, index: usize) -> &[Id] {
         let packed = &self.chunks[index / CHUNK][index % CHUNK];
-        let arity = self.operators[packed.operator as usize].children().len();
-        &packed.operands[..arity]
+        &packed.operands[..packed.arity as usize]
     }
 
     /// The number type of step `id` (an arena id).
@@ -94,26 +95,41 @@ impl FlatScalars {
         self.packed(usize::from(id) - FLAT_BASE).dtype
     }
 
-    /// Appends `math` (its children the operand ids: at most two, so not
+    /// The operators met so far, their children placeholders; a step's
+    /// operator is an index into them ([`FlatScalars::operator`]).
+    pub fn operators(&self) -> &[Math] {
+        &self.operators
+    }
+
+    /// The operator of step `index`, an index into `operators()`.
+    pub fn operator(&self, index: usize) -> usize {
+        self.packed(index).operator as usize
+    }
+
+    /// Appends the scalar operator `operator` (its own children ignored)
+    /// over `operands` (graph nodes or earlier steps; at most two, so not
     /// a user function's call) of type `dtype`; `None` when it cannot be
     /// recorded here (a call, no memory, ids exhausted).
-    pub fn push(&mut self, math: &Math, dtype: DType) -> Option<Id> {
-        let children = math.children();
-        if children.len() > 2 || matches!(math, Math::Call(..)) {
+    pub fn push(&mut self, operator: &Math, operands: &[Id], dtype: DType) -> Option<Id> {
+        if operands.len() > 2 || matches!(operator, Math::Call(..)) {
             return None;
         }
         if self.len >= u32::MAX as usize - FLAT_BASE {
             return None;
         }
-        let kind = std::mem::discriminant(math);
-        let operator = match self
-            .operators
-            .iter()
-            .position(|known| std::mem::discriminant(known) == kind)
-        {
+        let kind = std::mem::discriminant(operator);
+        let known = match self.operators.last() {
+            // A loop repeats its operators: the last one is checked first.
+            Some(last) if std::mem::discriminant(last) == kind => Some(self.operators.len() - 1),
+            _ => self
+                .operators
+                .iter()
+                .position(|known| std::mem::discriminant(known) == kind),
+        };
+        let index = match known {
             Some(k) => k,
             None => {
-                let mut template = math.clone();
+                let mut template = operator.clone();
                 template.children_mut().fill(Id::from(0));
                 self.operators.push(template);
                 self.operators.len() - 1
@@ -125,15 +141,35 @@ impl FlatScalars {
             self.chunks.try_reserve(1).ok()?;
             self.chunks.push(chunk);
         }
-        let mut operands = [Id::from(0); 2];
-        operands[..children.len()].copy_from_slice(children);
+        let mut packed = [Id::from(0); 2];
+        packed[..operands.len()].copy_from_slice(operands);
         self.chunks[self.len / CHUNK].push(Packed {
-            operator: operator as u8,
+            operator: u8::try_from(index).ok()?,
+            arity: operands.len() as u8,
             dtype,
-            operands,
+            operands: packed,
         });
         self.len += 1;
         Some(Id::from(FLAT_BASE + self.len - 1))
+    }
+
+    /// Whether steps wait to enter the graph.
+    pub fn pending(&self) -> bool {
+        self.in_graph.len() < self.len
+    }
+
+    /// Adds every step not yet in `graph` to it, in order: called before
+    /// anything else enters the graph, so the graph holds the same nodes
+    /// in the same order as if each step had gone there when recorded
+    /// (its simplifications and hash-consing apply, and a program mixing
+    /// scalars and tensors is built exactly as without the arena).
+    pub fn flush(&mut self, graph: &mut TensorGraph) -> Result<(), ShapeError> {
+        match self.len.checked_sub(1) {
+            Some(last) if self.pending() => self
+                .materialize(graph, Id::from(FLAT_BASE + last))
+                .map(|_| ()),
+            _ => Ok(()),
+        }
     }
 
     /// The graph node of `id`: itself for a graph node; for a step, the

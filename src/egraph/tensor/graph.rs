@@ -175,6 +175,16 @@ impl TensorGraph {
         ))
     }
 
+    /// The node of the scalar `value` if the graph has it already.
+    pub fn find_scalar(&self, value: f64) -> Option<Id> {
+        let node = TNode::new(TOp::Scalar(Constant::new(value)?), &[]);
+        let hash = node_hash(&node);
+        let expr = &self.expr;
+        self.memo
+            .find(hash, |&(other, id)| other == hash && expr[id] == node)
+            .map(|&(_, id)| id)
+    }
+
     /// A finite scalar known to the caller (a number in a derivative rule).
     pub fn num(&mut self, value: f64) -> Id {
         self.scalar(value)

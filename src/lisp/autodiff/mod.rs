@@ -9,7 +9,7 @@
 //!
 //! The gradient of a long program of scalar operations (a Lisp loop over
 //! numbers: its trace is mostly the flat arena, `Trace::flat`) skips the
-//! sweep, the optimizer and the tape compiler: a `tape::straight`
+//! sweep, the optimizer and the tape compiler: a `backends::cpu::straight`
 //! program read from the trace in place gives value and gradient in two
 //! passes (`straight_line`).
 
@@ -24,6 +24,7 @@ use super::interp::Interp;
 use super::trace::{Trace, TraceRef, node_of, traced};
 use super::value::Value;
 use crate::backends::cpu::cancel::with_cancel;
+use crate::backends::cpu::straight::{StraightError, StraightLine};
 use crate::egraph::tensor::optimize::{
     MAX_TENSOR_SATURATION_NODES, Optimized, TensorLimits, TensorReport, optimize,
 };
@@ -31,7 +32,6 @@ use crate::egraph::tensor::reverse::{Modes, refusal};
 use crate::egraph::tensor::shape::show;
 use crate::egraph::tensor::{Shape, TNode, TOp, TensorGraph, jvp, vjp};
 use crate::tape::dot::Names;
-use crate::tape::straight::{StraightError, StraightLine};
 use crate::tape::{Tape, compile, compile_within};
 use egg::Id;
 use rustc_hash::{FxHashMap, FxHasher};
@@ -267,7 +267,7 @@ pub fn run_on_tape(
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Execution {
     /// A gradient of a long scalar program by a straight-line program
-    /// (`tape::straight`), anything else by a compiled tape.
+    /// (`backends::cpu::straight`), anything else by a compiled tape.
     Any,
     /// By a compiled tape.
     Tape,

@@ -1,6 +1,6 @@
 //! Replays: a transformed function (`jit`, `grad`, `value-and-grad`)
 //! called again on arguments of the same structure runs its compiled tape
-//! (or a gradient's straight-line program, `tape::straight`) at once, without running the Lisp function again to trace it (JAX's
+//! (or a gradient's straight-line program, `backends::cpu::straight`) at once, without running the Lisp function again to trace it (JAX's
 //! cache of traced functions by argument signature).
 //!
 //! A trace is kept for replay only when running it again could not come
@@ -31,12 +31,12 @@ use super::tree::{Tree, flatten};
 use super::{Compiled, Execution, Outcome, Request, assemble, finish, record, run_straight};
 use crate::backends::cpu::Buf;
 use crate::backends::cpu::cancel::with_cancel;
+use crate::backends::cpu::straight::StraightLine;
 use crate::dtype::DType;
 use crate::lisp::error::EvalResult;
 use crate::lisp::interp::Interp;
 use crate::lisp::trace::value_to_buf;
 use crate::lisp::value::Value;
-use crate::tape::straight::StraightLine;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -88,7 +88,7 @@ impl Signature {
 enum Program {
     /// A compiled tape.
     Tape(Rc<Compiled>),
-    /// A gradient's straight-line program (`tape::straight`).
+    /// A gradient's straight-line program (`backends::cpu::straight`).
     Straight(Rc<StraightLine>),
 }
 

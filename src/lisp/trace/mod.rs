@@ -112,6 +112,7 @@ impl Trace {
     /// A new run-time input holding `value`, of type `dtype` (an f32 value
     /// is held widened).
     pub fn add_typed_input(&mut self, value: Buf, dtype: DType) -> Id {
+        self.flush();
         let index = self.inputs.len() as u32;
         let id = self.graph.input(index, value.shape(), dtype);
         self.inputs.push(value);
@@ -158,6 +159,10 @@ impl Trace {
 
     /// The node of a number: a constant, or an input when not finite.
     pub fn number(&mut self, x: f64) -> Id {
+        if let Some(id) = self.graph.find_scalar(x) {
+            return id;
+        }
+        self.flush();
         match self.graph.scalar(x) {
             Some(id) => id,
             None => self.add_input(Buf::Scalar(x)),
@@ -167,7 +172,16 @@ impl Trace {
     /// The graph node of `id` (a graph node, or a step of `flat`, which
     /// enters the graph with the steps before it).
     pub fn graph_node(&mut self, id: Id) -> Result<Id, ShapeError> {
+        self.flat.flush(&mut self.graph)?;
         self.flat.materialize(&mut self.graph, id)
+    }
+
+    /// Brings the flat arena's pending steps into the graph before a node
+    /// is added there some other way (`FlatScalars::flush`).
+    pub(crate) fn flush(&mut self) {
+        // Flat steps are scalar operators over scalars: they always fit.
+        let flushed = self.flat.flush(&mut self.graph);
+        debug_assert!(flushed.is_ok(), "flat steps fit");
     }
 
     /// The shape of `id` (a graph node or a flat step).

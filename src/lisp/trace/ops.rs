@@ -18,7 +18,7 @@ use crate::lisp::tensor::normalize_axis;
 use crate::lisp::value::Value;
 use crate::ops::Op;
 use crate::ops::reduction::LogSumExp;
-use egg::{Id, Language};
+use egg::Id;
 use smallvec::SmallVec;
 use std::rc::Rc;
 
@@ -75,6 +75,7 @@ impl Recorder<'_> {
     fn add(&self, op: TOp, children: &[Id]) -> EvalResult<Id> {
         let id = {
             let mut t = self.trace.borrow_mut();
+            t.flush();
             let children: SmallVec<[Id; 3]> = children
                 .iter()
                 .map(|&c| t.graph_node(c))
@@ -128,9 +129,7 @@ impl Recorder<'_> {
         if all_constant {
             return None;
         }
-        let mut math = math.clone();
-        math.children_mut().copy_from_slice(children);
-        t.flat.push(&math, dtype)
+        t.flat.push(math, children, dtype)
     }
 
     fn num(&self, x: f64) -> Id {
