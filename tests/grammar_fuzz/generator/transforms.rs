@@ -39,7 +39,7 @@ const WRAPPERS: &[&str] = &[
 impl Gen<'_> {
     pub(super) fn transform(&mut self, depth: u32) -> String {
         let d = (depth - 1).min(3);
-        match self.rng.below(20) {
+        match self.rng.below(21) {
             0 => format!("((grad {}) {})", self.traced(1, true, d), self.point()),
             1 => self.grad_wrt(d),
             2 => format!(
@@ -68,6 +68,7 @@ impl Gen<'_> {
             16 => self.custom_rule(d),
             17 => self.solver(d),
             18 => self.grad_through_scan(d),
+            19 => self.long_loop(d),
             _ => format!(
                 "(dynamic-wind (lambda () (debug-nans #t)) (lambda () ((grad {}) {})) (lambda () (debug-nans #f)))",
                 self.traced(1, true, d),
@@ -299,6 +300,27 @@ impl Gen<'_> {
                 )
             }
         }
+    }
+
+    /// A Lisp loop of thousands of steps over a number under `grad`,
+    /// `value-and-grad` or `jit`, called twice (the second call replays):
+    /// past the optimizer's size, a scalar trace's gradient runs as a
+    /// straight-line program from the flat arena; a step that makes a
+    /// tensor or looks at its state takes the tensor pipeline instead.
+    fn long_loop(&mut self, d: u32) -> String {
+        let (p, x, k) = (
+            self.fresh_name("p"),
+            self.fresh_name("x"),
+            self.fresh_name("k"),
+        );
+        let step = self.with_bindings(&[p.clone(), x.clone()], |g| g.traced_body(d.min(2)));
+        let steps = self.rng.pick(&["5001", "6000", "1", "0"]);
+        let head = self.rng.pick(&["grad", "value-and-grad", "jit"]);
+        format!(
+            "(let ((g ({head} (lambda ({p}) (let loop (({x} {p}) ({k} 0)) (if (< {k} {steps}) (loop (* 0.5 (tanh (sum {step}))) (+ {k} 1)) {x})))))) (list (g {}) (g {})))",
+            self.point(),
+            self.point()
+        )
     }
 
     fn grad_through_scan(&mut self, d: u32) -> String {
