@@ -297,6 +297,7 @@ fn w6(c: &mut Criterion) {
         ("f_interpreted", "logistic"),
         ("f_jit", "logistic-jit"),
         ("grad_reverse", "logistic-grad"),
+        ("grad_reverse_traced", "logistic-grad-traced"),
         ("jvp_forward", "logistic-jvp"),
         ("f_scan", "logistic-scan"),
         ("grad_scan_store_all", "logistic-scan-grad"),
