@@ -232,8 +232,8 @@ struct Recorded {
     /// Display names of the argument inputs and of the roots.
     names: Names,
     /// For a gradient of a long scalar program: the program to run in
-    /// place of the derivative roots (`roots` holds only the result then,
-    /// if wanted, and nothing is compiled).
+    /// place of the derivative roots (`roots` is empty then, `outputs` may
+    /// name flat steps, and nothing is compiled).
     straight: Option<Rc<StraightLine>>,
 }
 
@@ -806,11 +806,7 @@ fn record(
         let Request::Grad { wrt, .. } = request else {
             unreachable!("straight-line programs compute gradients")
         };
-        let roots = match request.wants_value() {
-            true => out_ids.clone(),
-            false => Vec::new(),
-        };
-        (roots, wrt.iter().map(|&p| trees[p].clone()).collect())
+        (Vec::new(), wrt.iter().map(|&p| trees[p].clone()).collect())
     } else {
         let mut borrowed = trace.borrow_mut();
         derivative_roots(
