@@ -117,7 +117,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
     #[test]
-    fn gradient_matches_the_tensor_pipeline_and_differences(
+    fn gradient_matches_the_tensor_pipeline_differences_and_the_tangent(
         steps in proptest::collection::vec((any::<u8>(), any::<u16>(), any::<u16>(), any::<bool>()), 1..40),
         xs in proptest::collection::vec(-2.0f64..2.0, 3),
     ) {
@@ -126,6 +126,14 @@ proptest! {
             .expect("a scalar program qualifies");
         let (value, gradient) = program.value_and_gradient(&scalars(&xs)).unwrap();
         prop_assert!(value.is_finite());
+        let direction = [0.3, -1.1, 0.7];
+        let (same, tangent) = program.value_and_tangent(&scalars(&xs), &direction).unwrap();
+        let along: f64 = gradient.iter().zip(direction).map(|(g, t)| g * t).sum();
+        prop_assert_eq!(same, value);
+        prop_assert!(
+            (tangent - along).abs() <= 1e-12 * (1.0 + along.abs()),
+            "forward {tangent}, reverse along the direction {along}"
+        );
         let oracle = tape_gradient(&graph, &flat, output, &leaves, &scalars(&xs));
         for (k, (&got, &want)) in gradient.iter().zip(&oracle).enumerate() {
             prop_assert!(

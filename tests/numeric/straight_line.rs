@@ -4,7 +4,8 @@
 //! `scan` (a different path: a loop node, its own reverse sweep and tape)
 //! and against central differences of the eager function; the cases that
 //! must leave the straight line (a branch on a traced value, a tensor, a
-//! nested derivative, forward mode, `tape-stats`) are checked the same way.
+//! nested derivative, `tape-stats`) are checked the same way; `jvp` of
+//! such a loop runs the straight line's forward pass.
 
 use super::*;
 
@@ -109,6 +110,24 @@ fn value_and_grad_and_several_arguments() {
     let fd = difference(&mut engine, "(lambda (a) (damped a 0.5))", 0.9, 1e-6);
     assert!(close(slope.as_f64().unwrap(), fd, 1e-5), "{slope} vs {fd}");
     let both = parts(&eval(&mut engine, "((grad damped :wrt '(0 1)) 0.9 0.5)")).unwrap();
+    let along = parts(&eval(
+        &mut engine,
+        "(jvp damped (list 0.9 0.5) (list 2 -3.0))",
+    ))
+    .unwrap();
+    let want = 2.0 * both[0][[]] - 3.0 * both[1][[]];
+    assert!(
+        close(along[1][[]], want, 1e-9),
+        "{} vs {want}",
+        along[1][[]]
+    );
+    let refused = try_eval(&mut engine, "(jvp damped (list 0.9 0.5) (list [1.0] 0.0))");
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.contains("tangent has shape [1]")),
+        "{refused:?}"
+    );
     let fd_b = difference(&mut engine, "damped-b", 0.5, 1e-6);
     assert!(close(both[0][[]], fd, 1e-5));
     assert!(close(both[1][[]], fd_b, 1e-5), "{} vs {fd_b}", both[1][[]]);
@@ -204,13 +223,22 @@ fn nested_and_forward_derivatives_of_a_scalar_loop() {
     let fd = difference(&mut engine, "slope", 2.9, 1e-5);
     assert!(close(second, fd, 1e-4), "{second} vs {fd}");
     loops(&mut engine);
+    tapes_compiled(&mut engine);
+    let before = tapes_compiled(&mut engine);
     let forward = parts(&eval(&mut engine, "(jvp logistic (list 2.9) (list 1.0))")).unwrap();
+    assert_eq!(
+        tapes_compiled(&mut engine),
+        before,
+        "a long scalar loop's jvp compiles no tape"
+    );
     let reverse = number(&mut engine, "((grad logistic) 2.9)");
     assert!(
         close(forward[1][[]], reverse, 1e-9),
         "{} vs {reverse}",
         forward[1][[]]
     );
+    let eager = number(&mut engine, "(logistic 2.9)");
+    assert!(close(forward[0][[]], eager, 1e-12));
 }
 
 #[test]

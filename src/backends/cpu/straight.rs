@@ -1,8 +1,8 @@
 //! Straight-line scalar programs: a traced program every value of which is
 //! one number (a scalar loop written in Lisp and unrolled by tracing, such
-//! as a time-stepping recurrence) kept as a flat list of scalar steps, and
-//! its gradient computed by one forward and one reverse pass over that
-//! list.
+//! as a time-stepping recurrence) kept as a flat list of scalar steps, its
+//! gradient computed by one forward and one reverse pass over that list,
+//! its directional derivative by one forward pass.
 //!
 //! Such a program gains nothing from the tensor pipeline: each of its
 //! operations is one scalar, so a compiled tape would run one kernel call
@@ -232,25 +232,10 @@ impl StraightLine {
             if index % CANCEL_EVERY == 0 && crate::backends::cpu::cancel::requested() {
                 return Err(StraightError::Interrupted);
             }
-            let Step::Map { operator, operands } = self.steps[index] else {
-                continue;
-            };
-            let math = &self.operators[operator as usize];
             let g = cotangents[index];
-            let mut numbers = Numbers {
-                known: [
-                    values[operands[0] as usize],
-                    values[operands[1] as usize],
-                    values[index],
-                ],
-                made: SmallVec::new(),
-            };
-            let partials = local_partials(math, Id::from(2), &mut numbers, &NO_FUNCTIONS);
-            for (&operand, partial) in operands.iter().zip(partials) {
-                if let Some(partial) = partial {
-                    cotangents[operand as usize] += g * numbers.value(partial);
-                }
-            }
+            self.for_each_partial(index, &values, |operand, partial| {
+                cotangents[operand as usize] += g * partial;
+            });
         }
         let gradient = self
             .targets
@@ -258,6 +243,66 @@ impl StraightLine {
             .map(|t| t.map_or(0.0, |s| cotangents[s as usize]))
             .collect();
         Ok((values[self.output as usize], gradient))
+    }
+
+    /// The result and its directional derivative along `tangents` (one
+    /// number per target), at the run-time `inputs`: one forward pass of
+    /// values and tangents.
+    pub fn value_and_tangent(
+        &self,
+        inputs: &[Buf],
+        tangents: &[f64],
+    ) -> Result<(f64, f64), StraightError> {
+        let values = self.values(inputs)?;
+        // Only steps that depend on a target carry a tangent (as in the
+        // forward sweep): a constant's infinite partial never meets its
+        // zero tangent.
+        let mut dots: Vec<Option<f64>> = vec![None; self.steps.len()];
+        for (target, &tangent) in self.targets.iter().zip(tangents) {
+            if let Some(step) = target {
+                *dots[*step as usize].get_or_insert(0.0) += tangent;
+            }
+        }
+        for index in 0..=self.output as usize {
+            if index % CANCEL_EVERY == 0 && crate::backends::cpu::cancel::requested() {
+                return Err(StraightError::Interrupted);
+            }
+            if let Step::Map { .. } = self.steps[index] {
+                let mut dot = None;
+                self.for_each_partial(index, &values, |operand, partial| {
+                    if let Some(tangent) = dots[operand as usize] {
+                        *dot.get_or_insert(0.0) += partial * tangent;
+                    }
+                });
+                dots[index] = dot;
+            }
+        }
+        let output = self.output as usize;
+        Ok((values[output], dots[output].unwrap_or(0.0)))
+    }
+
+    /// Calls `each(operand, partial)` for each operand of step `index` (an
+    /// operator; nothing for another step) with a derivative, its partial
+    /// evaluated at `values`.
+    fn for_each_partial(&self, index: usize, values: &[f64], mut each: impl FnMut(u32, f64)) {
+        let Step::Map { operator, operands } = self.steps[index] else {
+            return;
+        };
+        let math = &self.operators[operator as usize];
+        let mut numbers = Numbers {
+            known: [
+                values[operands[0] as usize],
+                values[operands[1] as usize],
+                values[index],
+            ],
+            made: SmallVec::new(),
+        };
+        let partials = local_partials(math, Id::from(2), &mut numbers, &NO_FUNCTIONS);
+        for (&operand, partial) in operands.iter().zip(partials) {
+            if let Some(partial) = partial {
+                each(operand, numbers.value(partial));
+            }
+        }
     }
 
     /// Every step's value, in order.

@@ -231,10 +231,21 @@ struct Recorded {
     input_leaves: Vec<usize>,
     /// Display names of the argument inputs and of the roots.
     names: Names,
-    /// For a gradient of a long scalar program: the program to run in
-    /// place of the derivative roots (`roots` is empty then, `outputs` may
-    /// name flat steps, and nothing is compiled).
-    straight: Option<Rc<StraightLine>>,
+    /// For a gradient or a directional derivative of a long scalar
+    /// program: the program to run in place of the derivative roots
+    /// (`roots` is empty then, `outputs` may name flat steps, and nothing
+    /// is compiled).
+    straight: Option<Straight>,
+}
+
+/// A straight-line program (`backends::cpu::straight`) serving a request.
+#[derive(Clone)]
+enum Straight {
+    /// The value and gradient (`grad`, `value-and-grad`).
+    Gradient(Rc<StraightLine>),
+    /// The value and the derivative along these tangents, one per
+    /// argument leaf (`jvp`).
+    Tangent(Rc<StraightLine>, Vec<f64>),
 }
 
 /// Traces `f` on `args` and computes `request`. `seeds` are the cotangent
@@ -410,45 +421,50 @@ pub(super) fn typed_values(
 fn finish(interp: &mut Interp, recorded: Recorded, request: &Request) -> EvalResult<Outcome> {
     let trace = &recorded.trace;
     // Root values: top level runs the tape; nested returns traced nodes.
-    let (values, cached, compiled): (Vec<Value>, Option<bool>, Option<Rc<Compiled>>) =
-        if recorded.nested {
-            (
-                recorded.roots.iter().map(|&id| traced(trace, id)).collect(),
-                None,
-                None,
-            )
-        } else if interp.numeric.debug_nans {
-            // The function's results first: a NaN the forward pass makes
-            // is reported before what its derivative makes of it.
-            let mut all = recorded.outputs.clone();
-            all.extend(&recorded.roots);
-            let checked = trace.borrow().checked_values(&all);
-            let mut outputs = checked.map_err(|failure| nan_error(&trace.borrow(), failure))?;
-            let outputs = outputs.split_off(recorded.outputs.len());
-            let dtypes: Vec<crate::dtype::DType> = {
-                let t = trace.borrow();
-                recorded.roots.iter().map(|&r| t.graph.dtype(r)).collect()
-            };
-            (typed_values(outputs, &dtypes), None, None)
-        } else if let Some(program) = &recorded.straight {
-            let values = run_straight(interp, program, &trace.borrow().inputs, request)?;
-            (values, None, None)
-        } else {
-            let (compiled, hit) = compiled_for(interp, trace, &recorded.roots);
-            let inputs = trace.borrow().inputs.clone();
-            // A long loop stops when interrupted; its results are then
-            // dropped for the interruption.
-            let outputs = with_cancel(interp.interrupt_flag(), || {
-                crate::backends::run(&compiled.tape, &inputs)
-            });
-            interp.check_interrupt()?;
-            let outputs = outputs.map_err(crate::lisp::sites::eval_error)?;
-            (
-                typed_values(outputs, &compiled.tape.output_dtypes),
-                Some(hit),
-                Some(compiled),
-            )
+    let (values, cached, compiled): (Vec<Value>, Option<bool>, Option<Rc<Compiled>>) = if recorded
+        .nested
+    {
+        (
+            recorded.roots.iter().map(|&id| traced(trace, id)).collect(),
+            None,
+            None,
+        )
+    } else if interp.numeric.debug_nans {
+        // The function's results first: a NaN the forward pass makes
+        // is reported before what its derivative makes of it.
+        let mut all = recorded.outputs.clone();
+        all.extend(&recorded.roots);
+        let checked = trace.borrow().checked_values(&all);
+        let mut outputs = checked.map_err(|failure| nan_error(&trace.borrow(), failure))?;
+        let outputs = outputs.split_off(recorded.outputs.len());
+        let dtypes: Vec<crate::dtype::DType> = {
+            let t = trace.borrow();
+            recorded.roots.iter().map(|&r| t.graph.dtype(r)).collect()
         };
+        (typed_values(outputs, &dtypes), None, None)
+    } else if let Some(straight) = &recorded.straight {
+        let inputs = &trace.borrow().inputs;
+        let values = match straight {
+            Straight::Gradient(program) => run_straight(interp, program, inputs, request)?,
+            Straight::Tangent(program, tangents) => run_tangent(interp, program, inputs, tangents)?,
+        };
+        (values, None, None)
+    } else {
+        let (compiled, hit) = compiled_for(interp, trace, &recorded.roots);
+        let inputs = trace.borrow().inputs.clone();
+        // A long loop stops when interrupted; its results are then
+        // dropped for the interruption.
+        let outputs = with_cancel(interp.interrupt_flag(), || {
+            crate::backends::run(&compiled.tape, &inputs)
+        });
+        interp.check_interrupt()?;
+        let outputs = outputs.map_err(crate::lisp::sites::eval_error)?;
+        (
+            typed_values(outputs, &compiled.tape.output_dtypes),
+            Some(hit),
+            Some(compiled),
+        )
+    };
     let (value, derivatives) = assemble(
         &values,
         recorded.n_out,
@@ -786,8 +802,12 @@ fn record(
             &trace.borrow(),
             request,
             &recorded_out,
-            &leaf_ids,
-            &arg_leaf_ranges,
+            Arguments {
+                leaves: &leaf_ids,
+                ranges: &arg_leaf_ranges,
+                trees: &trees,
+            },
+            seeds,
         ),
         _ => None,
     };
@@ -803,10 +823,11 @@ fn record(
         }
     };
     let (roots, groups) = if straight.is_some() {
-        let Request::Grad { wrt, .. } = request else {
-            unreachable!("straight-line programs compute gradients")
+        let groups = match request {
+            Request::Grad { wrt, .. } => wrt.iter().map(|&p| trees[p].clone()).collect(),
+            _ => vec![Tree::Leaf(0)],
         };
-        (Vec::new(), wrt.iter().map(|&p| trees[p].clone()).collect())
+        (Vec::new(), groups)
     } else {
         let mut borrowed = trace.borrow_mut();
         derivative_roots(
@@ -846,13 +867,15 @@ fn record(
     })
 }
 
-/// The straight-line program for a gradient `request` of a trace with
-/// the results `outputs` with respect to the argument leaves (`leaves`,
-/// grouped by argument in `arg_leaves`), where one serves: a single scalar
-/// result whose program is all scalar operations (`StraightLine::build`),
-/// too long for the optimizer's saturation (which may rewrite a shorter
-/// program, so that one keeps the tensor pipeline), with neither a memory
-/// budget to keep (the tape compiler's checkpointing) nor `debug-nans`.
+/// The straight-line program for a gradient or `jvp` `request` of a
+/// trace with the results `outputs`, with respect to the argument leaves
+/// (`seeds`: a `jvp`'s tangents, one per argument), where one serves: a
+/// single scalar result whose program is all scalar operations
+/// (`StraightLine::build`), too long for the optimizer's saturation (which
+/// may rewrite a shorter program, so that one keeps the tensor pipeline),
+/// with neither a memory budget to keep (the tape compiler's
+/// checkpointing) nor `debug-nans`; for `jvp`, scalar leaves with number
+/// tangents (anything else gets `derivative_roots`' checks and errors).
 /// Custom rules and loops are tensor operations, so the refusals of
 /// `derivative_roots` never apply to such a program.
 fn straight_line(
@@ -860,12 +883,9 @@ fn straight_line(
     trace: &Trace,
     request: &Request,
     outputs: &[Id],
-    leaves: &[Id],
-    arg_leaves: &[Vec<usize>],
-) -> Option<Rc<StraightLine>> {
-    let Request::Grad { wrt, .. } = request else {
-        return None;
-    };
+    arguments: Arguments<'_>,
+    seeds: &[Value],
+) -> Option<Straight> {
     let &[output] = outputs else {
         return None;
     };
@@ -875,12 +895,69 @@ fn straight_line(
     {
         return None;
     }
-    let targets: Vec<Id> = wrt
-        .iter()
-        .flat_map(|&position| arg_leaves[position].iter().map(|&i| leaves[i]))
-        .collect();
-    let program = StraightLine::build(&trace.graph, &trace.flat, output, &targets)?;
-    (program.len() > MAX_TENSOR_SATURATION_NODES).then(|| Rc::new(program))
+    let Arguments { leaves, ranges, .. } = arguments;
+    let build = |targets: &[Id]| {
+        let program = StraightLine::build(&trace.graph, &trace.flat, output, targets)?;
+        (program.len() > MAX_TENSOR_SATURATION_NODES).then(|| Rc::new(program))
+    };
+    match request {
+        Request::Grad { wrt, .. } => {
+            let targets: Vec<Id> = wrt
+                .iter()
+                .flat_map(|&position| ranges[position].iter().map(|&i| leaves[i]))
+                .collect();
+            build(&targets).map(Straight::Gradient)
+        }
+        Request::Jvp => {
+            let mut tangent_leaves = Vec::new();
+            for seed in seeds {
+                flatten(seed, &mut tangent_leaves, "tangents").ok()?;
+            }
+            if tangent_leaves.len() != leaves.len()
+                || leaves
+                    .iter()
+                    .any(|&leaf| !trace.graph.shape(leaf).is_empty())
+            {
+                return None;
+            }
+            let tangents: Vec<f64> = tangent_leaves
+                .iter()
+                .map(|tangent| match tangent {
+                    Value::Int(n) => Some(*n as f64),
+                    Value::Float(x) => Some(*x),
+                    _ => None,
+                })
+                .collect::<Option<_>>()?;
+            build(leaves).map(|program| Straight::Tangent(program, tangents))
+        }
+        _ => None,
+    }
+}
+
+/// The values a straight-line program gives at `inputs` along
+/// `tangents`: the result, then its directional derivative.
+fn run_tangent(
+    interp: &mut Interp,
+    program: &StraightLine,
+    inputs: &[crate::backends::cpu::Buf],
+    tangents: &[f64],
+) -> EvalResult<Vec<Value>> {
+    let result = with_cancel(interp.interrupt_flag(), || {
+        program.value_and_tangent(inputs, tangents)
+    });
+    interp.check_interrupt()?;
+    let (value, tangent) = result.map_err(straight_error)?;
+    Ok(vec![Value::Float(value), Value::Float(tangent)])
+}
+
+/// A straight-line run's failure as an error.
+fn straight_error(error: StraightError) -> EvalError {
+    match error {
+        StraightError::Interrupted => EvalError::type_error("interrupted"),
+        StraightError::NotScalarInput(k) => {
+            EvalError::type_error(format!("input {k} of a scalar program is not a number"))
+        }
+    }
 }
 
 /// The values a straight-line program gives at `inputs`: the result (when
@@ -895,12 +972,7 @@ fn run_straight(
         program.value_and_gradient(inputs)
     });
     interp.check_interrupt()?;
-    let (value, gradient) = result.map_err(|error| match error {
-        StraightError::Interrupted => EvalError::type_error("interrupted"),
-        StraightError::NotScalarInput(k) => {
-            EvalError::type_error(format!("input {k} of a scalar program is not a number"))
-        }
-    })?;
+    let (value, gradient) = result.map_err(straight_error)?;
     let mut values = Vec::with_capacity(gradient.len() + 1);
     if request.wants_value() {
         values.push(Value::Float(value));

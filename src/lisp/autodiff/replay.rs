@@ -28,7 +28,9 @@
 //! assignment, which makes the replay stale).
 
 use super::tree::{Tree, flatten};
-use super::{Compiled, Execution, Outcome, Request, assemble, finish, record, run_straight};
+use super::{
+    Compiled, Execution, Outcome, Request, Straight, assemble, finish, record, run_straight,
+};
 use crate::backends::cpu::Buf;
 use crate::backends::cpu::cancel::with_cancel;
 use crate::backends::cpu::straight::StraightLine;
@@ -184,8 +186,8 @@ impl Replays {
         let outcome = finish(interp, recorded, request)?;
         let program = match (&outcome.compiled, straight) {
             (Some(compiled), _) => Some(Program::Tape(Rc::clone(compiled))),
-            (None, Some(straight)) => Some(Program::Straight(straight)),
-            (None, None) => None,
+            (None, Some(Straight::Gradient(program))) => Some(Program::Straight(program)),
+            _ => None,
         };
         if let (Some((inputs, input_leaves, out_tree, groups, n_out)), Some(program)) =
             (kept, program)
