@@ -162,7 +162,7 @@ impl StraightLine {
                 TOp::StopGradient => Step::StopGradient(graph_step[usize::from(node.children[0])]),
                 TOp::Map(math) => {
                     let operands = node.children.iter().map(|&c| graph_step[usize::from(c)]);
-                    operators.step(math, operands)?
+                    map_step(operators.index(math)?, operands)
                 }
                 _ => unreachable!("only scalar operations are reached"),
             };
@@ -170,29 +170,27 @@ impl StraightLine {
             steps.push(step);
         }
         // The arena's operators, each looked up here once.
-        let mut remap: Vec<Option<Step>> = vec![None; flat.operators().len()];
+        let mut remap: Vec<Option<u8>> = vec![None; flat.operators().len()];
         for (index, &reached) in flat_reached.iter().enumerate() {
             if !reached {
                 continue;
             }
-            let operator = flat.operator(index);
-            let template = match remap[operator] {
-                Some(step) => step,
+            let arena_operator = flat.operator(index);
+            let operator = match remap[arena_operator] {
+                Some(operator) => operator,
                 None => {
-                    let step = operators.step(&flat.operators()[operator], std::iter::empty())?;
-                    remap[operator] = Some(step);
-                    step
+                    let operator = operators.index(&flat.operators()[arena_operator])?;
+                    remap[arena_operator] = Some(operator);
+                    operator
                 }
             };
-            let Step::Map { operator, .. } = template else {
-                unreachable!("an operator's step is a map")
-            };
-            let mut operands = [0; 2];
-            for (slot, &c) in operands.iter_mut().zip(flat.operands(index)) {
-                *slot = step_of(c, &graph_step, &flat_step);
-            }
+            let operands = flat
+                .operands(index)
+                .iter()
+                .map(|&c| step_of(c, &graph_step, &flat_step));
+            let step = map_step(operator, operands);
             flat_step[index] = steps.len() as u32;
-            steps.push(Step::Map { operator, operands });
+            steps.push(step);
         }
         let targets = targets
             .iter()
@@ -339,9 +337,9 @@ impl StraightLine {
 struct Operators(Vec<Math>);
 
 impl Operators {
-    /// The step applying `math`'s operator to the steps `operands`;
-    /// `None` past 256 operators (there are fewer kinds).
-    fn step(&mut self, math: &Math, operands: impl Iterator<Item = u32>) -> Option<Step> {
+    /// The index of `math`'s operator, added if new; `None` past 256
+    /// operators (there are fewer kinds).
+    fn index(&mut self, math: &Math) -> Option<u8> {
         let kind = std::mem::discriminant(math);
         let operator = match self
             .0
@@ -358,14 +356,20 @@ impl Operators {
                 self.0.len() - 1
             }
         };
-        let mut packed = [0; 2];
-        for (slot, operand) in packed.iter_mut().zip(operands) {
-            *slot = operand;
-        }
-        Some(Step::Map {
-            operator: u8::try_from(operator).ok()?,
-            operands: packed,
-        })
+        u8::try_from(operator).ok()
+    }
+}
+
+/// The step applying operator `operator` to the steps `operands` (at most
+/// two).
+fn map_step(operator: u8, operands: impl Iterator<Item = u32>) -> Step {
+    let mut packed = [0; 2];
+    for (slot, operand) in packed.iter_mut().zip(operands) {
+        *slot = operand;
+    }
+    Step::Map {
+        operator,
+        operands: packed,
     }
 }
 
