@@ -302,6 +302,12 @@ impl Engine {
         self.interp.set_error_output(output);
     }
 
+    /// Makes `read-line` read from `input` (a front end's prompt) instead
+    /// of standard input.
+    pub fn set_input(&mut self, input: Box<dyn crate::input::LineInput>) {
+        self.interp.set_input(input);
+    }
+
     /// Sends rich items (charts, progress bars) to `display` as programs
     /// make them; without one, charts only go to their files and progress
     /// bars only to a terminal.

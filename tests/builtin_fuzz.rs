@@ -44,8 +44,9 @@ fn bounded<T>(
     result
 }
 
-/// Built-ins left out: they write files named by their arguments.
-const SKIPPED: &[&str] = &["write-csv", "save-npy", "save-dot"];
+/// Built-ins left out: they write files named by their arguments, or
+/// wait for a line of standard input.
+const SKIPPED: &[&str] = &["write-csv", "save-npy", "save-dot", "read-line"];
 
 /// Source text of the argument pool; each evaluates to one value.
 const POOL: &[&str] = &[

@@ -86,6 +86,8 @@ pub struct Interp {
     display: Option<Box<dyn RichDisplay>>,
     /// Where warnings, `eprintln` and `time` write; standard error if unset.
     error_output: Option<Box<dyn Write>>,
+    /// Where `read-line` reads; standard input if unset.
+    input: Option<Box<dyn crate::input::LineInput>>,
 }
 
 impl Interp {
@@ -109,6 +111,7 @@ impl Interp {
             progress: Default::default(),
             display: None,
             error_output: None,
+            input: None,
         };
         builtins::install(&mut interp);
         interp.set_global(sym::ARGS, Value::Nil);
@@ -259,6 +262,30 @@ impl Interp {
             }
             None => self.progress.suspend(|| eprintln!("{line}")),
         }
+    }
+
+    /// Makes `read-line` read from `input` instead of standard input.
+    pub fn set_input(&mut self, input: Box<dyn crate::input::LineInput>) {
+        self.input = Some(input);
+    }
+
+    /// One line for `read-line`, after `prompt`: from the front end's
+    /// input when one is set (it shows the prompt), else from standard
+    /// input with the prompt written as output. `None` at the end of
+    /// input; an interrupt while waiting is an `Interrupted` error.
+    pub fn read_line(&mut self, prompt: &str) -> EvalResult<Option<String>> {
+        let line = match &mut self.input {
+            Some(input) => {
+                let _ = self.output.flush();
+                input.read_line(prompt)
+            }
+            None => {
+                self.write_output(prompt)?;
+                crate::input::read_stdin_line()
+            }
+        };
+        self.check_interrupt()?;
+        line.map_err(EvalError::io)
     }
 
     /// Sends rich items (charts, progress bars) to `display`.

@@ -11,6 +11,8 @@ use epsilon::lisp::builtins::TABLES;
 pub const SKIPPED: &[&str] = &[
     // ends the process
     "exit",
+    // waits for a line of standard input
+    "read-line",
     // read files named by their arguments
     "load",
     "load-npy",

@@ -241,7 +241,7 @@ impl Replay {
     }
 }
 
-/// Built-ins a replay would skip or could not repeat: output, files,
+/// Built-ins a replay would skip or could not repeat: output, input, files,
 /// loading and evaluating code, random draws, the clock.
 const EFFECTS: &[&str] = &[
     "clock",
@@ -263,6 +263,7 @@ const EFFECTS: &[&str] = &[
     "rand",
     "randn",
     "read-csv",
+    "read-line",
     "save-dot",
     "save-npy",
     "sync",

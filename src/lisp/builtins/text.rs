@@ -1,4 +1,4 @@
-//! Strings and printed output.
+//! Strings, printed output, and lines of input (`read-line`).
 //!
 //! `display`, `print` and `println` write strings raw; `write` writes the
 //! readable form the REPL echoes. `format` fills `{}` holes (and `{:.N}` for
@@ -247,6 +247,17 @@ fn println(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     emit(interp, &line)
 }
 
+fn read_line(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let prompt = match args.first() {
+        Some(prompt) => display_string(prompt),
+        None => String::new(),
+    };
+    Ok(match interp.read_line(&prompt)? {
+        Some(line) => Value::string(line),
+        None => Value::Bool(false),
+    })
+}
+
 fn eprintln(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let line = joined(args, " ")?;
     interp.write_error_line(&line);
@@ -360,6 +371,7 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("print", "(print x...)", "Writes the arguments separated by spaces, strings raw, without a newline.", 0, None, print),
     builtin("println", "(println x...)", "Writes the arguments separated by spaces, strings raw, then a newline.", 0, None, println),
     builtin("eprintln", "(eprintln x...)", "Like println, to standard error.", 0, None, eprintln),
+    builtin("read-line", "(read-line [prompt])", "Reads one line of input after showing prompt: the line without its line end, or #f at the end of input. Reads standard input; in a notebook, the front end asks for the line.", 0, Some(1), read_line),
     builtin("newline", "(newline)", "Writes a newline.", 0, Some(0), newline),
     builtin("string->number", "(string->number s)", "The number written in s, or #f when s is not a number.", 1, Some(1), string_to_number),
     builtin("number->string", "(number->string x)", "The printed form of a number.", 1, Some(1), number_to_string),
