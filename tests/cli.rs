@@ -1,7 +1,7 @@
 //! The `epsilon` command line (SPEC section 5): usage and exit statuses,
 //! `eval`, `run` with `*args*`, `(exit n)`, the `FILE:LINE:COL: error:`
-//! report with its quoted line and caret, relative `load`, and a piped
-//! standard input run as a script.
+//! report with its quoted line and caret, relative `load`, a piped
+//! standard input run as a script, and `read-line` reading it.
 
 mod common;
 
@@ -670,4 +670,17 @@ fn ctrl_c_stops_a_script_with_status_130_where_it_was() {
     let (code, stderr) = interrupted_run("(let loop ((i 0) (x 0.0)) (loop (+ i 1) (+ x 1.5)))\n");
     assert_eq!(code, Some(130), "{stderr}");
     assert!(stderr.contains("error: interrupted"), "{stderr}");
+}
+
+#[test]
+fn read_line_reads_standard_input_after_its_prompt() {
+    let out = epsilon_with_stdin(
+        &[
+            "eval",
+            r#"(println (read-line "name? ") (read-line) (read-line))"#,
+        ],
+        "Ada\r\nLovelace\n",
+    );
+    out.assert_code(0);
+    assert_eq!(out.stdout, "name? Ada Lovelace #f\n");
 }

@@ -1,5 +1,6 @@
 //! The Rust embedding API of SPEC section 6: evaluation, calls, registered
-//! functions, value conversions, and errors that never end the host program.
+//! functions, value conversions, errors that never end the host program,
+//! and the host's input for `read-line`.
 
 use epsilon::{Engine, EvalErrorKind, Value};
 use ndarray::{ArrayD, IxDyn, arr2};
@@ -256,4 +257,45 @@ fn script_arguments_and_documentation() {
     assert!(eps.doc("if").unwrap().contains("special form"));
     assert!(eps.doc("dotimes").unwrap().contains("macro"));
     assert!(eps.global_names().contains(&"linspace"));
+}
+
+/// Lines for `read-line` from a list, keeping the prompts shown.
+struct ScriptedInput {
+    lines: Vec<Result<String, String>>,
+    prompts: Rc<RefCell<Vec<String>>>,
+}
+
+impl epsilon::input::LineInput for ScriptedInput {
+    fn read_line(&mut self, prompt: &str) -> Result<Option<String>, String> {
+        self.prompts.borrow_mut().push(prompt.to_string());
+        self.lines.pop().transpose()
+    }
+}
+
+#[test]
+fn read_line_reads_from_the_input_the_host_installs() {
+    let mut eps = Engine::new();
+    let prompts = Rc::new(RefCell::new(Vec::new()));
+    eps.set_input(Box::new(ScriptedInput {
+        lines: vec![
+            Err("the front end does not take input".to_string()),
+            Ok("Lovelace".to_string()),
+            Ok("Ada".to_string()),
+        ],
+        prompts: Rc::clone(&prompts),
+    }));
+    let got = eps
+        .eval(r#"(list (read-line "name? ") (read-line))"#)
+        .unwrap();
+    assert_eq!(got.to_string(), r#"("Ada" "Lovelace")"#);
+    assert_eq!(*prompts.borrow(), ["name? ", ""]);
+    let err = eps.eval("(read-line 42)").unwrap_err();
+    assert!(
+        err.message().contains("the front end does not take input"),
+        "{}",
+        err.message()
+    );
+    assert_eq!(prompts.borrow().last().map(String::as_str), Some("42"));
+    let end = eps.eval("(read-line)").unwrap();
+    assert_eq!(end.to_string(), "#f", "the end of input");
 }
