@@ -2,10 +2,13 @@
 //! install`, started by Python's jupyter_client over loopback, and driven
 //! through every channel (tests/kernel/check_kernel.py: values, output, an
 //! error, a LaTeX formula, a tensor table, a plot, fit's progress, an
-//! interrupt by message and by signal, completion, inspection, a forged
-//! message, shutdown); and the example notebooks executed by nbclient.
-//! Both skip, saying so, where Python lacks jupyter_client or nbclient
-//! (`.ci/run` installs them).
+//! interrupt by message and by signal, completion, inspection, history,
+//! `read-line` input, the pager, a forged message, shutdown); the Jupyter
+//! project's conformance suite, jupyter_kernel_test
+//! (tests/kernel/conformance.py); a kernel embedding a Rust function that
+//! prints; and the example notebooks executed by nbclient. Each skips,
+//! saying so, where Python lacks the package it needs (`.ci/run` installs
+//! them).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -104,6 +107,120 @@ fn jupyter_client_drives_every_channel_of_the_kernel() {
 }
 
 #[test]
+fn jupyter_kernel_test_passes() {
+    if !python_has("jupyter_kernel_test") {
+        eprintln!(
+            "skipped: python3 with jupyter_kernel_test is not available (.ci/run installs it)"
+        );
+        return;
+    }
+    let jupyter = Jupyter::install();
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernel/conformance.py");
+    let out = jupyter.command("python3").arg(suite).output().unwrap();
+    // unittest reports on standard error: one line per test, then a summary.
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}", report(&out));
+    let ran: usize = said
+        .lines()
+        .find_map(|line| line.strip_prefix("Ran ")?.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no summary: {}", report(&out)));
+    let skipped: Vec<&str> = said
+        .lines()
+        .filter(|line| line.contains(" ... skipped"))
+        .collect();
+    assert!(ran >= 12, "the whole suite ran: {said}");
+    assert!(
+        skipped.len() == 1 && skipped[0].starts_with("test_clear_output "),
+        "only test_clear_output (no function clears output) is skipped: {skipped:?}"
+    );
+}
+
+/// The test binary serves as a kernel whose engine has a Rust function
+/// that prints: the kernelspec written by
+/// `a_registered_rust_function_prints_into_its_cell` starts this test
+/// (ignored otherwise) with the connection file as the last argument.
+#[test]
+#[ignore = "a kernel process started by a_registered_rust_function_prints_into_its_cell"]
+fn kernel_with_a_printing_rust_function() {
+    let Some(file) = std::env::args()
+        .last()
+        .filter(|arg| arg.ends_with(".json") && Path::new(arg).exists())
+    else {
+        eprintln!("skipped: started without a connection file");
+        return;
+    };
+    let mut engine = epsilon::Engine::new();
+    engine
+        .register_fn("shout", |args: &[epsilon::Value]| {
+            let times = args[0].as_f64()? as usize;
+            for i in 0..times {
+                println!("rust says {i}");
+            }
+            Ok(epsilon::Value::Void)
+        })
+        .unwrap();
+    epsilon::kernel::serve(engine, Path::new(&file)).unwrap();
+}
+
+#[test]
+fn a_registered_rust_function_prints_into_its_cell() {
+    if !python_has("jupyter_client") {
+        eprintln!("skipped: python3 with jupyter_client is not available (.ci/run installs it)");
+        return;
+    }
+    let jupyter = Jupyter::install();
+    let spec_dir = jupyter.data().join("kernels/epsilon-host");
+    std::fs::create_dir_all(&spec_dir).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let spec = serde_json::json!({
+        "argv": [exe, "--ignored", "--exact", "--nocapture", "--test-threads=1",
+                 "kernel_with_a_printing_rust_function", "{connection_file}"],
+        "display_name": "Epsilon with a Rust function",
+        "language": "epsilon",
+    });
+    std::fs::write(spec_dir.join("kernel.json"), spec.to_string()).unwrap();
+    let out = jupyter
+        .command("python3")
+        .args(["-c", CHECK_HOST_OUTPUT])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("host output ok"),
+        "{}",
+        report(&out)
+    );
+}
+
+/// Runs a cell mixing Lisp output and a Rust function's `println!`, and
+/// checks that the cell's stdout stream has both, in order, before its
+/// result.
+const CHECK_HOST_OUTPUT: &str = r#"
+from jupyter_client.manager import start_new_kernel
+km, kc = start_new_kernel(kernel_name="epsilon-host", startup_timeout=60)
+try:
+    msg_id = kc.execute('(println "before") (shout 2) (display "after") 7')
+    reply = kc.get_shell_msg(timeout=60)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    kinds, text = [], ""
+    while True:
+        msg = kc.get_iopub_msg(timeout=60)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        kinds.append(msg["msg_type"])
+        if msg["msg_type"] == "stream":
+            assert msg["content"]["name"] == "stdout", msg["content"]
+            text += msg["content"]["text"]
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    assert text == "before\nrust says 0\nrust says 1\nafter", repr(text)
+    assert kinds.index("execute_result") > max(i for i, k in enumerate(kinds) if k == "stream"), kinds
+    print("host output ok")
+finally:
+    kc.stop_channels()
+    km.shutdown_kernel(now=False)
+"#;
+
+#[test]
 fn nbclient_runs_the_example_notebooks() {
     if !python_has("nbclient, nbformat, jupyter_client") {
         eprintln!("skipped: python3 with nbclient is not available (.ci/run installs it)");
@@ -135,12 +252,18 @@ fn nbclient_runs_the_example_notebooks() {
 
 /// Executes the notebook given as argv[1] with the epsilon kernel (any
 /// error output fails) and checks that every code cell that shows
-/// something produced its kind of output.
+/// something produced its kind of output, and that the language_info the
+/// notebook is stored with (what nbconvert highlights by, without a
+/// kernel) is what the kernel says, Pygments lexer included.
 const RUN_NOTEBOOK: &str = r#"
 import sys, nbformat
 from nbclient import NotebookClient
 nb = nbformat.read(sys.argv[1], as_version=4)
+stored = dict(nb.metadata.language_info)
 NotebookClient(nb, kernel_name="epsilon", timeout=300).execute()
+told = dict(nb.metadata.language_info)
+told.pop("version")
+assert stored == told, ("stored language_info", stored, "the kernel's", told)
 with_output = 0
 for cell in nb.cells:
     if cell.cell_type != "code":

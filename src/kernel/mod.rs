@@ -9,18 +9,27 @@
 //! dropped and logged, and the kernel carries on). It answers heartbeats
 //! and the control channel itself, so an interrupt or a shutdown arrives
 //! while a cell runs. The engine thread ([`session`]) owns the [`Engine`]
-//! and handles shell requests one at a time: it runs cells, completes and
-//! inspects names, and sends replies, printed output, values and rich
-//! items ([`rich`]: LaTeX formulas, HTML tables of tensors, charts,
-//! progress bars) back to the wire thread, which writes them in order.
+//! and handles shell requests one at a time: it runs cells, completes
+//! names and keywords ([`complete`]), inspects names, answers history
+//! requests ([`history`]), asks for input lines ([`stdin`]), and sends
+//! replies, printed output (the process's standard output, captured:
+//! [`capture`]), values and rich items ([`rich`]: LaTeX formulas, HTML
+//! tables of tensors, charts, progress bars) back to the wire thread
+//! through a [`publisher`], and the wire thread writes them in order.
 //!
 //! This module is a front end, like the REPL: it uses the engine's public
 //! API and [`crate::display`], and nothing under it reaches back into it.
 
+mod capture;
+mod complete;
 mod connection;
+mod history;
+mod incoming;
 mod install;
+mod publisher;
 mod rich;
 mod session;
+mod stdin;
 mod wire;
 
 pub use connection::read_connection_file;
@@ -41,8 +50,9 @@ pub fn serve(engine: Engine, connection_file: &Path) -> Result<(), String> {
     ctrlc::set_handler(move || on_signal.store(true, std::sync::atomic::Ordering::Relaxed))
         .map_err(|err| format!("cannot handle interrupt signals: {err}"))?;
     let (to_engine, requests) = std::sync::mpsc::channel();
-    let outgoing = wire::start(info, interrupt.clone(), to_engine)?;
-    session::Session::new(engine, outgoing, interrupt).run(requests);
+    let (input_replies, replies) = std::sync::mpsc::channel();
+    let outgoing = wire::start(info, interrupt.clone(), to_engine, input_replies)?;
+    session::Session::new(engine, outgoing, interrupt, replies).run(requests);
     Ok(())
 }
 

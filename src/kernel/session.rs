@@ -2,12 +2,21 @@
 //!
 //! Each request is bracketed by `busy` and `idle` status messages on
 //! IOPub. While a cell runs, its printed output becomes `stream` messages
-//! and its charts and progress bars `display_data` (progress bars then
-//! update in place with `update_display_data`), all children of the
-//! request being run.
+//! (through [`super::capture`] where standard output can be captured, so
+//! that registered Rust functions' output arrives too), its charts and
+//! progress bars `display_data` (progress bars then update in place with
+//! `update_display_data`), and `read-line` asks the front end for input
+//! ([`super::stdin`]), all children of the request being run. Cells kept
+//! in the history ([`super::history`]) are numbered by execution count.
 
+use super::capture::Capture;
+use super::complete::{completeness, word_at};
+use super::history::{History, Query};
+use super::incoming::HISTORY_REQUEST;
+use super::publisher::Publisher;
 use super::rich::{image_bundle, progress_bundle, value_bundle};
-use super::wire::{Outgoing, ToEngine, ToWire};
+use super::stdin::NotebookInput;
+use super::wire::{Outgoing, ToEngine};
 use crate::display::{Rich, RichDisplay};
 use crate::lisp::eval::format_duration;
 use crate::{Engine, Error, EvalErrorKind, Value};
@@ -15,10 +24,10 @@ use chrono::{DateTime, Utc};
 use jupyter_protocol::{
     CommInfoReply, CompleteReply, DisplayData, ErrorOutput, ExecuteInput, ExecuteReply,
     ExecuteRequest, ExecuteResult, ExecutionCount, HistoryReply, InspectReply, IsCompleteReply,
-    IsCompleteReplyStatus, JupyterMessage, JupyterMessageContent, Media, MediaType, ReplyError,
-    ReplyStatus, Status, StreamContent, Transient, UpdateDisplayData,
+    IsCompleteReplyStatus, JupyterMessage, JupyterMessageContent, Media, MediaType, Payload,
+    ReplyError, ReplyStatus, Status, StreamContent, Transient, UpdateDisplayData,
 };
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::collections::HashSet;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -30,58 +39,78 @@ use std::time::{Duration, Instant};
 /// are still aborted on arrival.
 const ABORT_WINDOW: Duration = Duration::from_millis(500);
 
-/// The request being handled, which output messages name as their parent.
-type Parent = Rc<RefCell<Option<JupyterMessage>>>;
-
-/// Sends `content` on IOPub as a child of the current request.
-fn publish(outgoing: &Outgoing, parent: &Parent, content: JupyterMessageContent) {
-    let parent = parent.borrow();
-    let message = JupyterMessage::new(content, parent.as_ref());
-    let _ = outgoing.send(ToWire::IoPub(message));
+/// What a cell gives besides its output: a value to show, or a page of
+/// documentation (`:doc NAME`, `?NAME`) for the front end's pager.
+enum Shown {
+    Nothing,
+    Value(Media),
+    Page(String),
 }
 
 /// The engine and what it needs to answer requests.
 pub struct Session {
     engine: Engine,
-    outgoing: Outgoing,
+    publisher: Publisher,
     interrupt: Arc<AtomicBool>,
-    parent: Parent,
-    /// Cells run so far (silent ones not counted).
+    /// Cells kept in the history so far: the last one's execution count.
     count: usize,
     /// When the last failed cell stopped, before its reply went out:
     /// requests dated before it were sent while it ran.
     failed_at: DateTime<Utc>,
+    history: History,
+    /// Whether the cell being run may ask for input.
+    allow_stdin: Rc<Cell<bool>>,
 }
 
 impl Session {
-    /// A session sending output and rich items of `engine` to `outgoing`.
-    pub fn new(mut engine: Engine, outgoing: Outgoing, interrupt: Arc<AtomicBool>) -> Self {
-        let parent: Parent = Rc::new(RefCell::new(None));
-        engine.set_output(Box::new(StreamWriter {
-            outgoing: outgoing.clone(),
-            parent: Rc::clone(&parent),
-            pending: Vec::new(),
-            stderr: false,
-        }));
+    /// A session sending output and rich items of `engine` to `outgoing`;
+    /// `read-line` waits for `input_replies`.
+    pub fn new(
+        mut engine: Engine,
+        outgoing: Outgoing,
+        interrupt: Arc<AtomicBool>,
+        input_replies: Receiver<String>,
+    ) -> Self {
+        let mut publisher = Publisher::new(outgoing);
+        match Capture::start(publisher.clone()) {
+            // The interpreter's output stays standard output, now captured.
+            Ok(capture) => publisher = publisher.with_capture(Arc::new(capture)),
+            Err(err) => {
+                eprintln!(
+                    "epsilon kernel: {err}; output of registered Rust functions goes to the log"
+                );
+                engine.set_output(Box::new(StreamWriter {
+                    publisher: publisher.clone(),
+                    pending: Vec::new(),
+                    stderr: false,
+                }));
+            }
+        }
         engine.set_error_output(Box::new(StreamWriter {
-            outgoing: outgoing.clone(),
-            parent: Rc::clone(&parent),
+            publisher: publisher.clone(),
             pending: Vec::new(),
             stderr: true,
         }));
         engine.set_display(Box::new(NotebookDisplay {
-            outgoing: outgoing.clone(),
-            parent: Rc::clone(&parent),
+            publisher: publisher.clone(),
             progress_shown: HashSet::new(),
             tag: format!("{:08x}", rand::random::<u32>()),
         }));
+        let allow_stdin = Rc::new(Cell::new(false));
+        engine.set_input(Box::new(NotebookInput {
+            publisher: publisher.clone(),
+            replies: input_replies,
+            allowed: Rc::clone(&allow_stdin),
+            interrupt: Arc::clone(&interrupt),
+        }));
         Session {
             engine,
-            outgoing,
+            publisher,
             interrupt,
-            parent,
             count: 0,
             failed_at: DateTime::<Utc>::MIN_UTC,
+            history: History::default(),
+            allow_stdin,
         }
     }
 
@@ -134,7 +163,7 @@ impl Session {
 
     /// Answers an execute request `aborted` without running it.
     fn abort(&mut self, message: &JupyterMessage) {
-        *self.parent.borrow_mut() = Some(message.clone());
+        self.publisher.set_parent(message);
         self.publish(Status::busy());
         self.reply(
             message,
@@ -150,18 +179,17 @@ impl Session {
     }
 
     fn publish(&self, content: impl Into<JupyterMessageContent>) {
-        publish(&self.outgoing, &self.parent, content.into());
+        self.publisher.publish(content);
     }
 
     fn reply(&self, request: &JupyterMessage, content: impl Into<JupyterMessageContent>) {
-        let message = JupyterMessage::new(content.into(), Some(request));
-        let _ = self.outgoing.send(ToWire::Shell(message));
+        self.publisher.reply(request, content);
     }
 
     /// Handles one request; true when it was a cell that failed and asked
     /// to stop on error.
     fn handle(&mut self, request: JupyterMessage) -> bool {
-        *self.parent.borrow_mut() = Some(request.clone());
+        self.publisher.set_parent(&request);
         self.publish(Status::busy());
         let mut stop = false;
         match &request.content {
@@ -172,7 +200,8 @@ impl Session {
                 stop = !self.execute(&request, execute) && execute.stop_on_error;
             }
             JupyterMessageContent::CompleteRequest(complete) => {
-                let (start, end, matches) = self.complete(&complete.code, complete.cursor_pos);
+                let (start, end, matches) =
+                    super::complete::complete(&self.engine, &complete.code, complete.cursor_pos);
                 self.reply(
                     &request,
                     CompleteReply {
@@ -198,31 +227,22 @@ impl Session {
                 );
             }
             JupyterMessageContent::IsCompleteRequest(check) => {
-                let incomplete = crate::repl::needs_more_input(&check.code);
-                self.reply(
-                    &request,
-                    IsCompleteReply {
-                        status: if incomplete {
-                            IsCompleteReplyStatus::Incomplete
-                        } else {
-                            IsCompleteReplyStatus::Complete
-                        },
-                        indent: if incomplete {
-                            "  ".into()
-                        } else {
-                            String::new()
-                        },
-                    },
-                );
+                let status = completeness(&check.code);
+                let indent = match status {
+                    IsCompleteReplyStatus::Incomplete => "  ".into(),
+                    _ => String::new(),
+                };
+                self.reply(&request, IsCompleteReply { status, indent });
             }
-            JupyterMessageContent::HistoryRequest(_) => self.reply(
-                &request,
-                HistoryReply {
-                    history: Vec::new(),
-                    status: ReplyStatus::Ok,
-                    error: None,
-                },
-            ),
+            JupyterMessageContent::HistoryRequest(query) => {
+                let query = serde_json::to_value(query).map_err(|err| err.to_string());
+                self.answer_history(&request, query);
+            }
+            JupyterMessageContent::UnknownMessage(unknown)
+                if unknown.msg_type == HISTORY_REQUEST =>
+            {
+                self.answer_history(&request, Ok(unknown.content.clone()));
+            }
             JupyterMessageContent::CommInfoRequest(_) => self.reply(
                 &request,
                 CommInfoReply {
@@ -238,9 +258,36 @@ impl Session {
         stop
     }
 
-    /// Runs a cell and answers it; false when it failed.
+    /// Answers a history request whose content is `query`.
+    fn answer_history(&self, request: &JupyterMessage, query: Result<serde_json::Value, String>) {
+        let answer = query
+            .and_then(Query::parse)
+            .and_then(|query| self.history.answer(&query));
+        let reply = match answer {
+            Ok(history) => HistoryReply {
+                history,
+                status: ReplyStatus::Ok,
+                error: None,
+            },
+            Err(message) => HistoryReply {
+                history: Vec::new(),
+                status: ReplyStatus::Error,
+                error: Some(Box::new(ReplyError {
+                    ename: "HistoryError".to_string(),
+                    evalue: message.clone(),
+                    traceback: vec![format!("error: {message}")],
+                })),
+            },
+        };
+        self.reply(request, reply);
+    }
+
+    /// Runs a cell and answers it; false when it failed. A cell that is
+    /// not silent and asks to be stored gets the next execution count and
+    /// a place in the history.
     fn execute(&mut self, request: &JupyterMessage, execute: &ExecuteRequest) -> bool {
-        if !execute.silent {
+        let stored = execute.store_history && !execute.silent;
+        if stored {
             self.count += 1;
         }
         let count = ExecutionCount::new(self.count);
@@ -252,10 +299,29 @@ impl Session {
         }
         // An interrupt that came while no cell ran is not for this one.
         self.interrupt.store(false, Ordering::Relaxed);
+        self.allow_stdin.set(execute.allow_stdin);
         let outcome = self.run_cell(&execute.code, count.0);
+        self.allow_stdin.set(false);
+        let mut payload = Vec::new();
+        let mut shown_text = None;
         let error = match outcome {
-            Ok(Some(data)) if !execute.silent => {
-                self.publish(ExecuteResult::new(count, data));
+            Ok(Shown::Value(data)) if !execute.silent => {
+                shown_text = data.content.iter().find_map(|item| match item {
+                    MediaType::Plain(text) => Some(text.clone()),
+                    _ => None,
+                });
+                // Transient parts must be an object when present.
+                self.publish(ExecuteResult {
+                    transient: Some(Transient::default()),
+                    ..ExecuteResult::new(count, data)
+                });
+                None
+            }
+            Ok(Shown::Page(text)) => {
+                payload.push(Payload::Page {
+                    data: Media::new(vec![MediaType::Plain(text)]),
+                    start: 0,
+                });
                 None
             }
             Ok(_) => None,
@@ -269,6 +335,9 @@ impl Session {
                 Some(Box::new(error))
             }
         };
+        if stored {
+            self.history.record(count.0, &execute.code, shown_text);
+        }
         let succeeded = error.is_none();
         self.reply(
             request,
@@ -279,7 +348,7 @@ impl Session {
                     ReplyStatus::Error
                 },
                 execution_count: count,
-                payload: Vec::new(),
+                payload,
                 user_expressions: Some(Default::default()),
                 error,
             },
@@ -287,11 +356,18 @@ impl Session {
         succeeded
     }
 
-    /// Runs one cell: Lisp forms, or a command line (`:doc NAME`,
-    /// `:time FORMS`). Gives the value's bundle, if it has one to show.
-    fn run_cell(&mut self, code: &str, count: usize) -> Result<Option<Media>, ReplyError> {
+    /// Runs one cell: Lisp forms, a command line (`:doc NAME`, `:time
+    /// FORMS`) or `?NAME`. Gives the value's bundle, if it has one to
+    /// show, or the page of documentation asked for.
+    fn run_cell(&mut self, code: &str, count: usize) -> Result<Shown, ReplyError> {
         let name = format!("<cell {count}>");
-        let trimmed = code.trim_start();
+        let trimmed = code.trim();
+        if let Some(asked) = trimmed.strip_prefix('?')
+            && !asked.is_empty()
+            && !asked.contains(char::is_whitespace)
+        {
+            return self.page(asked);
+        }
         let Some(command) = trimmed.strip_prefix(':') else {
             let value = self.engine.eval_named(code, &name).map_err(cell_error)?;
             return Ok(self.bundle(&value));
@@ -301,10 +377,7 @@ impl Session {
             .unwrap_or((command, ""));
         let argument = argument.trim();
         match command {
-            "doc" if !argument.is_empty() => match self.engine.doc(argument) {
-                Some(text) => Ok(Some(Media::new(vec![MediaType::Plain(text)]))),
-                None => Err(command_error(format!("{argument} is not defined"))),
-            },
+            "doc" if !argument.is_empty() => self.page(argument),
             "time" if !argument.is_empty() => {
                 let started = Instant::now();
                 let result = self.engine.eval_named(argument, &name);
@@ -313,41 +386,24 @@ impl Session {
                 Ok(self.bundle(&result.map_err(cell_error)?))
             }
             _ => Err(command_error(format!(
-                "unknown command :{command}; a notebook cell may start with :doc NAME or :time FORMS"
+                "unknown command :{command}; a notebook cell may start with :doc NAME or :time FORMS, or be ?NAME"
             ))),
         }
     }
 
-    fn bundle(&self, value: &Value) -> Option<Media> {
-        (!matches!(value, Value::Void)).then(|| value_bundle(&self.engine, value))
+    /// The documentation of `name` for the pager.
+    fn page(&self, name: &str) -> Result<Shown, ReplyError> {
+        match self.engine.doc(name) {
+            Some(text) => Ok(Shown::Page(text)),
+            None => Err(command_error(format!("{name} is not defined"))),
+        }
     }
 
-    /// Completion of the name before `cursor` (in characters): its start,
-    /// its end and the bound names and special forms it begins.
-    fn complete(&self, code: &str, cursor: usize) -> (usize, usize, Vec<String>) {
-        let chars: Vec<char> = code.chars().collect();
-        let end = cursor.min(chars.len());
-        let start = (0..end)
-            .rev()
-            .take_while(|&i| is_word_char(chars[i]))
-            .last()
-            .unwrap_or(end);
-        let prefix: String = chars[start..end].iter().collect();
-        let mut names: Vec<String> = self
-            .engine
-            .global_names()
-            .into_iter()
-            .map(str::to_string)
-            .chain(
-                crate::lisp::analyze::SPECIAL_FORMS
-                    .iter()
-                    .map(|(name, _, _)| name.to_string()),
-            )
-            .filter(|name| name.starts_with(&prefix))
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        (start, end, names)
+    fn bundle(&self, value: &Value) -> Shown {
+        match value {
+            Value::Void => Shown::Nothing,
+            value => Shown::Value(value_bundle(&self.engine, value)),
+        }
     }
 }
 
@@ -378,31 +434,11 @@ fn command_error(message: String) -> ReplyError {
     }
 }
 
-fn is_word_char(c: char) -> bool {
-    !c.is_whitespace() && !"()[]{}\"';`,".contains(c)
-}
-
-/// The word around `cursor` (in characters): start, end and text.
-fn word_at(code: &str, cursor: usize) -> Option<(usize, usize, String)> {
-    let chars: Vec<char> = code.chars().collect();
-    let cursor = cursor.min(chars.len());
-    let mut start = cursor;
-    while start > 0 && is_word_char(chars[start - 1]) {
-        start -= 1;
-    }
-    let mut end = cursor;
-    while end < chars.len() && is_word_char(chars[end]) {
-        end += 1;
-    }
-    (start < end).then(|| (start, end, chars[start..end].iter().collect()))
-}
-
 /// Program output (or, with `stderr`, warnings and `eprintln`) as
 /// `stream` messages: whole lines as they are written, the rest when
 /// flushed.
 struct StreamWriter {
-    outgoing: Outgoing,
-    parent: Parent,
+    publisher: Publisher,
     pending: Vec<u8>,
     stderr: bool,
 }
@@ -417,7 +453,7 @@ impl StreamWriter {
             } else {
                 StreamContent::stdout(&text)
             };
-            publish(&self.outgoing, &self.parent, content.into());
+            self.publisher.publish(content);
         }
     }
 }
@@ -446,8 +482,7 @@ impl std::io::Write for StreamWriter {
 /// Charts and progress bars as `display_data`; a progress bar's later
 /// states update its first display (`update_display_data`).
 struct NotebookDisplay {
-    outgoing: Outgoing,
-    parent: Parent,
+    publisher: Publisher,
     /// Progress bars displayed so far, by handle.
     progress_shown: HashSet<i64>,
     /// Makes display ids unique to this kernel process.
@@ -486,19 +521,6 @@ impl RichDisplay for NotebookDisplay {
                 }
             }
         };
-        publish(&self.outgoing, &self.parent, content);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_word_at_the_cursor_is_found_inside_and_at_the_end() {
-        assert_eq!(word_at("(grad f)", 3), Some((1, 5, "grad".into())));
-        assert_eq!(word_at("(grad f)", 5), Some((1, 5, "grad".into())));
-        assert_eq!(word_at("(λx 1)", 2), Some((1, 3, "λx".into())));
-        assert_eq!(word_at("( )", 1), None);
+        self.publisher.publish(content);
     }
 }

@@ -1,8 +1,10 @@
 //! The wire thread: the kernel's ZeroMQ sockets, on a small tokio runtime.
 //!
 //! Shell requests go to the engine thread in arrival order
-//! ([`ToEngine`]); everything the engine sends back ([`ToWire`]) is
-//! written by one task, so replies and output keep their order.
+//! ([`ToEngine`]), read by [`super::incoming`]; everything the engine
+//! sends back ([`ToWire`]) is written by one task, so replies and output
+//! keep their order. Input replies on the stdin channel go to the engine
+//! on a channel of their own, for the `read-line` waiting for them.
 //! Heartbeats and the control channel (kernel info, interrupt, shutdown)
 //! are answered here without the engine, which may be busy with a cell.
 
@@ -36,6 +38,8 @@ pub enum ToWire {
     Shell(JupyterMessage),
     /// A broadcast on the IOPub channel (status, output, results).
     IoPub(JupyterMessage),
+    /// An input request on the stdin channel.
+    Stdin(JupyterMessage),
 }
 
 /// The sending end the engine thread writes to.
@@ -46,12 +50,14 @@ pub type Outgoing = UnboundedSender<ToWire>;
 /// interrupts).
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
-/// Binds the sockets of `info` on a new thread and starts serving them.
-/// Returns once they are bound (or failed to bind).
+/// Binds the sockets of `info` on a new thread and starts serving them;
+/// the text of each input reply goes to `input_replies`. Returns once
+/// they are bound (or failed to bind).
 pub fn start(
     info: ConnectionInfo,
     interrupt: Arc<AtomicBool>,
     to_engine: Sender<ToEngine>,
+    input_replies: Sender<String>,
 ) -> Result<Outgoing, String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -69,7 +75,9 @@ pub fn start(
                 match Sockets::bind(&info, &session_id).await {
                     Ok(sockets) => {
                         let _ = bound.send(Ok(()));
-                        sockets.serve(to_wire, interrupt, to_engine).await;
+                        sockets
+                            .serve(to_wire, interrupt, to_engine, input_replies)
+                            .await;
                     }
                     Err(err) => {
                         let _ = bound.send(Err(err));
@@ -96,7 +104,7 @@ struct Sockets {
     shell: KernelShellConnection,
     iopub: KernelIoPubConnection,
     control: KernelControlConnection,
-    /// Bound so front ends can connect; the kernel never asks for input.
+    /// Input requests of `read-line` and their replies.
     stdin: KernelStdinConnection,
     heartbeat: KernelHeartbeatConnection,
 }
@@ -134,20 +142,23 @@ impl Sockets {
         mut to_wire: UnboundedReceiver<ToWire>,
         interrupt: Arc<AtomicBool>,
         to_engine: Sender<ToEngine>,
+        input_replies: Sender<String>,
     ) {
         let Sockets {
             shell,
             mut iopub,
             control,
-            stdin: _stdin,
+            stdin,
             mut heartbeat,
         } = self;
         let (mut shell_writer, mut shell_reader) = shell.split();
+        let (mut stdin_writer, mut stdin_reader) = stdin.split();
         tokio::spawn(async move {
             while let Some(item) = to_wire.recv().await {
                 let sent = match item {
                     ToWire::Shell(message) => shell_writer.send(message).await,
                     ToWire::IoPub(message) => iopub.send(message).await,
+                    ToWire::Stdin(message) => stdin_writer.send(message).await,
                 };
                 if let Err(err) = sent {
                     log(&format!("cannot send a message: {err}"));
@@ -162,9 +173,21 @@ impl Sockets {
                 }
             }
         });
+        tokio::spawn(async move {
+            loop {
+                match super::incoming::read(&mut stdin_reader).await {
+                    Ok(message) => {
+                        if let JupyterMessageContent::InputReply(reply) = message.content {
+                            let _ = input_replies.send(reply.value);
+                        }
+                    }
+                    Err(err) => rejected("stdin", &err).await,
+                }
+            }
+        });
         tokio::spawn(control_loop(control, interrupt, to_engine.clone()));
         loop {
-            match shell_reader.read().await {
+            match super::incoming::read(&mut shell_reader).await {
                 Ok(message) => {
                     if to_engine.send(ToEngine::Shell(Box::new(message))).is_err() {
                         return;

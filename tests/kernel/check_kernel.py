@@ -18,9 +18,9 @@ from jupyter_client.session import Session
 TIMEOUT = 60
 
 
-def run(kc, code, timeout=TIMEOUT):
+def run(kc, code, timeout=TIMEOUT, **options):
     """Executes code; returns (reply content, iopub messages of the request)."""
-    msg_id = kc.execute(code)
+    msg_id = kc.execute(code, **options)
     reply = kc.get_shell_msg(timeout=timeout)
     while reply["parent_header"].get("msg_id") != msg_id:
         reply = kc.get_shell_msg(timeout=timeout)
@@ -61,6 +61,8 @@ def check_values_and_status(kc):
     result = of_type(messages, "execute_result")
     expect(len(result) == 1 and result[0]["data"]["text/plain"] == "3",
            "the value is the result", result)
+    expect(isinstance(result[0].get("transient", {}), dict),
+           "a result's transient part, when sent, is an object", result)
     expect(result[0]["execution_count"] == reply["execution_count"],
            "result and reply share the count", (result, reply))
 
@@ -177,9 +179,84 @@ def check_complete_inspect(kc):
     kc.is_complete("(+ 1 2)")
     reply = kc.get_shell_msg(timeout=TIMEOUT)["content"]
     expect(reply["status"] == "complete", "a closed form is complete", reply)
-    _, messages = run(kc, ":doc map")
-    data = of_type(messages, "execute_result")[0]["data"]
-    expect("map" in data["text/plain"], ":doc in a cell shows the documentation", data)
+    for code in ["(+ 1 2))", ")"]:
+        kc.is_complete(code)
+        reply = kc.get_shell_msg(timeout=TIMEOUT)["content"]
+        expect(reply["status"] == "invalid", f"{code} is invalid", reply)
+    kc.complete(":lo", 3)
+    reply = kc.get_shell_msg(timeout=TIMEOUT)["content"]
+    expect(":log-x" in reply["matches"] and reply["cursor_start"] == 0,
+           "keywords complete", reply)
+    for code in [":doc map", "?map"]:
+        reply, messages = run(kc, code)
+        pages = reply["payload"]
+        expect(len(pages) == 1 and pages[0]["source"] == "page"
+               and "(map " in pages[0]["data"]["text/plain"],
+               f"{code} pages the documentation", reply)
+        expect(not of_type(messages, "execute_result"), f"{code} has no result", messages)
+    reply, messages = run(kc, "?no-such-name")
+    expect(reply["status"] == "error" and "no-such-name is not defined" in reply["evalue"],
+           "?NAME of an unbound name is an error", reply)
+
+
+def check_language_info(info):
+    language = info["language_info"]
+    expect(language.get("pygments_lexer") and language.get("codemirror_mode"),
+           "language_info names a Pygments lexer and a CodeMirror mode", language)
+    try:
+        from pygments.lexers import get_lexer_by_name
+    except ImportError:
+        print("skipped: Pygments is not installed, so the lexer's name is not looked up")
+        return
+    lexer = get_lexer_by_name(language["pygments_lexer"])
+    expect(lexer is not None, "Pygments knows the lexer", language["pygments_lexer"])
+
+
+def history(kc, **request):
+    kc.history(raw=True, output=False, **request)
+    reply = kc.get_shell_msg(timeout=TIMEOUT)["content"]
+    expect(reply["status"] == "ok", "a history request is answered", (request, reply))
+    return reply["history"]
+
+
+def check_history(kc):
+    first, _ = run(kc, "(define h 5)")
+    run(kc, "(* h 2)")
+    run(kc, "(* h 2)")
+    run(kc, "(* h 3)", store_history=False)
+    tail = history(kc, hist_access_type="tail", n=3)
+    count = first["execution_count"]
+    expect([entry[1:] for entry in tail] == [[count, "(define h 5)"], [count + 1, "(* h 2)"],
+                                             [count + 2, "(* h 2)"]],
+           "tail gives the last cells with their execution counts", tail)
+    found = history(kc, hist_access_type="search", pattern="([*] h*")
+    expect([entry[2] for entry in found] == ["(* h 2)", "(* h 2)"],
+           "a search without n or unique gives every match", found)
+    found = history(kc, hist_access_type="search", pattern="([*] h*", unique=True)
+    expect(len(found) == 1, "a unique search gives one of equal inputs", found)
+    session = tail[0][0]
+    kc.history(raw=True, output=True, hist_access_type="range", session=session,
+               start=count + 1, stop=count + 2)
+    ranged = kc.get_shell_msg(timeout=TIMEOUT)["content"]["history"]
+    expect(ranged == [[session, count + 1, ["(* h 2)", "10"]]],
+           "a range with output pairs input and result", ranged)
+
+
+def check_read_line(kc):
+    msg_id = kc.execute('(define name (read-line "name? ")) (println "hello" name)', allow_stdin=True)
+    request = kc.get_stdin_msg(timeout=TIMEOUT)
+    expect(request["msg_type"] == "input_request" and request["content"]["prompt"] == "name? "
+           and request["parent_header"]["msg_id"] == msg_id,
+           "read-line asks the front end for a line", request)
+    kc.input("Ada")
+    reply = kc.get_shell_msg(timeout=TIMEOUT)
+    expect(reply["content"]["status"] == "ok", "the cell goes on with the line", reply["content"])
+    _, messages = run(kc, "name")
+    expect(of_type(messages, "execute_result")[0]["data"]["text/plain"] == '"Ada"',
+           "read-line gives the line typed", messages)
+    reply, _ = run(kc, "(read-line)", allow_stdin=False)
+    expect(reply["status"] == "error" and "allow_stdin" in reply["evalue"],
+           "read-line without stdin says why it cannot read", reply)
 
 
 def check_bad_signature(kc):
@@ -234,6 +311,7 @@ def main():
         kc.kernel_info()
         info = kc.get_shell_msg(timeout=TIMEOUT)["content"]
         expect(info["language_info"]["name"] == "epsilon", "kernel_info names the language", info)
+        check_language_info(info)
         check_values_and_status(kc)
         check_error(kc)
         check_formula_and_tensor(kc)
@@ -241,6 +319,8 @@ def main():
         check_progress(kc)
         check_interrupt(km, kc)
         check_complete_inspect(kc)
+        check_history(kc)
+        check_read_line(kc)
         check_bad_signature(kc)
     expect(not km.is_alive(), "the kernel exits on shutdown")
     check_signal_interrupt(sys.argv[2])
