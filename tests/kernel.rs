@@ -143,7 +143,7 @@ fn jupyter_kernel_test_passes() {
 #[ignore = "a kernel process started by a_registered_rust_function_prints_into_its_cell"]
 fn kernel_with_a_printing_rust_function() {
     let Some(file) = std::env::args()
-        .last()
+        .next_back()
         .filter(|arg| arg.ends_with(".json") && Path::new(arg).exists())
     else {
         eprintln!("skipped: started without a connection file");
