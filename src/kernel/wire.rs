@@ -7,16 +7,21 @@
 //! on a channel of their own, for the `read-line` waiting for them.
 //! Heartbeats and the control channel (kernel info, interrupt, shutdown)
 //! are answered here without the engine, which may be busy with a cell.
+//!
+//! IOPub is an XPUB socket: the writer task also reads its subscriptions
+//! and greets each with an `iopub_welcome` message, so a client knows when
+//! it is subscribed and no output is lost to it from then on.
 
 use jupyter_protocol::{
-    ConnectionInfo, InterruptReply, JupyterMessage, JupyterMessageContent, ReplyStatus,
-    ShutdownReply,
+    ConnectionInfo, InterruptReply, IoPubWelcome, JupyterMessage, JupyterMessageContent,
+    ReplyStatus, ShutdownReply,
 };
 use jupyter_zmq_client::{
-    KernelControlConnection, KernelHeartbeatConnection, KernelIoPubConnection,
-    KernelShellConnection, KernelStdinConnection, RuntimeError, create_kernel_control_connection,
-    create_kernel_heartbeat_connection, create_kernel_iopub_connection,
-    create_kernel_shell_connection, create_kernel_stdin_connection,
+    KernelControlConnection, KernelHeartbeatConnection, KernelIoPubXPubConnection,
+    KernelShellConnection, KernelStdinConnection, RuntimeError, SubscriptionEvent,
+    create_kernel_control_connection, create_kernel_heartbeat_connection,
+    create_kernel_iopub_xpub_connection, create_kernel_shell_connection,
+    create_kernel_stdin_connection,
 };
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -102,7 +107,7 @@ fn session_id() -> String {
 /// The five sockets of one kernel.
 struct Sockets {
     shell: KernelShellConnection,
-    iopub: KernelIoPubConnection,
+    iopub: KernelIoPubXPubConnection,
     control: KernelControlConnection,
     /// Input requests of `read-line` and their replies.
     stdin: KernelStdinConnection,
@@ -121,7 +126,7 @@ impl Sockets {
             shell: create_kernel_shell_connection(info, session_id)
                 .await
                 .map_err(|err| failed("shell", info.shell_port, err))?,
-            iopub: create_kernel_iopub_connection(info, session_id)
+            iopub: create_kernel_iopub_xpub_connection(info, session_id)
                 .await
                 .map_err(|err| failed("iopub", info.iopub_port, err))?,
             control: create_kernel_control_connection(info, session_id)
@@ -154,11 +159,28 @@ impl Sockets {
         let (mut shell_writer, mut shell_reader) = shell.split();
         let (mut stdin_writer, mut stdin_reader) = stdin.split();
         tokio::spawn(async move {
-            while let Some(item) = to_wire.recv().await {
-                let sent = match item {
-                    ToWire::Shell(message) => shell_writer.send(message).await,
-                    ToWire::IoPub(message) => iopub.send(message).await,
-                    ToWire::Stdin(message) => stdin_writer.send(message).await,
+            loop {
+                // Reading a subscription is cancel-safe: one that arrives
+                // while a message is being sent waits in the socket.
+                let sent = tokio::select! {
+                    item = to_wire.recv() => match item {
+                        Some(ToWire::Shell(message)) => shell_writer.send(message).await,
+                        Some(ToWire::IoPub(message)) => iopub.send(message).await,
+                        Some(ToWire::Stdin(message)) => stdin_writer.send(message).await,
+                        None => return,
+                    },
+                    event = iopub.recv_subscription() => match event {
+                        Ok(SubscriptionEvent::Subscribe(topic)) => {
+                            let welcome = JupyterMessage::new(IoPubWelcome::new(topic), None);
+                            iopub.send(welcome).await
+                        }
+                        Ok(SubscriptionEvent::Unsubscribe(_)) => Ok(()),
+                        Err(err) => {
+                            log(&format!("iopub subscription: {err}"));
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            Ok(())
+                        }
+                    },
                 };
                 if let Err(err) = sent {
                     log(&format!("cannot send a message: {err}"));

@@ -6,11 +6,16 @@ JUPYTER_PATH pointing at a directory where `epsilon kernel install` put
 the kernelspec. Every message the suite receives is checked against the
 message schemas of jupyter_kernel_test. The one test left unconfigured
 is test_clear_output: no Epsilon function clears a cell's output.
+The kernel greets each IOPub subscription with an iopub_welcome message,
+so the suite's IopubWelcomeTests run too.
 """
 
 import unittest
 
 import jupyter_kernel_test
+
+# Seconds to wait for a message the suite would wait for forever.
+TIMEOUT = 60
 
 
 class EpsilonKernelTests(jupyter_kernel_test.KernelTests):
@@ -50,6 +55,19 @@ class EpsilonKernelTests(jupyter_kernel_test.KernelTests):
         {"code": "(plot (linspace 0 1 5) (linspace 0 1 5))", "mime": "image/png"},
         {"code": "(plot (linspace 0 1 5) (linspace 0 1 5))", "mime": "image/svg+xml"},
     ]
+
+
+class EpsilonIopubWelcomeTests(jupyter_kernel_test.IopubWelcomeTests):
+    kernel_name = "epsilon"
+    support_iopub_welcome = True
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        # The suite waits for the welcome without a timeout: a kernel that
+        # sends none fails the test instead of hanging it.
+        get = cls.kc.get_iopub_msg
+        cls.kc.get_iopub_msg = lambda *args, **kwargs: get(*args, **{"timeout": TIMEOUT, **kwargs})
 
 
 if __name__ == "__main__":
