@@ -47,6 +47,6 @@ mod straight_line_tests;
 
 pub use compiled::CompiledGrad;
 pub use engine::Engine;
-pub use error::{Error, Location};
+pub use error::{Error, Location, show_library_frames};
 pub use lisp::builtins::formula::Notation;
 pub use lisp::{EvalErrorKind, Value};

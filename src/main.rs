@@ -29,6 +29,10 @@ struct Cli {
     /// Under mpirun, every rank prints (by default only rank 0 does).
     #[arg(long, global = true)]
     all_ranks: bool,
+    /// Error reports list every place inside the standard library an
+    /// error passed through (by default only the innermost).
+    #[arg(long, global = true)]
+    backtrace: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -153,6 +157,7 @@ fn main() -> ExitCode {
     keep_freed_memory();
     quiet_stack_growth_panics();
     let cli = Cli::parse();
+    epsilon::show_library_frames(cli.backtrace);
     // Under mpirun, MPI starts on this (the main) thread and ends here.
     if let Err(message) = epsilon::distributed::init() {
         eprintln!("error: {message}");

@@ -70,6 +70,27 @@
            (error (format "{}: option {} needs a value" who (car rest))))
           (else (loop (cdr (cdr rest)) (cons (list (car rest) (second rest)) given))))))
 
+(define (positive-number? x)
+  "(positive-number? x): true for a finite number above 0."
+  (and (number? x) (= (* 0.0 x) 0.0) (> x 0)))
+
+(define (non-negative-number? x)
+  "(non-negative-number? x): true for a finite number at least 0."
+  (and (number? x) (= (* 0.0 x) 0.0) (>= x 0)))
+
+(define (whole-number? x low)
+  "(whole-number? x low): true for a whole number (an integer or a float without fraction) at least low."
+  (and (number? x) (= (* 0.0 x) 0.0) (= x (floor x)) (>= x low)))
+
+(define (check-options who o rules)
+  "(check-options who o rules): the options o (from options) when each (key test what) of rules holds, (test value) true for the key's value; otherwise an error naming who, the key, what it must be and the value given."
+  (for-each (lambda (rule)
+              (let ((value (lookup o (car rule))))
+                (unless ((second rule) value)
+                  (error (format "{}: {} must be {}, got {}" who (car rule) (nth rule 2) value)))))
+            rules)
+  o)
+
 ;;; Trees: parameters as nested lists whose leaves are numbers and tensors.
 
 (define (leaf? x)

@@ -671,3 +671,54 @@ fn ctrl_c_stops_a_script_with_status_130_where_it_was() {
     assert_eq!(code, Some(130), "{stderr}");
     assert!(stderr.contains("error: interrupted"), "{stderr}");
 }
+
+/// An error raised deep inside the standard library shows the user's call,
+/// the innermost library place and a count of the others; `--backtrace`
+/// lists them all.
+#[test]
+fn library_frames_are_folded_unless_backtrace_is_asked() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let source = "(define (f y t) (neg y))\n(odeint f 1.0 (tensor 0.0 1.0) :method 'rk4)\n";
+    let path = dir.path().join("ode.lisp");
+    std::fs::write(&path, source).expect("the script is written");
+    let path = path.to_str().expect("UTF-8");
+    let short = epsilon(&["run", path]);
+    short.assert_code(1).assert_no_panic();
+    check_report(
+        &short.stderr,
+        path,
+        2,
+        1,
+        "(odeint f 1.0 (tensor 0.0 1.0) :method 'rk4)",
+    );
+    assert_eq!(
+        short.stderr.matches("raised inside <stdlib/").count(),
+        1,
+        "{}",
+        short.stderr
+    );
+    let more: usize = short
+        .stderr
+        .split("... and ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of the other frames: {}", short.stderr));
+    assert!(more >= 1, "{}", short.stderr);
+    assert!(
+        short
+            .stderr
+            .contains("inside the standard library (--backtrace shows them)"),
+        "{}",
+        short.stderr
+    );
+    let full = epsilon(&["--backtrace", "run", path]);
+    full.assert_code(1).assert_no_panic();
+    assert_eq!(
+        full.stderr.matches("raised inside <stdlib/").count(),
+        more + 1,
+        "{}",
+        full.stderr
+    );
+    assert!(!full.stderr.contains("... and"), "{}", full.stderr);
+}
