@@ -8,7 +8,7 @@
 ;; a number (NaN); tests/bench_scripts.rs reads these lines again.
 
 (define (smoke-check label err tolerance)
-  (println (format "check {}: {:.3e} (tolerance {:.0e})" label err tolerance))
+  (println (format "check {}: {:.3e} (tolerance {:e})" label err tolerance))
   (unless (<= err tolerance)
     (error (format "smoke check {} failed: {} is above {}" label err tolerance))))
 
