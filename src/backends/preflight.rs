@@ -9,21 +9,42 @@
 
 use super::BackendError;
 use crate::egraph::tensor::scan::Strategy;
+use crate::egraph::tensor::shape::numel;
 use crate::host_memory::show;
 use crate::tape::Tape;
-use crate::tape::plan::{LoopPlan, MemoryPlan, plan};
+use crate::tape::plan::{LoopPlan, MemoryPlan, loop_plan, plan};
+use crate::tape::scan::LoopTapes;
 
 /// Plans below this are run without a look at the system's figures.
 const UNCHECKED_BYTES: usize = 256 << 20;
 
 /// An error when `tape`'s plan needs more memory than the process can get.
 pub fn check(tape: &Tape) -> Result<(), BackendError> {
-    let plan = plan(tape);
+    fits(plan(tape))
+}
+
+/// An error when a loop run on its own (outside a tape) needs more memory
+/// than the process can get: its result, and what it holds as it runs.
+pub fn check_loop(tapes: &LoopTapes) -> Result<(), BackendError> {
+    let result = tapes.spec.output_parts().iter().fold(0usize, |sum, shape| {
+        sum.saturating_add(numel(shape).max(1).saturating_mul(8))
+    });
+    fits(MemoryPlan {
+        values: result,
+        largest_loop: Some(loop_plan(tapes)),
+    })
+}
+
+fn fits(plan: MemoryPlan) -> Result<(), BackendError> {
     let needed = plan.total();
     if needed < UNCHECKED_BYTES {
         return Ok(());
     }
-    match crate::host_memory::available() {
+    // Buffers kept for reuse by this thread's pool are the process's own,
+    // taken again by the run: they count as available.
+    let available = crate::host_memory::available()
+        .map(|bytes| bytes.saturating_add(super::cpu::storage::pooled_bytes()));
+    match available {
         Some(available) if needed > available => Err(BackendError::new(refusal(&plan, available))),
         _ => Ok(()),
     }
@@ -37,7 +58,9 @@ pub fn refusal(plan: &MemoryPlan, available: usize) -> String {
         Some(l) if l.bytes >= plan.values => {
             let what = loop_name(l);
             let held = held(l);
-            let remedy = if l.while_loop {
+            let remedy = if l.stacked_bytes > l.bytes / 2 {
+                "stack fewer or smaller outputs, or run the loop in pieces"
+            } else if l.while_loop {
                 "give fewer :snapshots"
             } else {
                 "use :checkpoint 'revolve (fewer :snapshots), or 'auto, which picks the \
@@ -87,6 +110,9 @@ fn held(l: &LoopPlan) -> String {
     if l.kept_bytes > 0 {
         parts.push(format!("{} of step products kept", show(l.kept_bytes)));
     }
+    if l.stacked_bytes > 0 {
+        parts.push(format!("{} stacked over its steps", show(l.stacked_bytes)));
+    }
     if parts.is_empty() {
         String::new()
     } else {
@@ -110,6 +136,7 @@ mod tests {
                 snapshots: steps,
                 state_bytes,
                 kept_bytes: 0,
+                stacked_bytes: 0,
             }),
         }
     }

@@ -51,6 +51,9 @@ pub struct LoopPlan {
     pub state_bytes: usize,
     /// The bytes of the step products kept for the reverse (store-all).
     pub kept_bytes: usize,
+    /// The bytes of the outputs (or, for a reverse, the sequences'
+    /// cotangents) stacked over the steps.
+    pub stacked_bytes: usize,
 }
 
 /// The plan of `tape`.
@@ -137,5 +140,6 @@ pub fn loop_plan(tapes: &LoopTapes) -> LoopPlan {
         snapshots,
         state_bytes,
         kept_bytes,
+        stacked_bytes: gathered,
     }
 }
