@@ -26,6 +26,7 @@ pub mod egraph;
 mod engine;
 mod error;
 pub mod formula;
+pub mod host_memory;
 pub mod kernel;
 pub mod lisp;
 pub mod lsp;

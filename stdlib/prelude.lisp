@@ -116,10 +116,17 @@
 
 (define (tree-leaves tree)
   "(tree-leaves tree): the leaves of a tree, depth first, as a flat list."
-  (cond ((leaf? tree) (list tree))
-        ((null? tree) '())
-        ((pair? tree) (append (tree-leaves (car tree)) (tree-leaves (cdr tree))))
-        (else (error "tree-leaves: leaves must be numbers or tensors, got" tree))))
+  ;; One pass over an explicit stack of the subtrees still to visit, the
+  ;; leaves gathered in reverse: linear in the tree's size however it
+  ;; nests, with no recursion.
+  (let walk ((pending (list tree)) (found '()))
+    (if (null? pending)
+        (reverse found)
+        (let ((t (car pending)) (rest (cdr pending)))
+          (cond ((leaf? t) (walk rest (cons t found)))
+                ((null? t) (walk rest found))
+                ((pair? t) (walk (cons (car t) (cons (cdr t) rest)) found))
+                (else (error "tree-leaves: leaves must be numbers or tensors, got" t)))))))
 
 (define (tree-from-leaves like leaves)
   "(tree-from-leaves like leaves): the tree with the structure of like whose leaves are taken in order from the list leaves (the inverse of tree-leaves)."

@@ -33,6 +33,23 @@ pub enum Format {
 }
 
 impl Format {
+    /// The deepest nesting of lists a tree saved in this format may have:
+    /// what `load` reads back. `save` refuses deeper trees.
+    pub fn max_depth(self) -> usize {
+        match self {
+            Format::Npz => MAX_DEPTH,
+            Format::Json => MAX_JSON_DEPTH,
+        }
+    }
+
+    /// The format's extension, for messages.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Npz => ".npz",
+            Format::Json => ".json",
+        }
+    }
+
     /// The format of `path` by its extension.
     pub fn of(path: &str) -> Result<Format, String> {
         match Path::new(path).extension().and_then(|e| e.to_str()) {
@@ -65,15 +82,47 @@ pub fn write_atomically(path: &str, bytes: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-/// Saves `tree` to `path` in the format its extension names.
+/// The deepest nesting of lists in `tree` (0 for a leaf), counted
+/// without recursion.
+pub fn depth(tree: &Tree) -> usize {
+    let mut deepest = 0;
+    let mut pending = vec![(tree, 0usize)];
+    while let Some((tree, depth)) = pending.pop() {
+        if let Tree::List(items) = tree {
+            deepest = deepest.max(depth + 1);
+            pending.extend(items.iter().map(|item| (item, depth + 1)));
+        }
+    }
+    deepest
+}
+
+/// Saves `tree` to `path` in the format its extension names; a tree
+/// nested deeper than the format reads back is an error.
 pub fn save(path: &str, tree: &Tree) -> Result<(), String> {
-    let bytes = match Format::of(path)? {
+    let format = Format::of(path)?;
+    if depth(tree) > format.max_depth() {
+        return Err(too_deep(path, format));
+    }
+    let bytes = match format {
         Format::Npz => npz_bytes(tree).map_err(|err| format!("{path}: {err}"))?,
         Format::Json => {
             serde_json::to_vec(&json_of(tree)).map_err(|err| format!("{path}: {err}"))?
         }
     };
     write_atomically(path, &bytes)
+}
+
+/// The error for a tree nested deeper than `format` reads back.
+pub fn too_deep(path: &str, format: Format) -> String {
+    let npz = match format {
+        Format::Json => format!(" (.npz takes {MAX_DEPTH})"),
+        Format::Npz => String::new(),
+    };
+    format!(
+        "{path}: the tree nests lists more than {} deep, deeper than load-tree reads back from {}{npz}",
+        format.max_depth(),
+        format.extension()
+    )
 }
 
 /// Loads the tree saved at `path`.
@@ -170,8 +219,12 @@ fn read_leaf(
     })
 }
 
-/// How deep a saved tree may nest (lists are read recursively).
+/// How deep a tree saved as `.npz` may nest (lists are read recursively).
 const MAX_DEPTH: usize = 1_000;
+
+/// How deep a tree saved as JSON may nest: JSON's reader takes 128 levels
+/// of arrays and objects, and a tensor leaf is an object holding arrays.
+const MAX_JSON_DEPTH: usize = 120;
 
 /// `tree.0.1` as `[0, 1]`.
 fn parse_path(name: &str) -> Result<Vec<usize>, String> {
@@ -338,6 +391,37 @@ mod tests {
         assert!(b[1].is_nan() && b[0] == 0.5);
         assert_eq!(top[1], Tree::Float(0.125));
         assert_eq!(top[2], Tree::Int(7));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A tensor under `depth` lists.
+    fn nested(depth: usize) -> Tree {
+        let mut tree = Tree::Tensor(ArrayD::from_elem(IxDyn(&[2]), 1.5));
+        for _ in 0..depth {
+            tree = Tree::List(vec![Tree::Int(1), tree]);
+        }
+        tree
+    }
+
+    #[test]
+    fn save_refuses_what_load_cannot_read_back() {
+        let dir = std::env::temp_dir().join(format!("epsilon-deep-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for format in [Format::Npz, Format::Json] {
+            let path = dir
+                .join(format!("deep{}", format.extension()))
+                .to_string_lossy()
+                .into_owned();
+            let deepest = nested(format.max_depth());
+            assert_eq!(depth(&deepest), format.max_depth());
+            save(&path, &deepest).unwrap();
+            assert_eq!(load(&path).unwrap(), deepest, "{path}");
+            let error = save(&path, &nested(format.max_depth() + 1)).unwrap_err();
+            assert!(
+                error.contains("deeper than load-tree reads back"),
+                "{error}"
+            );
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

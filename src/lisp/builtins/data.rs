@@ -116,25 +116,34 @@ fn save_npy(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     Ok(Value::Void)
 }
 
-/// `value` as a parameter tree; `path` names where it is, for messages.
-fn tree_of(value: &Value, path: &str) -> EvalResult<Tree> {
-    match value {
-        Value::Int(n) => Ok(Tree::Int(*n)),
-        Value::Float(x) => Ok(Tree::Float(*x)),
-        Value::Tensor(_) | Value::Tensor32(_) => Ok(Tree::Tensor((*value.as_tensor()?).clone())),
-        Value::Nil => Ok(Tree::List(Vec::new())),
-        Value::Pair(_) if value.is_list() => value
-            .list_to_vec()?
-            .iter()
-            .enumerate()
-            .map(|(index, item)| tree_of(item, &format!("{path}.{index}")))
-            .collect::<EvalResult<_>>()
-            .map(Tree::List),
-        other => Err(EvalError::type_error(format!(
-            "save: a parameter tree holds tensors, numbers and lists; {path} is {}",
-            other.short()
-        ))),
+/// `value` as a parameter tree of at most `depth` more levels of lists;
+/// `path` names where it is, for messages (`None` past the depth).
+fn tree_of(value: &Value, path: &str, depth: usize) -> EvalResult<Option<Tree>> {
+    if depth == 0 && matches!(value, Value::Nil | Value::Pair(_)) {
+        return Ok(None);
     }
+    Ok(Some(match value {
+        Value::Int(n) => Tree::Int(*n),
+        Value::Float(x) => Tree::Float(*x),
+        Value::Tensor(_) | Value::Tensor32(_) => Tree::Tensor((*value.as_tensor()?).clone()),
+        Value::Nil => Tree::List(Vec::new()),
+        Value::Pair(_) if value.is_list() => {
+            let mut items = Vec::new();
+            for (index, item) in value.list_to_vec()?.iter().enumerate() {
+                match tree_of(item, &format!("{path}.{index}"), depth - 1)? {
+                    Some(tree) => items.push(tree),
+                    None => return Ok(None),
+                }
+            }
+            Tree::List(items)
+        }
+        other => {
+            return Err(EvalError::type_error(format!(
+                "save: a parameter tree holds tensors, numbers and lists; {path} is {}",
+                other.short()
+            )));
+        }
+    }))
 }
 
 fn value_of(tree: Tree) -> Value {
@@ -148,7 +157,13 @@ fn value_of(tree: Tree) -> Value {
 
 fn save(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let path = args[0].as_str()?;
-    let tree = tree_of(&args[1], "tree")?;
+    let format = crate::data::tree::Format::of(path).map_err(EvalError::io)?;
+    let tree = tree_of(&args[1], "tree", format.max_depth())?.ok_or_else(|| {
+        EvalError::range(format!(
+            "save: {}",
+            crate::data::tree::too_deep(path, format)
+        ))
+    })?;
     crate::data::tree::save(path, &tree).map_err(EvalError::io)?;
     Ok(Value::Void)
 }
