@@ -48,8 +48,13 @@ fn print_line(text: &str) -> Outcome {
     let mut out = std::io::stdout().lock();
     match writeln!(out, "{text}").and_then(|()| out.flush()) {
         Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Outcome::Quit(0),
-        // Any other failure to write shows on the terminal's next line.
-        _ => Outcome::Continue,
+        // Another failure (a full disk behind a redirection) is reported
+        // and the session goes on.
+        Err(err) => {
+            eprintln!("error: cannot write output: {err}");
+            Outcome::Continue
+        }
+        Ok(()) => Outcome::Continue,
     }
 }
 

@@ -100,8 +100,7 @@ fn write_csv(_: &mut Interp, args: &Args) -> EvalResult<Value> {
         text.push_str(&fields.join(","));
         text.push('\n');
     }
-    std::fs::write(path, text)
-        .map_err(|err| EvalError::io(format!("cannot write {path}: {err}")))?;
+    write_atomically(path, text.as_bytes()).map_err(EvalError::io)?;
     Ok(Value::Void)
 }
 
@@ -194,7 +193,7 @@ fn load_tree(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
     with_options(builtin("read-csv", "(read-csv path :header #t :delimiter \",\")", "A matrix of the numbers in a CSV file (empty, NA and null fields are NaN); a first line that is not numbers is skipped. With :header #t, (list column-names matrix), text columns NaN in the matrix and listed third as (name field ...) lists.", 1, Some(1), read_csv), &["header", "delimiter"]),
-    builtin("write-csv", "(write-csv t path)", "Writes a vector (one value a line) or a matrix as CSV.", 2, Some(2), write_csv),
+    builtin("write-csv", "(write-csv t path)", "Writes a vector (one value a line) or a matrix as CSV; written to a temporary file and renamed.", 2, Some(2), write_csv),
     with_options(builtin("load-npy", "(load-npy path :dtype 'f64)", "Reads a NumPy .npy array of float64, float32, int8 to int64, uint8 to uint64 or bool: float32 as an f32 tensor, the others as f64 tensors (bools as 0 and 1); :dtype 'f32 or 'f64 asks for that type. An integer the type cannot hold exactly (past 2^53 for f64, 2^24 for f32) is an error.", 1, Some(1), load_npy), &["dtype"]),
     builtin("save-npy", "(save-npy t path)", "Writes a tensor as a NumPy .npy file: <f8 for an f64 tensor, <f4 for an f32 one; written to a temporary file and renamed.", 2, Some(2), save_npy),
     builtin("save", "(save \"f.npz\" tree)", "Writes a parameter tree (nested lists of tensors and numbers) as .npz, one array per leaf named by its path (tree.0.1), or as .json (tensors as {shape, data}); written to a temporary file and renamed.", 2, Some(2), save),
