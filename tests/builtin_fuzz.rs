@@ -45,7 +45,13 @@ fn bounded<T>(
 }
 
 /// Built-ins left out: they write files named by their arguments.
-const SKIPPED: &[&str] = &["write-csv", "save-npy", "save-dot"];
+const SKIPPED: &[&str] = &[
+    "write-csv",
+    "save-npy",
+    "save-dot",
+    "write-file",
+    "append-file",
+];
 
 /// Source text of the argument pool; each evaluates to one value.
 const POOL: &[&str] = &[

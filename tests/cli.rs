@@ -722,3 +722,48 @@ fn library_frames_are_folded_unless_backtrace_is_asked() {
     );
     assert!(!full.stderr.contains("... and"), "{}", full.stderr);
 }
+
+// --- a closed standard output ends the command quietly ----------------------
+
+/// Runs `pipeline` in bash with `pipefail`, `$0` naming the binary: the
+/// status is the first failing command's, so a failure of `epsilon` piped
+/// into `head` shows.
+fn piped(pipeline: &str) -> common::Outcome {
+    let mut command = std::process::Command::new("bash");
+    command.args([
+        "-c",
+        &format!("set -o pipefail; {pipeline}"),
+        common::EPSILON,
+    ]);
+    common::run_command(command, None)
+}
+
+#[test]
+fn eval_piped_into_head_stops_quietly_with_status_0() {
+    let out = piped(r#""$0" eval '(range 100000)' | head -c 5"#);
+    assert_eq!(out.stdout, "(0 1 ");
+    assert_eq!(out.stderr, "", "no panic, no report");
+    out.assert_code(0);
+}
+
+#[test]
+fn run_piped_into_head_stops_quietly_with_status_0() {
+    let dir = temp_dir();
+    let path = dir.path().join("count.lisp");
+    // A long loop (endless were the closed output missed), inside a `try`
+    // that must not catch the end of the output.
+    std::fs::write(
+        &path,
+        "(try (dotimes (i 10000000) (println i)) (catch (e) (eprintln \"caught\" e)))\n\
+         (eprintln \"after\")\n",
+    )
+    .expect("written");
+    let out = piped(&format!(r#""$0" run '{}' | head -n 2"#, path.display()));
+    assert_eq!(out.stdout, "0\n1\n");
+    assert_eq!(out.stderr, "", "no report, and the script stops");
+    out.assert_code(0);
+    // Standard input run as a script, and display without newlines.
+    let out = piped(r#"echo '(dotimes (i 10000000) (display i))' | "$0" | head -c 3"#);
+    assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("012", ""));
+    out.assert_code(0);
+}

@@ -4,10 +4,14 @@
 //! (a list is an array, a number a number, a tensor an object with `shape`
 //! and `data`; NaN and infinities, which JSON lacks, are `null`, read back
 //! as NaN). Files are written to a temporary name beside the target and
-//! renamed, so a failed save leaves the old file whole.
+//! renamed, so a failed save leaves the old file whole. An `.npz` whose
+//! names are not all tree paths (NumPy's `np.savez(f, w=..., b=...)`) is
+//! read as its arrays by name, in the file's order ([`Contents::Named`]);
+//! arrays of any number kind `npy` reads become float64 tensors.
 
+pub use super::files::write_atomically;
 use ndarray::{ArrayD, IxDyn};
-use std::io::{Cursor, Write};
+use std::io::Cursor;
 use std::path::Path;
 
 /// A parameter tree.
@@ -62,26 +66,6 @@ impl Format {
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file beside it, renamed
-/// over the target only once written and flushed.
-pub fn write_atomically(path: &str, bytes: &[u8]) -> Result<(), String> {
-    let target = Path::new(path);
-    let name = target
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| format!("{path}: not a file name"))?;
-    let temporary = target.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let written = std::fs::File::create(&temporary).and_then(|mut file| {
-        file.write_all(bytes)?;
-        file.sync_all()
-    });
-    if let Err(err) = written.and_then(|()| std::fs::rename(&temporary, target)) {
-        let _ = std::fs::remove_file(&temporary);
-        return Err(format!("cannot write {path}: {err}"));
-    }
-    Ok(())
-}
-
 /// The deepest nesting of lists in `tree` (0 for a leaf), counted
 /// without recursion.
 pub fn depth(tree: &Tree) -> usize {
@@ -125,16 +109,28 @@ pub fn too_deep(path: &str, format: Format) -> String {
     )
 }
 
-/// Loads the tree saved at `path`.
-pub fn load(path: &str) -> Result<Tree, String> {
+/// What a file holds.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Contents {
+    /// A tree, as `save` writes it.
+    Tree(Tree),
+    /// Arrays an `.npz` names freely (`np.savez(f, w=..., b=...)`), in the
+    /// file's order.
+    Named(Vec<(String, Tree)>),
+}
+
+/// Loads the tree saved at `path`, or the arrays an `.npz` names freely.
+pub fn load(path: &str) -> Result<Contents, String> {
     let format = Format::of(path)?;
-    let bytes = std::fs::read(path).map_err(|err| format!("cannot read {path}: {err}"))?;
+    let bytes = super::files::read_bytes(path)?;
     match format {
         Format::Npz => tree_of_npz(&bytes).map_err(|err| format!("{path}: {err}")),
         Format::Json => {
             let json: serde_json::Value =
                 serde_json::from_slice(&bytes).map_err(|err| format!("{path}: not JSON: {err}"))?;
-            tree_of_json(&json).map_err(|err| format!("{path}: {err}"))
+            tree_of_json(&json)
+                .map(Contents::Tree)
+                .map_err(|err| format!("{path}: {err}"))
         }
     }
 }
@@ -179,39 +175,51 @@ fn npz_bytes(tree: &Tree) -> Result<Vec<u8>, String> {
     Ok(cursor.into_inner())
 }
 
-fn tree_of_npz(bytes: &[u8]) -> Result<Tree, String> {
-    let mut reader = ndarray_npy::NpzReader::new(Cursor::new(bytes))
-        .map_err(|err| format!("not an .npz file: {err}"))?;
-    let names = reader
-        .names()
-        .map_err(|err| format!("unreadable .npz: {err}"))?;
-    let mut paths = names
-        .into_iter()
-        .map(|name| parse_path(&name).map(|path| (path, name)))
+fn tree_of_npz(bytes: &[u8]) -> Result<Contents, String> {
+    let entries = super::npz::entries(bytes)?;
+    if !entries.iter().all(|(name, _)| is_tree_path(name)) {
+        // Arrays NumPy saved under names of their own, in the file's order.
+        return entries
+            .iter()
+            .map(|(name, data)| read_leaf(name, data).map(|leaf| (name.clone(), leaf)))
+            .collect::<Result<_, _>>()
+            .map(Contents::Named);
+    }
+    let mut paths = entries
+        .iter()
+        .map(|(name, data)| parse_path(name).map(|path| (path, name, data)))
         .collect::<Result<Vec<_>, _>>()?;
     paths.sort();
     let mut root: Option<Tree> = None;
-    for (path, name) in paths {
-        let leaf = read_leaf(&mut reader, &name)?;
-        place(&mut root, &path, leaf, &name)?;
+    for (path, name, data) in paths {
+        let leaf = read_leaf(name, data)?;
+        place(&mut root, &path, leaf, name)?;
     }
-    root.ok_or_else(|| "the file holds no arrays".to_string())
+    root.map(Contents::Tree)
+        .ok_or_else(|| "the file holds no arrays".to_string())
 }
 
-/// A leaf: a 0-d integer array is a whole number, a 0-d float array a
-/// number, any other float array a tensor.
-fn read_leaf(
-    reader: &mut ndarray_npy::NpzReader<Cursor<&[u8]>>,
-    name: &str,
-) -> Result<Tree, String> {
-    if let Ok(n) = reader.by_name::<ndarray::OwnedRepr<i64>, IxDyn>(name)
-        && n.ndim() == 0
-    {
-        return Ok(Tree::Int(n[IxDyn(&[])]));
+/// Whether `name` is a tree leaf's path: `tree`, `tree.0`, `tree.0.1`, ...
+fn is_tree_path(name: &str) -> bool {
+    let mut parts = name.split('.');
+    parts.next() == Some("tree")
+        && parts.all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// A leaf from its `.npy` bytes: a 0-d integer (or bool) array is a whole
+/// number, a 0-d float array a number, any other array a float64 tensor
+/// (integers, bools and float32 numbers converted exactly).
+fn read_leaf(name: &str, bytes: &[u8]) -> Result<Tree, String> {
+    let failed = |err: String| format!("the array {name}: {err}");
+    if let Some(n) = super::npy::scalar_integer(bytes).map_err(failed)? {
+        return i64::try_from(n)
+            .map(Tree::Int)
+            .map_err(|_| failed(format!("{n} is past the largest whole number, 2^63 - 1")));
     }
-    let array: ArrayD<f64> = reader
-        .by_name(name)
-        .map_err(|err| format!("the array {name} is not float64 or int64: {err}"))?;
+    let (_, array) = super::npy::read(bytes, super::npy::Target::F64).map_err(failed)?;
+    let super::npy::Array::F64(array) = array else {
+        unreachable!("read as float64")
+    };
     Ok(if array.ndim() == 0 {
         Tree::Float(array[IxDyn(&[])])
     } else {
@@ -379,11 +387,11 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let npz = dir.join("p.npz").to_string_lossy().into_owned();
         save(&npz, &sample()).unwrap();
-        assert_eq!(load(&npz).unwrap(), sample());
+        assert_eq!(load(&npz).unwrap(), Contents::Tree(sample()));
         let json = dir.join("p.json").to_string_lossy().into_owned();
         save(&json, &sample()).unwrap();
         // JSON has no infinity: it comes back as NaN.
-        let Tree::List(top) = load(&json).unwrap() else {
+        let Contents::Tree(Tree::List(top)) = load(&json).unwrap() else {
             panic!()
         };
         let Tree::List(layer) = &top[0] else { panic!() };
@@ -415,7 +423,7 @@ mod tests {
             let deepest = nested(format.max_depth());
             assert_eq!(depth(&deepest), format.max_depth());
             save(&path, &deepest).unwrap();
-            assert_eq!(load(&path).unwrap(), deepest, "{path}");
+            assert_eq!(load(&path).unwrap(), Contents::Tree(deepest), "{path}");
             let error = save(&path, &nested(format.max_depth() + 1)).unwrap_err();
             assert!(
                 error.contains("deeper than load-tree reads back"),

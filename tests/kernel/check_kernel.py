@@ -180,6 +180,12 @@ def check_complete_inspect(kc):
     _, messages = run(kc, ":doc map")
     data = of_type(messages, "execute_result")[0]["data"]
     expect("map" in data["text/plain"], ":doc in a cell shows the documentation", data)
+    # :time and (time ...) both report on the stderr stream.
+    for code in [":time (+ 1 2)", "(time (+ 1 2))"]:
+        _, messages = run(kc, code)
+        streams = of_type(messages, "stream")
+        expect([s["name"] for s in streams] == ["stderr"] and streams[0]["text"].startswith("time: "),
+               code + " reports its time on stderr", streams)
 
 
 def check_bad_signature(kc):

@@ -200,9 +200,10 @@ fn numeric(name: &str) -> bool {
         && !handles_f32(name)
 }
 
-/// Numeric built-ins that take f32 tensors themselves.
+/// Numeric built-ins that take f32 tensors themselves (`save-npy` writes
+/// them as float32).
 fn handles_f32(name: &str) -> bool {
-    matches!(name, "adam-update")
+    matches!(name, "adam-update" | "save-npy")
 }
 
 /// Built-ins whose tensor results are positions, not values: never
