@@ -12,10 +12,8 @@ pub const PARALLEL_THRESHOLD: usize = 1 << 15;
 /// The largest tensor Epsilon makes, in elements (32 GiB of f64).
 pub const MAX_ELEMENTS: usize = 1 << 32;
 
-/// The most axes a tensor may have (NumPy's limit): deeper shapes are an
-/// error where they are given, never a stack overflow in a kernel that
-/// walks the axes.
-pub const MAX_RANK: usize = 64;
+/// The most axes a tensor may have (the tensor language's limit).
+pub use crate::egraph::tensor::shape::MAX_RANK;
 
 /// An error unless `rank` axes are within [`MAX_RANK`].
 pub fn check_rank(rank: usize) -> EvalResult<()> {

@@ -109,6 +109,14 @@ inner-value
 ;!! huge_header.npy: its header's shape (4000000000,) of float64 needs 32000000000 bytes of data, and the file holds 16
 (load-npy "tests/lisp/data/mixed.csv")
 ;!! mixed.csv: not a NumPy .npy file
+(npy "deep_shape")
+;!! deep_shape.npy: its header's shape has 65 axes; a tensor may have at most 64
+
+;; ---- a JSON tree whose tensor claims more than 64 axes ----
+(define deep-json (str *tmp* "/deep.json"))
+(write-file deep-json (str "{\"shape\": [" (string-join (map (lambda (i) "1") (range 65)) ", ") "], \"data\": [1.0]}"))
+(load-tree deep-json)
+;!! a tensor's shape has 65 axes; a tensor may have at most 64
 
 ;; ---- an .npz of arrays named by np.savez(f, w=..., b=..., steps=...) ----
 (load-tree "tests/lisp/data/npy/named.npz")
