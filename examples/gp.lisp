@@ -4,6 +4,9 @@
 ;;;
 ;;;   epsilon run examples/gp.lisp [--points 40] [--grid 200] [--plot gp.png]
 ;;;
+;;; The picture goes to gp.png in the system's temporary folder unless
+;;; --plot names a path; the script prints where it wrote it.
+;;;
 ;;; Data: noisy samples of f(x) = sin(x) + 0.3 cos(3x) at random x in
 ;;; [-5, 5]. Model: a zero-mean GP with the squared-exponential kernel
 ;;;   k(x, x') = a^2 exp(-(x - x')^2 / (2 l^2)),  plus noise s^2 on the diagonal,
@@ -16,7 +19,7 @@
 
 (define points (script-option "--points" 40))
 (define grid-size (script-option "--grid" 200))
-(define plot-path (script-option "--plot" "gp.png"))
+(define plot-path (script-option "--plot" (temp-path "gp.png")))
 
 (define (truth x) (+ (sin x) (* 0.3 (cos (* 3 x)))))
 (seed! 3)

@@ -3,6 +3,9 @@
 ;;;
 ;;;   epsilon run examples/heat.lisp [--points 64] [--snapshots 10] [--plot heat.png]
 ;;;
+;;; The picture goes to heat.png in the system's temporary folder unless
+;;; --plot names a path; the script prints where it wrote it.
+;;;
 ;;; u_t = kappa u_xx on [0, 1], u = 0 at both ends, stepped explicitly
 ;;; (forward Euler in time, central differences in space) with `scan`.
 ;;; The data are the final profile for kappa = 0.7 plus 0.1% noise. We fit
@@ -60,7 +63,7 @@
                  (snapshot-bytes 'revolve) (snapshot-bytes 'store-all)))
 
 ;; The initial profile, the data, and the final profile of the fitted model.
-(define plot-path (script-option "--plot" "heat.png"))
+(define plot-path (script-option "--plot" (temp-path "heat.png")))
 (plot-lines xs (list u0 observed (final-profile kappa 'revolve)) plot-path
             :labels (list "initial u(x, 0)" "observed u(x, T)" (format "fitted, kappa = {:.4}" kappa))
             :title "1-D heat equation: recovering kappa" :xlabel "x" :ylabel "temperature")

@@ -6,11 +6,14 @@
 ;;; CC BY 4.0; see examples/data/README.md). A quarter is held out; the rest
 ;;; trains a 64-32-10 perceptron with tanh hidden units under softmax
 ;;; cross-entropy, by Adam in batches of 64. `fit` shows a progress bar on a
-;;; terminal; the loss per epoch is plotted to loss.png.
+;;; terminal; the loss per epoch is plotted to loss.png, and the graph of a
+;;; training step's gradient saved as mlp.dot and mlp.svg, in the system's
+;;; temporary folder unless --plot and --graph name paths; the script
+;;; prints where it wrote them.
 
 (define epochs (script-option "--epochs" 30))
 (define hidden (script-option "--hidden" 32))
-(define plot-path (script-option "--plot" "loss.png"))
+(define plot-path (script-option "--plot" (temp-path "loss.png")))
 
 (define table (read-csv (str (source-directory) "/data/digits.csv")))
 (define images (/ (slice table 0 64 :axis 1) 16.0))   ; pixel counts 0-16 scaled to 0-1
@@ -50,6 +53,9 @@
 
 ;; The computation graph of one training step's gradient, as Graphviz DOT
 ;; (and an SVG picture of it beside the DOT file).
-(define graph-path (script-option "--graph" "mlp.dot"))
+(define graph-path (script-option "--graph" (temp-path "mlp.dot")))
 (save-dot loss (list params (slice (first test) 0 8) (slice (second test) 0 8)) graph-path)
 (println "wrote" graph-path)
+(let ((n (string-length graph-path)))
+  (when (and (> n 4) (equal? (substring graph-path (- n 4)) ".dot"))
+    (println "wrote" (str (substring graph-path 0 (- n 4)) ".svg"))))

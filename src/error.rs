@@ -8,6 +8,7 @@ use crate::lisp::source::SourceMap;
 use crate::lisp::{EvalError, EvalErrorKind};
 use crate::reader::Span;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A place in a source text.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -137,7 +138,10 @@ impl Error {
     }
 
     /// The full report: the one-line error, the source line with a caret
-    /// under the offending text, and the call sites it passed through.
+    /// under the offending text, the innermost place inside the standard
+    /// library it was raised at (every such place after
+    /// [`show_library_frames`]`(true)`, the command line's `--backtrace`)
+    /// and the user's call sites it passed through.
     pub fn render(&self) -> String {
         let mut out = match &self.inner.location {
             Some(location) => format!("{location}: error: {}", self.inner.message),
@@ -150,14 +154,38 @@ impl Error {
                 "", location.line, ""
             ));
         }
-        for place in &self.inner.library {
+        let library = &self.inner.library;
+        let shown = if FULL_BACKTRACE.load(Ordering::Relaxed) {
+            library.len()
+        } else {
+            library.len().min(1)
+        };
+        for place in &library[..shown] {
             out.push_str(&format!("\n  raised inside {place}"));
+        }
+        if shown < library.len() {
+            let more = library.len() - shown;
+            let frames = if more == 1 { "frame" } else { "frames" };
+            out.push_str(&format!(
+                "\n  ... and {more} {frames} inside the standard library (--backtrace shows them)"
+            ));
         }
         for site in &self.inner.trace {
             out.push_str(&format!("\n  called from {site}"));
         }
         out
     }
+}
+
+/// Whether reports show every place inside the standard library an error
+/// passed through, or only the innermost.
+static FULL_BACKTRACE: AtomicBool = AtomicBool::new(false);
+
+/// Makes [`Error::render`] show every frame inside the standard library
+/// (`true`, the command line's `--backtrace`) or only the innermost (the
+/// default: the user's own call sites are what they can act on).
+pub fn show_library_frames(all: bool) {
+    FULL_BACKTRACE.store(all, Ordering::Relaxed);
 }
 
 /// `FILE:LINE:COL: message`, or the message alone: no "error:" of its own,

@@ -26,6 +26,7 @@ pub mod egraph;
 mod engine;
 mod error;
 pub mod formula;
+pub mod host_memory;
 pub mod input;
 pub mod kernel;
 pub mod lisp;
@@ -48,6 +49,6 @@ mod straight_line_tests;
 
 pub use compiled::CompiledGrad;
 pub use engine::Engine;
-pub use error::{Error, Location};
+pub use error::{Error, Location, show_library_frames};
 pub use lisp::builtins::formula::Notation;
 pub use lisp::{EvalErrorKind, Value};

@@ -3,7 +3,9 @@
 //! Exit status: 0 on success, 1 for an error in the program (printed as
 //! `FILE:LINE:COL: error: message` with the source line and a caret), 2 for
 //! bad usage, 130 when Ctrl-C (SIGINT) stopped it (reported as
-//! "interrupted" where it was); `(exit n)` exits with n. Under `mpirun` (a build with the
+//! "interrupted" where it was); `(exit n)` exits with n. When standard
+//! output is closed by its reader (`epsilon eval ... | head`), the command
+//! stops quietly with status 0, as Unix filters do. Under `mpirun` (a build with the
 //! feature `mpi`), only rank 0 prints unless `--all-ranks` is given, and
 //! an error on any rank aborts every rank after printing it.
 
@@ -29,6 +31,10 @@ struct Cli {
     /// Under mpirun, every rank prints (by default only rank 0 does).
     #[arg(long, global = true)]
     all_ranks: bool,
+    /// Error reports list every place inside the standard library an
+    /// error passed through (by default only the innermost).
+    #[arg(long, global = true)]
+    backtrace: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -108,6 +114,10 @@ fn failure(error: Error) -> ExitCode {
     if let Some(code) = error.exit_code() {
         return exit_status(code);
     }
+    if error.kind() == epsilon::EvalErrorKind::OutputClosed {
+        // Whoever read the output has all they wanted.
+        return ExitCode::SUCCESS;
+    }
     let interrupted = error.kind() == epsilon::EvalErrorKind::Interrupted;
     if epsilon::distributed::is_distributed() {
         // One rank's error ends the whole job, with the message.
@@ -141,7 +151,7 @@ fn finish(result: Result<Value, Error>, echo: bool) -> ExitCode {
     match result {
         Ok(value) => {
             if echo && !matches!(value, Value::Void) {
-                println!("{value}");
+                return print_value(&value);
             }
             ExitCode::SUCCESS
         }
@@ -149,10 +159,26 @@ fn finish(result: Result<Value, Error>, echo: bool) -> ExitCode {
     }
 }
 
+/// Prints the value `eval` gives. A reader that closed standard output
+/// (`| head`) took what it wanted: that ends the command quietly.
+fn print_value(value: &Value) -> ExitCode {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{value}").and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: cannot write output: {err}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     keep_freed_memory();
     quiet_stack_growth_panics();
     let cli = Cli::parse();
+    epsilon::show_library_frames(cli.backtrace);
     // Under mpirun, MPI starts on this (the main) thread and ends here.
     if let Err(message) = epsilon::distributed::init() {
         eprintln!("error: {message}");

@@ -147,12 +147,12 @@
   (nth (dopri5-run f y0 ts rtol atol max-steps) 4))
 
 (define (odeint-steps f y0 ts . args)
-  "(odeint-steps f y0 ts params... :rtol 1e-8 :atol 1e-8 :max-steps 100000): the Dormand-Prince steps odeint takes for this problem, as (accepted rejected)."
+  "(odeint-steps f y0 ts params... :rtol 1e-8 :atol 1e-8 :max-steps 100000): the Dormand-Prince steps odeint takes for this problem, as (accepted rejected), two integers."
   (let* ((split (split-keywords args))
          (o (options 'odeint-steps (cdr split) '((:rtol 1e-8) (:atol 1e-8) (:max-steps 100000))))
          (final (dopri5-run (lambda (y t) (apply f y t (car split))) y0 ts
                             (lookup o :rtol) (lookup o :atol) (lookup o :max-steps))))
-    (list (nth final 5) (nth final 6))))
+    (list (int (nth final 5)) (int (nth final 6)))))
 
 (define (integrate-rk4 f y0 ts dt max-steps)
   "(integrate-rk4 f y0 ts dt max-steps): the states at the times ts (increasing, ts[0] the start) of dy/dt = (f y t), stacked: classical Runge-Kutta steps of at most dt, landing on each output time."
@@ -233,8 +233,25 @@
          (m (size ts)))
     (reshape (slice both n (* 2 n) :axis 1) (cons m (shape y0)))))
 
+(define (time-direction who ts)
+  "(time-direction who ts): 1.0 when the times ts never decrease, -1.0 when they never increase and the last is before the first; an error naming who otherwise: no time at all, a NaN or infinite time, or the first pair out of order."
+  (let ((m (size ts)))
+    (unless (= (rank ts) 1)
+      (error (format "{}: the times ts must be a vector, got shape {}" who (shape ts))))
+    (when (= m 0)
+      (error (format "{}: the times ts are empty; give at least the start time (one time gives y0 alone)" who)))
+    (unless (= (sum (* 0.0 ts)) 0.0)
+      (error (format "{}: the times ts hold a NaN or an infinite time: {}" who ts)))
+    (let* ((sign (if (< (index ts (- m 1)) (index ts 0)) -1.0 1.0))
+           (back (< (* sign (- (slice ts 1 m) (slice ts 0 (- m 1)))) 0.0)))
+      (if (> (sum back) 0)
+          (let ((i (+ (argmax back) 1)))
+            (error (format "{}: the times ts must be increasing or decreasing: ts[{}] = {} is followed by ts[{}] = {}"
+                           who (- i 1) (index ts (- i 1)) i (index ts i))))
+          sign))))
+
 (define (odeint f y0 ts . args)
-  "(odeint f y0 ts params... :method 'dopri5 :rtol 1e-8 :atol 1e-8 (1e-6 for an f32 y0) :adjoint 'backsolve :dt #f :max-steps 100000): the solution of dy/dt = (f y t params...) from y0 (a number or tensor) at ts[0], at each of the increasing times ts, stacked (ts's length first). :method 'dopri5 takes adaptive Dormand-Prince 5(4) steps under the error bound atol + rtol |y| and reads the times between steps from its dense output; 'rk4 takes classical Runge-Kutta steps of at most :dt, landing on each time. Differentiable with respect to y0 and the params (numbers or tensors): :adjoint 'backsolve integrates the adjoint system backward (the continuous adjoint; memory independent of the steps; forward mode integrates the sensitivities alongside), 'direct differentiates through the solver's steps (the discrete derivative; a while-loop reverse with online checkpointing). The times are taken in y0's type. Not reaching the next output time within :max-steps steps (the step size underflowed) is an error."
+  "(odeint f y0 ts params... :method 'dopri5 :rtol 1e-8 :atol 1e-8 (1e-6 for an f32 y0) :adjoint 'backsolve :dt #f :max-steps 100000): the solution of dy/dt = (f y t params...) from y0 (a number or tensor) at ts[0], at each of the times ts, stacked (ts's length first). The times increase, or decrease to integrate backward in time (as diffrax and SciPy's solve_ivp do); times out of order, NaN times or none are an error naming the first pair out of order; one time gives y0. :method 'dopri5 takes adaptive Dormand-Prince 5(4) steps under the error bound atol + rtol |y| and reads the times between steps from its dense output; 'rk4 takes classical Runge-Kutta steps of at most :dt, landing on each time. Differentiable with respect to y0 and the params (numbers or tensors): :adjoint 'backsolve integrates the adjoint system backward (the continuous adjoint; memory independent of the steps; forward mode integrates the sensitivities alongside), 'direct differentiates through the solver's steps (the discrete derivative; a while-loop reverse with online checkpointing). The times are taken in y0's type. Not reaching the next output time within :max-steps steps (the step size underflowed) is an error."
   (let* ((split (split-keywords args))
          (params (car split))
          (o (options 'odeint (cdr split)
@@ -242,11 +259,34 @@
          ;; The times in the state's type (an f32 state stays f32), and
          ;; tolerances f32 can meet by default.
          (ts (astype ts (dtype y0)))
-         (default-tol (if (eq? (dtype y0) 'f32) 1e-6 1e-8))
+         (direction (time-direction 'odeint ts)))
+    (if (< direction 0)
+        ;; Decreasing times: with s = -t the system dz/ds = -f(z, -s)
+        ;; runs forward through the increasing times -ts, values,
+        ;; adjoints and tangents alike.
+        (apply odeint
+               (lambda (y s . ps) (neg (apply f y (neg s) ps)))
+               y0 (neg ts) args)
+        (odeint-forward f y0 ts params o))))
+
+(define (check-ode-options o method rtol atol dt)
+  "(check-ode-options o method rtol atol dt): an error naming odeint and the option when a tolerance, the step :dt or :max-steps is out of range."
+  (check-options 'odeint (list (list :rtol rtol) (list :atol atol) (list :max-steps (lookup o :max-steps)))
+                 (list (list :rtol positive-number? "a positive number")
+                       (list :atol non-negative-number? "a number at least 0")
+                       (list :max-steps (lambda (n) (whole-number? n 1)) "a whole number at least 1")))
+  (when (and dt (eq? method 'dopri5))
+    (error "odeint: :dt sets the step of :method 'rk4; 'dopri5 chooses its own steps (leave :dt out, or use :rtol and :atol)"))
+  #t)
+
+(define (odeint-forward f y0 ts params o)
+  "(odeint-forward f y0 ts params o): odeint through the increasing times ts (in y0's type) with the options o (an association list of odeint's keywords)."
+  (let* ((default-tol (if (eq? (dtype y0) 'f32) 1e-6 1e-8))
          (method (lookup o :method))
          (rtol (if (eq? (lookup o :rtol) 'auto) default-tol (lookup o :rtol)))
          (atol (if (eq? (lookup o :atol) 'auto) default-tol (lookup o :atol)))
          (dt (lookup o :dt)) (max-steps (lookup o :max-steps))
+         (checked (check-ode-options o method rtol atol dt))
          (solve
           (cond ((eq? method 'dopri5)
                  (lambda (g y0 ts) (integrate-dopri5 g y0 ts rtol atol max-steps)))

@@ -6,6 +6,14 @@
 ;;; optimizer for one parameter tree. Parameters and gradients are trees:
 ;;; numbers, tensors, or nested lists of them.
 
+(define (learning-rate? lr)
+  "(learning-rate? lr): true for an optimizer's :lr, a positive number or a schedule function."
+  (or (procedure? lr) (positive-number? lr)))
+
+(define (unit-fraction? x)
+  "(unit-fraction? x): true for a number in [0, 1), such as a moment's decay rate."
+  (and (non-negative-number? x) (< x 1)))
+
 (define (learning-rate lr step)
   "(learning-rate lr step): lr at a step (counted from 1): lr itself when it is a number, (lr step) when it is a schedule function."
   (if (procedure? lr) (lr step) lr))
@@ -16,7 +24,10 @@
 
 (define (sgd . opts)
   "(sgd :lr 0.01 :momentum 0 :nesterov #f :weight-decay 0): stochastic gradient descent, with heavy-ball or Nesterov momentum when :momentum > 0. Gives an optimizer: (opt params grads) returns the updated params."
-  (let* ((o (options 'sgd opts '((:lr 0.01) (:momentum 0) (:nesterov #f) (:weight-decay 0))))
+  (let* ((o (check-options 'sgd (options 'sgd opts '((:lr 0.01) (:momentum 0) (:nesterov #f) (:weight-decay 0)))
+                          (list (list :lr learning-rate? "a positive number or a schedule function")
+                                (list :momentum non-negative-number? "a number at least 0")
+                                (list :weight-decay non-negative-number? "a number at least 0"))))
          (lr (lookup o :lr)) (mu (lookup o :momentum))
          (nesterov (lookup o :nesterov)) (decay (lookup o :weight-decay))
          (velocity #f) (step 0))
@@ -42,7 +53,12 @@
 
 (define (adam . opts)
   "(adam :lr 0.001 :beta1 0.9 :beta2 0.999 :eps 1e-8 :weight-decay 0): Adam (Kingma and Ba) with bias-corrected moments; a non-zero :weight-decay is decoupled, as in AdamW. :lr may be a schedule such as (exponential-decay 0.1 0.5 1000). Gives an optimizer: (opt params grads) returns the updated params."
-  (let* ((o (options 'adam opts '((:lr 0.001) (:beta1 0.9) (:beta2 0.999) (:eps 1e-8) (:weight-decay 0))))
+  (let* ((o (check-options 'adam (options 'adam opts '((:lr 0.001) (:beta1 0.9) (:beta2 0.999) (:eps 1e-8) (:weight-decay 0)))
+                          (list (list :lr learning-rate? "a positive number or a schedule function")
+                                (list :beta1 unit-fraction? "a number in [0, 1)")
+                                (list :beta2 unit-fraction? "a number in [0, 1)")
+                                (list :eps positive-number? "a positive number")
+                                (list :weight-decay non-negative-number? "a number at least 0"))))
          (lr (lookup o :lr)) (b1 (lookup o :beta1)) (b2 (lookup o :beta2))
          (eps (lookup o :eps)) (decay (lookup o :weight-decay))
          (m #f) (v #f) (step 0))
@@ -144,7 +160,12 @@
 
 (define (lbfgs f x0 . opts)
   "(lbfgs f x0 :max-iter 500 :history 10 :gtol 1e-10 :ftol 0 :callback #f): minimizes f (a function of one argument: a number, tensor or tree of them) from x0 by L-BFGS with a strong Wolfe line search; gradients come from value-and-grad. Stops when the gradient norm is at most gtol, when f decreases by at most ftol * max(1, |f|) in an iteration, when no step decreases f, or after max-iter iterations. (callback k x fx gnorm) runs after each iteration. Gives an association list with x, value, gradient-norm, iterations, evaluations, converged and message; read it with lookup."
-  (let* ((o (options 'lbfgs opts '((:max-iter 500) (:history 10) (:gtol 1e-10) (:ftol 0) (:callback #f))))
+  (let* ((o (check-options 'lbfgs (options 'lbfgs opts '((:max-iter 500) (:history 10) (:gtol 1e-10) (:ftol 0) (:callback #f)))
+                          (list (list :max-iter (lambda (n) (whole-number? n 0)) "a whole number at least 0")
+                                (list :history (lambda (n) (whole-number? n 1)) "a whole number at least 1")
+                                (list :gtol non-negative-number? "a number at least 0")
+                                (list :ftol non-negative-number? "a number at least 0")
+                                (list :callback (lambda (c) (or (not c) (procedure? c))) "a function or #f"))))
          (max-iter (lookup o :max-iter)) (memory (lookup o :history))
          (gtol (lookup o :gtol)) (ftol (lookup o :ftol)) (callback (lookup o :callback))
          (vg (value-and-grad f))
@@ -210,7 +231,10 @@
 
 (define (minimize-over f x0 . opts)
   "(minimize-over f x0 :method 'lbfgs :max-iter 500 :tol 1e-10 :callback #f): minimize for a function of x alone."
-  (let* ((o (options 'minimize opts '((:method lbfgs) (:max-iter 500) (:tol 1e-10) (:callback #f))))
+  (let* ((o (check-options 'minimize (options 'minimize opts '((:method lbfgs) (:max-iter 500) (:tol 1e-10) (:callback #f)))
+                          (list (list :max-iter (lambda (n) (whole-number? n 0)) "a whole number at least 0")
+                                (list :tol non-negative-number? "a number at least 0")
+                                (list :callback (lambda (c) (or (not c) (procedure? c))) "a function or #f"))))
          (method (lookup o :method)) (max-iter (lookup o :max-iter))
          (tol (lookup o :tol)) (callback (lookup o :callback)))
     (cond ((eq? method 'lbfgs)
@@ -224,7 +248,9 @@
                          (list 'iterations k) (list 'evaluations (+ k 1))
                          (list 'converged converged) (list 'message message)))
                  (when (and callback (> k 0)) (callback k x fx gnorm))
-                 (cond ((<= gnorm tol) (result #t "gradient norm below tol"))
+                 (cond ((not (finite? fx)) (result #f "the function is not finite at the current point"))
+                       ((not (finite? gnorm)) (result #f "the gradient is not finite at the current point"))
+                       ((<= gnorm tol) (result #t "gradient norm below tol"))
                        ((>= k max-iter) (result #f "reached max-iter"))
                        (else
                         (loop (+ k 1) (method x g))))))))

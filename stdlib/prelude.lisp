@@ -70,6 +70,27 @@
            (error (format "{}: option {} needs a value" who (car rest))))
           (else (loop (cdr (cdr rest)) (cons (list (car rest) (second rest)) given))))))
 
+(define (positive-number? x)
+  "(positive-number? x): true for a finite number above 0."
+  (and (number? x) (= (* 0.0 x) 0.0) (> x 0)))
+
+(define (non-negative-number? x)
+  "(non-negative-number? x): true for a finite number at least 0."
+  (and (number? x) (= (* 0.0 x) 0.0) (>= x 0)))
+
+(define (whole-number? x low)
+  "(whole-number? x low): true for a whole number (an integer or a float without fraction) at least low."
+  (and (number? x) (= (* 0.0 x) 0.0) (= x (floor x)) (>= x low)))
+
+(define (check-options who o rules)
+  "(check-options who o rules): the options o (from options) when each (key test what) of rules holds, (test value) true for the key's value; otherwise an error naming who, the key, what it must be and the value given."
+  (for-each (lambda (rule)
+              (let ((value (lookup o (car rule))))
+                (unless ((second rule) value)
+                  (error (format "{}: {} must be {}, got {}" who (car rule) (nth rule 2) value)))))
+            rules)
+  o)
+
 ;;; Trees: parameters as nested lists whose leaves are numbers and tensors.
 
 (define (leaf? x)
@@ -95,10 +116,17 @@
 
 (define (tree-leaves tree)
   "(tree-leaves tree): the leaves of a tree, depth first, as a flat list."
-  (cond ((leaf? tree) (list tree))
-        ((null? tree) '())
-        ((pair? tree) (append (tree-leaves (car tree)) (tree-leaves (cdr tree))))
-        (else (error "tree-leaves: leaves must be numbers or tensors, got" tree))))
+  ;; One pass over an explicit stack of the subtrees still to visit, the
+  ;; leaves gathered in reverse: linear in the tree's size however it
+  ;; nests, with no recursion.
+  (let walk ((pending (list tree)) (found '()))
+    (if (null? pending)
+        (reverse found)
+        (let ((t (car pending)) (rest (cdr pending)))
+          (cond ((leaf? t) (walk rest (cons t found)))
+                ((null? t) (walk rest found))
+                ((pair? t) (walk (cons (car t) (cons (cdr t) rest)) found))
+                (else (error "tree-leaves: leaves must be numbers or tensors, got" t)))))))
 
 (define (tree-from-leaves like leaves)
   "(tree-from-leaves like leaves): the tree with the structure of like whose leaves are taken in order from the list leaves (the inverse of tree-leaves)."

@@ -123,10 +123,17 @@
              (+ (* 0.0 xs) rhs)
              (lambda () (flat-jacobian rx xs))))))))
 
+(define (check-solver-options who o)
+  "(check-solver-options who o): the options o of fixed-point or root when :tol is a positive number, :max-iter a whole number at least 1 and :solve one of the linear solvers; an error naming who and the option otherwise."
+  (check-options who o
+                 (list (list :tol positive-number? "a positive number")
+                       (list :max-iter (lambda (n) (whole-number? n 1)) "a whole number at least 1")
+                       (list :solve (lambda (s) (member s '(auto dense bicgstab cg))) "'auto, 'dense, 'bicgstab or 'cg"))))
+
 (define (fixed-point f x0 . args)
   "(fixed-point f x0 params... :max-iter 1000 :tol 1e-10 :solve 'auto): the x with x = (f x params...), found by iterating from x0 (a number or tensor) until successive iterates differ by at most tol (relative to 1 + max|x|); no convergence within max-iter iterations is an error. Differentiable with respect to the params (numbers or tensors) by the implicit function theorem, in reverse and forward mode: one linear solve with I - df/dx at the solution, dense up to 64 unknowns and by BiCGSTAB above (:solve 'dense, 'bicgstab, or 'cg when df/dx is symmetric), never through the iterations. Values f closes over are differentiated through the iterations: pass what you differentiate as params."
   (let* ((split (split-keywords args))
-         (o (options 'fixed-point (cdr split) '((:max-iter 1000) (:tol 1e-10) (:solve auto))))
+         (o (check-solver-options 'fixed-point (options 'fixed-point (cdr split) '((:max-iter 1000) (:tol 1e-10) (:solve auto)))))
          (tol (lookup o :tol))
          (iterate
           (lambda (x0 . ps)
@@ -145,7 +152,7 @@
 (define (root f x0 . args)
   "(root f x0 params... :max-iter 100 :tol 1e-10 :solve 'auto): the x with (f x params...) = 0, by Newton's method from x0 (a number or tensor; f maps it to its own shape) with the dense Jacobian, until max|f| <= tol; no convergence within max-iter iterations is an error. Differentiable with respect to the params (numbers or tensors) by the implicit function theorem, in reverse and forward mode: one linear solve with df/dx at the root, dense up to 64 unknowns and by BiCGSTAB above (:solve 'dense, 'bicgstab or 'cg), never through the iterations. Values f closes over are differentiated through the iterations: pass what you differentiate as params."
   (let* ((split (split-keywords args))
-         (o (options 'root (cdr split) '((:max-iter 100) (:tol 1e-10) (:solve auto))))
+         (o (check-solver-options 'root (options 'root (cdr split) '((:max-iter 100) (:tol 1e-10) (:solve auto)))))
          (tol (lookup o :tol))
          (newton
           (lambda (x0 . ps)

@@ -46,7 +46,14 @@ fn bounded<T>(
 
 /// Built-ins left out: they write files named by their arguments, or
 /// wait for a line of standard input.
-const SKIPPED: &[&str] = &["write-csv", "save-npy", "save-dot", "read-line"];
+const SKIPPED: &[&str] = &[
+    "write-csv",
+    "save-npy",
+    "save-dot",
+    "write-file",
+    "append-file",
+    "read-line",
+];
 
 /// Source text of the argument pool; each evaluates to one value.
 const POOL: &[&str] = &[

@@ -672,6 +672,102 @@ fn ctrl_c_stops_a_script_with_status_130_where_it_was() {
     assert!(stderr.contains("error: interrupted"), "{stderr}");
 }
 
+/// An error raised deep inside the standard library shows the user's call,
+/// the innermost library place and a count of the others; `--backtrace`
+/// lists them all.
+#[test]
+fn library_frames_are_folded_unless_backtrace_is_asked() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let source = "(define (f y t) (neg y))\n(odeint f 1.0 (tensor 0.0 1.0) :method 'rk4)\n";
+    let path = dir.path().join("ode.lisp");
+    std::fs::write(&path, source).expect("the script is written");
+    let path = path.to_str().expect("UTF-8");
+    let short = epsilon(&["run", path]);
+    short.assert_code(1).assert_no_panic();
+    check_report(
+        &short.stderr,
+        path,
+        2,
+        1,
+        "(odeint f 1.0 (tensor 0.0 1.0) :method 'rk4)",
+    );
+    assert_eq!(
+        short.stderr.matches("raised inside <stdlib/").count(),
+        1,
+        "{}",
+        short.stderr
+    );
+    let more: usize = short
+        .stderr
+        .split("... and ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of the other frames: {}", short.stderr));
+    assert!(more >= 1, "{}", short.stderr);
+    assert!(
+        short
+            .stderr
+            .contains("inside the standard library (--backtrace shows them)"),
+        "{}",
+        short.stderr
+    );
+    let full = epsilon(&["--backtrace", "run", path]);
+    full.assert_code(1).assert_no_panic();
+    assert_eq!(
+        full.stderr.matches("raised inside <stdlib/").count(),
+        more + 1,
+        "{}",
+        full.stderr
+    );
+    assert!(!full.stderr.contains("... and"), "{}", full.stderr);
+}
+
+// --- a closed standard output ends the command quietly ----------------------
+
+/// Runs `pipeline` in bash with `pipefail`, `$0` naming the binary: the
+/// status is the first failing command's, so a failure of `epsilon` piped
+/// into `head` shows.
+fn piped(pipeline: &str) -> common::Outcome {
+    let mut command = std::process::Command::new("bash");
+    command.args([
+        "-c",
+        &format!("set -o pipefail; {pipeline}"),
+        common::EPSILON,
+    ]);
+    common::run_command(command, None)
+}
+
+#[test]
+fn eval_piped_into_head_stops_quietly_with_status_0() {
+    let out = piped(r#""$0" eval '(range 100000)' | head -c 5"#);
+    assert_eq!(out.stdout, "(0 1 ");
+    assert_eq!(out.stderr, "", "no panic, no report");
+    out.assert_code(0);
+}
+
+#[test]
+fn run_piped_into_head_stops_quietly_with_status_0() {
+    let dir = temp_dir();
+    let path = dir.path().join("count.lisp");
+    // A long loop (endless were the closed output missed), inside a `try`
+    // that must not catch the end of the output.
+    std::fs::write(
+        &path,
+        "(try (dotimes (i 10000000) (println i)) (catch (e) (eprintln \"caught\" e)))\n\
+         (eprintln \"after\")\n",
+    )
+    .expect("written");
+    let out = piped(&format!(r#""$0" run '{}' | head -n 2"#, path.display()));
+    assert_eq!(out.stdout, "0\n1\n");
+    assert_eq!(out.stderr, "", "no report, and the script stops");
+    out.assert_code(0);
+    // Standard input run as a script, and display without newlines.
+    let out = piped(r#"echo '(dotimes (i 10000000) (display i))' | "$0" | head -c 3"#);
+    assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("012", ""));
+    out.assert_code(0);
+}
+
 #[test]
 fn read_line_reads_standard_input_after_its_prompt() {
     let out = epsilon_with_stdin(

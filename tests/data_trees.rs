@@ -1,6 +1,8 @@
 //! Parameter trees on disk: `save` / `load-tree` round trips in `.npz`
-//! and JSON, the `.npz` read by NumPy and NumPy's `np.savez` read back,
-//! bad files as clear errors, and a failed save leaving the old file.
+//! and JSON, the `.npz` read by NumPy and NumPy's `np.savez` read back
+//! (by tree paths or by free names), `.npy` files of every number kind
+//! between NumPy and `save-npy`/`load-npy`, bad files as clear errors, and
+//! a failed save leaving the old file.
 
 use epsilon::{Engine, Value};
 use std::process::Command;
@@ -92,6 +94,82 @@ fn numpy_reads_the_npz_and_its_savez_reads_back() {
         &format!("(load-tree \"{}\")", theirs.display()),
     );
     assert_eq!(read.to_string(), "([[0.0 1.0] [2.0 3.0]] (2.5 3))");
+}
+
+#[test]
+fn numpy_files_of_every_kind_round_trip() {
+    if !numpy() {
+        eprintln!("skipped: python3 with NumPy is not available");
+        return;
+    }
+    let dir = temp_dir();
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let mut engine = Engine::new();
+    eval(
+        &mut engine,
+        &format!(
+            "(save-npy (astype [0.1 -2.5] 'f32) \"{}\") (save-npy [0.1 -2.5] \"{}\")",
+            path("ours32.npy"),
+            path("ours64.npy")
+        ),
+    );
+    let kinds = [
+        "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
+        "float32", "float64",
+    ];
+    let script = format!(
+        "import numpy as np\n\
+         for name in ['ours32', 'ours64']:\n\
+         \x20   a = np.load('{dir}/' + name + '.npy')\n\
+         \x20   print(a.dtype.str, a.tolist())\n\
+         for kind in {kinds:?}:\n\
+         \x20   np.save('{dir}/' + kind + '.npy', np.array([[0, 1, 5], [7, 1, 0]]).astype(kind))\n\
+         np.save('{dir}/swapped.npy', np.array([3, -4], dtype='>i4'))\n\
+         np.savez('{dir}/named.npz', w=np.eye(2, dtype='float32'), b=np.array([True, False]))\n",
+        dir = dir.path().display()
+    );
+    let output = Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "<f4 [0.10000000149011612, -2.5]\n<f8 [0.1, -2.5]\n"
+    );
+    for kind in kinds {
+        let read = eval(
+            &mut engine,
+            &format!(
+                "(let ((t (load-npy \"{}\"))) (list (dtype t) (astype t 'f64)))",
+                path(&format!("{kind}.npy"))
+            ),
+        );
+        let dtype = if kind == "float32" { "f32" } else { "f64" };
+        let values = if kind == "bool" {
+            "[[0.0 1.0 1.0] [1.0 1.0 0.0]]"
+        } else {
+            "[[0.0 1.0 5.0] [7.0 1.0 0.0]]"
+        };
+        assert_eq!(read.to_string(), format!("({dtype} {values})"), "{kind}");
+    }
+    let swapped = eval(
+        &mut engine,
+        &format!("(load-npy \"{}\")", path("swapped.npy")),
+    );
+    assert_eq!(swapped.to_string(), "[3.0 -4.0]");
+    let named = eval(
+        &mut engine,
+        &format!("(load-tree \"{}\")", path("named.npz")),
+    );
+    assert_eq!(
+        named.to_string(),
+        "((\"w\" [[1.0 0.0] [0.0 1.0]]) (\"b\" [1.0 0.0]))"
+    );
 }
 
 #[test]

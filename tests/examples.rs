@@ -4,7 +4,8 @@
 //! attention loss, the Gaussian process's fitted noise, the adaptive
 //! integrator's gradient and aim, the Lotka-Volterra parameters, per-example
 //! gradients that average to the batch gradient; the picture and graph files
-//! are written and readable.
+//! are written and readable, by default in the temporary folder (never the
+//! working directory), where the output says.
 
 mod common;
 
@@ -19,6 +20,52 @@ fn run_example(name: &str, args: &[&str]) -> Outcome {
     let out = epsilon(&argv);
     out.assert_code(0).assert_no_panic();
     out
+}
+
+/// Runs `epsilon run examples/NAME ARGS...` from an empty working
+/// directory with `$TMPDIR` set to `temporary`, and checks it succeeded and
+/// left nothing in the working directory.
+fn run_example_aside(name: &str, args: &[&str], temporary: &Path) -> Outcome {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name);
+    let cwd = tempfile::tempdir().expect("a temporary directory");
+    let mut command = std::process::Command::new(common::EPSILON);
+    command
+        .arg("run")
+        .arg(&script)
+        .args(args)
+        .env("TMPDIR", temporary)
+        .current_dir(cwd.path());
+    let out = common::run_command(command, None);
+    out.assert_code(0).assert_no_panic();
+    let left: Vec<_> = std::fs::read_dir(cwd.path())
+        .expect("listable")
+        .map(|entry| entry.expect("an entry").file_name())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "{name} wrote {left:?} into the working directory"
+    );
+    out
+}
+
+/// Checks that `out` says it wrote each of `names` in `temporary`, and
+/// gives their paths.
+fn written_aside(out: &Outcome, temporary: &Path, names: &[&str]) -> Vec<std::path::PathBuf> {
+    names
+        .iter()
+        .map(|name| {
+            let path = temporary.join(name);
+            let line = format!("wrote {}", path.display());
+            assert!(
+                out.stdout.lines().any(|l| l == line),
+                "no line {line:?} in:\n{}",
+                out.stdout
+            );
+            path
+        })
+        .collect()
 }
 
 /// The number that follows `label` on the first line containing it.
@@ -75,20 +122,13 @@ fn rosenbrock_reaches_the_minimum() {
 
 #[test]
 fn mlp_classifies_digits_and_writes_its_pictures() {
+    // By default the pictures go to the temporary folder, named in the output.
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let png = dir.path().join("loss.png");
-    let dot = dir.path().join("mlp.dot");
-    let out = run_example(
-        "mlp.lisp",
-        &[
-            "--epochs",
-            "12",
-            "--plot",
-            png.to_str().expect("UTF-8"),
-            "--graph",
-            dot.to_str().expect("UTF-8"),
-        ],
-    );
+    let out = run_example_aside("mlp.lisp", &["--epochs", "12"], dir.path());
+    let written = written_aside(&out, dir.path(), &["loss.png", "mlp.dot", "mlp.svg"]);
+    let (png, dot, svg) = (&written[0], &written[1], &written[2]);
+    let svg = std::fs::read_to_string(svg).expect("the SVG is written");
+    assert!(svg.contains("<svg"), "{}", &svg[..svg.len().min(200)]);
     // The first epoch already reports its held-out accuracy.
     assert!(
         number_after(&out.stdout, "held-out accuracy") > 0.5,
@@ -106,8 +146,8 @@ fn mlp_classifies_digits_and_writes_its_pictures() {
         "held-out accuracy {held_out}\n{}",
         out.stdout
     );
-    check_png(&png);
-    let graph = std::fs::read_to_string(&dot).expect("the DOT file is written");
+    check_png(png);
+    let graph = std::fs::read_to_string(dot).expect("the DOT file is written");
     assert!(
         graph.starts_with("digraph") && graph.contains("->"),
         "{graph}"
@@ -133,12 +173,8 @@ fn check_png(path: &Path) {
 #[test]
 fn heat_recovers_the_diffusion_coefficient() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let png = dir.path().join("heat.png");
-    let out = run_example(
-        "heat.lisp",
-        &["--points", "48", "--plot", png.to_str().expect("UTF-8")],
-    );
-    check_png(&png);
+    let out = run_example_aside("heat.lisp", &["--points", "48"], dir.path());
+    check_png(&written_aside(&out, dir.path(), &["heat.png"])[0]);
     let kappa = number_after(&out.stdout, "recovered kappa =");
     assert!((kappa - 0.7).abs() / 0.7 < 0.01, "{}", out.stdout);
     let revolve = number_after(&out.stdout, "the gradient: revolve");

@@ -191,3 +191,110 @@ fn arange_past_memory_is_an_error_not_an_abort() {
     assert!(stderr.contains("not enough memory"), "{stderr}");
     assert!(stderr.contains("extreme.lisp:1:1"), "{stderr}");
 }
+
+/// The gradient of a loop whose reverse keeps every state: 100,000 states
+/// of 800 kB (80 GB), more than any machine running the tests holds.
+const STORE_ALL_80_GB: &str = "((grad (lambda (x) (sum (scan (lambda (s i) (* s 1.0001)) x 100000 :checkpoint 'store-all)))) (ones '(100000)))\n";
+
+/// A loop's memory plan is checked before it runs: in a 3 GB address
+/// space, the 80 GB plan is an error naming the loop, the bytes and the
+/// remedy, not a run that fills memory until the allocator aborts.
+#[test]
+fn a_loop_whose_states_cannot_fit_is_refused_before_it_runs() {
+    let Some((code, stderr)) = run_limited(STORE_ALL_80_GB, 3_000_000) else {
+        return;
+    };
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "not enough memory: the reverse of a scan of 100000 steps under :checkpoint 'store-all \
+             needs 80."
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("100000 states of 800.0 kB"), "{stderr}");
+    assert!(stderr.contains("this process can get"), "{stderr}");
+    assert!(stderr.contains("'revolve"), "{stderr}");
+    assert!(stderr.contains(":memory-budget"), "{stderr}");
+    assert!(stderr.contains("extreme.lisp:1:"), "{stderr}");
+}
+
+/// Without an address-space limit the plan is held against the memory
+/// the machine has free: 8 PB fits nowhere. (The data segment is limited
+/// to 4 GB all the same, so a plan that went unchecked could not take the
+/// machine's memory.)
+#[test]
+fn a_plan_larger_than_the_machine_is_refused() {
+    if !cfg!(target_os = "linux") || Command::new("bash").arg("-c").arg("true").status().is_err() {
+        eprintln!("skipped: needs bash's ulimit on Linux");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("extreme.lisp");
+    std::fs::write(
+        &path,
+        "(define (f x) (sum (scan (lambda (s i) (* s 1.0001)) x 1000000000 :checkpoint 'store-all)))\n\
+         (println (tape-stats f (list (ones '(1000000)))))\n",
+    )
+    .unwrap();
+    let output = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -d 4000000; exec '{}' run '{}'",
+            env!("CARGO_BIN_EXE_epsilon"),
+            path.display()
+        ))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("scan of 1000000000 steps under :checkpoint 'store-all needs 8000000."),
+        "{stderr}"
+    );
+    assert!(stderr.contains("extreme.lisp:2:"), "{stderr}");
+}
+
+/// `'auto` without a budget keeps as many states as half the memory the
+/// process can get holds: the loop that store-all cannot fit in 3 GB
+/// (3.2 GB of states) runs, with the gradient every strategy gives.
+#[test]
+fn auto_checkpointing_picks_the_snapshots_that_fit() {
+    let source = "(define (f x) (sum (scan (lambda (s i) (* s 1.0001)) x 40000 :checkpoint 'auto)))\n\
+                  (define g ((grad f) (ones '(10000))))\n\
+                  (unless (< (abs (- (/ (item (index g 7)) (pow 1.0001 40000)) 1)) 1e-9) (exit 3))\n";
+    let Some((code, stderr)) = run_limited(source, 3_000_000) else {
+        return;
+    };
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+/// Results derived from a tensor that fits (1.36 GB of a 3 GB address
+/// space) but that do not fit beside it are an error at the call, where
+/// their allocation aborted the process.
+#[test]
+fn derived_results_past_memory_are_an_error_not_an_abort() {
+    let x = "(define x (zeros '(170000000)))\n";
+    let m = "(define m (zeros '(13000 13000)))\n";
+    for (setup, call) in [
+        (x, "(sin x)"),
+        (x, "(exp x)"),
+        (x, "(sort x)"),
+        (x, "(astype (list x x x) 'f32)"),
+        (m, "(transpose m)"),
+        (m, "(inv m)"),
+        (x, "(zeros '(170000000) :dtype 'f32)"),
+        (
+            x,
+            "(list (ones '(100000000) :dtype 'f32) (ones '(100000000) :dtype 'f32))",
+        ),
+    ] {
+        if !fails_in_3_gb(
+            &format!("{setup}{call}\n"),
+            &["not enough memory", "out of memory"],
+            "extreme.lisp:2:",
+        ) {
+            return;
+        }
+    }
+}

@@ -13,6 +13,17 @@ fn eval(engine: &mut Engine, source: &str) -> Value {
         .unwrap_or_else(|e| panic!("{source}\nfails: {e}"))
 }
 
+/// Whether the derivative `source` exists: false for an expression with
+/// a constant part that has no value (`(sqrt -1.5)`), which `diff`,
+/// `grad` and `hessian` refuse; any other error fails the test.
+fn differentiable(engine: &mut Engine, source: &str) -> bool {
+    match engine.eval(source) {
+        Ok(_) => true,
+        Err(e) if e.message().contains("has no finite value") => false,
+        Err(e) => panic!("{source}\nfails: {e}"),
+    }
+}
+
 /// Each source is an error whose message contains its needle.
 fn assert_errors(engine: &mut Engine, cases: &[(&str, &str)]) {
     for (source, needle) in cases {
@@ -351,6 +362,7 @@ proptest! {
     #[test]
     fn one_orientation_of_each_difference(text in expression(4), a in expression(2), b in expression(2)) {
         let mut engine = Engine::new();
+        prop_assume!(differentiable(&mut engine, &format!("(hessian '{text} '(x y))")));
         let joint = format!("'((- {a} {b}) (* 2 (- {b} {a})) (sin (- {b} {a})) (- {text} (- {b} {a})))");
         for source in [format!("(hessian '{text} '(x y))"), format!("(simplify {joint})")] {
             let shown = eval(&mut engine, &source);
@@ -728,6 +740,7 @@ proptest! {
     #[test]
     fn cse_and_infix_evaluate_as_the_expression(text in expression(4)) {
         let mut engine = Engine::new();
+        prop_assume!(differentiable(&mut engine, &format!("(grad '{text} '(x y))")));
         eval(&mut engine, &format!("(define e '{text}) (define g (grad e '(x y)))"));
         for (x, y) in [(0.3, 0.7), (1.7, 1.2), (2.1, 0.4)] {
             let at = format!("'((x {x}) (y {y}))");

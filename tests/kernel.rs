@@ -128,7 +128,10 @@ fn jupyter_kernel_test_passes() {
         .lines()
         .filter(|line| line.contains(" ... skipped"))
         .collect();
-    assert!(ran >= 13, "the whole suite ran, iopub_welcome included: {said}");
+    assert!(
+        ran >= 13,
+        "the whole suite ran, iopub_welcome included: {said}"
+    );
     assert!(
         skipped.len() == 1 && skipped[0].starts_with("test_clear_output "),
         "only test_clear_output (no function clears output) is skipped: {skipped:?}"

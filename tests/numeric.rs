@@ -48,6 +48,8 @@ mod errors;
 mod hessians;
 #[path = "numeric/implicit.rs"]
 mod implicit;
+#[path = "numeric/linalg_second_order.rs"]
+mod linalg_second_order;
 #[path = "numeric/linearization.rs"]
 mod linearization;
 #[path = "numeric/loop_hessians.rs"]

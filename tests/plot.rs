@@ -139,6 +139,48 @@ fn log_y_draws_decades_and_skips_non_positive_values() {
     );
 }
 
+/// The y tick labels of a chart whose x values are all at least 100: the
+/// numeric labels under 100.
+fn y_ticks(svg: &str) -> Vec<f64> {
+    svg_texts(svg)
+        .iter()
+        .filter_map(|t| t.parse::<f64>().ok())
+        .filter(|v| *v < 100.0)
+        .collect()
+}
+
+/// `v` as `m` times a power of ten, `m` rounded to the nearest whole number
+/// when it is one to 1e-9.
+fn mantissa(v: f64) -> Option<u32> {
+    let m = v / 10f64.powf(v.log10().floor());
+    ((m - m.round()).abs() < 1e-9).then_some(m.round() as u32)
+}
+
+#[test]
+fn log_axes_under_two_decades_tick_at_round_values() {
+    let mut f = Fixture::new();
+    // About one decade: ticks at 1, 2 and 5 times powers of ten.
+    f.run(
+        "(plot (list 100 200 300) (list 0.3 1 3) {decade.svg} :log-y #t)",
+        &["decade.svg"],
+    );
+    let ticks = y_ticks(&std::fs::read_to_string(f.path("decade.svg")).unwrap());
+    assert!(ticks.len() >= 3, "{ticks:?}");
+    for v in &ticks {
+        assert!(
+            matches!(mantissa(*v), Some(1 | 2 | 5)),
+            "tick {v} is not 1, 2 or 5 times a power of ten: {ticks:?}"
+        );
+    }
+    // Under half a decade: every whole multiple of a power of ten.
+    f.run(
+        "(plot (list 100 200 300) (list 2 3 4.5) {half.svg} :log-y #t)",
+        &["half.svg"],
+    );
+    let ticks = y_ticks(&std::fs::read_to_string(f.path("half.svg")).unwrap());
+    assert_eq!(ticks, [2.0, 3.0, 4.0]);
+}
+
 #[test]
 fn extreme_and_constant_data_get_sensible_axes() {
     let mut f = Fixture::new();

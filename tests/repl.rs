@@ -403,6 +403,42 @@ fn quit_command_exits_0() {
 }
 
 #[test]
+fn a_closed_standard_output_ends_the_session_with_status_0() {
+    // The REPL on the terminal, its output piped into `head`, which stops
+    // reading after the banner's first word.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut command = Command::new("bash");
+    command
+        .args([
+            "-c",
+            "set -o pipefail; \"$0\" | head -c 7; echo; echo \"status $?\"",
+            env!("CARGO_BIN_EXE_epsilon"),
+        ])
+        .env("EPSILON_HISTORY", dir.path().join("history"))
+        .env("TERM", "xterm")
+        .env_remove("RUST_BACKTRACE")
+        .current_dir(dir.path());
+    let options = Options::new()
+        .timeout_ms(Some(TIMEOUT_MS))
+        .strip_ansi_escape_codes(true);
+    let mut session = spawn_with_options(command, options).expect("bash starts in a pty");
+    session
+        .exp_string("Epsilon")
+        .expect("head shows the banner's start");
+    // A long value, written after `head` has gone.
+    std::thread::sleep(Duration::from_millis(300));
+    session.send_line("(range 100000)").expect("typed");
+    let (before, status) = session
+        .exp_regex("status [0-9]+")
+        .expect("the pipeline ends");
+    assert_eq!(status, "status 0", "output: {before:?}");
+    assert!(
+        !before.contains("panicked") && !before.contains("error"),
+        "{before:?}"
+    );
+}
+
+#[test]
 fn exit_call_gives_its_status() {
     let mut repl = Repl::start();
     repl.partial("(exit 3)");

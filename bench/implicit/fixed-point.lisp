@@ -6,6 +6,10 @@
 ;; solve it also runs. Both are jitted; medians of alternated rounds.
 ;;
 ;;   epsilon run bench/implicit/fixed-point.lisp [n] [rounds]
+;;
+;; With `smoke` after them (epsilon run bench/implicit/fixed-point.lisp
+;; 20 1 smoke): the implicit gradient is checked against central finite
+;; differences (check-grad) and the jitted one against the one not jitted.
 (define n (if (null? *args*) 1000 (string->number (first *args*))))
 (define rounds (if (< (length *args*) 2) 15 (string->number (second *args*))))
 ;; The data of bench/reference/fixed_point.py: pseudo-random, the same in
@@ -24,6 +28,13 @@
   (let ((start (clock))) (f W b) (- (clock) start)))
 (println "loss " (forward W b) " gradient checksum "
          (let ((g (gradient W b))) (+ (sum (first g)) (sum (second g)))))
+(when (member "smoke" *args*)
+  (load "../smoke.lisp")
+  (let ((objective (lambda (W b) (sum (* c (fixed-point cell x0 W b))))))
+    (smoke-check "implicit gradient against finite differences" (check-grad objective (list W b)) 1e-6)
+    (smoke-check "jitted gradient against not jitted"
+                 (relative-difference (gradient W b) ((grad objective :wrt '(0 1)) W b)) 1e-12)
+    (smoke-check "jitted loss against not jitted" (relative-difference (forward W b) (objective W b)) 1e-12)))
 (define (median xs) (nth (sort xs <) (quotient (length xs) 2)))
 (let loop ((k 0) (fs '()) (gs '()))
   (if (< k rounds)

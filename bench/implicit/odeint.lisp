@@ -9,9 +9,17 @@
 ;;
 ;;   epsilon run bench/implicit/odeint.lisp lv 15
 ;;   epsilon run bench/implicit/odeint.lisp diffusion 15
+;;
+;; With `smoke` after them (epsilon run bench/implicit/odeint.lisp lv 1
+;; smoke): diffusion over 100 states instead of 1000, and the two adjoints'
+;; gradients (in y0 and the parameters) checked against each other, their
+;; values against the jitted value.
 (define problem (if (null? *args*) "lv" (first *args*)))
 (define rounds (if (< (length *args*) 2) 15 (string->number (second *args*))))
 (define lv? (equal? problem "lv"))
+(define smoke? (member "smoke" *args*))
+(when smoke? (load "../smoke.lisp"))
+(define cells (if smoke? 100 1000))
 
 (define (lv-field y t p)
   (let ((x (index y 0)) (z (index y 1)))
@@ -22,7 +30,7 @@
 
 (define field (if lv? lv-field diffusion-field))
 (define y0 (if lv? (tensor 1.0 1.0)
-               (let ((x (arange 1000.0))) (exp (neg (pow (/ (- x 500.0) 4.0) 2))))))
+               (let ((x (arange (* 1.0 cells)))) (exp (neg (pow (/ (- x (* 0.5 cells)) 4.0) 2))))))
 (define params (if lv? (tensor 1.5 1.0 1.0 3.0) (ones (list 1))))
 (define ts (if lv? (linspace 0.0 10.0 101) (linspace 0.0 10.0 11)))
 (define target (if lv? (stack (list (+ 1.0 (* 0.5 (sin ts))) (+ 1.0 (* 0.5 (cos ts)))) :axis 1) 0.0))
@@ -38,6 +46,11 @@
 (println "loss " (value y0 params))
 (println "direct gradient in the parameters " (second (second (direct y0 params))))
 (println "backsolve gradient in the parameters " (second (second (backsolve y0 params))))
+(when smoke?
+  (let ((d (direct y0 params)) (b (backsolve y0 params)) (v (value y0 params)))
+    (smoke-check "backsolve gradient against direct" (relative-difference (second b) (second d)) 1e-5)
+    (smoke-check "direct value against value" (relative-difference (first d) v) 1e-12)
+    (smoke-check "backsolve value against value" (relative-difference (first b) v) 1e-12)))
 (define (median xs) (nth (sort xs <) (quotient (length xs) 2)))
 (define (ms f)
   (f y0 params)

@@ -7,7 +7,14 @@
 ;; With the argument `first` (epsilon run bench/interpreter/logistic.lisp
 ;; first) only the Lisp loop's first gradient call runs, in this fresh
 ;; process: it prints d x_K / d r, then the call's milliseconds.
-(define K 100000)
+;; With `smoke` among the arguments (after `first` or alone): K = 1000 and
+;; 3 later calls, and each d x_K / d r is checked against the limit 1/r^2
+;; (x_K is then at the fixed point 1 - 1/r) and, without `first`, the
+;; loop's against the scan's.
+(define smoke? (member "smoke" *args*))
+(when smoke? (load "../smoke.lisp"))
+(define K (if smoke? 1000 100000))
+(define later-calls (if smoke? 3 20))
 (define (logistic r)
   (let ((x 0.3) (i 0))
     (while (< i K)
@@ -27,17 +34,24 @@
 
 (define (report name f)
   (let* ((first (ms-of (lambda () (f 2.9))))
-         (later (map (lambda (k) (ms-of (lambda () (f 2.9)))) (range 20))))
-    (println (format "{}: first call {:.1} ms, median of 20 later calls {:.2} ms, d x_K / d r = {}"
-                     name first (median later) (f 2.9)))))
+         (later (map (lambda (k) (ms-of (lambda () (f 2.9)))) (range later-calls))))
+    (println (format "{}: first call {:.1} ms, median of {} later calls {:.2} ms, d x_K / d r = {}"
+                     name first later-calls (median later) (f 2.9)))))
 
-(if (and (pair? *args*) (equal? (first *args*) "first"))
+(define limit (/ 1.0 (* 2.9 2.9)))
+(if (member "first" *args*)
     (let* ((g (grad logistic))
            (start (clock))
            (slope (g 2.9))
            (ms (* 1000.0 (- (clock) start))))
       (println slope)
-      (println ms))
+      (println ms)
+      (when smoke? (smoke-check "Lisp loop grad against 1/r^2" (relative-difference slope limit) 1e-9)))
     (begin
       (report "Lisp loop grad" (grad logistic))
-      (report "scan grad" (grad logistic-scan))))
+      (report "scan grad" (grad logistic-scan))
+      (when smoke?
+        (let ((loop-slope ((grad logistic) 2.9)) (scan-slope ((grad logistic-scan) 2.9)))
+          (smoke-check "Lisp loop grad against 1/r^2" (relative-difference loop-slope limit) 1e-9)
+          (smoke-check "scan grad against 1/r^2" (relative-difference scan-slope limit) 1e-9)
+          (smoke-check "Lisp loop grad against scan grad" (relative-difference loop-slope scan-slope) 1e-12)))))

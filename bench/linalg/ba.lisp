@@ -6,11 +6,12 @@
 ;; respect to a shift added to every picked row), and the gradient of half
 ;; the squared residuals with respect to all cameras and points (through
 ;; gather's reverse, a scatter-add). Data as in
-;; bench/reference/linalg_workloads.py.
+;; bench/reference/linalg_workloads.py. With `smoke` among the script's
+;; arguments: 4 cameras, 20 points, 60 observations (see time.lisp).
 
-(define n-cams 50)
-(define n-points 10000)
-(define n-obs 50000)
+(define n-cams (if (member "smoke" *args*) 4 50))
+(define n-points (if (member "smoke" *args*) 20 10000))
+(define n-obs (if (member "smoke" *args*) 60 50000))
 
 (define c (reshape (arange n-cams) (list n-cams 1)))
 (define cams

@@ -2,11 +2,13 @@
 ;; d = 10, K = 50, n = 10^4; log-sum-exp over components, the precisions'
 ;; Cholesky factors made with `tril` from a full parameter and exp of a
 ;; log-diagonal, a Wishart prior with `multigammaln`. The data are those of
-;; bench/reference/linalg_workloads.py (closed-form).
+;; bench/reference/linalg_workloads.py (closed-form). With `smoke` among
+;; the script's arguments: d = 3, K = 4, n = 50 (see time.lisp).
 
-(define n 10000)
-(define d 10)
-(define K 50)
+(define smoke? (member "smoke" *args*))
+(define n (if smoke? 50 10000))
+(define d (if smoke? 3 10))
+(define K (if smoke? 4 50))
 (define wishart-gamma 1.0)
 (define wishart-m 0)
 

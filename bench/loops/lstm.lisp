@@ -15,9 +15,15 @@
 ;; JAX's lax.scan keeps every step's residuals, as 'store-all keeps every
 ;; state (and recomputes each step's intermediates in its reverse step);
 ;; 'revolve keeps ceil(sqrt n) states and recomputes the rest.
+;;
+;; With --smoke: small sizes (adbench c = 16, b = 4; char T = 6, B = 3,
+;; H = 8, V = 5), one run unless --runs says otherwise, and the gradient
+;; checked against central finite differences (check-grad).
 
+(define smoke? (member "--smoke" *args*))
+(when smoke? (load "../smoke.lisp"))
 (define model (script-option "--model" "adbench"))
-(define runs (script-option "--runs" 5))
+(define runs (script-option "--runs" (if smoke? 1 5)))
 (define checkpoint (string->symbol (script-option "--checkpoint" "store-all")))
 
 (define (wave shape scale)
@@ -81,15 +87,18 @@
 
 (cond
   ((equal? model "adbench")
-   (let* ((l 2) (c 1024) (b 14)
+   (let* ((l 2) (c (if smoke? 16 1024)) (b (if smoke? 4 14))
           (main (wave (list (* 2 l) (* 4 b)) 0.5))
           (extra (wave (list 3 b) 0.5))
           (state (wave (list (* 2 l) b) 0.1))
           (sequence (one-hot (pattern c b) b)))
      (println "adbench loss " (adbench-loss main extra state sequence))
-     (time-it "adbench" (grad adbench-loss :wrt '(0 1)) (list main extra state sequence))))
+     (time-it "adbench" (grad adbench-loss :wrt '(0 1)) (list main extra state sequence))
+     (when smoke?
+       (smoke-check "adbench gradient against finite differences"
+                    (check-grad adbench-loss (list main extra state sequence)) 1e-6))))
   (else
-   (let* ((T 512) (B 32) (H 256) (V 64)
+   (let* ((T (if smoke? 6 512)) (B (if smoke? 3 32)) (H (if smoke? 8 256)) (V (if smoke? 5 64))
           (Wx (wave (list V (* 4 H)) 0.1))
           (Wh (wave (list H (* 4 H)) 0.05))
           (bias (wave (list (* 4 H)) 0.1))
@@ -99,4 +108,7 @@
           (inputs (slice tokens 0 T))
           (targets (slice tokens 1 (+ T 1))))
      (println "char loss " (char-loss Wx Wh bias Wo inputs targets))
-     (time-it "char" (grad char-loss :wrt '(0 1 2 3)) (list Wx Wh bias Wo inputs targets)))))
+     (time-it "char" (grad char-loss :wrt '(0 1 2 3)) (list Wx Wh bias Wo inputs targets))
+     (when smoke?
+       (smoke-check "char gradient against finite differences"
+                    (check-grad char-loss (list Wx Wh bias Wo inputs targets)) 1e-6)))))

@@ -8,6 +8,10 @@
 ;; forward times the loss alone (no gradient).
 ;; Prints the loss, the gradient's checksums and the time of each of three
 ;; gradient calls; run it under `/usr/bin/time -v` for the peak RSS.
+;; With `smoke` after the sizes (epsilon run bench/numeric/w4-heat.lisp
+;; revolve 50 40 smoke): the gradient is checked against central finite
+;; differences (check-grad); tests/bench_scripts.rs also compares the
+;; strategies' printed numbers.
 
 (define strategy (if (null? *args*) "revolve" (car *args*)))
 (define N (if (> (length *args*) 1) (string->number (second *args*)) 10000))
@@ -35,6 +39,9 @@
                    'grad-u0-sum (sum (car grads)) 'grad-alpha (second grads)))
     (newline)))
 (report)
+(when (and (member "smoke" *args*) (not (equal? strategy "forward")))
+  (load "../smoke.lisp")
+  (smoke-check "gradient against finite differences" (check-grad loss (list u0 alpha)) 1e-6))
 (dotimes (k 3)
   (let ((start (clock)))
     (g u0 alpha)

@@ -11,6 +11,10 @@
 ;; dense `jacobian` (one forward pass per column, batched) for comparison.
 ;;
 ;;   epsilon run bench/sparse/stencil.lisp 100000 9
+;;
+;; With `smoke` after them (epsilon run bench/sparse/stencil.lisp 200 1
+;; smoke): the sparse Jacobian and Hessian are checked against the dense
+;; ones (`jacobian`, `hessian`): the entries listed, and nothing outside.
 (define n (if (null? *args*) 100000 (string->number (first *args*))))
 (define rounds (if (< (length *args*) 2) 9 (string->number (second *args*))))
 (define (residual u) (+ (roll u 1) (roll u -1) (* -2.0 u) (* 0.1 u u)))
@@ -35,3 +39,12 @@
          (first-call (- (clock) start))
          (warm (median (map (lambda (k) (seconds (lambda () ((jacobian residual) u)))) (range rounds)))))
     (println "dense-jacobian n " n " first " first-call " seconds " warm)))
+(when (member "smoke" *args*)
+  (load "../smoke.lisp")
+  (define (against-dense label sparse dense)
+    (let ((listed (gather (flatten dense) (+ (* n (first sparse)) (second sparse)))))
+      (smoke-check (str label " entries against dense") (relative-difference (nth sparse 2) listed) 1e-12)
+      (smoke-check (str label " has no entry outside its pattern")
+                   (relative-difference (sum (abs (nth sparse 2))) (sum (abs dense))) 1e-12)))
+  (against-dense "sparse-jacobian" (sparse-jacobian residual u) ((jacobian residual) u))
+  (against-dense "sparse-hessian" (sparse-hessian energy u) ((hessian energy) u)))

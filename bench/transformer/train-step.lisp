@@ -9,18 +9,26 @@
 ;; model in JAX.
 ;;
 ;;   epsilon run bench/transformer/train-step.lisp 5 [f64|f32]
+;;
+;; With `smoke` after them (epsilon run bench/transformer/train-step.lisp
+;; 2 f64 smoke): 2 layers of width 16 with 2 heads, a 16-32-16
+;; perceptron, vocabulary 8, batch 2 sequences of 6 tokens; the gradient
+;; is checked along a direction against forward mode (jvp) and central
+;; finite differences, and the value of value-and-grad against the loss.
 (define rounds (if (null? *args*) 5 (string->number (first *args*))))
 ;; The number type of the parameters and targets (the reference makes its
 ;; tables in f64 and converts them the same way).
 (define number-type (if (< (length *args*) 2) 'f64 (string->symbol (second *args*))))
-(define layers 4)
-(define width 256)
-(define heads 4)
+(define smoke? (member "smoke" *args*))
+(when smoke? (load "../smoke.lisp"))
+(define layers (if smoke? 2 4))
+(define width (if smoke? 16 256))
+(define heads (if smoke? 2 4))
 (define head-width (quotient width heads))
-(define hidden 1024)
-(define vocab 64)
-(define seq 128)
-(define batch 32)
+(define hidden (if smoke? 32 1024))
+(define vocab (if smoke? 8 64))
+(define seq (if smoke? 6 128))
+(define batch (if smoke? 2 32))
 
 ;; Deterministic parameters and data (the reference makes the same).
 (define (table rows cols k scale)
@@ -69,6 +77,24 @@
   (let ((r (step params inputs targets)))
     (list (first r) (opt params (second r)))))
 (define (median xs) (nth (sort xs <) (quotient (length xs) 2)))
+(when smoke?
+  (let* ((direction (tree-map (lambda (leaf) (cos (* 1.3 (reshape (arange (* 1.0 (size leaf))) (shape leaf)))))
+                              params))
+         (of-params (lambda (p) (loss p inputs targets)))
+         (r (step params inputs targets))
+         (along (tree-dot (second r) direction))
+         (forward (second (jvp of-params (list params) (list direction))))
+         (h 1e-7)
+         (moved (lambda (sign) (of-params (tree-map (lambda (p d) (+ p (* sign h d))) params direction))))
+         (central (/ (- (moved 1.0) (moved -1.0)) (* 2.0 h)))
+         (tolerance (if (equal? number-type 'f64) 1e-12 1e-5)))
+    (smoke-check "value of value-and-grad against the loss"
+                 (relative-difference (first r) (of-params params)) tolerance)
+    (smoke-check "gradient along a direction against forward mode"
+                 (relative-difference along forward) tolerance)
+    (when (equal? number-type 'f64)
+      (smoke-check "gradient along a direction against finite differences"
+                   (relative-difference along central) 1e-6))))
 (define state (train-step params))
 (println "number type " number-type)
 (println "first loss " (first state))

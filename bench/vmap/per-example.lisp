@@ -8,6 +8,10 @@
 ;;
 ;;   epsilon run bench/vmap/per-example.lisp 128 15
 ;;   JAX_PLATFORMS=cpu python3 bench/reference/per_example.py 128 15
+;;
+;; With `smoke` after them (epsilon run bench/vmap/per-example.lisp 4 1
+;; smoke): each example's gradient is checked against `grad` of that
+;; example's loss alone, and one against central finite differences.
 (define batch (if (null? *args*) 128 (string->number (first *args*))))
 (define rounds (if (< (length *args*) 2) 15 (string->number (second *args*))))
 (define sizes '(64 256 256 10))
@@ -31,3 +35,13 @@
 (println "seconds "
          (median (map (lambda (k) (let ((start (clock))) (per-example params xs ys) (- (clock) start)))
                       (range rounds))))
+(when (member "smoke" *args*)
+  (load "../smoke.lisp")
+  (let ((row (lambda (tree k) (tree-map (lambda (leaf) (index leaf k)) tree))))
+    (for-each (lambda (k)
+                (smoke-check (format "example {} against grad of its loss" k)
+                             (relative-difference (row g k) ((grad loss) params (index xs k) (index ys k)))
+                             1e-12))
+              (range batch))
+    (smoke-check "example 0 against finite differences"
+                 (check-grad (lambda (p) (loss p (index xs 0) (index ys 0))) (list params)) 1e-6)))

@@ -24,3 +24,15 @@
 (define vars '(F11 F12 F13 F21 F22 F23 F31 F32 F33))
 (define g (time (grad f vars)))
 (println (expr-size g))
+; With `smoke`: the simplified gradient at a point, checked against the
+; numeric gradient of the energy (reverse mode on the lambdified f).
+(define smoke? (member "smoke" *args*))
+(when smoke? (load "../smoke.lisp"))
+(define point '(1.1 0.2 -0.1 0.05 0.9 0.3 -0.2 0.1 1.2))
+(define material '(1.3 0.7))
+(when smoke?
+  (let* ((bindings (map list (append vars '(mu lam)) (append point material)))
+         (symbolic (apply tensor (evaluate g bindings)))
+         (energy (lambdify (append vars '(mu lam)) f))
+         (numeric (apply tensor (apply (grad energy :wrt (range 9)) (append point material)))))
+    (smoke-check "neo-hookean gradient against reverse mode" (relative-difference symbolic numeric) 1e-12)))

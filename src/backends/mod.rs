@@ -8,6 +8,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod preflight;
 
 use crate::egraph::tensor::shape::show;
 use crate::tape::Tape;
@@ -130,10 +131,16 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
             .run(tape, inputs),
         AUTO => match cuda_device() {
             Ok(device) => device.run(tape, inputs),
-            Err(_) => Cpu.execute(tape, inputs),
+            Err(_) => run_on_host(tape, inputs),
         },
-        _ => Cpu.execute(tape, inputs),
+        _ => run_on_host(tape, inputs),
     }
+}
+
+/// Runs `tape` on the CPU once its memory plan fits (`preflight`).
+fn run_on_host(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
+    preflight::check(tape)?;
+    Cpu.execute(tape, inputs)
 }
 
 /// Makes this thread run tapes with `runner` (or, with `None`, on the

@@ -4,10 +4,14 @@
 //! (a list is an array, a number a number, a tensor an object with `shape`
 //! and `data`; NaN and infinities, which JSON lacks, are `null`, read back
 //! as NaN). Files are written to a temporary name beside the target and
-//! renamed, so a failed save leaves the old file whole.
+//! renamed, so a failed save leaves the old file whole. An `.npz` whose
+//! names are not all tree paths (NumPy's `np.savez(f, w=..., b=...)`) is
+//! read as its arrays by name, in the file's order ([`Contents::Named`]);
+//! arrays of any number kind `npy` reads become float64 tensors.
 
+pub use super::files::write_atomically;
 use ndarray::{ArrayD, IxDyn};
-use std::io::{Cursor, Write};
+use std::io::Cursor;
 use std::path::Path;
 
 /// A parameter tree.
@@ -33,6 +37,23 @@ pub enum Format {
 }
 
 impl Format {
+    /// The deepest nesting of lists a tree saved in this format may have:
+    /// what `load` reads back. `save` refuses deeper trees.
+    pub fn max_depth(self) -> usize {
+        match self {
+            Format::Npz => MAX_DEPTH,
+            Format::Json => MAX_JSON_DEPTH,
+        }
+    }
+
+    /// The format's extension, for messages.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Npz => ".npz",
+            Format::Json => ".json",
+        }
+    }
+
     /// The format of `path` by its extension.
     pub fn of(path: &str) -> Result<Format, String> {
         match Path::new(path).extension().and_then(|e| e.to_str()) {
@@ -45,29 +66,28 @@ impl Format {
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file beside it, renamed
-/// over the target only once written and flushed.
-pub fn write_atomically(path: &str, bytes: &[u8]) -> Result<(), String> {
-    let target = Path::new(path);
-    let name = target
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| format!("{path}: not a file name"))?;
-    let temporary = target.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let written = std::fs::File::create(&temporary).and_then(|mut file| {
-        file.write_all(bytes)?;
-        file.sync_all()
-    });
-    if let Err(err) = written.and_then(|()| std::fs::rename(&temporary, target)) {
-        let _ = std::fs::remove_file(&temporary);
-        return Err(format!("cannot write {path}: {err}"));
+/// The deepest nesting of lists in `tree` (0 for a leaf), counted
+/// without recursion.
+pub fn depth(tree: &Tree) -> usize {
+    let mut deepest = 0;
+    let mut pending = vec![(tree, 0usize)];
+    while let Some((tree, depth)) = pending.pop() {
+        if let Tree::List(items) = tree {
+            deepest = deepest.max(depth + 1);
+            pending.extend(items.iter().map(|item| (item, depth + 1)));
+        }
     }
-    Ok(())
+    deepest
 }
 
-/// Saves `tree` to `path` in the format its extension names.
+/// Saves `tree` to `path` in the format its extension names; a tree
+/// nested deeper than the format reads back is an error.
 pub fn save(path: &str, tree: &Tree) -> Result<(), String> {
-    let bytes = match Format::of(path)? {
+    let format = Format::of(path)?;
+    if depth(tree) > format.max_depth() {
+        return Err(too_deep(path, format));
+    }
+    let bytes = match format {
         Format::Npz => npz_bytes(tree).map_err(|err| format!("{path}: {err}"))?,
         Format::Json => {
             serde_json::to_vec(&json_of(tree)).map_err(|err| format!("{path}: {err}"))?
@@ -76,16 +96,41 @@ pub fn save(path: &str, tree: &Tree) -> Result<(), String> {
     write_atomically(path, &bytes)
 }
 
-/// Loads the tree saved at `path`.
-pub fn load(path: &str) -> Result<Tree, String> {
+/// The error for a tree nested deeper than `format` reads back.
+pub fn too_deep(path: &str, format: Format) -> String {
+    let npz = match format {
+        Format::Json => format!(" (.npz takes {MAX_DEPTH})"),
+        Format::Npz => String::new(),
+    };
+    format!(
+        "{path}: the tree nests lists more than {} deep, deeper than load-tree reads back from {}{npz}",
+        format.max_depth(),
+        format.extension()
+    )
+}
+
+/// What a file holds.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Contents {
+    /// A tree, as `save` writes it.
+    Tree(Tree),
+    /// Arrays an `.npz` names freely (`np.savez(f, w=..., b=...)`), in the
+    /// file's order.
+    Named(Vec<(String, Tree)>),
+}
+
+/// Loads the tree saved at `path`, or the arrays an `.npz` names freely.
+pub fn load(path: &str) -> Result<Contents, String> {
     let format = Format::of(path)?;
-    let bytes = std::fs::read(path).map_err(|err| format!("cannot read {path}: {err}"))?;
+    let bytes = super::files::read_bytes(path)?;
     match format {
         Format::Npz => tree_of_npz(&bytes).map_err(|err| format!("{path}: {err}")),
         Format::Json => {
             let json: serde_json::Value =
                 serde_json::from_slice(&bytes).map_err(|err| format!("{path}: not JSON: {err}"))?;
-            tree_of_json(&json).map_err(|err| format!("{path}: {err}"))
+            tree_of_json(&json)
+                .map(Contents::Tree)
+                .map_err(|err| format!("{path}: {err}"))
         }
     }
 }
@@ -130,39 +175,51 @@ fn npz_bytes(tree: &Tree) -> Result<Vec<u8>, String> {
     Ok(cursor.into_inner())
 }
 
-fn tree_of_npz(bytes: &[u8]) -> Result<Tree, String> {
-    let mut reader = ndarray_npy::NpzReader::new(Cursor::new(bytes))
-        .map_err(|err| format!("not an .npz file: {err}"))?;
-    let names = reader
-        .names()
-        .map_err(|err| format!("unreadable .npz: {err}"))?;
-    let mut paths = names
-        .into_iter()
-        .map(|name| parse_path(&name).map(|path| (path, name)))
+fn tree_of_npz(bytes: &[u8]) -> Result<Contents, String> {
+    let entries = super::npz::entries(bytes)?;
+    if !entries.iter().all(|(name, _)| is_tree_path(name)) {
+        // Arrays NumPy saved under names of their own, in the file's order.
+        return entries
+            .iter()
+            .map(|(name, data)| read_leaf(name, data).map(|leaf| (name.clone(), leaf)))
+            .collect::<Result<_, _>>()
+            .map(Contents::Named);
+    }
+    let mut paths = entries
+        .iter()
+        .map(|(name, data)| parse_path(name).map(|path| (path, name, data)))
         .collect::<Result<Vec<_>, _>>()?;
     paths.sort();
     let mut root: Option<Tree> = None;
-    for (path, name) in paths {
-        let leaf = read_leaf(&mut reader, &name)?;
-        place(&mut root, &path, leaf, &name)?;
+    for (path, name, data) in paths {
+        let leaf = read_leaf(name, data)?;
+        place(&mut root, &path, leaf, name)?;
     }
-    root.ok_or_else(|| "the file holds no arrays".to_string())
+    root.map(Contents::Tree)
+        .ok_or_else(|| "the file holds no arrays".to_string())
 }
 
-/// A leaf: a 0-d integer array is a whole number, a 0-d float array a
-/// number, any other float array a tensor.
-fn read_leaf(
-    reader: &mut ndarray_npy::NpzReader<Cursor<&[u8]>>,
-    name: &str,
-) -> Result<Tree, String> {
-    if let Ok(n) = reader.by_name::<ndarray::OwnedRepr<i64>, IxDyn>(name)
-        && n.ndim() == 0
-    {
-        return Ok(Tree::Int(n[IxDyn(&[])]));
+/// Whether `name` is a tree leaf's path: `tree`, `tree.0`, `tree.0.1`, ...
+fn is_tree_path(name: &str) -> bool {
+    let mut parts = name.split('.');
+    parts.next() == Some("tree")
+        && parts.all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// A leaf from its `.npy` bytes: a 0-d integer (or bool) array is a whole
+/// number, a 0-d float array a number, any other array a float64 tensor
+/// (integers, bools and float32 numbers converted exactly).
+fn read_leaf(name: &str, bytes: &[u8]) -> Result<Tree, String> {
+    let failed = |err: String| format!("the array {name}: {err}");
+    if let Some(n) = super::npy::scalar_integer(bytes).map_err(failed)? {
+        return i64::try_from(n)
+            .map(Tree::Int)
+            .map_err(|_| failed(format!("{n} is past the largest whole number, 2^63 - 1")));
     }
-    let array: ArrayD<f64> = reader
-        .by_name(name)
-        .map_err(|err| format!("the array {name} is not float64 or int64: {err}"))?;
+    let (_, array) = super::npy::read(bytes, super::npy::Target::F64).map_err(failed)?;
+    let super::npy::Array::F64(array) = array else {
+        unreachable!("read as float64")
+    };
     Ok(if array.ndim() == 0 {
         Tree::Float(array[IxDyn(&[])])
     } else {
@@ -170,8 +227,12 @@ fn read_leaf(
     })
 }
 
-/// How deep a saved tree may nest (lists are read recursively).
+/// How deep a tree saved as `.npz` may nest (lists are read recursively).
 const MAX_DEPTH: usize = 1_000;
+
+/// How deep a tree saved as JSON may nest: JSON's reader takes 128 levels
+/// of arrays and objects, and a tensor leaf is an object holding arrays.
+const MAX_JSON_DEPTH: usize = 120;
 
 /// `tree.0.1` as `[0, 1]`.
 fn parse_path(name: &str) -> Result<Vec<usize>, String> {
@@ -285,6 +346,13 @@ fn tree_of_json(value: &serde_json::Value) -> Result<Tree, String> {
                         .ok_or("a tensor's shape is a list of sizes")
                 })
                 .collect::<Result<_, _>>()?;
+            let limit = crate::egraph::tensor::shape::MAX_RANK;
+            if shape.len() > limit {
+                return Err(format!(
+                    "a tensor's shape has {} axes; a tensor may have at most {limit}",
+                    shape.len()
+                ));
+            }
             let data: Vec<f64> = data
                 .as_array()
                 .ok_or("a tensor's data is a list of numbers")?
@@ -326,11 +394,11 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let npz = dir.join("p.npz").to_string_lossy().into_owned();
         save(&npz, &sample()).unwrap();
-        assert_eq!(load(&npz).unwrap(), sample());
+        assert_eq!(load(&npz).unwrap(), Contents::Tree(sample()));
         let json = dir.join("p.json").to_string_lossy().into_owned();
         save(&json, &sample()).unwrap();
         // JSON has no infinity: it comes back as NaN.
-        let Tree::List(top) = load(&json).unwrap() else {
+        let Contents::Tree(Tree::List(top)) = load(&json).unwrap() else {
             panic!()
         };
         let Tree::List(layer) = &top[0] else { panic!() };
@@ -338,6 +406,37 @@ mod tests {
         assert!(b[1].is_nan() && b[0] == 0.5);
         assert_eq!(top[1], Tree::Float(0.125));
         assert_eq!(top[2], Tree::Int(7));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A tensor under `depth` lists.
+    fn nested(depth: usize) -> Tree {
+        let mut tree = Tree::Tensor(ArrayD::from_elem(IxDyn(&[2]), 1.5));
+        for _ in 0..depth {
+            tree = Tree::List(vec![Tree::Int(1), tree]);
+        }
+        tree
+    }
+
+    #[test]
+    fn save_refuses_what_load_cannot_read_back() {
+        let dir = std::env::temp_dir().join(format!("epsilon-deep-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for format in [Format::Npz, Format::Json] {
+            let path = dir
+                .join(format!("deep{}", format.extension()))
+                .to_string_lossy()
+                .into_owned();
+            let deepest = nested(format.max_depth());
+            assert_eq!(depth(&deepest), format.max_depth());
+            save(&path, &deepest).unwrap();
+            assert_eq!(load(&path).unwrap(), Contents::Tree(deepest), "{path}");
+            let error = save(&path, &nested(format.max_depth() + 1)).unwrap_err();
+            assert!(
+                error.contains("deeper than load-tree reads back"),
+                "{error}"
+            );
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

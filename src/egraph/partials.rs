@@ -113,11 +113,15 @@ pub fn local_partials<B: PartialBuilder>(
         }
         Math::Pow([x, y]) => {
             // y * x^(y-1); the builder folds y - 1 when y is a number
-            // and the difference is exact (not for y = 1e308).
-            let d_base = {
+            // and the difference is exact (not for y = 1e308). A power 0
+            // is the constant 1: no derivative in the base, not
+            // 0 * x^-1 (NaN at x = 0).
+            let d_base = if b.constant(y) == Some(0.0) {
+                None
+            } else {
                 let y_minus_one = b.sub(y, one);
                 let power = b.add(Math::Pow([x, y_minus_one]));
-                b.mul(y, power)
+                Some(b.mul(y, power))
             };
             // this * log(x), but 0 where this is 0 (x = 0 and y > 0); a
             // positive constant base needs no such care.
@@ -127,7 +131,7 @@ pub fn local_partials<B: PartialBuilder>(
             } else {
                 b.add(Math::Xlogy([this, x]))
             };
-            smallvec![Some(d_base), Some(d_exponent)]
+            smallvec![d_base, Some(d_exponent)]
         }
         Math::Neg(_) => smallvec![Some(b.num(-1.0))],
         Math::Exp(_) => smallvec![Some(this)],

@@ -382,7 +382,8 @@ impl Session {
                 let started = Instant::now();
                 let result = self.engine.eval_named(argument, &name);
                 let elapsed = format_duration(started.elapsed().as_secs_f64());
-                self.publish(StreamContent::stdout(&format!("time: {elapsed}\n")));
+                // Where `(time ...)` writes too: the error stream.
+                self.publish(StreamContent::stderr(&format!("time: {elapsed}\n")));
                 Ok(self.bundle(&result.map_err(cell_error)?))
             }
             _ => Err(command_error(format!(

@@ -36,6 +36,10 @@ pub enum EvalErrorKind {
     Interrupted,
     /// `(exit n)` was called; `try` cannot catch it.
     Exit(i32),
+    /// Program output could not be written because its reader went away
+    /// (standard output piped into `head`, which stopped reading): the
+    /// program stops, as a Unix filter does; `try` cannot catch it.
+    OutputClosed,
     /// A bug inside Epsilon (a caught panic).
     Internal,
 }
@@ -146,7 +150,7 @@ impl EvalError {
     pub fn is_uncatchable(&self) -> bool {
         matches!(
             self.kind,
-            EvalErrorKind::Interrupted | EvalErrorKind::Exit(_)
+            EvalErrorKind::Interrupted | EvalErrorKind::Exit(_) | EvalErrorKind::OutputClosed
         )
     }
 }

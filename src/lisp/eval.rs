@@ -351,10 +351,13 @@ impl Interp {
     /// as `builtins::dtype::Conversion` says.
     /// A call on traced values records them with their types as they are.
     fn call_typed(&mut self, builtin: &Builtin, args: &Args, traced: bool) -> EvalResult<Value> {
-        use crate::lisp::builtins::dtype::{Conversion, converted, explicit_dtype};
+        use crate::lisp::builtins::dtype::{Conversion, converted_checked, explicit_dtype};
         let explicit = explicit_dtype(builtin, args)?;
-        let conversion = Conversion::of(self, builtin, args, explicit);
-        if conversion.is_plain() || traced {
+        if traced {
+            return (builtin.func)(self, args);
+        }
+        let conversion = Conversion::of(self, builtin, args, explicit)?;
+        if conversion.is_plain() {
             return (builtin.func)(self, args);
         }
         let result = match &conversion.widened {
@@ -367,10 +370,10 @@ impl Interp {
             }
             None => (builtin.func)(self, args),
         }?;
-        Ok(match conversion.result {
-            Some(dtype) => converted(&result, dtype),
-            None => result,
-        })
+        match conversion.result {
+            Some(dtype) => converted_checked(&result, dtype),
+            None => Ok(result),
+        }
     }
 
     fn lookup_global(&self, name: Symbol, span: Span) -> EvalResult<Value> {

@@ -313,7 +313,9 @@ impl Interp {
 
     /// Writes program output; text without a final newline is flushed at
     /// once so prompts appear. Progress bars on the terminal are lifted out
-    /// of the way while it writes.
+    /// of the way while it writes. An output whose reader went away (a
+    /// closed pipe) is an [`EvalErrorKind::OutputClosed`] error, which ends
+    /// the program rather than being reported.
     pub fn write_output(&mut self, text: &str) -> EvalResult<()> {
         let output = &mut self.output;
         let written = self.progress.suspend(|| {
@@ -325,7 +327,13 @@ impl Interp {
                 }
             })
         });
-        written.map_err(|err| EvalError::io(format!("cannot write output: {err}")))
+        written.map_err(|err| match err.kind() {
+            std::io::ErrorKind::BrokenPipe => EvalError::new(
+                EvalErrorKind::OutputClosed,
+                "the program's output was closed by its reader",
+            ),
+            _ => EvalError::io(format!("cannot write output: {err}")),
+        })
     }
 
     /// Prints a warning on standard error, located at the current call

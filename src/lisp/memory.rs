@@ -136,53 +136,7 @@ pub fn live_cells() -> isize {
 /// -v`) says so. Where none can be read, no limit.
 pub fn default_limit_bytes() -> usize {
     static DEFAULT: OnceLock<usize> = OnceLock::new();
-    *DEFAULT.get_or_init(|| {
-        let machine = std::fs::read_to_string("/proc/meminfo")
-            .ok()
-            .and_then(|text| meminfo_field(&text, "MemTotal:"));
-        let group = [
-            "/sys/fs/cgroup/memory.max",
-            "/sys/fs/cgroup/memory/memory.limit_in_bytes",
-        ]
-        .iter()
-        .find_map(|path| {
-            std::fs::read_to_string(path)
-                .ok()?
-                .trim()
-                .parse::<usize>()
-                .ok()
-        });
-        [machine, group, address_space_limit()]
-            .into_iter()
-            .flatten()
-            .min()
-            .map_or(usize::MAX, |bytes| bytes / 2)
-    })
-}
-
-/// The address-space limit (`RLIMIT_AS`), where one is set.
-fn address_space_limit() -> Option<usize> {
-    #[cfg(unix)]
-    {
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: `getrlimit` writes the limit into the struct it is given.
-        let read = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } == 0;
-        (read && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur as usize)
-    }
-    #[cfg(not(unix))]
-    {
-        None
-    }
-}
-
-/// A `kB` field of `/proc/meminfo`, in bytes.
-fn meminfo_field(text: &str, name: &str) -> Option<usize> {
-    let rest = text.lines().find_map(|line| line.strip_prefix(name))?;
-    let kb: usize = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
-    kb.checked_mul(1024)
+    *DEFAULT.get_or_init(|| crate::host_memory::total().map_or(usize::MAX, |bytes| bytes / 2))
 }
 
 #[cfg(test)]
@@ -209,12 +163,5 @@ mod tests {
         drop(list);
         assert!(check().is_ok(), "dropping the list frees the cells");
         set_limit_bytes(saved);
-    }
-
-    #[test]
-    fn meminfo_fields_read_in_bytes() {
-        let text = "MemTotal:       16384 kB\nMemFree:  1 kB\n";
-        assert_eq!(meminfo_field(text, "MemTotal:"), Some(16384 * 1024));
-        assert_eq!(meminfo_field(text, "Swap:"), None);
     }
 }

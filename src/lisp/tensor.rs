@@ -12,10 +12,8 @@ pub const PARALLEL_THRESHOLD: usize = 1 << 15;
 /// The largest tensor Epsilon makes, in elements (32 GiB of f64).
 pub const MAX_ELEMENTS: usize = 1 << 32;
 
-/// The most axes a tensor may have (NumPy's limit): deeper shapes are an
-/// error where they are given, never a stack overflow in a kernel that
-/// walks the axes.
-pub const MAX_RANK: usize = 64;
+/// The most axes a tensor may have (the tensor language's limit).
+pub use crate::egraph::tensor::shape::MAX_RANK;
 
 /// An error unless `rank` axes are within [`MAX_RANK`].
 pub fn check_rank(rank: usize) -> EvalResult<()> {
@@ -36,6 +34,12 @@ const PROBE_ELEMENTS: usize = 1 << 24;
 /// grants the memory. An impossible request is then an error, where the
 /// allocation itself would abort the process.
 pub fn check_allocation(shape: &[usize]) -> EvalResult<usize> {
+    check_allocation_of(shape, 8)
+}
+
+/// [`check_allocation`] for elements of `element_bytes` bytes (4 for f32
+/// storage).
+pub fn check_allocation_of(shape: &[usize], element_bytes: usize) -> EvalResult<usize> {
     check_rank(shape.len())?;
     let too_large = || {
         EvalError::range(format!(
@@ -56,13 +60,14 @@ pub fn check_allocation(shape: &[usize]) -> EvalResult<usize> {
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))
         .filter(|&n| n <= MAX_ELEMENTS)
         .ok_or_else(too_large)?;
-    if len >= PROBE_ELEMENTS {
-        let mut probe: Vec<f64> = Vec::new();
-        probe.try_reserve_exact(len).map_err(|_| {
+    if len.saturating_mul(element_bytes) >= PROBE_ELEMENTS * 8 {
+        let bytes = len.saturating_mul(element_bytes);
+        let mut probe: Vec<u8> = Vec::new();
+        probe.try_reserve_exact(bytes).map_err(|_| {
             EvalError::range(format!(
                 "not enough memory for a tensor of shape {} ({:.1} GB)",
                 format_shape(shape),
-                len as f64 * 8e-9
+                bytes as f64 * 1e-9
             ))
         })?;
     }
@@ -183,14 +188,16 @@ pub fn zip_map(
     })
 }
 
-/// Applies `f` to every element.
-pub fn map(a: &ArrayD<f64>, f: impl Fn(f64) -> f64 + Sync + Send) -> ArrayD<f64> {
+/// Applies `f` to every element (an error where the result cannot be
+/// allocated).
+pub fn map(a: &ArrayD<f64>, f: impl Fn(f64) -> f64 + Sync + Send) -> EvalResult<ArrayD<f64>> {
+    check_allocation(a.shape())?;
     let zip = Zip::from(a);
-    if a.len() >= PARALLEL_THRESHOLD {
+    Ok(if a.len() >= PARALLEL_THRESHOLD {
         zip.par_map_collect(|x| f(*x))
     } else {
         zip.map_collect(|x| f(*x))
-    }
+    })
 }
 
 /// A possibly negative axis, checked against `ndim`.

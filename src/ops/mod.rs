@@ -261,6 +261,8 @@ table! {
     PutAlongAdd(along::PutAlongAdd),
     /// The determinant.
     Det(linalg::Det),
+    /// The transposed adjugate (the derivative of the determinant).
+    Adjugate(linalg::Adjugate),
     /// The sign and log-absolute determinant, packed.
     Slogdet(linalg::Slogdet),
     /// The symmetric eigendecomposition, packed (eigenvalues, vectors).

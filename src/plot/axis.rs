@@ -1,12 +1,14 @@
 //! One axis: where a value sits on it (itself, its log10 on a log axis, or
 //! itself in units of a power of ten when all values are tiny), its range
-//! with a margin, and short, distinct tick labels. (Log axes are drawn as
+//! with a margin, where its ticks go, and short, distinct tick labels. (Log axes are drawn as
 //! linear axes of decades with 10^t tick labels: plotters' own log axis
 //! drops ticks under 2.2e-16 and never finishes its tick search past ~300
 //! decades. plotters' linear tick search fails on spans far below 1, hence
 //! the scale.)
 
 use super::chart::PlotError;
+use plotters::coord::ranged1d::{BoldPoints, LightPoints, Ranged};
+use plotters::coord::types::RangedCoordf64;
 use std::ops::Range;
 
 /// Most tick labels an axis gets.
@@ -76,6 +78,57 @@ impl Axis {
         }
     }
 
+    /// The tick positions over `range` (labelled, with a grid line each
+    /// when there are grid lines) and the positions of light grid lines.
+    /// A log axis of two or more decades has a tick at each decade
+    /// (thinned to at most [`MAX_TICKS`]); a narrower one has ticks where
+    /// matplotlib's log locator puts them, at 1, 2 and 5 times powers of
+    /// ten (every whole multiple of a power of ten under half a decade),
+    /// with light lines at the others, and, where fewer than two of those
+    /// fall in the range (a fraction of a decade), evenly spaced round
+    /// values as on a linear axis.
+    pub fn key_points(&self, range: &Range<f64>) -> (Vec<f64>, Vec<f64>) {
+        let span = range.end - range.start;
+        let linear = |range: Range<f64>| {
+            let count = self.tick_count(span);
+            let coordinate = RangedCoordf64::from(range);
+            (
+                coordinate.key_points(BoldPoints(count)),
+                coordinate.key_points(LightPoints::new(count, count * MAX_TICKS)),
+            )
+        };
+        if !self.log || span >= 2.0 {
+            return linear(range.clone());
+        }
+        let multiples: &[f64] = if span >= 0.5 {
+            &[1.0, 2.0, 5.0]
+        } else {
+            &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]
+        };
+        let every = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0];
+        let ticks = decade_multiples(range, multiples);
+        if ticks.len() >= 2 {
+            let light = decade_multiples(range, &every)
+                .into_iter()
+                .filter(|t| !ticks.contains(t))
+                .collect();
+            return (ticks, light);
+        }
+        // Round values evenly spaced between the ends, at their positions
+        // (laid out in a power of ten when tiny, as a linear axis is).
+        let (lo, hi) = (10f64.powf(range.start), 10f64.powf(range.end));
+        let scale = layout_scale(hi);
+        let (values, _) = Axis::linear(1.0).key_points(&(lo / scale..hi / scale));
+        let ticks = values
+            .into_iter()
+            .map(|v| v * scale)
+            .filter(|v| *v > 0.0)
+            .map(f64::log10)
+            .filter(|t| range.contains(t))
+            .collect();
+        (ticks, Vec::new())
+    }
+
     /// How many ticks to ask for: whole decades on a log axis of two or
     /// more decades.
     pub fn tick_count(&self, span: f64) -> usize {
@@ -103,6 +156,18 @@ impl Axis {
             padded(lo, hi).ok_or_else(|| too_wide(what))
         }
     }
+}
+
+/// The positions (log10) of `multiples` of each power of ten that lie in
+/// `range`, in order.
+fn decade_multiples(range: &Range<f64>, multiples: &[f64]) -> Vec<f64> {
+    let first = range.start.floor() as i32;
+    let last = range.end.ceil() as i32;
+    (first..=last)
+        .flat_map(|k| multiples.iter().map(move |m| m.log10() + f64::from(k)))
+        // A whisker of rounding off an end keeps an end tick.
+        .filter(|t| *t >= range.start - 1e-12 && *t <= range.end + 1e-12)
+        .collect()
 }
 
 /// The error for values whose span does not fit in a float.

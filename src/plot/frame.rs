@@ -6,12 +6,52 @@
 use super::axis::Axis;
 use super::chart::{Frame, PlotError};
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::ops::Range;
 
 /// The chart context every chart kind draws into.
-pub type Context<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+pub type Context<'a, DB> = ChartContext<'a, DB, Cartesian2d<Ticked, Ticked>>;
+
+/// A linear coordinate with its ticks placed by [`Axis::key_points`]
+/// (plotters' own `WithKeyPoints` takes no label formatter over floats).
+pub struct Ticked {
+    coordinate: RangedCoordf64,
+    ticks: Vec<f64>,
+    light: Vec<f64>,
+}
+
+/// `range` on `axis`, with the axis's ticks and light grid lines.
+fn ticked(axis: &Axis, range: &Range<f64>) -> Ticked {
+    let (ticks, light) = axis.key_points(range);
+    Ticked {
+        coordinate: RangedCoordf64::from(range.clone()),
+        ticks,
+        light,
+    }
+}
+
+impl Ranged for Ticked {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.coordinate.map(value, limit)
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            self.light.clone()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> Range<f64> {
+        self.coordinate.range()
+    }
+}
 
 /// The margin around a chart, in pixels.
 pub const MARGIN: u32 = 16;
@@ -25,8 +65,8 @@ pub fn label_font() -> FontDesc<'static> {
 pub fn widest_tick(axis: &Axis, range: &Range<f64>) -> Result<u32, PlotError> {
     let span = range.end - range.start;
     let font = label_font();
-    RangedCoordf64::from(range.clone())
-        .key_points(axis.tick_count(span))
+    axis.key_points(range)
+        .0
         .iter()
         .map(|&t| {
             font.box_size(&axis.tick(t, span))
@@ -58,7 +98,7 @@ pub fn cartesian<'a, DB: DrawingBackend>(
         .margin(MARGIN)
         .x_label_area_size(x_label_area(frame))
         .y_label_area_size(y_area)
-        .build_cartesian_2d(x.range.clone(), y.range.clone())
+        .build_cartesian_2d(ticked(&x.axis, &x.range), ticked(&y.axis, &y.range))
         .map_err(PlotError::drawing)?;
     let x_label = |t: &f64| x.axis.tick(*t, x_span);
     let y_label = |t: &f64| y.axis.tick(*t, y_span);

@@ -61,13 +61,13 @@ pub fn run_command(
     let (command, argument) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     let argument = argument.trim();
     match command {
-        ":help" | ":h" => println!("{}", help_text()),
+        ":help" | ":h" => return super::print_line(&help_text()),
         ":quit" | ":q" | ":exit" => return Outcome::Quit(0),
         ":infix" => *notation = Notation::Infix,
         ":latex" => *notation = Notation::Latex,
         ":sexp" => *notation = Notation::Sexp,
         ":doc" if !argument.is_empty() => match engine.doc(argument) {
-            Some(text) => println!("{}", wrap(&text, DOC_WIDTH)),
+            Some(text) => return super::print_line(&wrap(&text, DOC_WIDTH)),
             None => eprintln!("error: {argument} is not defined"),
         },
         ":time" if !argument.is_empty() => {

@@ -2,7 +2,8 @@
 //!
 //! Input continues over several lines until Epsilon's reader says the text
 //! is complete; lines starting with `:` are commands; every error is shown
-//! with its source line and a caret, and the session carries on. History
+//! with its source line and a caret, and the session carries on. Standard
+//! output closed by its reader ends the session quietly (status 0). History
 //! persists in the user's state directory (or `$EPSILON_HISTORY`). This
 //! module uses only the public API of the crate.
 
@@ -13,11 +14,12 @@ mod helper;
 pub use brackets::{BracketMatch, match_at_cursor};
 pub use helper::{EpsilonHelper, needs_more_input};
 
-use crate::{Engine, Error, Notation, Value};
+use crate::{Engine, Error, EvalErrorKind, Notation, Value};
 use commands::{Outcome, run_command};
 use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
 use rustyline::{CompletionType, Config, Editor};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
@@ -39,18 +41,33 @@ pub fn history_path() -> Option<PathBuf> {
     dirs::home_dir().map(|home| home.join(".epsilon_history"))
 }
 
+/// Writes a line of the session's output. Standard output closed by its
+/// reader (`epsilon | head`) ends the session quietly with status 0, as
+/// for a Unix filter: `Quit(0)`.
+fn print_line(text: &str) -> Outcome {
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Outcome::Quit(0),
+        // Another failure (a full disk behind a redirection) is reported
+        // and the session goes on.
+        Err(err) => {
+            eprintln!("error: cannot write output: {err}");
+            Outcome::Continue
+        }
+        Ok(()) => Outcome::Continue,
+    }
+}
+
 /// Prints a value (unless it is `Void`; a symbolic result in the session's
 /// notation) or an error report.
 fn show_result(engine: &Engine, notation: Notation, result: Result<Value, Error>) -> Outcome {
     match result {
         Ok(Value::Void) => Outcome::Continue,
-        Ok(value) => {
-            match engine.show_formula(&value, notation) {
-                Some(text) => println!("{text}"),
-                None => println!("{value}"),
-            }
-            Outcome::Continue
-        }
+        Ok(value) => match engine.show_formula(&value, notation) {
+            Some(text) => print_line(&text),
+            None => print_line(&value.to_string()),
+        },
+        Err(error) if error.kind() == EvalErrorKind::OutputClosed => Outcome::Quit(0),
         Err(error) => match error.exit_code() {
             Some(code) => Outcome::Quit(code),
             None => {
@@ -102,10 +119,13 @@ pub fn run(engine: &mut Engine) -> i32 {
     // Ctrl-C while evaluating raises SIGINT (the editor handles it at the prompt).
     let _ = ctrlc::set_handler(move || handler_flag.store(true, Ordering::Relaxed));
 
-    println!(
+    let banner = format!(
         "Epsilon {} - differentiation in a small Lisp. :help for help, Ctrl-D to leave.",
         env!("CARGO_PKG_VERSION")
     );
+    if let Outcome::Quit(code) = print_line(&banner) {
+        return code;
+    }
     let mut notation = Notation::Sexp;
     // Entries are numbered, so an error names the entry it points into
     // (`<repl 3>:1:5`), also when a function defined there fails later.
@@ -136,9 +156,19 @@ pub fn run(engine: &mut Engine) -> i32 {
                 }
             }
             Err(ReadlineError::Interrupted) => {
-                println!("(Ctrl-C: input cleared; Ctrl-D or :quit leaves)")
+                if let Outcome::Quit(code) =
+                    print_line("(Ctrl-C: input cleared; Ctrl-D or :quit leaves)")
+                {
+                    return code;
+                }
             }
             Err(ReadlineError::Eof) => return 0,
+            // The prompt could not be written: standard output was closed.
+            Err(ReadlineError::Io(err)) if err.kind() == std::io::ErrorKind::BrokenPipe => {
+                return 0;
+            }
+            #[cfg(unix)]
+            Err(ReadlineError::Errno(errno)) if errno as i32 == libc::EPIPE => return 0,
             Err(err) => {
                 eprintln!("error: {err}");
                 return 1;

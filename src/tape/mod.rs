@@ -10,6 +10,7 @@ pub mod checkpoint;
 pub(crate) mod compile;
 pub mod dot;
 mod fuse;
+pub mod plan;
 mod push_pads;
 mod remat;
 pub mod residuals;

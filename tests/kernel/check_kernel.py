@@ -197,6 +197,12 @@ def check_complete_inspect(kc):
     reply, messages = run(kc, "?no-such-name")
     expect(reply["status"] == "error" and "no-such-name is not defined" in reply["evalue"],
            "?NAME of an unbound name is an error", reply)
+    # :time and (time ...) both report on the stderr stream.
+    for code in [":time (+ 1 2)", "(time (+ 1 2))"]:
+        _, messages = run(kc, code)
+        streams = of_type(messages, "stream")
+        expect([s["name"] for s in streams] == ["stderr"] and streams[0]["text"].startswith("time: "),
+               code + " reports its time on stderr", streams)
 
 
 def check_language_info(info):

@@ -144,3 +144,16 @@ msg
 ;; ---- the engine still works ----
 (+ 1 1)
 ;=> 2
+
+;; ---- derivatives with more than 64 axes are refused before they are built ----
+(define deep-ones (ones (map (lambda (i) 1) (range 40))))
+((jacfwd (lambda (x) (sin x))) deep-ones)
+;!! jacfwd: the derivative of a 40-axis result by a 40-axis argument would have 80 axes; a tensor may have at most 64 axes
+((jacrev (lambda (x) (sin x))) deep-ones)
+;!! jacrev: the derivative of a 40-axis result by a 40-axis argument would have 80 axes
+((jacobian (lambda (x) (sin x))) deep-ones)
+;!! would have 80 axes
+((hessian (lambda (x) (sum (sin x)))) (ones (map (lambda (i) 1) (range 33))))
+;!! hessian: the derivative of a 33-axis result by a 33-axis argument would have 66 axes
+(shape ((jacfwd (lambda (x) (sin x))) (ones (map (lambda (i) 1) (range 32)))))
+;=> (1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1)

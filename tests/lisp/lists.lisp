@@ -27,6 +27,14 @@
 ;=> a
 (second '(a b c))
 ;=> b
+(third '(a b c))
+;=> c
+(third '(a b))
+;!! third of a two-element list
+(third '(a))
+;!! third of a one-element list
+(second '(a b c))
+;=> b
 (rest '(a b c))
 ;=> (b c)
 (rest '())

@@ -468,3 +468,19 @@ g2
 ;=> (- y 2)
 (hessian (lambda (x) x) '(x))
 ;!! (hessian f) takes the function only
+
+;; ---- an undefined part keeps the derivative undefined ----
+;; A part with no variable and no finite value is not folded to a zero
+;; derivative; a part with a variable keeps its undefined formula.
+(diff '(/ 1 0) 'x)
+;!! the expression is undefined: (/ 1 0) has no finite value
+(diff '(+ x (log -1)) 'x)
+;!! (log -1) has no finite value
+(diff '(/ 0 0) 'x)
+;!! (/ 0 0) has no finite value
+(grad '(* y (sqrt -4)) '(x y))
+;!! (sqrt -4) has no finite value
+(diff '(/ x 0) 'x)
+;=> (/ 1 0)
+(diff '(/ 1 2) 'x)
+;=> 0

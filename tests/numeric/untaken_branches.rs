@@ -171,3 +171,48 @@ fn forward_mode_through_an_untaken_branch_is_finite() {
     .unwrap();
     assert_eq!(got[1].iter().copied().collect::<Vec<_>>(), [0.25]);
 }
+
+/// `(form, argument, derivative)`: a selection (`clamp`, `max`, `min`,
+/// `relu`) feeding a function with an infinite partial at the selected
+/// value, and other points where a naive product gives NaN: the
+/// selection's zero partial keeps the derivative 0 (the function is
+/// locally constant there), in reverse and forward mode alike.
+const FEEDING_CASES: &[(&str, f64, f64)] = &[
+    ("(lambda (x) (sqrt (clamp x 0 1)))", -0.5, 0.0),
+    ("(lambda (x) (sqrt (clamp x 0 1)))", 0.25, 1.0),
+    ("(lambda (x) (sqrt (max x 0)))", -2.0, 0.0),
+    ("(lambda (x) (sqrt (- (min x 0))))", 3.0, 0.0),
+    ("(lambda (x) (sqrt (relu x)))", -1.0, 0.0),
+    ("(lambda (x) (log (max x 0)))", -1.0, 0.0),
+    ("(lambda (x) (pow x 0))", 0.0, 0.0),
+    ("(lambda (x) (pow x 0.0))", 0.0, 0.0),
+    ("(lambda (x) (* 3.0 (pow x 0)))", 2.0, 0.0),
+    ("(lambda (x) (log (sigmoid x)))", -1000.0, 1.0),
+    ("(lambda (x) (log (sigmoid x)))", 2.0, 0.11920292202211755),
+];
+
+#[test]
+fn a_selection_feeding_an_infinite_partial_gives_zero_in_both_modes() {
+    let mut engine = engine();
+    for &(f, x, want) in FEEDING_CASES {
+        for form in [
+            format!("((grad {f}) {x:?})"),
+            format!("((jit (grad {f})) {x:?})"),
+            format!("(second ((value-and-grad {f}) {x:?}))"),
+            format!("(second (jvp {f} (list {x:?}) (list 1.0)))"),
+            format!("(index ((grad (lambda (v) (sum ({f} v)))) (tensor {x:?} {x:?})) 0)"),
+        ] {
+            let got = number(&mut engine, &form);
+            assert!(
+                got.is_finite() && close(got, want, 1e-12),
+                "{form}: {got}, want {want}"
+            );
+        }
+    }
+    // The value stays right where the sigmoid underflows.
+    let value = number(
+        &mut engine,
+        "(first ((value-and-grad (lambda (x) (log (sigmoid x)))) -1000.0))",
+    );
+    assert_eq!(value, -1000.0);
+}

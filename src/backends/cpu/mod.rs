@@ -23,7 +23,7 @@ pub(crate) use scan::snapshots_of;
 
 pub use scan::unpack;
 mod sources;
-mod storage;
+pub(crate) mod storage;
 #[cfg(test)]
 pub(crate) mod storage_tests;
 pub mod straight;

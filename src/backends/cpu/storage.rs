@@ -60,6 +60,12 @@ pub(crate) fn allow_pool(peak: usize) {
     });
 }
 
+/// The bytes of free buffers this thread's pool keeps: memory the process
+/// holds that the next run takes again.
+pub(crate) fn pooled_bytes() -> usize {
+    POOL.with(|pool| pool.borrow().bytes)
+}
+
 /// The most free buffers of one length the pool keeps: a loop whose
 /// operations free more buffers of a length than they take (structural
 /// operations allocate their own) must not fill the pool with them.

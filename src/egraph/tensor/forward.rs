@@ -36,6 +36,11 @@ pub fn jvp(
         .unwrap_or(0);
     let mut sweep = Sweep { graph, batch };
     let mut tangents: Vec<Option<Id>> = vec![None; upto];
+    // Tangents that are zero wherever a selection (`where`, `max`, `min`,
+    // `relu`) did not pass its operand: multiplying them by a partial must
+    // give zero there even where the partial is infinite (`sqrt` of a
+    // clamped value at 0), as in the reverse sweep.
+    let mut masked = vec![false; upto];
     for &(node, tangent) in seeds {
         if let Some(slot) = tangents.get_mut(usize::from(node)) {
             *slot = Some(match *slot {
@@ -66,8 +71,15 @@ pub fn jvp(
         if inputs.iter().all(Option::is_none) {
             continue;
         }
+        let masked_inputs: SmallVec<[bool; 3]> = node
+            .children
+            .iter()
+            .map(|&c| masked[usize::from(c)])
+            .collect();
+        masked[index] = selects(&node.op)
+            || (matches!(node.op, TOp::Map(_)) && masked_inputs.iter().any(|&m| m));
         let outer = sweep.graph.set_deriving(Some((id, false)));
-        tangents[index] = Some(sweep.push_forward(id, &inputs));
+        tangents[index] = Some(sweep.push_forward(id, &inputs, &masked_inputs));
         sweep.graph.set_deriving(outer);
     }
     // A tangent has its output's number type (a weak seed does not
@@ -82,6 +94,17 @@ pub fn jvp(
             strong_as(sweep.graph, tangent, output)
         })
         .collect()
+}
+
+/// Whether `op` selects among its operands elementwise (`where`, `max`,
+/// `min`, `relu`): where an operand is not taken its partial is 0, and
+/// the derivative there is 0 whatever flows beside it.
+pub(super) fn selects(op: &TOp) -> bool {
+    use crate::egraph::language::Math;
+    matches!(
+        op,
+        TOp::Where | TOp::Map(Math::Max(_) | Math::Min(_) | Math::Relu(_))
+    )
 }
 
 /// `value` converted to the number type of `like`, when that is a strong
@@ -255,7 +278,7 @@ impl Sweep<'_> {
         axis + self.lead()
     }
 
-    fn push_forward(&mut self, id: Id, inputs: &[Option<Id>]) -> Id {
+    fn push_forward(&mut self, id: Id, inputs: &[Option<Id>], masked: &[bool]) -> Id {
         let node = self.graph.node(id).clone();
         let children = node.children.clone();
         let out_shape = self.graph.shape(id).clone();
@@ -288,11 +311,24 @@ impl Sweep<'_> {
             TOp::Map(_) => {
                 let math = node.math().expect("a Map node has a scalar operator");
                 let partials = local_partials(&math, id, self.graph, &NO_FUNCTIONS);
+                let selection = selects(&node.op);
                 let mut terms: Vec<Id> = Vec::new();
-                for (tangent, partial) in inputs.iter().zip(partials) {
+                for (k, (tangent, partial)) in inputs.iter().zip(partials).enumerate() {
                     if let (Some(t), Some(p)) = (tangent, partial) {
                         let t = self.align(*t, rank);
-                        terms.push(self.graph.mul(p, t));
+                        let finite = self.graph.constant(p).is_some_and(f64::is_finite);
+                        let term = if finite {
+                            self.graph.mul(p, t)
+                        } else if selection {
+                            // Zero where the operand is not selected, even
+                            // where its tangent is infinite.
+                            super::reverse::masked_product(self.graph, p, t)
+                        } else if masked[k] {
+                            super::reverse::masked_product(self.graph, t, p)
+                        } else {
+                            self.graph.mul(p, t)
+                        };
+                        terms.push(term);
                     }
                 }
                 match self.graph.sum_terms(&terms) {

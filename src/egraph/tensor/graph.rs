@@ -363,6 +363,18 @@ impl TensorGraph {
                         (TOp::Map(Math::Neg(_)), &[inner]) => Some(inner),
                         _ => None,
                     },
+                    // log(sigmoid x) = -softplus(-x): finite where the
+                    // sigmoid underflows to 0 (x = -1000), in value and
+                    // derivative.
+                    Math::Log(_) => match (&self.expr[a].op, self.expr[a].children.as_slice()) {
+                        (TOp::Map(Math::Sigmoid(_)), &[inner]) => {
+                            let flipped = self.neg(inner);
+                            let softplus =
+                                self.add_valid(TOp::Map(Math::Softplus([Id::from(0)])), &[flipped]);
+                            Some(self.neg(softplus))
+                        }
+                        _ => None,
+                    },
                     _ => None,
                 }
             }

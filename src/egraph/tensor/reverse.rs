@@ -9,7 +9,6 @@
 use super::graph::TensorGraph;
 use super::op::{ReduceOp, TOp};
 use crate::egraph::functions::NO_FUNCTIONS;
-use crate::egraph::language::Math;
 use crate::egraph::partials::{PartialBuilder, local_partials};
 use egg::Id;
 use smallvec::SmallVec;
@@ -111,10 +110,7 @@ pub fn vjp(graph: &mut TensorGraph, seeds: &[(Id, Id)], wrt: &[Id]) -> Vec<Id> {
             }
             _ => pullback(graph, id, adjoint, masked[index]),
         };
-        let selects = matches!(
-            graph.node(id).op,
-            TOp::Where | TOp::Map(Math::Max(_) | Math::Min(_))
-        );
+        let selects = super::forward::selects(&graph.node(id).op);
         for (&child, contribution) in children.iter().zip(pulled) {
             if let (true, Some(contribution)) = (active[usize::from(child)], contribution) {
                 accumulate(graph, &mut adjoints[usize::from(child)], contribution);
@@ -384,7 +380,7 @@ fn nonzero_leaves(graph: &TensorGraph, g: Id, scan: &super::scan::ScanSpec) -> V
 
 /// `g * partial`, but zero wherever `g` is zero (whatever the partial
 /// there, infinite or NaN included).
-fn masked_product(graph: &mut TensorGraph, g: Id, partial: Id) -> Id {
+pub(super) fn masked_product(graph: &mut TensorGraph, g: Id, partial: Id) -> Id {
     let zero = graph.num(0.0);
     let product = graph.mul(g, partial);
     let untaken = graph.add_valid(TOp::Compare(super::op::CmpOp::Eq), &[g, zero]);
@@ -422,6 +418,7 @@ fn pullback(graph: &mut TensorGraph, id: Id, g: Id, masked: bool) -> SmallVec<[O
         TOp::Map(_) => {
             let math = node.math().expect("a Map node has a scalar operator");
             let partials = local_partials(&math, id, graph, &NO_FUNCTIONS);
+            let selection = super::forward::selects(&node.op);
             children
                 .iter()
                 .zip(partials)
@@ -430,9 +427,17 @@ fn pullback(graph: &mut TensorGraph, id: Id, g: Id, masked: bool) -> SmallVec<[O
                     // A finite constant partial keeps a zero cotangent zero
                     // by itself (a sum, a difference, a fixed coefficient).
                     let finite = graph.constant(partial).is_some_and(f64::is_finite);
-                    let term = match masked && !finite {
-                        true => masked_product(graph, g, partial),
-                        false => graph.mul(g, partial),
+                    let term = if finite {
+                        graph.mul(g, partial)
+                    } else if selection {
+                        // An operand the selection did not take gets 0,
+                        // even from an infinite cotangent (`sqrt` of a
+                        // clamped value at 0).
+                        masked_product(graph, partial, g)
+                    } else if masked {
+                        masked_product(graph, g, partial)
+                    } else {
+                        graph.mul(g, partial)
                     };
                     let term = graph.expand_to(term, &out_shape);
                     let target = shape_of(graph, child);

@@ -10,6 +10,11 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShapeError(pub String);
 
+/// The most axes a tensor may have (NumPy's limit): deeper shapes are an
+/// error where they are given (a literal, a file, a derivative's shape),
+/// never a stack overflow in a kernel that walks the axes.
+pub const MAX_RANK: usize = 64;
+
 impl fmt::Display for ShapeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

@@ -1137,6 +1137,8 @@ fn derivative_roots(
         Request::Hessian => {
             let output = single_output(&t.graph)?;
             let x = single_leaf(arg_leaves, leaves, "hessian")?;
+            let x_shape = t.graph.shape(x).clone();
+            check_derivative_rank("hessian", &x_shape, &x_shape)?;
             let one = t.graph.num(1.0);
             let gradient = vjp(&mut t.graph, &[(output, one)], &[x]);
             let (n, identity) = identity_seed(t, x)?;
@@ -1154,6 +1156,8 @@ fn derivative_roots(
                     "jacobian needs a function returning one number or tensor",
                 ));
             };
+            let out_shape = t.graph.shape(*output).clone();
+            check_derivative_rank("jacobian", &out_shape, &t.graph.shape(x).clone())?;
             let (n, identity) = identity_seed(t, x)?;
             let columns = jvp(&mut t.graph, &[(x, identity)], &[*output], Some(n))[0];
             // [n] ++ shape(out) → shape(out) ++ shape(x).
@@ -1191,6 +1195,21 @@ fn derivative_roots(
         }
     }
     Ok((roots, groups))
+}
+
+/// An error unless a derivative shaped `shape(result) ++ shape(x)` has
+/// at most `MAX_RANK` axes (checked before the derivative is built).
+pub(crate) fn check_derivative_rank(form: &str, result: &[usize], x: &[usize]) -> EvalResult<()> {
+    let rank = result.len() + x.len();
+    if rank > crate::lisp::tensor::MAX_RANK {
+        return Err(EvalError::range(format!(
+            "{form}: the derivative of a {}-axis result by a {}-axis argument would have {rank} axes; a tensor may have at most {} axes",
+            result.len(),
+            x.len(),
+            crate::lisp::tensor::MAX_RANK
+        )));
+    }
+    Ok(())
 }
 
 /// The products of the batch `seed` (`[p] ++ shape(x)`): `[p] ++

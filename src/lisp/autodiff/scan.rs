@@ -774,6 +774,7 @@ fn run_now(
         }
     }
     let tapes = compiled_loop(interp, spec);
+    crate::backends::preflight::check_loop(&tapes).map_err(crate::lisp::sites::eval_error)?;
     let result = with_cancel(interp.interrupt_flag(), || run_loop(&tapes, &args));
     interp.check_interrupt()?;
     let result = result.map_err(crate::lisp::sites::eval_error)?;

@@ -14,8 +14,34 @@ pub enum Tree {
     List(Vec<Tree>),
 }
 
+/// The deepest nesting of lists walked as a tree (the reader's own limit
+/// on brackets): a deeper argument, result or state is an error, not a
+/// walk that overflows the stack.
+pub const MAX_TREE_DEPTH: usize = crate::reader::MAX_NESTING;
+
+/// The error for a value nested deeper than [`MAX_TREE_DEPTH`].
+pub fn too_deep(what: &str) -> EvalError {
+    EvalError::range(format!(
+        "lists nested deeper than {MAX_TREE_DEPTH} levels in {what} (the limit on the nesting of values walked as trees)"
+    ))
+}
+
+/// Runs `f` with room on the stack for one more level of a walk.
+pub fn with_stack<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, f)
+}
+
 /// Flattens `value` into `leaves` and returns its structure.
 pub fn flatten(value: &Value, leaves: &mut Vec<Value>, what: &str) -> EvalResult<Tree> {
+    flatten_at(value, leaves, what, 0)
+}
+
+fn flatten_at(
+    value: &Value,
+    leaves: &mut Vec<Value>,
+    what: &str,
+    depth: usize,
+) -> EvalResult<Tree> {
     match value {
         Value::Int(_)
         | Value::Float(_)
@@ -26,13 +52,18 @@ pub fn flatten(value: &Value, leaves: &mut Vec<Value>, what: &str) -> EvalResult
             Ok(Tree::Leaf(leaves.len() - 1))
         }
         Value::Nil | Value::Pair(_) if value.is_list() => {
+            if depth >= MAX_TREE_DEPTH {
+                return Err(too_deep(what));
+            }
             let items = value.list_to_vec()?;
-            Ok(Tree::List(
-                items
-                    .iter()
-                    .map(|item| flatten(item, leaves, what))
-                    .collect::<EvalResult<_>>()?,
-            ))
+            with_stack(|| {
+                Ok(Tree::List(
+                    items
+                        .iter()
+                        .map(|item| flatten_at(item, leaves, what, depth + 1))
+                        .collect::<EvalResult<_>>()?,
+                ))
+            })
         }
         other => Err(EvalError::type_error(format!(
             "{what} must be numbers, tensors or lists of them, got {} {}",
@@ -47,7 +78,7 @@ pub fn rebuild(tree: &Tree, leaves: &[Value]) -> Value {
     match tree {
         Tree::Leaf(index) => leaves[*index].clone(),
         Tree::List(items) => {
-            Value::list(items.iter().map(|t| rebuild(t, leaves)).collect::<Vec<_>>())
+            with_stack(|| Value::list(items.iter().map(|t| rebuild(t, leaves)).collect::<Vec<_>>()))
         }
     }
 }
@@ -56,7 +87,7 @@ pub fn rebuild(tree: &Tree, leaves: &[Value]) -> Value {
 pub fn leaf_indices(tree: &Tree, out: &mut Vec<usize>) {
     match tree {
         Tree::Leaf(index) => out.push(*index),
-        Tree::List(items) => items.iter().for_each(|t| leaf_indices(t, out)),
+        Tree::List(items) => with_stack(|| items.iter().for_each(|t| leaf_indices(t, out))),
     }
 }
 
@@ -64,11 +95,13 @@ pub fn leaf_indices(tree: &Tree, out: &mut Vec<usize>) {
 pub fn rebuild_in_order(tree: &Tree, values: &mut impl Iterator<Item = Value>) -> Value {
     match tree {
         Tree::Leaf(_) => values.next().unwrap_or(Value::Nil),
-        Tree::List(items) => Value::list(
-            items
-                .iter()
-                .map(|t| rebuild_in_order(t, values))
-                .collect::<Vec<_>>(),
-        ),
+        Tree::List(items) => with_stack(|| {
+            Value::list(
+                items
+                    .iter()
+                    .map(|t| rebuild_in_order(t, values))
+                    .collect::<Vec<_>>(),
+            )
+        }),
     }
 }

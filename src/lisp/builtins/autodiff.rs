@@ -519,6 +519,10 @@ fn tape_stats(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         entry("peak-bytes", int(stats.peak_bytes)),
         entry("measured-peak-bytes", int(measured.peak_bytes)),
         entry(
+            "planned-bytes",
+            int(crate::tape::plan::plan(&compiled.tape).total()),
+        ),
+        entry(
             "memory-budget",
             stats.memory_budget.map_or(Value::Bool(false), int),
         ),
@@ -760,9 +764,19 @@ fn scan_strategy(args: &Args, init: &Value, n: usize) -> EvalResult<Strategy> {
         "recompute" => Strategy::Recompute,
         "revolve" => Strategy::Revolve(snapshots.unwrap_or(default_snapshots)),
         "auto" => {
-            let budget = budget.ok_or_else(|| {
-                EvalError::type_error(":checkpoint 'auto needs :memory-budget bytes")
-            })?;
+            // At most half of what the process can get now: the tape's
+            // other values come on top of the snapshots.
+            let room = crate::host_memory::available().map(|bytes| bytes / 2);
+            let budget = match (budget, room) {
+                (Some(budget), Some(room)) => budget.min(room),
+                (Some(budget), None) => budget,
+                (None, Some(room)) => room,
+                (None, None) => {
+                    return Err(EvalError::type_error(
+                        ":checkpoint 'auto needs :memory-budget bytes where the memory available cannot be read",
+                    ));
+                }
+            };
             let state_bytes = state_bytes(init)?.max(1);
             let k = budget / state_bytes;
             if k >= n {
@@ -889,7 +903,7 @@ pub const BUILTINS: &[Builtin] = &[
     builtin(
         "tape-stats",
         "(tape-stats f args)",
-        "An association list describing the compiled gradient tape of f at args: instructions, stored and recomputed values, peak bytes, flops, cache use.",
+        "An association list describing the compiled gradient tape of f at args: instructions, stored and recomputed values, peak bytes (planned-bytes: what a run needs with its loops' snapshots, checked against the memory the process can get before a tape runs), flops, cache use.",
         2,
         Some(2),
         tape_stats,
@@ -898,7 +912,7 @@ pub const BUILTINS: &[Builtin] = &[
         builtin(
             "scan",
             "(scan step init n-or-xs :checkpoint strategy :snapshots k :memory-budget bytes)",
-            "Runs state <- (step state i) for i from 0 to n - 1 and returns the final state (a number, tensor or list of them); i may index tensors (index, gather, (slice t i (+ i k))). Given tensors xs (or a list of them, one leading length) instead of n, runs (step carry x) over their rows x, each returning (list carry y), and returns (list final-carry ys) with the y stacked along a new first axis (JAX lax.scan). The step is compiled once. Differentiated, its reverse keeps states by :checkpoint: 'store-all, 'recompute, 'revolve (binomial, with :snapshots k states held, default ceil(sqrt n)), or 'auto (as many snapshots as :memory-budget bytes hold).",
+            "Runs state <- (step state i) for i from 0 to n - 1 and returns the final state (a number, tensor or list of them); i may index tensors (index, gather, (slice t i (+ i k))). Given tensors xs (or a list of them, one leading length) instead of n, runs (step carry x) over their rows x, each returning (list carry y), and returns (list final-carry ys) with the y stacked along a new first axis (JAX lax.scan). The step is compiled once. Differentiated, its reverse keeps states by :checkpoint: 'store-all, 'recompute, 'revolve (binomial, with :snapshots k states held, default ceil(sqrt n)), or 'auto (as many snapshots as :memory-budget bytes hold, and at most half the memory the process can get now). A reverse whose states cannot fit in the memory the process can get is an error before it runs.",
             3,
             Some(3),
             scan,

@@ -1,15 +1,19 @@
-//! Data files: CSV tables (`crate::data::table`, via the `csv` crate) and
-//! NumPy `.npy` (via `ndarray-npy`).
+//! Data files: CSV tables (`crate::data::table`, via the `csv` crate),
+//! NumPy `.npy` arrays of every number kind (`crate::data::npy`), and
+//! parameter trees (`crate::data::tree`).
 //! Paths are relative to the working directory.
 
 use super::{builtin, with_options};
+use crate::data::npy;
 use crate::data::table::{Column, TableOptions, read_table};
-use crate::data::tree::Tree;
+use crate::data::tree::{Contents, Tree, write_atomically};
+use crate::dtype::DType;
+use crate::lisp::builtins::dtype::dtype_named;
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::printer::format_float;
 use crate::lisp::procedure::{Args, Builtin};
-use crate::lisp::tensor::format_shape;
+use crate::lisp::tensor::{check_rank, format_shape};
 use crate::lisp::value::Value;
 use ndarray::{ArrayD, IxDyn};
 
@@ -96,45 +100,71 @@ fn write_csv(_: &mut Interp, args: &Args) -> EvalResult<Value> {
         text.push_str(&fields.join(","));
         text.push('\n');
     }
-    std::fs::write(path, text)
-        .map_err(|err| EvalError::io(format!("cannot write {path}: {err}")))?;
+    write_atomically(path, text.as_bytes()).map_err(EvalError::io)?;
     Ok(Value::Void)
 }
 
 fn load_npy(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let path = args[0].as_str()?;
-    let array: ArrayD<f64> = ndarray_npy::read_npy(path)
+    let target = match args.option("dtype").map(dtype_named).transpose()? {
+        None => npy::Target::Natural,
+        Some(DType::F32) => npy::Target::F32,
+        Some(_) => npy::Target::F64,
+    };
+    let bytes = crate::data::files::read_bytes(path).map_err(EvalError::io)?;
+    let (_, array) = npy::read(&bytes, target)
         .map_err(|err| EvalError::io(format!("cannot load {path}: {err}")))?;
-    Ok(Value::tensor(array))
+    let shape = match &array {
+        npy::Array::F64(a) => a.shape(),
+        npy::Array::F32(a) => a.shape(),
+    };
+    check_rank(shape.len()).map_err(|err| EvalError::io(format!("cannot load {path}: {err}")))?;
+    Ok(match array {
+        npy::Array::F64(a) => Value::tensor(a),
+        npy::Array::F32(a) => Value::from(a),
+    })
 }
 
 fn save_npy(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    let t = args[0].as_tensor()?;
     let path = args[1].as_str()?;
-    ndarray_npy::write_npy(path, &*t)
-        .map_err(|err| EvalError::io(format!("cannot save {path}: {err}")))?;
+    let array = match &args[0] {
+        Value::Tensor32(t) => npy::Array::F32((**t).clone()),
+        other => npy::Array::F64((*other.as_tensor()?).clone()),
+    };
+    let bytes =
+        npy::write(&array).map_err(|err| EvalError::io(format!("cannot save {path}: {err}")))?;
+    write_atomically(path, &bytes).map_err(EvalError::io)?;
     Ok(Value::Void)
 }
 
-/// `value` as a parameter tree; `path` names where it is, for messages.
-fn tree_of(value: &Value, path: &str) -> EvalResult<Tree> {
-    match value {
-        Value::Int(n) => Ok(Tree::Int(*n)),
-        Value::Float(x) => Ok(Tree::Float(*x)),
-        Value::Tensor(_) | Value::Tensor32(_) => Ok(Tree::Tensor((*value.as_tensor()?).clone())),
-        Value::Nil => Ok(Tree::List(Vec::new())),
-        Value::Pair(_) if value.is_list() => value
-            .list_to_vec()?
-            .iter()
-            .enumerate()
-            .map(|(index, item)| tree_of(item, &format!("{path}.{index}")))
-            .collect::<EvalResult<_>>()
-            .map(Tree::List),
-        other => Err(EvalError::type_error(format!(
-            "save: a parameter tree holds tensors, numbers and lists; {path} is {}",
-            other.short()
-        ))),
+/// `value` as a parameter tree of at most `depth` more levels of lists;
+/// `path` names where it is, for messages (`None` past the depth).
+fn tree_of(value: &Value, path: &str, depth: usize) -> EvalResult<Option<Tree>> {
+    if depth == 0 && matches!(value, Value::Nil | Value::Pair(_)) {
+        return Ok(None);
     }
+    Ok(Some(match value {
+        Value::Int(n) => Tree::Int(*n),
+        Value::Float(x) => Tree::Float(*x),
+        Value::Tensor(_) | Value::Tensor32(_) => Tree::Tensor((*value.as_tensor()?).clone()),
+        Value::Nil => Tree::List(Vec::new()),
+        Value::Pair(_) if value.is_list() => {
+            let mut items = Vec::new();
+            for (index, item) in value.list_to_vec()?.iter().enumerate() {
+                match tree_of(item, &format!("{path}.{index}"), depth - 1)? {
+                    Some(tree) => items.push(tree),
+                    None => return Ok(None),
+                }
+            }
+            Tree::List(items)
+        }
+        other => {
+            return Err(EvalError::type_error(format!(
+                "save: a parameter tree holds tensors, numbers and lists; {path} is {}",
+                other.short()
+            )));
+        }
+    }))
 }
 
 fn value_of(tree: Tree) -> Value {
@@ -148,25 +178,39 @@ fn value_of(tree: Tree) -> Value {
 
 fn save(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let path = args[0].as_str()?;
-    let tree = tree_of(&args[1], "tree")?;
+    let format = crate::data::tree::Format::of(path).map_err(EvalError::io)?;
+    let tree = tree_of(&args[1], "tree", format.max_depth())?.ok_or_else(|| {
+        EvalError::range(format!(
+            "save: {}",
+            crate::data::tree::too_deep(path, format)
+        ))
+    })?;
     crate::data::tree::save(path, &tree).map_err(EvalError::io)?;
     Ok(Value::Void)
 }
 
 fn load_tree(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let path = args[0].as_str()?;
-    crate::data::tree::load(path)
-        .map(value_of)
-        .map_err(EvalError::io)
+    Ok(
+        match crate::data::tree::load(path).map_err(EvalError::io)? {
+            Contents::Tree(tree) => value_of(tree),
+            Contents::Named(arrays) => Value::list(
+                arrays
+                    .into_iter()
+                    .map(|(name, leaf)| Value::list([Value::string(name), value_of(leaf)]))
+                    .collect::<Vec<_>>(),
+            ),
+        },
+    )
 }
 
 /// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
     with_options(builtin("read-csv", "(read-csv path :header #t :delimiter \",\")", "A matrix of the numbers in a CSV file (empty, NA and null fields are NaN); a first line that is not numbers is skipped. With :header #t, (list column-names matrix), text columns NaN in the matrix and listed third as (name field ...) lists.", 1, Some(1), read_csv), &["header", "delimiter"]),
-    builtin("write-csv", "(write-csv t path)", "Writes a vector (one value a line) or a matrix as CSV.", 2, Some(2), write_csv),
-    builtin("load-npy", "(load-npy path)", "Reads a NumPy .npy file of float64 values.", 1, Some(1), load_npy),
-    builtin("save-npy", "(save-npy t path)", "Writes a tensor as a NumPy .npy file.", 2, Some(2), save_npy),
+    builtin("write-csv", "(write-csv t path)", "Writes a vector (one value a line) or a matrix as CSV; written to a temporary file and renamed.", 2, Some(2), write_csv),
+    with_options(builtin("load-npy", "(load-npy path :dtype 'f64)", "Reads a NumPy .npy array of float64, float32, int8 to int64, uint8 to uint64 or bool: float32 as an f32 tensor, the others as f64 tensors (bools as 0 and 1); :dtype 'f32 or 'f64 asks for that type. An integer the type cannot hold exactly (past 2^53 for f64, 2^24 for f32) is an error.", 1, Some(1), load_npy), &["dtype"]),
+    builtin("save-npy", "(save-npy t path)", "Writes a tensor as a NumPy .npy file: <f8 for an f64 tensor, <f4 for an f32 one; written to a temporary file and renamed.", 2, Some(2), save_npy),
     builtin("save", "(save \"f.npz\" tree)", "Writes a parameter tree (nested lists of tensors and numbers) as .npz, one array per leaf named by its path (tree.0.1), or as .json (tensors as {shape, data}); written to a temporary file and renamed.", 2, Some(2), save),
-    builtin("load-tree", "(load-tree \"f.npz\")", "Reads a parameter tree saved by save (.npz or .json by the extension).", 1, Some(1), load_tree),
+    builtin("load-tree", "(load-tree \"f.npz\")", "Reads a parameter tree saved by save (.npz or .json by the extension). An .npz whose arrays are named otherwise (np.savez(f, w=..., b=...)) gives an association list ((\"w\" tensor) (\"b\" tensor)) in the file's order. Arrays of any kind load-npy reads become f64 tensors; 0-d integer arrays whole numbers.", 1, Some(1), load_tree),
 ];

@@ -56,10 +56,50 @@ pub fn converted(value: &Value, dtype: DType) -> Value {
             Value::Tensor(Rc::new(crate::dtype::widen(t)))
         }
         (Value::Pair(_), _) => match value.list_to_vec() {
-            Ok(items) => Value::list(items.iter().map(|item| converted(item, dtype))),
+            Ok(items) => crate::lisp::autodiff::tree::with_stack(|| {
+                Value::list(items.iter().map(|item| converted(item, dtype)))
+            }),
             Err(_) => value.clone(),
         },
         _ => value.clone(),
+    }
+}
+
+/// `converted`, each tensor's copy probed just before it is made (while
+/// the copies made before it are held): an error where its allocation
+/// would fail.
+pub fn converted_checked(value: &Value, dtype: DType) -> EvalResult<Value> {
+    converted_within(value, dtype, 0)
+}
+
+fn converted_within(value: &Value, dtype: DType, depth: usize) -> EvalResult<Value> {
+    use crate::lisp::tensor::check_allocation_of;
+    match (value, dtype) {
+        (Value::Tensor(t), DType::F32) => {
+            check_allocation_of(t.shape(), 4)?;
+            Ok(converted(value, dtype))
+        }
+        (Value::Tensor32(t), DType::F64 | DType::Weak) => {
+            check_allocation_of(t.shape(), 8)?;
+            Ok(converted(value, dtype))
+        }
+        (Value::Pair(_), _) => {
+            use crate::lisp::autodiff::tree::{MAX_TREE_DEPTH, too_deep, with_stack};
+            if depth >= MAX_TREE_DEPTH {
+                return Err(too_deep("the values converted"));
+            }
+            let Ok(items) = value.list_to_vec() else {
+                return Ok(value.clone());
+            };
+            let items = with_stack(|| {
+                items
+                    .iter()
+                    .map(|item| converted_within(item, dtype, depth + 1))
+                    .collect::<EvalResult<Vec<_>>>()
+            })?;
+            Ok(Value::list(items))
+        }
+        _ => Ok(value.clone()),
     }
 }
 
@@ -160,9 +200,10 @@ fn numeric(name: &str) -> bool {
         && !handles_f32(name)
 }
 
-/// Numeric built-ins that take f32 tensors themselves.
+/// Numeric built-ins that take f32 tensors themselves (`save-npy` writes
+/// them as float32).
 fn handles_f32(name: &str) -> bool {
-    matches!(name, "adam-update")
+    matches!(name, "adam-update" | "save-npy")
 }
 
 /// Built-ins whose tensor results are positions, not values: never
@@ -207,7 +248,7 @@ impl Conversion {
         builtin: &Builtin,
         args: &Args,
         explicit: Option<DType>,
-    ) -> Conversion {
+    ) -> EvalResult<Conversion> {
         let default = interp.numeric.default_dtype;
         // Only numeric built-ins look for f32 tensors (a list built-in on
         // a long list is not slowed down).
@@ -229,17 +270,20 @@ impl Conversion {
         };
         // Numbers meeting f32 tensors are f32 numbers (NumPy's weak
         // scalars): `(* x 0.1)` multiplies by 0.1 rounded to f32.
-        let widened = widening.then(|| {
-            args.values
-                .iter()
-                .map(|v| match v {
-                    Value::Float(x) if promotes_to == DType::F32 => {
-                        Value::Float(crate::dtype::round32(*x))
-                    }
-                    other => converted(other, DType::F64),
-                })
-                .collect()
-        });
+        let widened = match widening {
+            true => Some(
+                args.values
+                    .iter()
+                    .map(|v| match v {
+                        Value::Float(x) if promotes_to == DType::F32 => {
+                            Ok(Value::Float(crate::dtype::round32(*x)))
+                        }
+                        other => converted_checked(other, DType::F64),
+                    })
+                    .collect::<EvalResult<Vec<_>>>()?,
+            ),
+            false => None,
+        };
         let result = match explicit {
             Some(dtype) => Some(dtype),
             None if widening && !gives_positions(builtin.name) => {
@@ -250,7 +294,7 @@ impl Conversion {
             }
             None => None,
         };
-        Conversion { widened, result }
+        Ok(Conversion { widened, result })
     }
 
     /// Whether the call goes on as if number types did not exist.
@@ -282,11 +326,13 @@ fn dtype_of(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 }
 
 fn astype(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    astype_value(&args[0], dtype_named(&args[1])?)
+    astype_value(&args[0], dtype_named(&args[1])?, 0)
 }
 
-/// `value` (a number, tensor, traced value or list of them) as `dtype`.
-fn astype_value(value: &Value, dtype: DType) -> EvalResult<Value> {
+/// `value` (a number, tensor, traced value or list of them, `depth` lists
+/// down) as `dtype`.
+fn astype_value(value: &Value, dtype: DType, depth: usize) -> EvalResult<Value> {
+    use crate::lisp::autodiff::tree::{MAX_TREE_DEPTH, too_deep, with_stack};
     match value {
         Value::Traced(t) => {
             let trace = Rc::clone(&t.trace);
@@ -294,15 +340,20 @@ fn astype_value(value: &Value, dtype: DType) -> EvalResult<Value> {
             let id = trace.borrow_mut().graph.cast(id, dtype);
             Ok(crate::lisp::trace::traced(&trace, id))
         }
-        Value::Tensor(_) | Value::Tensor32(_) => Ok(converted(value, dtype)),
+        Value::Tensor(_) | Value::Tensor32(_) => converted_checked(value, dtype),
         Value::Int(_) | Value::Float(_) => Ok(Value::Float(dtype.round(value.as_f64()?))),
         // A tree of parameters: each leaf converted.
         Value::Pair(_) | Value::Nil => {
-            let converted = value
-                .list_to_vec()?
-                .iter()
-                .map(|item| astype_value(item, dtype))
-                .collect::<EvalResult<Vec<_>>>()?;
+            if depth >= MAX_TREE_DEPTH {
+                return Err(too_deep("astype's argument"));
+            }
+            let converted = with_stack(|| {
+                value
+                    .list_to_vec()?
+                    .iter()
+                    .map(|item| astype_value(item, dtype, depth + 1))
+                    .collect::<EvalResult<Vec<_>>>()
+            })?;
             Ok(Value::list(converted))
         }
         other => Err(EvalError::type_error(format!(

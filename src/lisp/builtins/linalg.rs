@@ -89,6 +89,7 @@ fn inv(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let apply = Apply::new(interp, args.values);
     let n = square(&apply, &args[0], "inv")?;
     // The identity in the matrix's type (an f32 matrix's inverse is f32).
+    crate::lisp::tensor::check_allocation(&[n, n])?;
     let eye = Value::Tensor(Rc::new(ndarray::Array2::<f64>::eye(n).into_dyn()));
     let eye = super::dtype::converted(&eye, crate::lisp::trace::value_dtype(&args[0]).strong());
     let op = Solve {

@@ -47,6 +47,12 @@ fn second(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     pair_parts(&rest, "second of a one-element list").map(|(car, _)| car)
 }
 
+fn third(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let (_, rest) = pair_parts(&args[0], "third")?;
+    let (_, rest) = pair_parts(&rest, "third of a one-element list")?;
+    pair_parts(&rest, "third of a two-element list").map(|(car, _)| car)
+}
+
 fn rest(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     match &args[0] {
         Value::Nil => Ok(Value::Nil),
@@ -314,6 +320,7 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("cdr", "(cdr lst)", "A non-empty list without its first element.", 1, Some(1), cdr),
     builtin("first", "(first lst)", "The first element of a non-empty list.", 1, Some(1), car),
     builtin("second", "(second lst)", "The second element of a list.", 1, Some(1), second),
+    builtin("third", "(third lst)", "The third element of a list.", 1, Some(1), third),
     builtin("rest", "(rest lst)", "The list without its first element (() for ()).", 1, Some(1), rest),
     builtin("last", "(last lst)", "The last element of a non-empty list.", 1, Some(1), last),
     builtin("nth", "(nth lst k)", "Element k (from 0; negative counts from the end) of a list, string, or the first axis of a tensor.", 2, Some(2), nth),

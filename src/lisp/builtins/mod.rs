@@ -13,6 +13,7 @@ mod data;
 mod distributed;
 pub(crate) mod dtype;
 mod einsum;
+mod files;
 pub mod formula;
 pub(crate) mod indexing;
 mod linalg;
@@ -55,6 +56,7 @@ pub const TABLES: &[&[Builtin]] = &[
     reduce::BUILTINS,
     sort::BUILTINS,
     data::BUILTINS,
+    files::BUILTINS,
     plot::BUILTINS,
     charts::BUILTINS,
     optim::BUILTINS,

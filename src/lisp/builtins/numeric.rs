@@ -85,7 +85,7 @@ pub(crate) fn binary(
 /// A unary operation giving floats (integers convert).
 pub(crate) fn float_unary(value: &Value, f: fn(f64) -> f64) -> EvalResult<Value> {
     match operand(value)? {
-        Operand::Tensor(t) => Ok(Value::tensor(map(&t, f))),
+        Operand::Tensor(t) => Ok(Value::tensor(map(&t, f)?)),
         scalar => Ok(Value::Float(f(scalar.to_f64().unwrap_or(f64::NAN)))),
     }
 }
@@ -101,7 +101,7 @@ fn keeping_unary(
             .map(Value::Int)
             .ok_or_else(|| EvalError::range(format!("integer overflow with {n}"))),
         Operand::Float(x) => Ok(Value::Float(f(x))),
-        Operand::Tensor(t) => Ok(Value::tensor(map(&t, f))),
+        Operand::Tensor(t) => Ok(Value::tensor(map(&t, f)?)),
     }
 }
 

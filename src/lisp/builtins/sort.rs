@@ -53,12 +53,19 @@ fn sort(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         if t.ndim() == 0 {
             return Ok(args[0].clone());
         }
-        let mut out = (**t).clone();
+        crate::lisp::tensor::check_allocation(t.shape())?;
+        let mut out = t.as_standard_layout().into_owned();
         let last = Axis(out.ndim() - 1);
         for mut lane in out.lanes_mut(last) {
-            let mut values: Vec<f64> = lane.iter().copied().collect();
-            values.sort_by(f64::total_cmp);
-            lane.iter_mut().zip(values).for_each(|(slot, v)| *slot = v);
+            // A standard layout's last axis is contiguous: sorted in place.
+            match lane.as_slice_mut() {
+                Some(values) => values.sort_by(f64::total_cmp),
+                None => {
+                    let mut values: Vec<f64> = lane.iter().copied().collect();
+                    values.sort_by(f64::total_cmp);
+                    lane.iter_mut().zip(values).for_each(|(slot, v)| *slot = v);
+                }
+            }
         }
         return Ok(Value::tensor(out));
     }

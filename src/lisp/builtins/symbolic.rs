@@ -21,7 +21,7 @@ use crate::lisp::tensor::{broadcast_shape, check_allocation};
 use crate::lisp::trace::{buf_to_value, node_of, traced, value_to_buf};
 use crate::lisp::value::Value;
 use crate::tape::compile as compile_tape;
-use egg::{Id, RecExpr, Rewrite};
+use egg::{Id, Language, RecExpr, Rewrite};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -111,7 +111,39 @@ fn check_differentiable(interp: &Interp, expr: &RecExpr<Math>) -> EvalResult<()>
         .symbolic
         .functions
         .check_differentiable(expr)
-        .map_err(EvalError::type_error)
+        .map_err(EvalError::type_error)?;
+    check_defined(expr)
+}
+
+/// An expression with a part that has no value anywhere — no variable in
+/// it and no finite value, as `(/ 1 0)` or `(log -1)` — has no
+/// derivative: an error naming that part, rather than a derivative that
+/// folds it away (the derivative of a constant is 0 only where the
+/// constant exists).
+fn check_defined(expr: &RecExpr<Math>) -> EvalResult<()> {
+    let nodes = expr.as_ref();
+    let mut values: Vec<Option<f64>> = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        let constant = node
+            .children()
+            .iter()
+            .all(|&c| values[usize::from(c)].is_some());
+        let value = if constant {
+            crate::egraph::eval::apply_op(node, |id| values[usize::from(id)].unwrap_or(f64::NAN))
+        } else {
+            None
+        };
+        if let Some(v) = value
+            && !v.is_finite()
+        {
+            let part = node.build_recexpr(|id| nodes[usize::from(id)].clone());
+            return Err(EvalError::range(format!(
+                "the expression is undefined: {part} has no finite value ({v}), so it has no derivative"
+            )));
+        }
+        values.push(value);
+    }
+    Ok(())
 }
 
 /// `n_rows` rows of `width` values each (rows are empty when `width` is 0).

@@ -288,6 +288,7 @@ fn reshape(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 
 fn flatten(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let t = args[0].as_tensor()?;
+    check_allocation(t.shape())?;
     let values: Vec<f64> = t.iter().copied().collect();
     let len = values.len();
     ArrayD::from_shape_vec(IxDyn(&[len]), values)
@@ -317,6 +318,7 @@ fn transpose(_: &mut Interp, args: &Args) -> EvalResult<Value> {
             axes
         }
     };
+    check_allocation(t.shape())?;
     let permuted = t.view().permuted_axes(IxDyn(&axes));
     Ok(to_value(permuted.as_standard_layout().into_owned()))
 }

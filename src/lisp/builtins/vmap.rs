@@ -186,6 +186,7 @@ fn jacobian_in_trace(
     let x_shape = shape_of(x, &format!("{form}: the first argument"))?;
     let y = interp.apply(f, args.to_vec())?;
     let y_shape = shape_of(&y, &format!("{form}: the function's result"))?;
+    autodiff::check_derivative_rank(form, &y_shape, &x_shape)?;
     let rest: Vec<Value> = args[1..].to_vec();
     let (directions, product) = match mode {
         Mode::Forward => {

@@ -10,21 +10,20 @@
 //!   derivative and the solve is an error naming the zero pivot. The sign
 //!   is piecewise constant: its derivative is 0.
 //! - `d det a = tr(adj(a) da)`: reverse `ā = ḡ adj(a)ᵀ`, forward
-//!   `d det = sum(adj(a)ᵀ ∘ da)`, with the adjugate taken from the SVD
-//!   `a = U diag(s) Vᵀ`: `adj(a)ᵀ = det(U) det(V) U diag(π) Vᵀ`, where
-//!   `π_i` is the product of the singular values other than `s_i`. That is
-//!   the adjugate at every matrix, singular ones included (where
-//!   `det a · a⁻ᵀ` does not exist), so the derivative of `det` is finite
-//!   everywhere; it is built from the table's operations, so second
-//!   derivatives go through the SVD's rules.
+//!   `d det = sum(adj(a)ᵀ ∘ da)`, with the adjugate an operation of its
+//!   own (`adjugate`): defined at every matrix, singular ones included
+//!   (where `det a · a⁻ᵀ` does not exist), with exact derivative rules of
+//!   its own, so first and second derivatives of `det` are exact
+//!   everywhere.
+//! - A zero pivot makes the determinant exactly 0 (the factorization's
+//!   later pivots may be NaN).
 
 use super::lu::Lu;
 use super::spectral::{as_scale, sum_matrix};
-use super::{Batched, leading, run_batch, run_packed, square_dim, with_core};
-use crate::egraph::language::Math;
+use super::{Batched, leading, run_batch, run_packed, square_dim};
+use crate::egraph::tensor::Shape;
 use crate::egraph::tensor::TensorGraph;
 use crate::egraph::tensor::shape::ShapeError;
-use crate::egraph::tensor::{Shape, TOp};
 use crate::ops::{Definition, Op, OpError, Pulled, Rules, Site};
 use egg::Id;
 use ndarray::{ArrayD, ArrayViewD};
@@ -76,36 +75,10 @@ fn per_matrix(
     })
 }
 
-/// `adj(a)ᵀ` for the square matrices `a`, through the SVD (see the module
-/// docs). `site` is where the determinant was called.
+/// `adj(a)ᵀ` for the square matrices `a` (`adjugate`). `site` is where
+/// the determinant was called.
 fn adjugate_t(rules: &mut Rules<'_>, a: Id, site: Site) -> Id {
-    let shape = rules.shape(a);
-    let n = shape[shape.len() - 1];
-    let lead = leading(&shape);
-    let packed = rules.op(Op::Svd(super::Svd { site }), &[a]);
-    let parts = [
-        with_core(&lead, &[n, n]),
-        with_core(&lead, &[n]),
-        with_core(&lead, &[n, n]),
-    ];
-    let views = rules.unpack(packed, &parts);
-    let (u, s, vt) = (views[0], views[1], views[2]);
-    let last = (lead.len()) as u8;
-    let others = rules.graph.product_of_others(s, &[last]);
-    let others = super::spectral::as_row(rules, others);
-    let scaled = rules.mul(u, others);
-    let product = rules.mm(scaled, vt);
-    // det(U) det(V) is ±1 and locally constant: no derivative (the
-    // factors are cut off first, so no sweep looks into these dets).
-    let det = Op::Det(Det { site });
-    let u_fixed = rules.graph.add_valid(TOp::StopGradient, &[u]);
-    let vt_fixed = rules.graph.add_valid(TOp::StopGradient, &[vt]);
-    let det_u = rules.op(det.clone(), &[u_fixed]);
-    let det_v = rules.op(det, &[vt_fixed]);
-    let both = rules.mul(det_u, det_v);
-    let sign = rules.map1(Math::Sign([Id::from(0)]), both);
-    let sign = as_scale(rules, sign);
-    rules.mul(sign, product)
+    rules.op(Op::Adjugate(super::Adjugate { site }), &[a])
 }
 
 /// `a⁻ᵀ` for the square matrices `a` (an error at a singular one, at

@@ -91,11 +91,18 @@ impl Lu {
         (sign, log)
     }
 
-    /// The determinant: the permutation's sign times the pivots' product
-    /// (exactly 0 when a pivot is).
+    /// The determinant: the permutation's sign times the pivots' product;
+    /// exactly 0 from the first zero pivot on (the factorization divides
+    /// by that pivot, so the pivots after it may be NaN).
     pub fn determinant(&self) -> f64 {
-        self.pivots()
-            .fold(self.permutation_sign(), |acc, p| acc * p)
+        let mut product = self.permutation_sign();
+        for p in self.pivots() {
+            if p == 0.0 {
+                return 0.0;
+            }
+            product *= p;
+        }
+        product
     }
 
     /// The first zero pivot, if the matrix is singular.

@@ -1,6 +1,7 @@
 //! Dense linear algebra, batched over leading axes: triangles and
 //! diagonals (`triangle`), Cholesky factors, triangular and general
-//! solves (`cholesky`, `solve`), determinants (`det`), the symmetric
+//! solves (`cholesky`, `solve`), determinants (`det`) and the adjugate
+//! their derivative is made of (`adjugate`), the symmetric
 //! eigendecomposition (`eigh`), the thin SVD (`svd`), the thin QR
 //! factorization (`qr`) and the matrix exponential (`expm`).
 //! Factorizations come from faer (pure Rust, no system LAPACK). Each operation's derivative rules are written in the
@@ -16,6 +17,7 @@
 //! them packed (`run_packed`): every matrix's first part, then every
 //! matrix's second part, and so on, the layout `ops::unpack` reads.
 
+mod adjugate;
 mod cholesky;
 mod det;
 mod eigh;
@@ -27,6 +29,7 @@ mod spectral;
 mod svd;
 mod triangle;
 
+pub use adjugate::Adjugate;
 pub use cholesky::Cholesky;
 pub use det::{Det, Slogdet};
 pub use eigh::Eigh;

@@ -62,7 +62,13 @@ fn parts(a: &[usize]) -> (usize, usize, usize, [Shape; 3]) {
 
 /// The thin SVD of the `m x n` row-major `a` into `out`: `U` (`m x k`),
 /// `s` (`k`), `Vt` (`k x n`), row-major.
-fn decompose(a: &[f64], m: usize, n: usize, par: Par, out: &mut [f64]) -> Result<(), OpError> {
+pub(super) fn decompose(
+    a: &[f64],
+    m: usize,
+    n: usize,
+    par: Par,
+    out: &mut [f64],
+) -> Result<(), OpError> {
     if !super::all_finite(a) {
         return Err(OpError::new("the matrix has a NaN or an infinite entry"));
     }
