@@ -80,6 +80,20 @@ const CASES: &[Case] = &[
         ],
     },
     Case {
+        name: "qr",
+        function: "(lambda (x) (let ((f (qr x))) (+ (sum (* [[1.0 -0.5 0.3] [0.2 0.7 -1.1] [0.4 0.1 0.9]] (first f))) (sum (* [[0.3 1.0 -2.0] [0.0 0.5 1.5] [0.0 0.0 -0.7]] (second f))))))",
+        points: &[
+            "(eye 3)",
+            "(diag [2.0 2.0 0.5])",
+            "[[2.0 1.0 0.5] [0.0 1.5 3.0] [0.0 0.0 1.0]]",
+        ],
+    },
+    Case {
+        name: "lstsq",
+        function: "(lambda (x) (sum (* [1.0 -2.0 0.5] (lstsq x [0.3 1.0 -0.7]))))",
+        points: &["(eye 3)", "[[1.0 0.0 0.0] [0.5 2.0 0.0] [0.3 -1.0 2.0]]"],
+    },
+    Case {
         name: "eigh eigenvalues",
         function: "(lambda (x) (sum (* [1.0 -2.0 3.0] (first (eigh (* 0.5 (+ x (transpose x))))))))",
         points: &[
