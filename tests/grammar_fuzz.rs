@@ -239,7 +239,7 @@ impl Watchdog {
         });
         // A panic the engine turned into another error (the stack refused
         // to grow) must not be blamed on a later case.
-        LAST_PANIC.lock().unwrap_or_else(|p| p.into_inner()).take();
+        LAST_PANIC.take();
         IN_CASE.set(true);
         let result = engine.eval(program);
         IN_CASE.set(false);
@@ -259,10 +259,11 @@ impl Drop for Watchdog {
     }
 }
 
-/// The last panic's location and message, recorded by the panic hook.
-static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
-
 thread_local! {
+    /// The location and message of the last panic of a generated program
+    /// on this thread, recorded by the panic hook. Per thread: the tests
+    /// run side by side, and one must not take or clear another's panic.
+    static LAST_PANIC: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
     /// Whether this thread is running a generated program.
     static IN_CASE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -286,16 +287,13 @@ fn record_panics() {
                 .map(|s| s.to_string())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
-            *LAST_PANIC.lock().unwrap_or_else(|p| p.into_inner()) =
-                Some(format!("{location}: {message}"));
+            LAST_PANIC.set(Some(format!("{location}: {message}")));
         }));
     });
 }
 
 fn take_last_panic() -> String {
     LAST_PANIC
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
         .take()
         .unwrap_or_else(|| "no panic recorded (an Internal error raised without one)".to_string())
 }
