@@ -28,12 +28,16 @@ mod error;
 pub mod formula;
 pub mod host_memory;
 pub mod input;
-pub mod kernel;
+#[cfg(feature = "jupyter")]
+pub mod jupyter;
 pub mod lisp;
+#[cfg(feature = "lsp")]
 pub mod lsp;
 pub mod ops;
+#[cfg(feature = "plot")]
 mod plot;
 pub mod reader;
+#[cfg(feature = "repl")]
 pub mod repl;
 pub mod scalar;
 mod simd;
@@ -42,7 +46,7 @@ pub mod symbolic;
 pub mod tape;
 pub mod vmap;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "cuda"))]
 mod simulated_device_tests;
 #[cfg(test)]
 mod straight_line_tests;

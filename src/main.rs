@@ -11,7 +11,7 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use epsilon::{Engine, Error, Value};
-use std::io::{IsTerminal, Read};
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -57,6 +57,7 @@ enum Command {
     },
     /// The Jupyter kernel: `kernel install` registers it, `kernel
     /// --connection-file F` serves a notebook (Jupyter runs this).
+    #[cfg(feature = "jupyter")]
     #[command(subcommand_negates_reqs = true)]
     Kernel {
         /// The connection file Jupyter wrote (ports and signing key).
@@ -66,9 +67,11 @@ enum Command {
         action: Option<KernelAction>,
     },
     /// The language server, on standard input and output (for editors).
+    #[cfg(feature = "lsp")]
     Lsp,
 }
 
+#[cfg(feature = "jupyter")]
 #[derive(Subcommand)]
 enum KernelAction {
     /// Register the kernel with Jupyter (a kernelspec in the user's Jupyter
@@ -266,10 +269,12 @@ fn command(cli: Cli) -> ExitCode {
             stop_on_interrupt(&engine);
             finish(engine.eval(&exprs.join(" ")), true)
         }
+        #[cfg(feature = "jupyter")]
         Some(Command::Kernel {
             connection_file,
             action,
         }) => kernel(engine, connection_file, action),
+        #[cfg(feature = "lsp")]
         Some(Command::Lsp) => match epsilon::lsp::serve_stdio() {
             Ok(()) => ExitCode::SUCCESS,
             Err(message) => {
@@ -277,12 +282,16 @@ fn command(cli: Cli) -> ExitCode {
                 ExitCode::from(1)
             }
         },
-        None if std::io::stdin().is_terminal() => exit_status(epsilon::repl::run(&mut engine)),
+        #[cfg(feature = "repl")]
+        None if std::io::IsTerminal::is_terminal(&std::io::stdin()) => {
+            exit_status(epsilon::repl::run(&mut engine))
+        }
         None => run_stdin(&mut engine),
     }
 }
 
 /// `epsilon kernel ...`: installs the kernelspec or serves a notebook.
+#[cfg(feature = "jupyter")]
 fn kernel(
     engine: Engine,
     connection_file: Option<PathBuf>,
@@ -292,12 +301,12 @@ fn kernel(
         (Some(KernelAction::Install { prefix, name }), _) => std::env::current_exe()
             .map_err(|err| format!("cannot tell where this executable is: {err}"))
             .and_then(|exe| {
-                epsilon::kernel::install(&exe, &epsilon::kernel::InstallOptions { prefix, name })
+                epsilon::jupyter::install(&exe, &epsilon::jupyter::InstallOptions { prefix, name })
             })
             .map(|dir| {
                 println!("installed the Epsilon kernel in {}", dir.display());
             }),
-        (None, Some(file)) => epsilon::kernel::serve(engine, &file),
+        (None, Some(file)) => epsilon::jupyter::serve(engine, &file),
         (None, None) => unreachable!("clap requires --connection-file without a subcommand"),
     };
     match outcome {

@@ -7,6 +7,7 @@
 //! e-graphs.
 
 pub mod cpu;
+#[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod preflight;
 
@@ -34,7 +35,7 @@ static MODE: AtomicU8 = AtomicU8::new(CPU);
 
 thread_local! {
     /// This thread's CUDA device, or why it cannot be opened, once tried.
-    static CUDA: RefCell<Option<Result<Rc<cuda::Cuda>, Rc<str>>>> = const { RefCell::new(None) };
+    static CUDA: RefCell<Option<Result<Rc<dyn Executor>, Rc<str>>>> = const { RefCell::new(None) };
     /// A runner that replaces the chosen backend on this thread (tests run
     /// tapes on a simulated device with it).
     static OVERRIDE: RefCell<Option<Rc<dyn Executor>>> = RefCell::new(None);
@@ -61,16 +62,34 @@ impl Executor for Cpu {
 
 /// This thread's CUDA device, opening it the first time (a failure is
 /// remembered too: libraries do not appear while a process runs).
-fn cuda_device() -> Result<Rc<cuda::Cuda>, Rc<str>> {
+fn cuda_device() -> Result<Rc<dyn Executor>, Rc<str>> {
     CUDA.with(|slot| {
         slot.borrow_mut()
             .get_or_insert_with(|| {
-                cuda::Cuda::open().map(Rc::new).map_err(|reason| {
+                open_cuda().map_err(|reason| {
                     Rc::from(format!("the CUDA backend cannot be used: {reason}"))
                 })
             })
             .clone()
     })
+}
+
+/// Opens CUDA device 0, or says what is missing.
+#[cfg(feature = "cuda")]
+fn open_cuda() -> Result<Rc<dyn Executor>, String> {
+    match cuda::Cuda::open() {
+        Ok(device) => Ok(Rc::new(device)),
+        Err(reason) => Err(reason.to_string()),
+    }
+}
+
+/// A build without the `cuda` feature has no CUDA backend.
+#[cfg(not(feature = "cuda"))]
+fn open_cuda() -> Result<Rc<dyn Executor>, String> {
+    Err(
+        "this build of Epsilon has no CUDA support (it was built without the `cuda` feature)"
+            .into(),
+    )
 }
 
 /// Makes tapes run under `auto` decided lazily: on CUDA where a device

@@ -19,6 +19,7 @@ mod pool;
 mod reduce;
 mod scalar_loop;
 mod scan;
+#[cfg(feature = "cuda")]
 pub(crate) use scan::snapshots_of;
 
 pub use scan::unpack;

@@ -6,6 +6,7 @@
 pub(crate) mod apply;
 mod arrays;
 mod autodiff;
+#[cfg(feature = "plot")]
 mod charts;
 pub mod compare;
 mod custom;
@@ -21,7 +22,17 @@ mod lists;
 mod norms;
 mod numeric;
 mod optim;
+#[cfg(feature = "plot")]
 mod plot;
+/// Without charts, `plot` binds the chart built-ins to a clear refusal.
+#[cfg(not(feature = "plot"))]
+#[path = "no_plots.rs"]
+mod plot;
+#[cfg(not(feature = "plot"))]
+mod charts {
+    /// All five chart built-ins are in `plot` in this build.
+    pub const BUILTINS: &[super::Builtin] = &[];
+}
 pub(crate) mod progress;
 pub(crate) mod reduce;
 mod rules;

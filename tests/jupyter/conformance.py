@@ -1,7 +1,7 @@
 """The Jupyter project's kernel conformance suite, jupyter_kernel_test,
 configured for Epsilon.
 
-Run by tests/kernel.rs (`python3 tests/kernel/conformance.py`) with
+Run by tests/jupyter.rs (`python3 tests/jupyter/conformance.py`) with
 JUPYTER_PATH pointing at a directory where `epsilon kernel install` put
 the kernelspec. Every message the suite receives is checked against the
 message schemas of jupyter_kernel_test. The one test left unconfigured

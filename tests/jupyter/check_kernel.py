@@ -1,6 +1,6 @@
 """Drives the Epsilon Jupyter kernel with jupyter_client over loopback.
 
-Run by tests/kernel.rs with JUPYTER_DATA_DIR pointing at a directory where
+Run by tests/jupyter.rs with JUPYTER_DATA_DIR pointing at a directory where
 `epsilon kernel install` put the kernelspec. Every check raises on failure;
 the last line printed is "all kernel checks passed".
 """

@@ -1,11 +1,11 @@
 //! The Jupyter kernel as Jupyter runs it: installed with `epsilon kernel
 //! install`, started by Python's jupyter_client over loopback, and driven
-//! through every channel (tests/kernel/check_kernel.py: values, output, an
+//! through every channel (tests/jupyter/check_kernel.py: values, output, an
 //! error, a LaTeX formula, a tensor table, a plot, fit's progress, an
 //! interrupt by message and by signal, completion, inspection, history,
 //! `read-line` input, the pager, a forged message, shutdown); the Jupyter
 //! project's conformance suite, jupyter_kernel_test
-//! (tests/kernel/conformance.py); a kernel embedding a Rust function that
+//! (tests/jupyter/conformance.py); a kernel embedding a Rust function that
 //! prints; and the example notebooks executed by nbclient. Each skips,
 //! saying so, where Python lacks the package it needs (`.ci/run` installs
 //! them).
@@ -81,7 +81,7 @@ fn jupyter_client_drives_every_channel_of_the_kernel() {
     }
     let jupyter = Jupyter::install();
     let plots = tempfile::tempdir().unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernel/check_kernel.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/jupyter/check_kernel.py");
     let out = jupyter
         .command("python3")
         .arg(script)
@@ -115,7 +115,7 @@ fn jupyter_kernel_test_passes() {
         return;
     }
     let jupyter = Jupyter::install();
-    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernel/conformance.py");
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/jupyter/conformance.py");
     let out = jupyter.command("python3").arg(suite).output().unwrap();
     // unittest reports on standard error: one line per test, then a summary.
     let said = String::from_utf8_lossy(&out.stderr);
@@ -162,7 +162,7 @@ fn kernel_with_a_printing_rust_function() {
             Ok(epsilon::Value::Void)
         })
         .unwrap();
-    epsilon::kernel::serve(engine, Path::new(&file)).unwrap();
+    epsilon::jupyter::serve(engine, Path::new(&file)).unwrap();
 }
 
 #[test]
