@@ -1,4 +1,4 @@
-;; W1: Rosenbrock function and gradient, n = 10^6 (DESIGN.md; issue 4).
+;; W1: Rosenbrock function and gradient, n = 10^6 (docs/design.md; issue 4).
 ;; Same data as bench/reference/numeric_workloads.py: x = linspace(-1, 1, n).
 ;; Timed by benches/numeric.rs; `epsilon run bench/numeric/w1-rosenbrock.lisp`
 ;; prints the values to compare with the JAX script

@@ -1,5 +1,5 @@
 ;; W2: one SGD training step of an MLP 784-512-512-10, tanh, mean softmax
-;; cross-entropy, batch 256, learning rate 0.01 (DESIGN.md; issue 4).
+;; cross-entropy, batch 256, learning rate 0.01 (docs/design.md; issue 4).
 ;; Shapes as in bench/reference/numeric_workloads.py; the data are Epsilon's
 ;; own seeded randn (the numbers differ from NumPy's).
 

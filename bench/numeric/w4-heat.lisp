@@ -1,5 +1,5 @@
 ;; W4: heat equation, N = 10^4 grid points, T = 10^4 explicit steps; the
-;; gradient of sum(u_T^2) with respect to u_0 and alpha (DESIGN.md; issue 5).
+;; gradient of sum(u_T^2) with respect to u_0 and alpha (docs/design.md; issue 5).
 ;; Same data as bench/reference/heat_w4.py.
 ;;
 ;;   epsilon run bench/numeric/w4-heat.lisp STRATEGY [N T]

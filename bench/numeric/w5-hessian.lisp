@@ -1,4 +1,4 @@
-;; W5: dense Hessian of logsumexp(A x) + |x|^2/2, A 400x200 (DESIGN.md; issue 4).
+;; W5: dense Hessian of logsumexp(A x) + |x|^2/2, A 400x200 (docs/design.md; issue 4).
 ;; x = linspace(-0.1, 0.1, 200) as in bench/reference/numeric_workloads.py; A is
 ;; Epsilon's own seeded randn, so the check is against the closed form
 ;; H = A^T (diag(p) - p p^T) A + I with p = softmax(A x).

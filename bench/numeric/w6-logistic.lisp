@@ -1,7 +1,7 @@
 ;; W6: logistic map x <- r x (1 - x), x0 = 0.3, r = 2.9, K = 10^5 steps, as a
 ;; plain Lisp loop (traced and unrolled under grad/jvp/jit; issue 4) and as a
 ;; `scan` (compiled once; issue 5); d x_K / d r in reverse and forward mode
-;; (DESIGN.md). JAX (lax.fori_loop) gives d x_K / d r = 0.11890606420927814.
+;; (docs/design.md). JAX (lax.fori_loop) gives d x_K / d r = 0.11890606420927814.
 ;; benches/numeric.rs evaluates this file and calls (w6-check); run as a
 ;; script with `smoke` (epsilon run bench/numeric/w6-logistic.lisp smoke),
 ;; K = 2000 and (w6-check)'s values are checked against each other and

@@ -1,4 +1,4 @@
-"""SymPy reference for the W3 symbolic-gradient workloads (DESIGN.md, W3).
+"""SymPy reference for the W3 symbolic-gradient workloads (docs/design.md, W3).
 
 Run (from the repository root):
     python3 bench/reference/symbolic_w3.py

@@ -16,7 +16,7 @@ use egg::{BackoffScheduler, Id, RecExpr, Runner, StopReason};
 use std::time::{Duration, Instant};
 
 /// Programs with more nodes than this skip saturation: sharing (CSE) and
-/// constant folding only, as DESIGN decision 4 says of large traces. Greedy
+/// constant folding only, as docs/design.md (decision 4) says of large traces. Greedy
 /// DAG extraction and rule matching both grow faster than linearly.
 pub const MAX_SATURATION_NODES: usize = 5_000;
 
