@@ -1,5 +1,5 @@
-//! Numeric reverse mode (issue 4): the workloads W1, W2, W5 and W6 of
-//! DESIGN.md, defined in `bench/numeric/*.lisp` with the same data as the JAX
+//! Numeric reverse mode: the workloads W1, W2, W5 and W6 of
+//! docs/design.md, defined in `bench/numeric/*.lisp` with the same data as the JAX
 //! reference `bench/reference/numeric_workloads.py` where the data are given
 //! by a formula (W1, W6, x of W5); W2's data and W5's `A` are Epsilon's own
 //! seeded `randn`, with the same shapes.

@@ -171,7 +171,7 @@ const EXACT: &[(&str, Reference)] = &[
 
 /// Evaluates each exact form eagerly, compiled (`jit`) and compiled with
 /// native kernels off, and compares bits with Rust's f32 arithmetic. The
-/// tensor optimizer may reassociate sums (as a compiler may, DESIGN.md),
+/// tensor optimizer may reassociate sums (as a compiler may),
 /// so compiled forms run at level 0: what is checked is that the fused
 /// kernels round each f32 step.
 fn check_exact(a: &[f32], b: &[f32]) -> Result<(), String> {
