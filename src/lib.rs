@@ -28,6 +28,7 @@ mod error;
 pub mod formula;
 pub mod host_memory;
 pub mod input;
+pub mod ir;
 #[cfg(feature = "jupyter")]
 pub mod jupyter;
 pub mod lisp;

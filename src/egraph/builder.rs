@@ -15,6 +15,7 @@
 
 use super::analysis::fold_numbers;
 use super::language::{Constant, Math};
+use crate::ir::math::partials::PartialBuilder;
 use egg::{Id, Language, RecExpr, Symbol};
 use rustc_hash::FxHashMap;
 
@@ -249,6 +250,34 @@ pub fn compact(expr: &RecExpr<Math>, roots: &[Id]) -> (RecExpr<Math>, Vec<Id>) {
         out,
         roots.iter().map(|&root| map[usize::from(root)]).collect(),
     )
+}
+
+/// The table of partials builds symbolic derivatives with this builder.
+impl PartialBuilder for ExprBuilder {
+    fn num(&mut self, value: f64) -> Id {
+        ExprBuilder::num(self, value)
+    }
+    fn constant(&self, id: Id) -> Option<f64> {
+        ExprBuilder::constant(self, id)
+    }
+    fn add(&mut self, node: Math) -> Id {
+        ExprBuilder::add(self, node)
+    }
+    fn add2(&mut self, a: Id, b: Id) -> Id {
+        ExprBuilder::add2(self, a, b)
+    }
+    fn sub(&mut self, a: Id, b: Id) -> Id {
+        ExprBuilder::sub(self, a, b)
+    }
+    fn mul(&mut self, a: Id, b: Id) -> Id {
+        ExprBuilder::mul(self, a, b)
+    }
+    fn div(&mut self, a: Id, b: Id) -> Id {
+        ExprBuilder::div(self, a, b)
+    }
+    fn neg(&mut self, a: Id) -> Id {
+        ExprBuilder::neg(self, a)
+    }
 }
 
 #[cfg(test)]

@@ -1,8 +1,7 @@
-//! The e-graph layer: the `Math` language for egg, the `Facts` analysis
-//! (constant folding, signs, definedness, assumptions on variables), the
-//! rule tables, the table of local partial derivatives and the reverse
-//! sweep, DAG-aware extraction, bounded saturation, and explanations of
-//! simplifications.
+//! The e-graph layer: the `Facts` analysis over the scalar language of
+//! `crate::ir::math` (constant folding, signs, definedness, assumptions on
+//! variables), the rule tables, the symbolic reverse sweep, DAG-aware
+//! extraction, bounded saturation, and explanations of simplifications.
 //!
 //! Data comes in as `RecExpr<Math>` and leaves as `RecExpr<Math>`; this
 //! layer knows nothing of Lisp values, the reader or the backends.
@@ -12,16 +11,15 @@ pub mod assume;
 pub mod builder;
 pub mod cost;
 pub mod derivatives;
-pub mod eval;
 pub mod explain;
 pub mod extract;
-pub mod functions;
-pub mod language;
-pub mod partials;
 pub mod reverse;
 pub mod rules;
 pub mod simplify;
 pub mod tensor;
+
+/// The scalar language, re-exported from the IR layer under its old paths.
+pub use crate::ir::math::{eval, functions, language, partials};
 
 pub use analysis::{Facts, FactsAnalysis, MathGraph};
 pub use assume::Assumptions;

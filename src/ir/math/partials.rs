@@ -15,14 +15,13 @@
 //! derivatives of `min`/`max` split ties evenly (1/2 each), so the partials
 //! of `(max x x)` still add up to 1.
 
-use super::builder::ExprBuilder;
 use super::functions::Functions;
 use super::language::Math;
 use egg::Id;
 use smallvec::{SmallVec, smallvec};
 
 /// What the table needs to build partials: numbers and scalar operators.
-/// The scalar `ExprBuilder` implements it, and so does the tensor graph,
+/// The e-graph layer's scalar `ExprBuilder` implements it, and so does the tensor graph,
 /// where each operator applies elementwise with broadcasting — one table
 /// serves symbolic, numeric reverse and forward mode.
 pub trait PartialBuilder {
@@ -51,33 +50,6 @@ pub trait PartialBuilder {
     /// `-a`.
     fn neg(&mut self, a: Id) -> Id {
         self.add(Math::Neg([a]))
-    }
-}
-
-impl PartialBuilder for ExprBuilder {
-    fn num(&mut self, value: f64) -> Id {
-        ExprBuilder::num(self, value)
-    }
-    fn constant(&self, id: Id) -> Option<f64> {
-        ExprBuilder::constant(self, id)
-    }
-    fn add(&mut self, node: Math) -> Id {
-        ExprBuilder::add(self, node)
-    }
-    fn add2(&mut self, a: Id, b: Id) -> Id {
-        ExprBuilder::add2(self, a, b)
-    }
-    fn sub(&mut self, a: Id, b: Id) -> Id {
-        ExprBuilder::sub(self, a, b)
-    }
-    fn mul(&mut self, a: Id, b: Id) -> Id {
-        ExprBuilder::mul(self, a, b)
-    }
-    fn div(&mut self, a: Id, b: Id) -> Id {
-        ExprBuilder::div(self, a, b)
-    }
-    fn neg(&mut self, a: Id) -> Id {
-        ExprBuilder::neg(self, a)
     }
 }
 
