@@ -261,7 +261,7 @@ pub(super) fn looped_reverse(
         .collect();
     let body_inputs = spec.body_inputs();
     let reverse = Step::of(
-        spec.adjoint(),
+        &crate::egraph::tensor::loops::adjoint(spec),
         body_inputs + n_leaves + n_ys,
         n_leaves,
         max_nnz,

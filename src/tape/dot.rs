@@ -402,7 +402,7 @@ pub fn program_graph(
                     spec.steps_label(),
                     spec.strategy,
                     spec.body.nodes.len(),
-                    spec.adjoint().nodes.len(),
+                    crate::egraph::tensor::loops::adjoint(spec).nodes.len(),
                     show(shape)
                 ),
             ),

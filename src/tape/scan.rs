@@ -42,19 +42,23 @@ impl LoopTapes {
         let body = compile_body(&spec.body, &inputs);
         let mut adjoint_inputs = inputs.clone();
         adjoint_inputs.extend(spec.leaves.iter().chain(&spec.ys).cloned());
-        let adjoint = reverse.then(|| compile_body(spec.adjoint(), &adjoint_inputs));
+        let adjoint_body = reverse.then(|| crate::egraph::tensor::loops::adjoint(spec));
+        let adjoint = adjoint_body
+            .as_ref()
+            .map(|body| compile_body(body, &adjoint_inputs));
         let store_all = matches!(spec.strategy, crate::tape::checkpoint::Strategy::StoreAll);
-        let residuals = (reverse && store_all && spec.condition.is_none() && keep_products())
-            .then(|| {
+        let residuals = adjoint_body
+            .as_ref()
+            .filter(|_| store_all && spec.condition.is_none() && keep_products())
+            .and_then(|adjoint_body| {
                 super::residuals::residuals(
                     &spec.body,
                     &inputs,
-                    spec.adjoint(),
+                    adjoint_body,
                     &adjoint_inputs,
                     spec.captures_from(),
                 )
-            })
-            .flatten();
+            });
         let condition = spec
             .condition
             .as_ref()

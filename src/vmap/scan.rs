@@ -16,6 +16,7 @@
 //! whose steps run along the first axis, moved behind the batch axis).
 
 use super::{BatchError, Batched, batch_program, with_batch};
+use crate::egraph::tensor::optimize::optimize_body;
 use crate::egraph::tensor::scan::{Body, Scan, ScanSpec};
 use crate::egraph::tensor::{CmpOp, ReduceOp, Shape, TOp, TensorGraph};
 use egg::Id;
@@ -224,8 +225,8 @@ fn batched_body(spec: &ScanSpec, plan: &Plan, size: usize) -> Result<Stepped, Ba
         }
     }
     let limits = spec.limits;
-    let body = Body::optimized(graph.nodes(), &roots, limits);
-    let condition = condition_roots.map(|root| Body::optimized(graph.nodes(), &[root], limits));
+    let body = optimize_body(graph.nodes(), &roots, limits);
+    let condition = condition_roots.map(|root| optimize_body(graph.nodes(), &[root], limits));
     Ok(Stepped::Done { body, condition })
 }
 

@@ -131,7 +131,7 @@ impl Sweep<'_> {
             .iter()
             .map(Option::is_some)
             .collect();
-        let tangent_scan = Scan::new(scan.tangent(&with_tangent));
+        let tangent_scan = Scan::new(super::loops::tangent(scan, &with_tangent));
         let both = self.graph.add_valid(TOp::Scan(tangent_scan), &operands);
         scan.tangent_part(self.graph, both)
     }
@@ -175,7 +175,7 @@ impl Sweep<'_> {
             .iter()
             .map(Option::is_some)
             .collect();
-        let second = scan.second_order(&marks);
+        let second = super::loops::second_order(scan, &marks);
         let mut operands = self.tangent_operands(scan, children, &inputs[..operand_count]);
         operands.push(scan.interleave(self.graph, g_tangent, g));
         let reverse = self
@@ -215,7 +215,7 @@ impl Sweep<'_> {
                 TOp::Scan(scan) => self.scan_tangent(scan, &node.children, &column),
                 TOp::ScanVjp(scan) => self.scan_vjp_tangent(scan, &node.children, &column),
                 TOp::Custom(rule) if self.batch.is_none() => {
-                    super::custom::push(self.graph, rule, id, &node.children, &column)
+                    super::custom_sweep::push(self.graph, rule, id, &node.children, &column)
                         .unwrap_or_else(|| {
                             self.graph
                                 .full(0.0, self.graph.shape(id).clone().as_slice())
@@ -301,7 +301,7 @@ impl Sweep<'_> {
                 // Without a forward rule the request was refused before
                 // the sweep (`reverse::refusal`).
                 let rule = rule.clone();
-                super::custom::push(self.graph, &rule, id, &children, inputs)
+                super::custom_sweep::push(self.graph, &rule, id, &children, inputs)
                     .unwrap_or_else(|| self.graph.full(0.0, &out_tangent))
             }
             TOp::Scan(_) | TOp::ScanVjp(_) | TOp::Custom(_) => {

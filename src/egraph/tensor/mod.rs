@@ -6,12 +6,14 @@
 //! nothing of Lisp values or of how programs are executed.
 
 pub mod custom;
+pub mod custom_sweep;
 pub mod dtype;
 pub mod egraph;
 pub mod flat;
 pub mod forward;
 pub mod graph;
 pub mod lift;
+pub mod loops;
 pub mod movement;
 pub mod op;
 pub mod optimize;

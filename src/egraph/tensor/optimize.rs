@@ -11,6 +11,8 @@
 use super::egraph::{Shapes, TensorEGraph, node_shape, operand_shapes};
 use super::op::{Shape, TNode, TOp};
 use super::rules::tensor_rules;
+use super::scan::Body;
+pub use super::scan::TensorLimits;
 use super::shape::{infer, numel};
 use crate::egraph::extract::{NodeCost, extract_by};
 use crate::egraph::language::Math;
@@ -22,17 +24,6 @@ use std::time::{Duration, Instant};
 /// Programs larger than this (in nodes reachable from the roots) are not
 /// saturated.
 pub const MAX_TENSOR_SATURATION_NODES: usize = 5_000;
-
-/// Limits of one saturation.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct TensorLimits {
-    /// Rule-application rounds.
-    pub iterations: usize,
-    /// E-graph nodes.
-    pub nodes: usize,
-    /// Wall time.
-    pub time: Duration,
-}
 
 impl TensorLimits {
     /// The limits of an optimization level (`None` for level 0).
@@ -249,4 +240,51 @@ pub fn optimize(nodes: &[TNode], roots: &[Id], limits: Option<TensorLimits>) -> 
         shapes: new_shapes,
         roots: extracted.roots,
     }
+}
+
+/// Optimized bodies kept per thread (emptied when it grows past this).
+const MAX_OPTIMIZED: usize = 512;
+
+thread_local! {
+    static OPTIMIZED: std::cell::RefCell<rustc_hash::FxHashMap<OptimizedKey, Body>> =
+        std::cell::RefCell::default();
+}
+
+/// What a body's optimization depends on: the program, its roots and the
+/// optimizer's limits.
+#[derive(PartialEq, Eq, Hash)]
+struct OptimizedKey {
+    nodes: Vec<TNode>,
+    roots: Vec<Id>,
+    limits: Option<(usize, usize, u128)>,
+}
+
+/// `roots` of `nodes`, optimized, as a loop body. Remembered per thread: a function
+/// called again traces the same bodies, and saturating them again
+/// would cost more than a short loop runs (a `jvp` through a `scan`
+/// of 10^5 steps spent 40% of each call re-optimizing its tangent
+/// body).
+pub fn optimize_body(nodes: &[TNode], roots: &[Id], limits: Option<TensorLimits>) -> Body {
+    let key = OptimizedKey {
+        nodes: nodes.to_vec(),
+        roots: roots.to_vec(),
+        limits: limits.map(TensorLimits::key),
+    };
+    if let Some(body) = OPTIMIZED.with(|memo| memo.borrow().get(&key).cloned()) {
+        return body;
+    }
+    let optimized = optimize(nodes, roots, limits);
+    let body = Body {
+        nodes: optimized.expr.as_ref().to_vec(),
+        shapes: optimized.shapes,
+        roots: optimized.roots,
+    };
+    OPTIMIZED.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        if memo.len() >= MAX_OPTIMIZED {
+            memo.clear();
+        }
+        memo.insert(key, body.clone());
+    });
+    body
 }

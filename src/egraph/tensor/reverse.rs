@@ -106,7 +106,7 @@ pub fn vjp(graph: &mut TensorGraph, seeds: &[(Id, Id)], wrt: &[Id]) -> Vec<Id> {
             TOp::Custom(rule) => {
                 let rule = rule.clone();
                 let wanted: Vec<bool> = children.iter().map(|&c| active[usize::from(c)]).collect();
-                super::custom::pull(graph, &rule, id, &children, adjoint, &wanted)
+                super::custom_sweep::pull(graph, &rule, id, &children, adjoint, &wanted)
             }
             _ => pullback(graph, id, adjoint, masked[index]),
         };
@@ -286,7 +286,7 @@ fn scan_vjp_pullback(
         });
     }
     let marks: Vec<bool> = direction[leaves..].iter().map(Option::is_some).collect();
-    let second = super::scan::Scan::new(scan.second_order(&marks));
+    let second = super::scan::Scan::new(super::loops::second_order(scan, &marks));
     let mut operands: Vec<Id> = children[..leaves].to_vec();
     operands.extend(direction[..leaves].iter().flatten());
     operands.extend(&children[leaves..captures_from]);
@@ -402,7 +402,7 @@ fn pullback(graph: &mut TensorGraph, id: Id, g: Id, masked: bool) -> SmallVec<[O
         TOp::Input { .. } | TOp::Scalar(_) | TOp::Placeholder { .. } => SmallVec::new(),
         TOp::Custom(rule) => {
             let wanted = vec![true; children.len()];
-            super::custom::pull(graph, rule, id, &children, g, &wanted)
+            super::custom_sweep::pull(graph, rule, id, &children, g, &wanted)
         }
         TOp::Compare(_) | TOp::Round(_) | TOp::ArgExtreme { .. } | TOp::StopGradient => {
             children.iter().map(|_| None).collect()

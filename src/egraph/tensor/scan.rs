@@ -23,14 +23,12 @@
 
 use super::graph::TensorGraph;
 use super::op::{Shape, TNode, TOp};
-use super::optimize::{TensorLimits, optimize};
-use super::reverse::vjp;
 use super::shape::numel;
 use crate::dtype::DType;
 use egg::Id;
 use smallvec::SmallVec;
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// How a loop's states are kept for its reversal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -44,21 +42,23 @@ pub enum Strategy {
     Revolve(usize),
 }
 
-/// Optimized bodies kept per thread (emptied when it grows past this).
-const MAX_OPTIMIZED: usize = 512;
-
-thread_local! {
-    static OPTIMIZED: std::cell::RefCell<rustc_hash::FxHashMap<OptimizedKey, Body>> =
-        std::cell::RefCell::default();
+/// Limits of one saturation of the tensor optimizer (which lives in the
+/// e-graph layer; loops carry the limits their bodies are optimized with).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TensorLimits {
+    /// Rule-application rounds.
+    pub iterations: usize,
+    /// E-graph nodes.
+    pub nodes: usize,
+    /// Wall time.
+    pub time: std::time::Duration,
 }
 
-/// What a body's optimization depends on: the program, its roots and the
-/// optimizer's limits.
-#[derive(PartialEq, Eq, Hash)]
-struct OptimizedKey {
-    nodes: Vec<TNode>,
-    roots: Vec<Id>,
-    limits: Option<(usize, usize, u128)>,
+impl TensorLimits {
+    /// The limits as a hashable key.
+    pub fn key(self) -> (usize, usize, u128) {
+        (self.iterations, self.nodes, self.time.as_nanos())
+    }
 }
 
 /// A loop body: an optimized program with its roots.
@@ -116,40 +116,10 @@ impl Body {
         let dtypes = super::dtype::dtypes_of(&self.nodes);
         self.roots.iter().map(|&r| dtypes[usize::from(r)]).collect()
     }
-
-    /// `roots` of `nodes`, optimized. Remembered per thread: a function
-    /// called again traces the same bodies, and saturating them again
-    /// would cost more than a short loop runs (a `jvp` through a `scan`
-    /// of 10^5 steps spent 40% of each call re-optimizing its tangent
-    /// body).
-    pub fn optimized(nodes: &[TNode], roots: &[Id], limits: Option<TensorLimits>) -> Body {
-        let key = OptimizedKey {
-            nodes: nodes.to_vec(),
-            roots: roots.to_vec(),
-            limits: limits.map(|l| (l.iterations, l.nodes, l.time.as_nanos())),
-        };
-        if let Some(body) = OPTIMIZED.with(|memo| memo.borrow().get(&key).cloned()) {
-            return body;
-        }
-        let optimized = optimize(nodes, roots, limits);
-        let body = Body {
-            nodes: optimized.expr.as_ref().to_vec(),
-            shapes: optimized.shapes,
-            roots: optimized.roots,
-        };
-        OPTIMIZED.with(|memo| {
-            let mut memo = memo.borrow_mut();
-            if memo.len() >= MAX_OPTIMIZED {
-                memo.clear();
-            }
-            memo.insert(key, body.clone());
-        });
-        body
-    }
 }
 
 /// A `scan`: its body, length, schedule and the shapes it works on.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct ScanSpec {
     /// The step: inputs state leaves, index, captures; roots the next
     /// state's leaves.
@@ -192,9 +162,7 @@ pub struct ScanSpec {
     /// error (`fixed-point: no convergence within ...`); `None` for the
     /// plain message.
     pub limit_message: Option<std::sync::Arc<str>>,
-    /// The reverse body, made at the first reverse sweep through the scan.
-    adjoint: OnceLock<Body>,
-    /// A hash of everything above but `adjoint`.
+    /// A hash of everything above but `limits`.
     fingerprint: u64,
 }
 
@@ -225,10 +193,9 @@ impl ScanSpec {
             constant: vec![false; leaf_count],
             idle_xs: Vec::new(),
             limit_message: None,
-            adjoint: OnceLock::new(),
             fingerprint: 0,
         };
-        spec.fingerprint = spec.fingerprint();
+        spec.fingerprint = spec.compute_fingerprint();
         spec
     }
 
@@ -239,7 +206,7 @@ impl ScanSpec {
         self.idle_xs = vec![false; xs.len()];
         self.xs = xs;
         self.ys = ys;
-        self.fingerprint = self.fingerprint();
+        self.fingerprint = self.compute_fingerprint();
         self
     }
 
@@ -247,7 +214,7 @@ impl ScanSpec {
     /// inputs with one root) is nonzero, at most `n` steps.
     pub fn while_true(mut self, condition: Body) -> ScanSpec {
         self.condition = Some(condition);
-        self.fingerprint = self.fingerprint();
+        self.fingerprint = self.compute_fingerprint();
         self
     }
 
@@ -255,7 +222,7 @@ impl ScanSpec {
     /// (`{n}` in it stands for the limit).
     pub fn limit_message(mut self, message: Option<std::sync::Arc<str>>) -> ScanSpec {
         self.limit_message = message;
-        self.fingerprint = self.fingerprint();
+        self.fingerprint = self.compute_fingerprint();
         self
     }
 
@@ -270,8 +237,13 @@ impl ScanSpec {
         }
     }
 
-    /// A hash of what the loop is (not of its reverse body, made later).
-    fn fingerprint(&self) -> u64 {
+    /// A hash of what the loop is (all but the optimizer's limits).
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
+    /// Computes [`Self::fingerprint`].
+    fn compute_fingerprint(&self) -> u64 {
         let mut hasher = rustc_hash::FxHasher::default();
         (
             &self.condition,
@@ -377,216 +349,6 @@ impl ScanSpec {
         self.adjoint_shapes().iter().map(|s| numel(s)).sum()
     }
 
-    /// The reverse body. Inputs: the body's inputs (state leaves, index,
-    /// slices of the sequences, captures), then one cotangent per state
-    /// leaf, then one per step output; roots: the cotangents of the state
-    /// leaves, of the slices, then of the differentiable captures.
-    pub fn adjoint(&self) -> &Body {
-        self.adjoint.get_or_init(|| {
-            let mut graph = TensorGraph::new();
-            let mut map: Vec<Id> = Vec::with_capacity(self.body.nodes.len());
-            let mut inputs: Vec<Option<Id>> = vec![None; self.body_inputs()];
-            for node in &self.body.nodes {
-                let children: SmallVec<[Id; 3]> =
-                    node.children.iter().map(|&c| map[usize::from(c)]).collect();
-                let id = graph.add_valid(node.op.clone(), &children);
-                if let TOp::Input { index, .. } = node.op {
-                    inputs[index as usize] = Some(id);
-                }
-                map.push(id);
-            }
-            // Inputs the body never reads still have nodes.
-            let inputs: Vec<Id> = inputs
-                .iter()
-                .enumerate()
-                .map(|(index, id)| {
-                    id.unwrap_or_else(|| {
-                        graph.input(
-                            index as u32,
-                            &self.input_shape(index),
-                            self.input_dtype(index),
-                        )
-                    })
-                })
-                .collect();
-            let base = self.body_inputs() as u32;
-            let leaves = self.leaves.len();
-            let root_dtypes = self.body.root_dtypes();
-            let state_seeds = self
-                .leaves
-                .iter()
-                .enumerate()
-                .filter(|(k, _)| !self.dead[*k])
-                .map(|(k, shape)| {
-                    let root = map[usize::from(self.body.roots[k])];
-                    (root, graph.input(base + k as u32, shape, root_dtypes[k]))
-                })
-                .collect::<Vec<_>>();
-            let output_seeds = self
-                .ys
-                .iter()
-                .enumerate()
-                .map(|(m, shape)| {
-                    let root = map[usize::from(self.body.roots[leaves + m])];
-                    (
-                        root,
-                        graph.input(base + (leaves + m) as u32, shape, root_dtypes[leaves + m]),
-                    )
-                })
-                .collect::<Vec<_>>();
-            let seeds: Vec<(Id, Id)> = state_seeds.into_iter().chain(output_seeds).collect();
-            let captures_from = leaves + 1 + self.xs.len();
-            let busy = |k: &usize| !self.idle_xs.get(*k).copied().unwrap_or(false);
-            let varying = |k: &usize| !self.constant.get(*k).copied().unwrap_or(false);
-            let wrt: Vec<Id> = (0..leaves)
-                .filter(varying)
-                .map(|k| inputs[k])
-                .chain(
-                    (0..self.xs.len())
-                        .filter(busy)
-                        .map(|k| inputs[leaves + 1 + k]),
-                )
-                .chain(
-                    inputs[captures_from..]
-                        .iter()
-                        .zip(&self.differentiable)
-                        .filter(|(_, d)| **d)
-                        .map(|(&id, _)| id),
-                )
-                .collect();
-            let mut cotangents = vjp(&mut graph, &seeds, &wrt).into_iter();
-            let mut roots: Vec<Id> = Vec::with_capacity(leaves);
-            for (k, shape) in self.leaves.iter().enumerate() {
-                roots.push(match varying(&k) {
-                    true => cotangents.next().expect("a cotangent per varying leaf"),
-                    false => graph.full(0.0, shape),
-                });
-            }
-            for (k, shape) in self.xs.iter().enumerate() {
-                roots.push(match busy(&k) {
-                    true => cotangents.next().expect("a cotangent per busy sequence"),
-                    false => graph.full(0.0, shape),
-                });
-            }
-            roots.extend(cotangents);
-            Body::optimized(graph.nodes(), &roots, self.limits)
-        })
-    }
-
-    /// The loop over the state and its tangent (forward mode through the
-    /// loop). `with_tangent` says which sequences, then which captures,
-    /// have a tangent. The new loop's state is the leaves then their
-    /// tangents; its sequences the sequences then the tangents given; its
-    /// captures likewise; its outputs the outputs then their tangents.
-    pub fn tangent(&self, with_tangent: &[bool]) -> ScanSpec {
-        let (leaves, xs, captures) = (self.leaves.len(), self.xs.len(), self.captures.len());
-        let (xs_tangent, captures_tangent) = with_tangent.split_at(xs.min(with_tangent.len()));
-        let tangent_xs = xs_tangent.iter().filter(|t| **t).count();
-        let captures_from = leaves + 1 + xs;
-        // Where an input of this body goes in the new one.
-        let moved = |index: usize| match index {
-            i if i < leaves => i,
-            i if i < captures_from => i + leaves,
-            i => i + leaves + tangent_xs,
-        };
-        let mut graph = TensorGraph::new();
-        let mut map: Vec<Id> = Vec::with_capacity(self.body.nodes.len());
-        let mut inputs: Vec<Option<Id>> = vec![None; self.body_inputs()];
-        for node in &self.body.nodes {
-            let id = match &node.op {
-                TOp::Input {
-                    index,
-                    shape,
-                    dtype,
-                } => {
-                    let index = *index as usize;
-                    let id = graph.input(moved(index) as u32, shape, *dtype);
-                    inputs[index] = Some(id);
-                    id
-                }
-                op => {
-                    let children: SmallVec<[Id; 3]> =
-                        node.children.iter().map(|&c| map[usize::from(c)]).collect();
-                    graph.add_valid(op.clone(), &children)
-                }
-            };
-            map.push(id);
-        }
-        let mut seeds: Vec<(Id, Id)> = Vec::new();
-        for (k, shape) in self.leaves.iter().enumerate() {
-            let tangent = graph.input((leaves + k) as u32, shape, self.input_dtype(k));
-            if let Some(input) = inputs[k] {
-                seeds.push((input, tangent));
-            }
-        }
-        let mut extra = 0;
-        for (m, shape) in self.xs.iter().enumerate() {
-            if xs_tangent.get(m).copied().unwrap_or(false) {
-                let index = 2 * leaves + 1 + xs + extra;
-                extra += 1;
-                let dtype = self.input_dtype(leaves + 1 + m);
-                let tangent = graph.input(index as u32, shape, dtype);
-                if let Some(input) = inputs[leaves + 1 + m] {
-                    seeds.push((input, tangent));
-                }
-            }
-        }
-        let mut extra = 0;
-        for (j, shape) in self.captures.iter().enumerate() {
-            if captures_tangent.get(j).copied().unwrap_or(false) {
-                let index = 2 * leaves + 1 + xs + tangent_xs + captures + extra;
-                extra += 1;
-                let dtype = self.input_dtype(captures_from + j);
-                let tangent = graph.input(index as u32, shape, dtype);
-                if let Some(input) = inputs[captures_from + j] {
-                    seeds.push((input, tangent));
-                }
-            }
-        }
-        let roots: Vec<Id> = self
-            .body
-            .roots
-            .iter()
-            .map(|&r| map[usize::from(r)])
-            .collect();
-        let tangents = super::forward::jvp(&mut graph, &seeds, &roots, None);
-        let (state, outputs) = roots.split_at(leaves);
-        let (state_tangents, output_tangents) = tangents.split_at(leaves);
-        let all: Vec<Id> = [state, state_tangents, outputs, output_tangents].concat();
-        let body = Body::optimized(graph.nodes(), &all, self.limits);
-        let with = |shapes: &[Shape], marks: &[bool]| -> Vec<Shape> {
-            let marked = shapes
-                .iter()
-                .zip(marks.iter().chain(std::iter::repeat(&false)))
-                .filter(|(_, t)| **t)
-                .map(|(s, _)| s.clone());
-            shapes.iter().cloned().chain(marked).collect()
-        };
-        let spec = ScanSpec::new(
-            body,
-            self.leaves.iter().chain(&self.leaves).cloned().collect(),
-            with(&self.captures, captures_tangent),
-            self.differentiable
-                .iter()
-                .copied()
-                .chain(captures_tangent.iter().filter(|t| **t).map(|_| true))
-                .collect(),
-            self.n,
-            self.strategy,
-            self.limits,
-        )
-        .over(
-            with(&self.xs, xs_tangent),
-            self.ys.iter().chain(&self.ys).cloned().collect(),
-        );
-        match &self.condition {
-            Some(condition) => spec
-                .while_true(condition.with_inputs_moved(moved))
-                .limit_message(self.limit_message.clone()),
-            None => spec,
-        }
-    }
-
     /// Given the node `both` of a tangent loop of this one (`tangent`),
     /// whose result packs the state, its tangent, the outputs and theirs:
     /// the tangent of this loop's result, shaped as that result.
@@ -630,16 +392,6 @@ impl ScanSpec {
         let state = parts[..self.leaves.len()].iter().map(|s| numel(s)).sum();
         let outputs = parts[self.leaves.len()..].iter().map(|s| numel(s)).sum();
         (state, outputs)
-    }
-
-    /// The tangent loop of this one (`tangent`, the sequences then the
-    /// captures marked in `marks` given tangents), with this loop's dead
-    /// leaves dead in both halves of its state: what derivatives of this
-    /// loop's reverse are built from.
-    pub fn second_order(&self, marks: &[bool]) -> ScanSpec {
-        let tangent = self.tangent(marks);
-        let dead = self.dead.iter().chain(&self.dead).copied().collect();
-        tangent.with_dead(dead)
     }
 
     /// From the `ScanVjp` result `of` of this loop's `second_order` loop
@@ -691,7 +443,7 @@ impl ScanSpec {
         spec.dead = dead;
         spec.constant = self.constant.clone();
         spec.idle_xs = self.idle_xs.clone();
-        spec.fingerprint = spec.fingerprint();
+        spec.fingerprint = spec.compute_fingerprint();
         spec
     }
 
@@ -700,7 +452,7 @@ impl ScanSpec {
     pub fn with_idle_xs(&self, idle: Vec<bool>) -> ScanSpec {
         let mut spec = self.with_dead(self.dead.clone());
         spec.idle_xs = idle;
-        spec.fingerprint = spec.fingerprint();
+        spec.fingerprint = spec.compute_fingerprint();
         spec
     }
 
@@ -709,7 +461,7 @@ impl ScanSpec {
     pub fn with_constant(&self, constant: Vec<bool>) -> ScanSpec {
         let mut spec = self.with_dead(self.dead.clone());
         spec.constant = constant;
-        spec.fingerprint = spec.fingerprint();
+        spec.fingerprint = spec.compute_fingerprint();
         spec
     }
 

@@ -14,6 +14,7 @@ use crate::backends::cpu::cancel::with_cancel;
 use crate::backends::cpu::{Buf, run_loop};
 use crate::dtype::DType;
 use crate::egraph::tensor::optimize::TensorLimits;
+use crate::egraph::tensor::optimize::optimize_body;
 use crate::egraph::tensor::scan::{Body, ScanSpec, Strategy};
 use crate::egraph::tensor::shape::show;
 use crate::egraph::tensor::{Shape, TNode, TOp};
@@ -678,7 +679,7 @@ fn optimized_body(
     {
         return body.clone();
     }
-    let body = Body::optimized(nodes, roots, limits);
+    let body = optimize_body(nodes, roots, limits);
     if cache.bodies.len() >= MAX_CACHED_LOOPS {
         cache.bodies.clear();
     }

@@ -18,7 +18,7 @@
 use super::custom::DepthGuard;
 use super::{builtin, with_options};
 use crate::egraph::functions::MAX_RULE_DEPTH;
-use crate::egraph::tensor::custom::{self, Traced as TracedCall};
+use crate::egraph::tensor::custom_sweep::{self as custom, Traced as TracedCall};
 use crate::egraph::tensor::shape::show;
 use crate::egraph::tensor::{Shape, TOp};
 use crate::lisp::error::{EvalError, EvalErrorKind, EvalResult};
