@@ -34,7 +34,6 @@ pub mod jupyter;
 pub mod lisp;
 #[cfg(feature = "lsp")]
 pub mod lsp;
-pub mod ops;
 #[cfg(feature = "plot")]
 mod plot;
 pub mod reader;
@@ -55,5 +54,7 @@ mod straight_line_tests;
 pub use compiled::CompiledGrad;
 pub use engine::Engine;
 pub use error::{Error, Location, show_library_frames};
+/// The operation table, re-exported from the IR layer under its old path.
+pub use ir::ops;
 pub use lisp::builtins::formula::Notation;
 pub use lisp::{EvalErrorKind, Value};

@@ -182,6 +182,29 @@ fn backends_know_neither_lisp_nor_e_graphs() {
 }
 
 #[test]
+fn the_ir_imports_only_leaf_modules() {
+    // The languages programs are written in: rewriting, differentiation,
+    // tapes, backends and the Lisp layer import them, never the reverse.
+    assert_no_use(
+        "ir",
+        &[
+            "crate::egraph",
+            "crate::vmap",
+            "crate::sparse",
+            "crate::lisp",
+            "crate::reader",
+            "crate::backends",
+            "crate::tape",
+            "crate::engine",
+            "crate::formula",
+            "crate::data",
+            "Value::",
+            "crate::Value",
+        ],
+    );
+}
+
+#[test]
 fn tensor_programs_know_nothing_of_lisp_or_execution() {
     assert_no_use(
         "egraph/tensor",
@@ -201,7 +224,7 @@ fn the_operation_table_knows_nothing_of_lisp_tapes_or_executors() {
     // Each operation says everything about itself in terms of shapes,
     // arrays and the tensor language; executors and the Lisp layer call it.
     assert_no_use(
-        "ops",
+        "ir/ops",
         &[
             "crate::lisp",
             "crate::reader",

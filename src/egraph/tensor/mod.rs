@@ -5,22 +5,17 @@
 //! Programs come in and leave as node lists over ids; this folder knows
 //! nothing of Lisp values or of how programs are executed.
 
-pub mod custom;
 pub mod custom_sweep;
-pub mod dtype;
 pub mod egraph;
-pub mod flat;
 pub mod forward;
-pub mod graph;
-pub mod lift;
 pub mod loops;
-pub mod movement;
-pub mod op;
 pub mod optimize;
 pub mod reverse;
 pub mod rules;
-pub mod scan;
-pub mod shape;
+
+/// The tensor language, re-exported from the IR layer under its old paths.
+pub use crate::ir::dtypes as dtype;
+pub use crate::ir::{custom, flat, graph, lift, movement, op, scan, shape};
 
 pub use forward::jvp;
 pub use graph::TensorGraph;

@@ -1,0 +1,229 @@
+//! Dense linear algebra, batched over leading axes: triangles and
+//! diagonals (`triangle`), Cholesky factors, triangular and general
+//! solves (`cholesky`, `solve`), determinants (`det`) and the adjugate
+//! their derivative is made of (`adjugate`), the symmetric
+//! eigendecomposition (`eigh`), the thin SVD (`svd`), the thin QR
+//! factorization (`qr`) and the matrix exponential (`expm`).
+//! Factorizations come from faer (pure Rust, no system LAPACK). Each operation's derivative rules are written in the
+//! operations of this table and the tensor language, so second
+//! derivatives, loops and compiled functions go through them.
+//!
+//! Matrices live in the last two axes; the leading axes of the operands
+//! broadcast (NumPy's stacks of matrices). A kernel runs one matrix at a
+//! time: over a batch the matrices are spread across threads (each one
+//! factored sequentially), a single large matrix uses faer's own threads.
+//!
+//! Operations with several results (`slogdet`, `eigh`, `svd`, `qr`) write
+//! them packed (`run_packed`): every matrix's first part, then every
+//! matrix's second part, and so on, the layout `ops::unpack` reads.
+
+mod adjugate;
+mod cholesky;
+mod det;
+mod eigh;
+mod expm;
+mod lu;
+mod qr;
+mod solve;
+mod spectral;
+mod svd;
+mod triangle;
+
+pub use adjugate::Adjugate;
+pub use cholesky::Cholesky;
+pub use det::{Det, Slogdet};
+pub use eigh::Eigh;
+pub use expm::MatrixExp;
+pub use qr::{FullRank, Qr};
+pub use solve::{Solve, TriangularSolve};
+pub use svd::Svd;
+pub use triangle::{Diag, Diagonal, Triangle};
+
+use super::OpError;
+use crate::ir::Shape;
+use crate::ir::shape::{ShapeError, broadcast, show};
+use faer::{Mat, MatRef, Par};
+use ndarray::{ArrayD, ArrayViewD, IxDyn};
+use rayon::prelude::*;
+
+/// Matrices at least this large use faer's threads when there is one of
+/// them.
+const THREADED: usize = 192;
+
+/// `(rows, cols)` of the matrices of `shape`, or an error naming `what`.
+pub(crate) fn matrix_dims(shape: &[usize], what: &str) -> Result<(usize, usize), ShapeError> {
+    match shape {
+        [.., rows, cols] => Ok((*rows, *cols)),
+        _ => Err(ShapeError(format!(
+            "{what} needs a matrix (or a stack of them), got shape {}",
+            show(shape)
+        ))),
+    }
+}
+
+/// The side of the square matrices of `shape`.
+pub(crate) fn square_dim(shape: &[usize], what: &str) -> Result<usize, ShapeError> {
+    let (rows, cols) = matrix_dims(shape, what)?;
+    if rows != cols {
+        return Err(ShapeError(format!(
+            "{what} needs square matrices, got shape {}",
+            show(shape)
+        )));
+    }
+    Ok(rows)
+}
+
+/// The broadcast of the leading (batch) axes of operands whose last
+/// `core[k]` axes are the matrix (or vector) part.
+pub(crate) fn batch_shape(shapes: &[&[usize]], core: &[usize]) -> Result<Shape, ShapeError> {
+    let mut out = Shape::new();
+    for (shape, &c) in shapes.iter().zip(core) {
+        out = broadcast(&out, &shape[..shape.len() - c])?;
+    }
+    Ok(out)
+}
+
+/// The operands of a batched kernel as contiguous numbers, each
+/// broadcast to `batch` followed by its own core axes (the last `core[k]`).
+pub(crate) struct Batched {
+    /// The numbers of each operand, batch-major.
+    pub data: Vec<Vec<f64>>,
+    /// The numbers in one core of each operand.
+    pub sizes: Vec<usize>,
+    /// How many cores (matrices) there are.
+    pub count: usize,
+}
+
+impl Batched {
+    /// Broadcasts `operands` over the batch `batch`.
+    pub fn new(
+        operands: &[ArrayViewD<'_, f64>],
+        core: &[usize],
+        batch: &[usize],
+    ) -> Result<Batched, OpError> {
+        let mut data = Vec::with_capacity(operands.len());
+        let mut sizes = Vec::with_capacity(operands.len());
+        for (x, &c) in operands.iter().zip(core) {
+            let own = &x.shape()[x.ndim() - c..];
+            let mut full: Vec<usize> = batch.to_vec();
+            full.extend_from_slice(own);
+            let view = x.broadcast(IxDyn(&full)).ok_or_else(|| {
+                OpError::new(format!(
+                    "internal: shape {} does not broadcast to {}",
+                    show(x.shape()),
+                    show(&full)
+                ))
+            })?;
+            data.push(match view.as_slice() {
+                Some(slice) => slice.to_vec(),
+                None => view.iter().copied().collect(),
+            });
+            sizes.push(own.iter().product());
+        }
+        Ok(Batched {
+            data,
+            sizes,
+            count: batch.iter().product(),
+        })
+    }
+
+    /// Operand `k`'s core number `b`.
+    pub fn core(&self, k: usize, b: usize) -> &[f64] {
+        &self.data[k][b * self.sizes[k]..(b + 1) * self.sizes[k]]
+    }
+}
+
+/// Runs `kernel` on every core of a batch (in parallel across the batch
+/// when there are several), writing `out_size` numbers per core, and
+/// joins the results into an array of `shape`. The kernel gets the core's
+/// index, the parallelism to use inside it and its output; an error
+/// names the failing matrix when there are several.
+pub(crate) fn run_batch(
+    count: usize,
+    out_size: usize,
+    side: usize,
+    shape: &[usize],
+    kernel: impl Fn(usize, Par, &mut [f64]) -> Result<(), OpError> + Sync,
+) -> Result<ArrayD<f64>, OpError> {
+    let mut out = vec![0.0; count * out_size];
+    let label = |b: usize, e: OpError| {
+        if count > 1 {
+            OpError::new(format!("{} (matrix {b} of the batch)", e.message))
+        } else {
+            e
+        }
+    };
+    if count == 1 {
+        let par = if side >= THREADED {
+            Par::rayon(0)
+        } else {
+            Par::Seq
+        };
+        kernel(0, par, &mut out).map_err(|e| label(0, e))?;
+    } else if out_size > 0 {
+        out.par_chunks_mut(out_size)
+            .enumerate()
+            .try_for_each(|(b, chunk)| kernel(b, Par::Seq, chunk).map_err(|e| label(b, e)))?;
+    }
+    super::indexing::array(shape, out)
+}
+
+/// Runs `kernel` on every core of a batch like [`run_batch`], each core
+/// writing its results one after another (`parts` numbers each), and
+/// lays them out packed: part 0 of every core, then part 1 of every
+/// core, and so on (one flat vector).
+pub(crate) fn run_packed(
+    count: usize,
+    parts: &[usize],
+    side: usize,
+    kernel: impl Fn(usize, Par, &mut [f64]) -> Result<(), OpError> + Sync,
+) -> Result<ArrayD<f64>, OpError> {
+    let per: usize = parts.iter().sum();
+    let joined = run_batch(count, per, side, &[count * per], kernel)?;
+    let data = joined
+        .as_slice()
+        .ok_or_else(|| OpError::new("internal: a batch result is not contiguous"))?;
+    let mut out = Vec::with_capacity(count * per);
+    let mut inner = 0;
+    for &size in parts {
+        for b in 0..count {
+            let start = b * per + inner;
+            out.extend_from_slice(&data[start..start + size]);
+        }
+        inner += size;
+    }
+    super::indexing::array(&[count * per], out)
+}
+
+/// The leading (batch) axes of a stack of matrices.
+pub(crate) fn leading(shape: &[usize]) -> Shape {
+    shape[..shape.len().saturating_sub(2)]
+        .iter()
+        .copied()
+        .collect()
+}
+
+/// `lead` followed by `core`.
+pub(crate) fn with_core(lead: &[usize], core: &[usize]) -> Shape {
+    lead.iter().chain(core).copied().collect()
+}
+
+/// A row-major `rows x cols` block as a faer matrix.
+pub(crate) fn to_mat(data: &[f64], rows: usize, cols: usize) -> Mat<f64> {
+    Mat::from_fn(rows, cols, |i, j| data[i * cols + j])
+}
+
+/// A faer matrix written row-major into `out`.
+pub(crate) fn write_mat(m: MatRef<'_, f64>, out: &mut [f64]) {
+    let cols = m.ncols();
+    for i in 0..m.nrows() {
+        for j in 0..cols {
+            out[i * cols + j] = m[(i, j)];
+        }
+    }
+}
+
+/// Whether every number is finite (a factorization's input check).
+pub(crate) fn all_finite(data: &[f64]) -> bool {
+    data.iter().all(|x| x.is_finite())
+}
