@@ -16,6 +16,7 @@
 
 #![warn(missing_docs)]
 
+pub mod ad;
 pub mod backends;
 mod compiled;
 pub mod data;
@@ -41,10 +42,8 @@ pub mod reader;
 pub mod repl;
 pub mod scalar;
 mod simd;
-pub mod sparse;
 pub mod symbolic;
 pub mod tape;
-pub mod vmap;
 
 #[cfg(all(test, feature = "cuda"))]
 mod simulated_device_tests;
@@ -54,7 +53,5 @@ mod straight_line_tests;
 pub use compiled::CompiledGrad;
 pub use engine::Engine;
 pub use error::{Error, Location, show_library_frames};
-/// The operation table, re-exported from the IR layer under its old path.
-pub use ir::ops;
 pub use lisp::builtins::formula::Notation;
 pub use lisp::{EvalErrorKind, Value};

@@ -1,17 +1,18 @@
-//! Tests of `backends::cpu::straight` and `egraph::tensor::flat`: the
+//! Tests of `backends::cpu::straight` and `ir::flat`: the
 //! straight-line gradient against the tensor pipeline's (symbolic reverse
 //! sweep, tape compiler, CPU executor) on the same random programs, and
 //! against central finite differences of its own values. (Here, not in
 //! the backend's folder, which knows nothing of the sweeps.)
 
+use crate::ad::vjp;
 use crate::backends::cpu::Buf;
 use crate::backends::cpu::straight::StraightLine;
 use crate::dtype::DType;
-use crate::egraph::language::Math;
-use crate::egraph::tensor::flat::{FlatScalars, is_flat};
 use crate::egraph::tensor::optimize::optimize;
-use crate::egraph::tensor::{Shape, vjp};
-use crate::egraph::tensor::{TOp, TensorGraph};
+use crate::ir::Shape;
+use crate::ir::flat::{FlatScalars, is_flat};
+use crate::ir::math::language::Math;
+use crate::ir::{TOp, TensorGraph};
 use egg::{Id, Language};
 use proptest::prelude::*;
 
@@ -188,7 +189,7 @@ fn tensors_and_f32_values_do_not_qualify() {
     let total = graph
         .add(
             TOp::Reduce {
-                op: crate::egraph::tensor::ReduceOp::Sum,
+                op: crate::ir::ReduceOp::Sum,
                 axes: smallvec::smallvec![0],
                 keepdims: false,
             },

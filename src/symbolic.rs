@@ -13,10 +13,10 @@
 //! ```
 
 use crate::egraph::derivatives::{self, Derived, Options};
-use crate::egraph::eval::evaluate;
 pub use crate::egraph::explain::Explanation;
 use crate::egraph::{ExprBuilder, Math, builder};
 use crate::error::Error;
+use crate::ir::math::eval::evaluate;
 use crate::lisp::EvalError;
 use crate::lisp::printer::write_string;
 use crate::lisp::source::SourceMap;
@@ -57,7 +57,7 @@ impl Expr {
             &value,
             datum.span,
             &mut builder,
-            &crate::egraph::functions::NO_FUNCTIONS,
+            &crate::ir::math::functions::NO_FUNCTIONS,
         )
         .map_err(|err| Error::from_eval(err, &sources))?;
         Ok(compact(builder.expr(), root))
@@ -81,7 +81,7 @@ impl Expr {
     /// The node count of the expression as a DAG, as `expr-size` counts it.
     pub fn size(&self) -> usize {
         // An `Expr` is always a valid expression, so counting cannot fail.
-        expr_size(&self.to_value(), &crate::egraph::functions::NO_FUNCTIONS).unwrap_or(0)
+        expr_size(&self.to_value(), &crate::ir::math::functions::NO_FUNCTIONS).unwrap_or(0)
     }
 
     /// The variables the expression uses, in first-use order.

@@ -8,7 +8,7 @@ use epsilon::backends::cuda::kernels::{Access, group_kernel};
 use epsilon::backends::cuda::launch;
 use epsilon::backends::cuda::reduce::reduction_kernel;
 use epsilon::backends::cuda::{compile, nvrtc_available, oldest_arch, probe};
-use epsilon::egraph::tensor::TOp;
+use epsilon::ir::TOp;
 use epsilon::tape::{Kernel, Tape};
 use std::collections::HashMap;
 
@@ -142,8 +142,8 @@ fn probing_for_a_device_never_panics() {
 fn the_f32_storage_kernels_compile() {
     use epsilon::backends::cuda::kernels::{Access, F32Storage};
     use epsilon::backends::cuda::launch;
-    use epsilon::egraph::language::Math;
-    use epsilon::egraph::tensor::TOp;
+    use epsilon::ir::TOp;
+    use epsilon::ir::math::language::Math;
     use epsilon::tape::FusedGroup;
     // Conversions; a group reading an f32 operand (elementwise and
     // broadcast) beside an f64 one and writing f32; a transpose in f32.

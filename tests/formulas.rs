@@ -392,7 +392,7 @@ fn value_at(expr: &egg::RecExpr<epsilon::egraph::Math>, x: f64, y: f64) -> Optio
         "y" => Some(y),
         _ => None,
     };
-    let value = epsilon::egraph::eval::evaluate(expr, &[root], env).expect("only x and y")[0];
+    let value = epsilon::ir::math::eval::evaluate(expr, &[root], env).expect("only x and y")[0];
     value.is_finite().then_some(value)
 }
 

@@ -55,8 +55,8 @@ fn differences(engine: &mut Engine, form: &str) -> Vec<String> {
 mod layouts {
     use epsilon::backends::cpu::apply_chunk;
     use epsilon::backends::cpu::native::{Operand, compile};
-    use epsilon::egraph::tensor::{CmpOp, RoundOp, TOp};
     use epsilon::egraph::{Constant, Math};
+    use epsilon::ir::{CmpOp, RoundOp, TOp};
     use epsilon::tape::FusedGroup;
     use proptest::prelude::*;
     use smallvec::{SmallVec, smallvec};
@@ -381,7 +381,7 @@ fn adversarial_programs_match_the_interpreter() {
 fn a_malformed_group_is_refused_and_later_groups_compile() {
     use epsilon::backends::cpu::native::{Operand, compile};
     use epsilon::egraph::Math;
-    use epsilon::egraph::tensor::TOp;
+    use epsilon::ir::TOp;
     use epsilon::tape::FusedGroup;
     let id = egg::Id::from(0usize);
     let bad = FusedGroup {

@@ -5,8 +5,8 @@
 //! is undefined the right side must be undefined too (rules keep domains).
 
 use egg::{ENodeOrVar, Id, Language, PatternAst, RecExpr, Rewrite, Symbol, Var};
-use epsilon::egraph::eval::evaluate;
 use epsilon::egraph::{Assumptions, FactsAnalysis, Math, MathGraph, all_rules};
+use epsilon::ir::math::eval::evaluate;
 use std::collections::HashMap;
 
 /// Substitutions with a variety of facts: any sign, positive, negative,

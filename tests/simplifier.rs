@@ -4,13 +4,13 @@
 
 use egg::{Id, RecExpr, Symbol};
 use epsilon::Value;
-use epsilon::egraph::eval::evaluate;
 use epsilon::egraph::extract::{extract, extract_tree};
-use epsilon::egraph::functions::NO_FUNCTIONS;
 use epsilon::egraph::simplify::simplify;
 use epsilon::egraph::{
     Assumptions, ExprBuilder, Level, Limits, Math, MathGraph, Stop, all_rules, reverse::gradient,
 };
+use epsilon::ir::math::eval::evaluate;
+use epsilon::ir::math::functions::NO_FUNCTIONS;
 use epsilon::symbolic;
 use std::time::Duration;
 

@@ -69,7 +69,7 @@ fn defined(text: &str, x: f64, y: f64) -> bool {
         "x" => Some(x),
         _ => Some(y),
     };
-    epsilon::egraph::eval::evaluate(&expr, &all, env).is_ok_and(|values| {
+    epsilon::ir::math::eval::evaluate(&expr, &all, env).is_ok_and(|values| {
         values.iter().all(|v| v.is_finite())
             && !expr
                 .as_ref()

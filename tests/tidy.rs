@@ -175,8 +175,7 @@ fn backends_know_neither_lisp_nor_e_graphs() {
             "egraph::rules",
             "egraph::extract",
             "tensor::optimize",
-            "tensor::reverse",
-            "tensor::forward",
+            "crate::ad",
         ],
     );
 }
@@ -189,8 +188,7 @@ fn the_ir_imports_only_leaf_modules() {
         "ir",
         &[
             "crate::egraph",
-            "crate::vmap",
-            "crate::sparse",
+            "crate::ad",
             "crate::lisp",
             "crate::reader",
             "crate::backends",
@@ -247,7 +245,7 @@ fn the_distributed_layer_knows_nothing_of_lisp_tapes_or_operations() {
             "crate::reader",
             "crate::tape",
             "crate::backends",
-            "crate::ops",
+            "crate::ir::ops",
             "crate::egraph",
             "crate::engine",
             "Value::",
@@ -257,10 +255,10 @@ fn the_distributed_layer_knows_nothing_of_lisp_tapes_or_operations() {
 }
 
 #[test]
-fn batching_and_sparsity_know_nothing_of_lisp_tapes_or_executors() {
-    // vmap's rewriting and the sparse patterns work on tensor programs;
-    // the Lisp layer traces functions and hands the programs over.
-    for folder in ["vmap", "sparse"] {
+fn differentiation_knows_nothing_of_lisp_tapes_or_executors() {
+    // The sweeps, vmap's rewriting and the sparse patterns work on tensor
+    // programs; the Lisp layer traces functions and hands the programs over.
+    for folder in ["ad"] {
         assert_no_use(
             folder,
             &[

@@ -11,7 +11,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod preflight;
 
-use crate::egraph::tensor::shape::show;
+use crate::ir::shape::show;
 use crate::tape::Tape;
 use cpu::{Buf, Cpu};
 use ndarray::ArrayD;
@@ -199,7 +199,7 @@ pub struct BackendError {
     /// What went wrong.
     pub message: String,
     /// For a failing operation of the table, where it was called
-    /// (`crate::ops::Site`; 0 when unknown).
+    /// (`crate::ir::ops::Site`; 0 when unknown).
     pub site: u32,
     /// Whether the message is the program's own (a `while-loop`'s
     /// `:on-max-steps`), shown as it is.
@@ -218,7 +218,7 @@ impl BackendError {
 
     /// A loop running past its step limit: the program's message where it
     /// gave one (`ScanSpec::limit_error`).
-    pub fn step_limit(spec: &crate::egraph::tensor::scan::ScanSpec) -> BackendError {
+    pub fn step_limit(spec: &crate::ir::scan::ScanSpec) -> BackendError {
         BackendError {
             message: spec.limit_error(),
             site: 0,
@@ -228,7 +228,7 @@ impl BackendError {
 
     /// The failure of operation `op` of the table: its name, the kernel's
     /// message and where it was called.
-    pub fn from_op(op: &crate::ops::Op, error: crate::ops::OpError) -> BackendError {
+    pub fn from_op(op: &crate::ir::ops::Op, error: crate::ir::ops::OpError) -> BackendError {
         BackendError {
             message: format!("{}: {}", op.name(), error.message),
             site: op.site().0,

@@ -8,9 +8,9 @@
 //! machine's memory and is killed or aborts.
 
 use super::BackendError;
-use crate::egraph::tensor::scan::Strategy;
-use crate::egraph::tensor::shape::numel;
 use crate::host_memory::show;
+use crate::ir::scan::Strategy;
+use crate::ir::shape::numel;
 use crate::tape::Tape;
 use crate::tape::plan::{LoopPlan, MemoryPlan, loop_plan, plan};
 use crate::tape::scan::LoopTapes;

@@ -229,7 +229,7 @@ fn parse_header(text: &str) -> Result<Header, String> {
         return Err(bad("descr, fortran_order or shape missing"));
     };
     let (kind, big_endian) = parse_descr(&descr)?;
-    let limit = crate::egraph::tensor::shape::MAX_RANK;
+    let limit = crate::ir::shape::MAX_RANK;
     if shape.len() > limit {
         return Err(format!(
             "its header's shape has {} axes; a tensor may have at most {limit}",

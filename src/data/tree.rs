@@ -346,7 +346,7 @@ fn tree_of_json(value: &serde_json::Value) -> Result<Tree, String> {
                         .ok_or("a tensor's shape is a list of sizes")
                 })
                 .collect::<Result<_, _>>()?;
-            let limit = crate::egraph::tensor::shape::MAX_RANK;
+            let limit = crate::ir::shape::MAX_RANK;
             if shape.len() > limit {
                 return Err(format!(
                     "a tensor's shape has {} axes; a tensor may have at most {limit}",

@@ -7,8 +7,8 @@
 //! written while `(* 2 3)` becomes `6`.
 
 use super::assume::Assumptions;
-use super::eval::apply_op;
-use super::language::{Constant, Math};
+use crate::ir::math::eval::apply_op;
+use crate::ir::math::language::{Constant, Math};
 use egg::{Analysis, DidMerge, EGraph, Id, Language};
 
 /// The e-graph type used throughout Epsilon's symbolic layer.

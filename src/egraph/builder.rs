@@ -14,7 +14,7 @@
 //! everywhere.
 
 use super::analysis::fold_numbers;
-use super::language::{Constant, Math};
+use crate::ir::math::language::{Constant, Math};
 use crate::ir::math::partials::PartialBuilder;
 use egg::{Id, Language, RecExpr, Symbol};
 use rustc_hash::FxHashMap;

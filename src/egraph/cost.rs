@@ -7,7 +7,7 @@
 //! With this model `(* 2 x)` (one read) beats `(+ x x)` (two reads), `(* x x)`
 //! beats `(pow x 2)`, and `(- a b)` beats `(+ a (neg b))`.
 
-use super::language::Math;
+use crate::ir::math::language::Math;
 use egg::{Id, Language};
 
 /// Extra cost of an operator beyond its memory traffic.

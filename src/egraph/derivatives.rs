@@ -4,11 +4,11 @@
 
 use super::assume::Assumptions;
 use super::builder::ExprBuilder;
-use super::functions::{Functions, NO_FUNCTIONS};
-use super::language::Math;
 use super::reverse::gradient;
 use super::rules::MathRewrite;
 use super::simplify::{Level, Limits, Report, simplify};
+use crate::ir::math::functions::{Functions, NO_FUNCTIONS};
+use crate::ir::math::language::Math;
 use egg::{Id, RecExpr, Symbol};
 use std::sync::LazyLock;
 use std::time::Instant;

@@ -10,12 +10,12 @@
 use super::analysis::{FactsAnalysis, MathGraph};
 use super::builder::{ExprBuilder, compact};
 use super::derivatives::Options;
-use super::functions::Functions;
-use super::language::Math;
-use super::partials::local_partials;
 use super::reverse::gradient;
 use super::rules::{MathRewrite, all_rules};
 use super::simplify::{MAX_SATURATION_NODES, Saturated, Stop, add_program, saturate, simplify};
+use crate::ir::math::functions::Functions;
+use crate::ir::math::language::Math;
+use crate::ir::math::partials::local_partials;
 use egg::{FlatTerm, Id, Language, RecExpr, Symbol, TreeTerm};
 use std::collections::HashMap;
 use std::rc::Rc;

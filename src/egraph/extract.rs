@@ -15,7 +15,7 @@
 
 use super::analysis::MathGraph;
 use super::cost::node_cost;
-use super::language::Math;
+use crate::ir::math::language::Math;
 use egg::{Analysis, CostFunction, EGraph, Extractor, Id, Language, RecExpr};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::cmp::Reverse;

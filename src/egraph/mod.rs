@@ -18,14 +18,11 @@ pub mod rules;
 pub mod simplify;
 pub mod tensor;
 
-/// The scalar language, re-exported from the IR layer under its old paths.
-pub use crate::ir::math::{eval, functions, language, partials};
-
+pub use crate::ir::math::functions::{Functions, UserFunction};
+pub use crate::ir::math::language::{Constant, Math};
 pub use analysis::{Facts, FactsAnalysis, MathGraph};
 pub use assume::Assumptions;
 pub use builder::ExprBuilder;
 pub use derivatives::{Derived, Options, hessian, jacobian, nth_derivative, simplify_all};
-pub use functions::{Functions, UserFunction};
-pub use language::{Constant, Math};
 pub use rules::{MathRewrite, all_rules};
 pub use simplify::{Level, Limits, Report, Stop};

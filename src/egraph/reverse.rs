@@ -7,8 +7,8 @@
 //! are visited.
 
 use super::builder::ExprBuilder;
-use super::functions::Functions;
-use super::partials::local_partials;
+use crate::ir::math::functions::Functions;
+use crate::ir::math::partials::local_partials;
 use egg::{Id, Language, Symbol};
 
 /// Appends to `builder` the partial derivatives of the node `output` with

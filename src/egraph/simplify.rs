@@ -10,8 +10,8 @@ use super::assume::Assumptions;
 use super::builder::compact;
 use super::cost::node_cost;
 use super::extract::{Extracted, Extraction, extract};
-use super::language::Math;
 use super::rules::{MathRewrite, all_rules};
+use crate::ir::math::language::Math;
 use egg::{BackoffScheduler, Id, RecExpr, Runner, StopReason};
 use std::time::{Duration, Instant};
 

@@ -6,7 +6,7 @@
 use super::infix::number;
 use super::layout::{self, ATOM, NEGATION, Notation, POWER};
 use super::term::Term;
-use crate::egraph::language::Constant;
+use crate::ir::math::language::Constant;
 use std::rc::Rc;
 
 /// `term` as LaTeX (math mode, without delimiters).

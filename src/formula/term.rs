@@ -22,7 +22,7 @@
 //! Subterms are shared (`Rc`): a node reached twice is one `Term`.
 
 use crate::egraph::Math;
-use crate::egraph::language::Constant;
+use crate::ir::math::language::Constant;
 use egg::{Id, Language, RecExpr, Symbol};
 use std::rc::Rc;
 

@@ -224,7 +224,7 @@ pub enum TOp {
         /// Its number type.
         dtype: DType,
     },
-    /// An operation of the table (`crate::ops`): indexing, sequences,
+    /// An operation of the table (`crate::ir::ops`): indexing, sequences,
     /// linear algebra. Its definition there says everything about it.
     Op(crate::ir::ops::Op),
     /// A loop (`scan`): operands are the initial state's leaves, then the

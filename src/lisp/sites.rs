@@ -1,4 +1,4 @@
-//! Call sites of the operations of the table (`crate::ops`): a recorded
+//! Call sites of the operations of the table (`crate::ir::ops`): a recorded
 //! operation carries an opaque `Site` number so that a failure when its
 //! tape runs (a singular matrix, an index out of range) points at the call
 //! in the user's source, not only at the call of `grad` or `jit`. This
@@ -7,7 +7,7 @@
 
 use super::error::EvalError;
 use crate::backends::BackendError;
-use crate::ops::Site;
+use crate::ir::ops::Site;
 use crate::reader::Span;
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;

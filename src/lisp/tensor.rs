@@ -13,7 +13,7 @@ pub const PARALLEL_THRESHOLD: usize = 1 << 15;
 pub const MAX_ELEMENTS: usize = 1 << 32;
 
 /// The most axes a tensor may have (the tensor language's limit).
-pub use crate::egraph::tensor::shape::MAX_RANK;
+pub use crate::ir::shape::MAX_RANK;
 
 /// An error unless `rank` axes are within [`MAX_RANK`].
 pub fn check_rank(rank: usize) -> EvalResult<()> {

@@ -4,8 +4,8 @@
 //! measure the peak memory.
 
 use super::{FusedGroup, Instruction, Kernel, Slot, Tape, TapeStats};
-use crate::egraph::tensor::shape::numel;
-use crate::egraph::tensor::{Shape, TNode, TOp};
+use crate::ir::shape::numel;
+use crate::ir::{Shape, TNode, TOp};
 use egg::{Id, RecExpr};
 use smallvec::SmallVec;
 use std::collections::BTreeMap;
@@ -33,7 +33,7 @@ pub fn compile(
         (program, shapes, roots)
     };
     let nodes = program.as_ref();
-    let dtypes = crate::egraph::tensor::dtype::dtypes_of(nodes);
+    let dtypes = crate::ir::dtypes::dtypes_of(nodes);
     // An f32 product runs in f32 arithmetic on the CPU (each backend
     // gives f32 numbers): the rounding after it is the product itself.
     let single = |index: usize| {

@@ -12,9 +12,9 @@
 //! when its size allows, and turns a panic of that crate into an error.
 
 use super::{Kernel, Tape};
-use crate::egraph::tensor::scan::Scan;
-use crate::egraph::tensor::shape::show;
-use crate::egraph::tensor::{Shape, TNode, TOp};
+use crate::ir::scan::Scan;
+use crate::ir::shape::show;
+use crate::ir::{Shape, TNode, TOp};
 use egg::Id;
 use rustc_hash::FxHashMap;
 use std::fmt::Write as _;
@@ -402,7 +402,7 @@ pub fn program_graph(
                     spec.steps_label(),
                     spec.strategy,
                     spec.body.nodes.len(),
-                    crate::egraph::tensor::loops::adjoint(spec).nodes.len(),
+                    crate::ad::loops::adjoint(spec).nodes.len(),
                     show(shape)
                 ),
             ),

@@ -6,9 +6,9 @@
 
 use super::Kernel;
 use super::compile::{Kernels, Registers, fused_kernel};
-use crate::egraph::language::Math;
-use crate::egraph::tensor::shape::numel;
-use crate::egraph::tensor::{ReduceOp, Shape, TOp};
+use crate::ir::math::language::Math;
+use crate::ir::shape::numel;
+use crate::ir::{ReduceOp, Shape, TOp};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 

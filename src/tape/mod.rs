@@ -22,7 +22,7 @@ mod storage;
 pub use compile::compile;
 pub use remat::compile_within;
 
-use crate::egraph::tensor::{Shape, TOp};
+use crate::ir::{Shape, TOp};
 use smallvec::SmallVec;
 
 /// A storage location of a tape; several values may use one slot in turn.

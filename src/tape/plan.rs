@@ -12,8 +12,8 @@
 
 use super::scan::LoopTapes;
 use super::{Kernel, Tape};
-use crate::egraph::tensor::scan::Strategy;
-use crate::egraph::tensor::shape::numel;
+use crate::ir::scan::Strategy;
+use crate::ir::shape::numel;
 
 /// What a tape will hold at its peak.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -78,7 +78,7 @@ fn f64_bytes(count: usize) -> usize {
 }
 
 /// Bytes of one value of each of `shapes`, at least one number each.
-fn shapes_bytes<'a>(shapes: impl IntoIterator<Item = &'a crate::egraph::tensor::Shape>) -> usize {
+fn shapes_bytes<'a>(shapes: impl IntoIterator<Item = &'a crate::ir::Shape>) -> usize {
     shapes.into_iter().fold(0usize, |sum, s| {
         sum.saturating_add(f64_bytes(numel(s).max(1)))
     })

@@ -9,8 +9,8 @@
 //! elements), and only small ones (a few rows onto many: a stencil's).
 
 use super::fuse::cheap_op;
-use crate::egraph::language::Constant;
-use crate::egraph::tensor::{Shape, TNode, TOp};
+use crate::ir::math::language::Constant;
+use crate::ir::{Shape, TNode, TOp};
 use egg::{Id, RecExpr};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;

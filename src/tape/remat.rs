@@ -7,8 +7,8 @@
 //! is left; the original tape is kept if the peak did not come down.
 
 use super::{Tape, compile};
-use crate::egraph::tensor::shape::numel;
-use crate::egraph::tensor::{Shape, TNode, TOp};
+use crate::ir::shape::numel;
+use crate::ir::{Shape, TNode, TOp};
 use egg::{Id, RecExpr};
 
 /// Rematerializations tried at most per tape.

@@ -21,8 +21,8 @@
 
 use super::Tape;
 use super::compile::compile;
-use crate::egraph::tensor::scan::Body;
-use crate::egraph::tensor::{Shape, TNode, TOp};
+use crate::ir::scan::Body;
+use crate::ir::{Shape, TNode, TOp};
 use egg::{Id, RecExpr};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
@@ -116,7 +116,7 @@ pub fn residuals(
     );
     // The reverse step, reading them as inputs.
     let mut nodes = adjoint.nodes.clone();
-    let dtypes = crate::egraph::tensor::dtype::dtypes_of(&nodes);
+    let dtypes = crate::ir::dtypes::dtypes_of(&nodes);
     for (j, &(a, _)) in kept.iter().enumerate() {
         nodes[a] = TNode {
             op: TOp::Input {
@@ -193,7 +193,7 @@ fn read_transposed(
 
 /// Whether the operation's two operands may be swapped.
 fn commutes(op: &TOp) -> bool {
-    use crate::egraph::language::Math;
+    use crate::ir::math::language::Math;
     matches!(
         op,
         TOp::Map(Math::Add(_) | Math::Mul(_) | Math::Min(_) | Math::Max(_))

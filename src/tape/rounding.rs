@@ -8,9 +8,9 @@
 //! which are compiled the same way.
 
 use crate::dtype::DType;
-use crate::egraph::language::Math;
-use crate::egraph::tensor::dtype::dtypes_of;
-use crate::egraph::tensor::{ReduceOp, Shape, TNode, TOp};
+use crate::ir::dtypes::dtypes_of;
+use crate::ir::math::language::Math;
+use crate::ir::{ReduceOp, Shape, TNode, TOp};
 use egg::{Id, RecExpr};
 use smallvec::SmallVec;
 
@@ -74,8 +74,8 @@ pub(super) fn inexact(op: &TOp) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::egraph::partials::PartialBuilder;
-    use crate::egraph::tensor::TensorGraph;
+    use crate::ir::TensorGraph;
+    use crate::ir::math::partials::PartialBuilder;
 
     #[test]
     fn f32_arithmetic_is_rounded_and_f64_is_not() {

@@ -4,7 +4,7 @@
 
 use super::checkpoint::{Schedule, schedule};
 use super::{Tape, compile};
-use crate::egraph::tensor::scan::{Body, Scan};
+use crate::ir::scan::{Body, Scan};
 use egg::RecExpr;
 use std::sync::OnceLock;
 
@@ -42,7 +42,7 @@ impl LoopTapes {
         let body = compile_body(&spec.body, &inputs);
         let mut adjoint_inputs = inputs.clone();
         adjoint_inputs.extend(spec.leaves.iter().chain(&spec.ys).cloned());
-        let adjoint_body = reverse.then(|| crate::egraph::tensor::loops::adjoint(spec));
+        let adjoint_body = reverse.then(|| crate::ad::loops::adjoint(spec));
         let adjoint = adjoint_body
             .as_ref()
             .map(|body| compile_body(body, &adjoint_inputs));
@@ -109,7 +109,7 @@ fn keep_products() -> bool {
     *KEEP.get_or_init(|| std::env::var("EPSILON_RESIDUALS").map_or(true, |v| v != "0"))
 }
 
-fn compile_body(body: &Body, inputs: &[crate::egraph::tensor::Shape]) -> Tape {
+fn compile_body(body: &Body, inputs: &[crate::ir::Shape]) -> Tape {
     let program = RecExpr::from(body.nodes.clone());
     compile(&program, &body.shapes, &body.roots, inputs)
 }

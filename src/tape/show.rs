@@ -2,7 +2,7 @@
 //! then the result's shape (and "in f32" for a value kept in f32 storage).
 
 use super::{Kernel, Tape};
-use crate::egraph::tensor::shape::show;
+use crate::ir::shape::show;
 use std::fmt;
 
 impl fmt::Display for Kernel {

@@ -16,7 +16,7 @@ use super::Kernel;
 use super::compile::Kernels;
 use super::rounding::inexact;
 use crate::dtype::DType;
-use crate::egraph::tensor::{Shape, TNode, TOp};
+use crate::ir::{Shape, TNode, TOp};
 use smallvec::SmallVec;
 
 /// Per node: whether its value is kept in f32 storage.
@@ -88,9 +88,9 @@ fn f32_number(nodes: &[TNode], dtypes: &[DType], index: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use crate::dtype::DType;
-    use crate::egraph::language::Math;
-    use crate::egraph::partials::PartialBuilder;
-    use crate::egraph::tensor::{Shape, TOp, TensorGraph};
+    use crate::ir::math::language::Math;
+    use crate::ir::math::partials::PartialBuilder;
+    use crate::ir::{Shape, TOp, TensorGraph};
     use crate::tape::{Kernel, Tape};
     use egg::{Id, RecExpr};
     use smallvec::SmallVec;

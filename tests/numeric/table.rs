@@ -1,4 +1,4 @@
-//! The operations of the table (`epsilon::ops`: indexing, sequences,
+//! The operations of the table (`epsilon::ir::ops`: indexing, sequences,
 //! linear algebra), each checked at random points (proptest) by one
 //! harness, `check_table`:
 //!

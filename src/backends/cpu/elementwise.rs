@@ -6,8 +6,8 @@
 use super::execute::Val;
 use super::native_task::{Kernels, NativeTask};
 use super::sources::{self, Source};
-use crate::egraph::language::Math;
-use crate::egraph::tensor::TOp;
+use crate::ir::TOp;
+use crate::ir::math::language::Math;
 use crate::scalar;
 use crate::tape::FusedGroup;
 use ndarray::{ArrayD, IxDyn};

@@ -9,7 +9,7 @@ use super::matmul::{Factor, matmul, product_single};
 use super::storage::{PROBED_LENGTH, allow_pool, recycle, reserve};
 use super::structural::structural;
 use crate::backends::BackendError;
-use crate::egraph::tensor::{Shape, TOp};
+use crate::ir::{Shape, TOp};
 use crate::tape::scan::LoopTapes;
 use crate::tape::{FusedGroup, Instruction, Kernel, Tape};
 use ndarray::{ArrayD, ArrayViewD, Axis, CowArray, IxDyn, Slice};
@@ -681,7 +681,7 @@ fn check_room(instruction: &Instruction, n: usize) -> Result<(), BackendError> {
         };
         format!(
             "the result of {what} of shape {}",
-            crate::egraph::tensor::shape::show(&instruction.shape)
+            crate::ir::shape::show(&instruction.shape)
         )
     })
     .map(drop)

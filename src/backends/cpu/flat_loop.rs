@@ -18,7 +18,7 @@ use super::planned::{self, Plan};
 use super::storage::reserve;
 use super::{cancel, measure};
 use crate::backends::BackendError;
-use crate::egraph::tensor::Shape;
+use crate::ir::Shape;
 use crate::tape::checkpoint::{Action, Reversal, reverse_with};
 use crate::tape::scan::LoopTapes;
 use ndarray::{ArrayD, IxDyn};

@@ -26,9 +26,9 @@ use super::native;
 use super::reduce::reduce_middle;
 use super::storage::Recurring;
 use crate::backends::BackendError;
-use crate::egraph::tensor::movement::Movement;
-use crate::egraph::tensor::op::{ReduceOp, Shape, TOp};
-use crate::ops::reduction::logsumexp_into;
+use crate::ir::movement::Movement;
+use crate::ir::op::{ReduceOp, Shape, TOp};
+use crate::ir::ops::reduction::logsumexp_into;
 use crate::tape::{FusedGroup, Kernel, Tape};
 use ndarray::{ArrayD, IxDyn};
 use smallvec::SmallVec;
@@ -1079,7 +1079,7 @@ impl Planner {
                 self.steps.push(step);
                 Some(self.computed(out, shape))
             }
-            Kernel::Op(general @ TOp::Op(crate::ops::Op::LogSumExp(lse))) => {
+            Kernel::Op(general @ TOp::Op(crate::ir::ops::Op::LogSumExp(lse))) => {
                 let input = &args[0].shape;
                 let (first, last) = (*lse.axes.first()? as usize, *lse.axes.last()? as usize);
                 if last - first + 1 != lse.axes.len() {

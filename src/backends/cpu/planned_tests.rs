@@ -4,9 +4,9 @@
 
 use super::super::execute::{Buf, run};
 use super::Plan;
-use crate::egraph::language::Math;
-use crate::egraph::tensor::TensorGraph;
-use crate::egraph::tensor::op::{ReduceOp, TOp};
+use crate::ir::TensorGraph;
+use crate::ir::math::language::Math;
+use crate::ir::op::{ReduceOp, TOp};
 use crate::tape::compile::compile;
 use egg::{Id, RecExpr};
 use ndarray::{ArrayD, IxDyn};
@@ -157,8 +157,8 @@ fn views_and_movements_agree_with_the_executor() {
     );
     let product = op(&mut g, TOp::MatMul, &[a, t]);
     let lse = |axes: &[u8]| {
-        TOp::Op(crate::ops::Op::LogSumExp(
-            crate::ops::reduction::LogSumExp {
+        TOp::Op(crate::ir::ops::Op::LogSumExp(
+            crate::ir::ops::reduction::LogSumExp {
                 axes: smallvec::SmallVec::from_slice(axes),
             },
         ))
@@ -289,8 +289,8 @@ fn reductions_over_scattered_axes_and_stacked_products_take_the_general_path() {
     );
     let lse = op(
         &mut g,
-        TOp::Op(crate::ops::Op::LogSumExp(
-            crate::ops::reduction::LogSumExp {
+        TOp::Op(crate::ir::ops::Op::LogSumExp(
+            crate::ir::ops::reduction::LogSumExp {
                 axes: smallvec::SmallVec::from_slice(&[0, 2]),
             },
         )),

@@ -21,7 +21,7 @@
 //!
 //! This module knows arrays and `ReduceOp`, nothing of tapes.
 
-use crate::egraph::tensor::ReduceOp;
+use crate::ir::ReduceOp;
 use crate::scalar;
 use crate::simd::row_folds;
 use ndarray::{ArrayD, ArrayViewD, IxDyn};

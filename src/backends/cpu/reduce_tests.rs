@@ -4,7 +4,7 @@
 //! and parallel paths; the same bits on one thread as on many.
 
 use super::reduce;
-use crate::egraph::tensor::ReduceOp;
+use crate::ir::ReduceOp;
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn, Slice};
 use proptest::prelude::*;
 

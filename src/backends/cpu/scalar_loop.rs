@@ -9,7 +9,7 @@ use super::elementwise::apply_chunk;
 use super::storage::reserve;
 use super::{cancel, measure, native};
 use crate::backends::BackendError;
-use crate::egraph::tensor::TOp;
+use crate::ir::TOp;
 use crate::tape::checkpoint::{Action, Steps, Strategy};
 use crate::tape::scan::LoopTapes;
 use crate::tape::{FusedGroup, Kernel as TapeKernel, Tape};
@@ -435,7 +435,7 @@ impl Program {
 /// A scalar constant as a step of a register program.
 fn op_constant(op: &TOp) -> TOp {
     match op {
-        TOp::Scalar(c) => TOp::Map(crate::egraph::language::Math::Num(*c)),
+        TOp::Scalar(c) => TOp::Map(crate::ir::math::language::Math::Num(*c)),
         other => other.clone(),
     }
 }

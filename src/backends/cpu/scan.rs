@@ -410,7 +410,7 @@ fn numbers(args: &[Buf]) -> Option<Vec<f64>> {
 
 /// The sequences a loop scans, each with the shape of one step's slice.
 struct Sequences {
-    rows: Vec<(Rc<ArrayD<f64>>, crate::egraph::tensor::Shape)>,
+    rows: Vec<(Rc<ArrayD<f64>>, crate::ir::Shape)>,
     /// Per sequence, the arrays its rows were given in.
     given: std::cell::RefCell<Vec<Recurring>>,
 }
@@ -486,7 +486,7 @@ struct Stacked {
 
 impl Stacked {
     /// Zeros for `n` steps of each of `shapes`.
-    fn new(n: usize, shapes: &[crate::egraph::tensor::Shape]) -> Result<Stacked, BackendError> {
+    fn new(n: usize, shapes: &[crate::ir::Shape]) -> Result<Stacked, BackendError> {
         let mut data = Vec::with_capacity(shapes.len());
         let mut lens = Vec::with_capacity(shapes.len());
         for shape in shapes {
@@ -520,7 +520,7 @@ impl Stacked {
     }
 
     /// The stacked parts as arrays of `n` rows.
-    fn finish(self, spec: &crate::egraph::tensor::scan::ScanSpec) -> Vec<Buf> {
+    fn finish(self, spec: &crate::ir::scan::ScanSpec) -> Vec<Buf> {
         self.data
             .into_iter()
             .zip(&self.lens)
@@ -649,7 +649,7 @@ fn flat(parts: &[Buf]) -> Buf {
 /// A packed value split into parts of these shapes.
 /// A packed value (a loop's result, or a cotangent of one) split into
 /// parts of these shapes (a value of one part's shape is that part).
-pub fn unpack(packed: &Buf, shapes: &[crate::egraph::tensor::Shape]) -> Vec<Buf> {
+pub fn unpack(packed: &Buf, shapes: &[crate::ir::Shape]) -> Vec<Buf> {
     if let [shape] = shapes
         && packed.shape() == &shape[..]
     {

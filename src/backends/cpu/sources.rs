@@ -504,7 +504,7 @@ pub fn cyclic_position(n: usize, shift: usize, at: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::egraph::tensor::Shape;
+    use crate::ir::Shape;
     use ndarray::{Array, IxDyn};
     use std::rc::Rc;
 

@@ -3,10 +3,11 @@
 //! them as f64, forward and reverse, natively and interpreted.
 
 use super::execute::{Buf, run};
+use crate::ad::reverse;
 use crate::dtype::DType;
-use crate::egraph::language::Math;
-use crate::egraph::partials::PartialBuilder;
-use crate::egraph::tensor::{Shape, TOp, TensorGraph, reverse};
+use crate::ir::math::language::Math;
+use crate::ir::math::partials::PartialBuilder;
+use crate::ir::{Shape, TOp, TensorGraph};
 use crate::tape::Tape;
 use egg::{Id, RecExpr};
 use ndarray::{ArrayD, IxDyn};

@@ -11,9 +11,9 @@
 //! program costs one pass over the trace (the operations it reaches, in
 //! order, renumbered), and a gradient costs two passes over it: values
 //! forward, cotangents backward, with each operator's local partial
-//! derivatives taken from the one table of them (`egraph::partials`,
+//! derivatives taken from the one table of them (`ir::math::partials`,
 //! evaluated on numbers by [`Numbers`]) and its value from the one
-//! evaluator of scalar operators (`egraph::eval::apply_op`). Nothing is
+//! evaluator of scalar operators (`ir::math::eval::apply_op`). Nothing is
 //! hashed or allocated per operation beyond the step itself.
 //!
 //! [`StraightLine::build`] says whether a program qualifies: what the
@@ -23,13 +23,13 @@
 
 use super::Buf;
 use crate::dtype::DType;
-use crate::egraph::eval::apply_op;
-use crate::egraph::functions::NO_FUNCTIONS;
-use crate::egraph::language::Math;
-use crate::egraph::partials::{PartialBuilder, local_partials};
-use crate::egraph::tensor::TOp;
-use crate::egraph::tensor::TensorGraph;
-use crate::egraph::tensor::flat::{FLAT_BASE, FlatScalars, is_flat};
+use crate::ir::TOp;
+use crate::ir::TensorGraph;
+use crate::ir::flat::{FLAT_BASE, FlatScalars, is_flat};
+use crate::ir::math::eval::apply_op;
+use crate::ir::math::functions::NO_FUNCTIONS;
+use crate::ir::math::language::Math;
+use crate::ir::math::partials::{PartialBuilder, local_partials};
 use egg::{Id, Language};
 use smallvec::SmallVec;
 

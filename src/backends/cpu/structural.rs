@@ -3,7 +3,7 @@
 //! broadcasts (`broadcast`) and matrix products (`matmul`) in their own
 //! files.
 
-use crate::egraph::tensor::TOp;
+use crate::ir::TOp;
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn, Slice};
 
 /// Runs a non-elementwise tensor operation.

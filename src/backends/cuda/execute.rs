@@ -13,7 +13,7 @@ use super::scan;
 use super::single;
 use crate::backends::BackendError;
 use crate::backends::cpu::{apply_chunk, measure};
-use crate::egraph::tensor::TOp;
+use crate::ir::TOp;
 use crate::tape::scan::LoopTapes;
 use crate::tape::{FusedGroup, Kernel, Tape};
 use smallvec::SmallVec;
@@ -238,7 +238,7 @@ fn operation<M: Machine>(
 /// back).
 fn table_operation<M: Machine>(
     machine: &M,
-    op: &crate::ops::Op,
+    op: &crate::ir::ops::Op,
     args: &[&Datum<M::Mem>],
     shape: &[usize],
 ) -> Result<Datum<M::Mem>, BackendError> {

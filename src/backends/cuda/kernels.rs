@@ -26,8 +26,8 @@
 //! written into the source ([`Access`]); kernels are meant to be cached by
 //! their source text.
 
-use crate::egraph::language::Math;
-use crate::egraph::tensor::{CmpOp, RoundOp, TOp};
+use crate::ir::math::language::Math;
+use crate::ir::{CmpOp, RoundOp, TOp};
 use crate::tape::FusedGroup;
 use std::fmt::Write as _;
 

@@ -9,7 +9,7 @@
 use super::kernels::{Access, F32Storage, KernelError, PRELUDE, group_kernel_stored};
 use super::reduce::{self, arg_extreme_kernel, reduction_kernel};
 use super::structural::index_kernel_stored;
-use crate::egraph::tensor::{ReduceOp, TOp};
+use crate::ir::{ReduceOp, TOp};
 use crate::tape::FusedGroup;
 use smallvec::{SmallVec, smallvec};
 use std::hash::{Hash, Hasher};
@@ -160,9 +160,9 @@ pub fn fill(shape: &[usize]) -> Launch {
     group(&copy, shape, &[Access::Uniform]).expect("a copy has one operand")
 }
 
-/// The CUDA kernel of an operation of the table (`crate::ops`): one
+/// The CUDA kernel of an operation of the table (`crate::ir::ops`): one
 /// thread per element of its work, in a grid-stride loop.
-pub fn table(kernel: &crate::ops::CudaKernel) -> Launch {
+pub fn table(kernel: &crate::ir::ops::CudaKernel) -> Launch {
     let source = format!("{PRELUDE}{}", kernel.source);
     Launch::new(
         kernel.name,

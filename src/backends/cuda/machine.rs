@@ -5,7 +5,7 @@
 
 use super::launch::{GemmCall, Launch};
 use crate::backends::BackendError;
-use crate::egraph::tensor::Shape;
+use crate::ir::Shape;
 use std::rc::Rc;
 
 /// A kernel parameter.

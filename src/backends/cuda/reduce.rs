@@ -10,7 +10,7 @@
 //! divisions and remainders.
 
 use super::kernels::PRELUDE;
-use crate::egraph::tensor::ReduceOp;
+use crate::ir::ReduceOp;
 use std::fmt::Write as _;
 
 /// Threads per block the kernels are written for (a multiple of 32, at

@@ -12,7 +12,7 @@
 use super::launch;
 use super::machine::{Arg, Datum, Machine, release};
 use crate::backends::BackendError;
-use crate::egraph::tensor::TOp;
+use crate::ir::TOp;
 use crate::tape::Kernel;
 
 /// Slots holding `len` f32 numbers.

@@ -221,8 +221,8 @@ pub fn prelude() -> &'static str {
 }
 
 /// Whether a kernel calling `math` needs the prelude.
-pub fn needs_prelude(math: &crate::egraph::language::Math) -> bool {
-    use crate::egraph::language::Math;
+pub fn needs_prelude(math: &crate::ir::math::language::Math) -> bool {
+    use crate::ir::math::language::Math;
     matches!(
         math,
         Math::Lgamma(_) | Math::Digamma(_) | Math::Polygamma(_) | Math::Erf(_) | Math::Erfc(_)

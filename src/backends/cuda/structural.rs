@@ -5,7 +5,7 @@
 //! Shapes are written into the source, as in `kernels`.
 
 use super::kernels::PRELUDE;
-use crate::egraph::tensor::TOp;
+use crate::ir::TOp;
 use std::fmt::Write as _;
 
 /// Row-major strides of `shape`, in elements.

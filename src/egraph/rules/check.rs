@@ -3,8 +3,8 @@
 //! identities; the built-in rules have their own, stricter test
 //! (`tests/rules.rs`).
 
-use crate::egraph::eval::evaluate;
-use crate::egraph::language::Math;
+use crate::ir::math::eval::evaluate;
+use crate::ir::math::language::Math;
 use egg::{ENodeOrVar, Id, Pattern, RecExpr, Symbol};
 
 /// A pattern as an expression whose pattern variables are variables named

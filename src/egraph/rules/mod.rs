@@ -14,7 +14,7 @@ mod special;
 mod trig;
 
 use super::analysis::{Facts, FactsAnalysis, MathGraph, Signs};
-use super::language::{Constant, Math};
+use crate::ir::math::language::{Constant, Math};
 use egg::{Id, Rewrite, Subst, Var};
 use std::sync::LazyLock;
 

@@ -2,10 +2,10 @@
 //! one shape; scalar constants fold) and parsing of rule patterns, where
 //! scalar operators name their elementwise form (`(* ?a 1)`).
 
-use super::op::{Shape, TNode, TOp, map_op};
-use super::shape::infer;
-use crate::egraph::eval::apply_op;
-use crate::egraph::language::{Constant, Math};
+use crate::ir::math::eval::apply_op;
+use crate::ir::math::language::{Constant, Math};
+use crate::ir::op::{Shape, TNode, TOp, map_op};
+use crate::ir::shape::infer;
 use egg::{Analysis, DidMerge, EGraph, FromOp, Id, Language};
 use smallvec::SmallVec;
 

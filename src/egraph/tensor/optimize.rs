@@ -9,14 +9,14 @@
 //! they get, so a long traced loop compiles in time linear in its length.
 
 use super::egraph::{Shapes, TensorEGraph, node_shape, operand_shapes};
-use super::op::{Shape, TNode, TOp};
 use super::rules::tensor_rules;
-use super::scan::Body;
-pub use super::scan::TensorLimits;
-use super::shape::{infer, numel};
 use crate::egraph::extract::{NodeCost, extract_by};
-use crate::egraph::language::Math;
 use crate::egraph::simplify::{Level, Stop};
+use crate::ir::math::language::Math;
+use crate::ir::op::{Shape, TNode, TOp};
+use crate::ir::scan::Body;
+pub use crate::ir::scan::TensorLimits;
+use crate::ir::shape::{infer, numel};
 use egg::{BackoffScheduler, Id, Language, RecExpr, Runner, StopReason};
 use smallvec::SmallVec;
 use std::time::{Duration, Instant};

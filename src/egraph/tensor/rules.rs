@@ -8,8 +8,8 @@
 //! `x` to a larger shape.
 
 use super::egraph::{Shapes, TensorEGraph};
-use super::op::{Shape, TNode};
-use super::shape::infer;
+use crate::ir::op::{Shape, TNode};
+use crate::ir::shape::infer;
 use egg::{Applier, ENodeOrVar, Id, Pattern, PatternAst, Rewrite, Subst, Symbol};
 use smallvec::SmallVec;
 use std::sync::OnceLock;

@@ -9,7 +9,7 @@
 //! back through the hoisted computation.
 
 use super::scan::Origin;
-use crate::egraph::tensor::{Shape, TNode, TOp};
+use crate::ir::{Shape, TNode, TOp};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::trace::{TraceRef, buf_to_value, node_of, traced};
 use egg::Id;
@@ -80,7 +80,7 @@ pub(super) fn hoist_invariants(
         outside[i] = Some(id);
     }
     let mut body = nodes.to_vec();
-    let dtypes = crate::egraph::tensor::dtype::dtypes_of(nodes);
+    let dtypes = crate::ir::dtypes::dtypes_of(nodes);
     for &i in &hoisted {
         let index = (first_capture + captures.len()) as u32;
         let value = traced(outer, outside[i].expect("built above"));

@@ -23,14 +23,15 @@ use super::error::{EvalError, EvalResult};
 use super::interp::Interp;
 use super::trace::{Trace, TraceRef, node_of, traced};
 use super::value::Value;
+use crate::ad::reverse::{Modes, refusal};
+use crate::ad::{jvp, vjp};
 use crate::backends::cpu::cancel::with_cancel;
 use crate::backends::cpu::straight::{StraightError, StraightLine};
 use crate::egraph::tensor::optimize::{
     MAX_TENSOR_SATURATION_NODES, Optimized, TensorLimits, TensorReport, optimize,
 };
-use crate::egraph::tensor::reverse::{Modes, refusal};
-use crate::egraph::tensor::shape::show;
-use crate::egraph::tensor::{Shape, TNode, TOp, TensorGraph, jvp, vjp};
+use crate::ir::shape::show;
+use crate::ir::{Shape, TNode, TOp, TensorGraph};
 use crate::tape::dot::Names;
 use crate::tape::{Tape, compile, compile_within};
 use egg::Id;
@@ -95,7 +96,7 @@ struct SparsityEntry {
     output: Id,
     wrt: Vec<u32>,
     kind: SparseKind,
-    compression: Rc<crate::sparse::Compression>,
+    compression: Rc<crate::ad::sparse::Compression>,
 }
 
 /// Sparsity entries kept (the oldest dropped first).
@@ -315,7 +316,7 @@ pub fn derivative_sparsity(
     args: &[Value],
     kind: SparseKind,
     max_nnz: usize,
-) -> EvalResult<Rc<crate::sparse::Compression>> {
+) -> EvalResult<Rc<crate::ad::sparse::Compression>> {
     let form = kind.form();
     if interp.numeric.trace.is_some() {
         return Err(EvalError::type_error(format!(
@@ -372,7 +373,7 @@ pub fn derivative_sparsity(
             vjp(&mut trace.graph, &[(output, one)], &[x])[0]
         }
     };
-    let pattern = crate::sparse::jacobian_pattern(
+    let pattern = crate::ad::sparse::jacobian_pattern(
         trace.graph.nodes(),
         trace.graph.shapes(),
         of,
@@ -381,8 +382,8 @@ pub fn derivative_sparsity(
     )
     .map_err(|message| EvalError::range(format!("{form}: {message}")))?;
     let compression = Rc::new(match kind {
-        SparseKind::Jacobian => crate::sparse::Compression::jacobian(pattern),
-        SparseKind::Hessian => crate::sparse::Compression::hessian(&pattern)
+        SparseKind::Jacobian => crate::ad::sparse::Compression::jacobian(pattern),
+        SparseKind::Hessian => crate::ad::sparse::Compression::hessian(&pattern)
             .expect("a gradient has x's shape, so its pattern is square"),
     });
     let cache = &mut interp.numeric.sparsity;

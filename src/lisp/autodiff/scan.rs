@@ -1,5 +1,5 @@
 //! `(scan step init n)`: the step is traced once, on placeholder states,
-//! into a body program (`egraph::tensor::scan`), optimized once and
+//! into a body program (`ir::scan`), optimized once and
 //! compiled once; the loop then runs the compiled body `n` times.
 //!
 //! Inside a traced function the loop is one node of the enclosing program,
@@ -15,9 +15,9 @@ use crate::backends::cpu::{Buf, run_loop};
 use crate::dtype::DType;
 use crate::egraph::tensor::optimize::TensorLimits;
 use crate::egraph::tensor::optimize::optimize_body;
-use crate::egraph::tensor::scan::{Body, ScanSpec, Strategy};
-use crate::egraph::tensor::shape::show;
-use crate::egraph::tensor::{Shape, TNode, TOp};
+use crate::ir::scan::{Body, ScanSpec, Strategy};
+use crate::ir::shape::show;
+use crate::ir::{Shape, TNode, TOp};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::trace::{
@@ -128,7 +128,7 @@ pub fn scan(
     // A number in the state that the step makes f32 or f64 is a value of
     // that type from the start (JAX promotes weak carries the same way):
     // the step is traced again with it so.
-    let made = crate::egraph::tensor::dtype::dtypes_of(&traced.nodes);
+    let made = crate::ir::dtypes::dtypes_of(&traced.nodes);
     let mut promoted = false;
     for k in 0..leaves.len() {
         let next = made[usize::from(traced.roots[k])];

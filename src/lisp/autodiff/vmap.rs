@@ -1,20 +1,20 @@
 //! `vmap` on Lisp functions: the function traced once on one example's
 //! shapes (a body trace, like a loop step's, that captures the enclosing
 //! trace's values), then its program rewritten over the batch by
-//! `crate::vmap` into the enclosing trace. At top level the call is itself
+//! `crate::ad::vmap` into the enclosing trace. At top level the call is itself
 //! traced (and replayed by argument signature, as `jit` is), so a vmapped
 //! function is one compiled program; inside `grad`, `jit`, a loop's step
 //! or another `vmap` its batched nodes join the program being traced.
 
 use super::scan::{Origin, captured, leaf_shape, zeros};
 use super::tree::{Tree, flatten, rebuild_in_order};
-use crate::egraph::tensor::Shape;
-use crate::egraph::tensor::shape::show;
+use crate::ad::vmap::{Batched, batch_axis_first, batch_program, move_batch_axis, with_batch};
+use crate::ir::Shape;
+use crate::ir::shape::show;
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::trace::{Trace, TraceRef, node_of, traced};
 use crate::lisp::value::Value;
-use crate::vmap::{Batched, batch_axis_first, batch_program, move_batch_axis, with_batch};
 use egg::Id;
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -1,19 +1,19 @@
 //! Tensor operations applied to Lisp values, the one way the built-ins of
-//! the operation table (`crate::ops`) compute: inside a traced function,
+//! the operation table (`crate::ir::ops`) compute: inside a traced function,
 //! when an operand is traced, the operation is recorded; otherwise it runs
 //! at once on the CPU with the same kernel a tape would use. A built-in is
 //! therefore written once, as operations over its arguments, and works
 //! the same eagerly, under `grad`, `jvp`, `jit` and in `scan` bodies.
 
 use crate::backends::cpu::{Buf, eval_op};
-use crate::egraph::tensor::shape::infer;
-use crate::egraph::tensor::{Shape, TOp};
+use crate::ir::ops::{Op, Site};
+use crate::ir::shape::infer;
+use crate::ir::{Shape, TOp};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::tensor::check_allocation;
 use crate::lisp::trace::{TraceRef, buf_to_value, node_of, traced, value_to_buf};
 use crate::lisp::value::Value;
-use crate::ops::{Op, Site};
 use crate::reader::Span;
 use smallvec::SmallVec;
 use std::rc::Rc;

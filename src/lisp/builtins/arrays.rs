@@ -6,15 +6,15 @@
 use super::apply::Apply;
 use super::indexing::axis_option;
 use super::{builtin, with_options};
-use crate::egraph::tensor::{Shape, TOp};
+use crate::ir::ops::Op;
+use crate::ir::ops::linalg::{Diag, Diagonal, Triangle};
+use crate::ir::ops::sequence::{Flip, Recurrence};
+use crate::ir::{Shape, TOp};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::tensor::format_shape;
 use crate::lisp::value::Value;
-use crate::ops::Op;
-use crate::ops::linalg::{Diag, Diagonal, Triangle};
-use crate::ops::sequence::{Flip, Recurrence};
 
 /// The diagonal offset argument `k` (default 0).
 fn offset(args: &Args, at: usize) -> EvalResult<i64> {

@@ -6,7 +6,7 @@
 use super::{builtin, with_options};
 use crate::backends::cpu::Buf;
 use crate::egraph::Stop;
-use crate::egraph::tensor::scan::Strategy;
+use crate::ir::scan::Strategy;
 use crate::lisp::autodiff::scan::Steps;
 use crate::lisp::autodiff::tree::{flatten, rebuild_in_order};
 use crate::lisp::autodiff::{self, Outcome, Request};

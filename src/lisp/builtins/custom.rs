@@ -14,8 +14,8 @@
 //!   body are the definition converted to formulas (`SymbolicState`).
 
 use super::builtin;
-use crate::egraph::functions::{MAX_RULE_DEPTH, UserFunction};
-use crate::egraph::tensor::TOp;
+use crate::ir::TOp;
+use crate::ir::math::functions::{MAX_RULE_DEPTH, UserFunction};
 use crate::lisp::analyze::SPECIAL_FORMS;
 use crate::lisp::error::{EvalError, EvalErrorKind, EvalResult};
 use crate::lisp::interp::Interp;

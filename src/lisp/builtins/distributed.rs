@@ -1,6 +1,6 @@
 //! The distributed built-ins of SPEC section 7 ("Distributed"): the rank
 //! and the number of ranks, and the collectives of the operation table
-//! (`crate::ops::collective`) over Lisp values, so they work eagerly and
+//! (`crate::ir::ops::collective`) over Lisp values, so they work eagerly and
 //! inside `grad`, `jit` and `scan` alike. In a build without the cargo
 //! feature `mpi`, each is an error saying how to build with it.
 
@@ -8,12 +8,12 @@ use super::apply::Apply;
 use super::indexing::axis_option;
 use super::{builtin, with_options};
 use crate::distributed::{self, Reduction};
+use crate::ir::ops::Op;
+use crate::ir::ops::collective::{Allgather, Allreduce, Halo, HaloExchange, Stacking};
 use crate::lisp::error::{EvalError, EvalErrorKind, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::value::Value;
-use crate::ops::Op;
-use crate::ops::collective::{Allgather, Allreduce, Halo, HaloExchange, Stacking};
 
 /// An error of the distributed layer (MPI missing from the build, or
 /// finalized).

@@ -1,17 +1,17 @@
 //! `(einsum "ij,jk->ik" a b ...)`: the subscripts are planned by
-//! `crate::ops::einsum` into transposes, reshapes, sums, diagonals and
+//! `crate::ir::ops::einsum` into transposes, reshapes, sums, diagonals and
 //! (batched) matrix products, and the plan is run here over the operands
 //! with `Apply`, so it is recorded inside traced functions and computed at
 //! once otherwise, and differentiates through those operations' rules.
 
 use super::apply::Apply;
 use super::builtin;
-use crate::egraph::tensor::Shape;
+use crate::ir::Shape;
+use crate::ir::ops::einsum::plan;
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::value::Value;
-use crate::ops::einsum::plan;
 
 fn einsum(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let subscripts = match &args[0] {

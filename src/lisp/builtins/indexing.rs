@@ -1,20 +1,20 @@
 //! Indexing with integer tensors (SPEC section 7, "Indexing and arrays"):
 //! `gather`, `scatter-add`, `index-set`, `take-along`. Each is one
-//! operation of the table (`crate::ops::indexing`, `crate::ops::along`),
+//! operation of the table (`crate::ir::ops::indexing`, `crate::ir::ops::along`),
 //! recorded inside traced functions and computed at once otherwise
 //! (`apply`).
 
 use super::apply::Apply;
 use super::{builtin, with_options};
-use crate::egraph::tensor::{Shape, TOp};
+use crate::ir::ops::Op;
+use crate::ir::ops::along::TakeAlong;
+use crate::ir::ops::indexing::{Gather, IndexSet, ScatterAdd, check_positions, positions};
+use crate::ir::{Shape, TOp};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::tensor::{format_shape, normalize_axis};
 use crate::lisp::value::Value;
-use crate::ops::Op;
-use crate::ops::along::TakeAlong;
-use crate::ops::indexing::{Gather, IndexSet, ScatterAdd, check_positions, positions};
 
 /// The `:axis` option (default `default`; negative counts from the end).
 pub(crate) fn axis_option(args: &Args, rank: usize, default: i64) -> EvalResult<usize> {
@@ -126,9 +126,7 @@ pub(crate) fn slice_traced(interp: &mut Interp, args: &Args) -> EvalResult<Value
     })?;
     let offsets: Vec<f64> = (0..length).map(|k| k as f64).collect();
     let offsets = Value::tensor(ndarray::Array1::from(offsets).into_dyn());
-    let plus = crate::egraph::tensor::op::map_op(&crate::egraph::language::Math::Add(
-        [egg::Id::from(0); 2],
-    ));
+    let plus = crate::ir::op::map_op(&crate::ir::math::language::Math::Add([egg::Id::from(0); 2]));
     let idx = apply.op(plus, &[start, &offsets])?;
     let op = Gather {
         axis: axis as u8,
@@ -145,7 +143,7 @@ fn length_after(interp: &Interp, start: &Value, end: &Value) -> Option<usize> {
     let end = crate::lisp::trace::node_of(trace, end).ok()?;
     let t = trace.borrow();
     let node = t.graph.node(end);
-    let TOp::Map(crate::egraph::language::Math::Add(_)) = node.op else {
+    let TOp::Map(crate::ir::math::language::Math::Add(_)) = node.op else {
         return None;
     };
     let offset = match node.children[..] {
@@ -171,7 +169,7 @@ fn updates(
     if given == selected {
         return Ok(values.clone());
     }
-    if !crate::egraph::tensor::shape::broadcasts_to(&given, &selected) {
+    if !crate::ir::shape::broadcasts_to(&given, &selected) {
         return Err(EvalError::shape(format!(
             "the values have shape {}, the positions select {} from a tensor of shape {}",
             format_shape(&given),

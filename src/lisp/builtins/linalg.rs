@@ -1,6 +1,6 @@
 //! Dense linear algebra (SPEC section 7, "Linear algebra"), batched over
 //! leading axes: each function is an operation of the table
-//! (`crate::ops::linalg`) or a composition of them, so it is
+//! (`crate::ir::ops::linalg`) or a composition of them, so it is
 //! differentiable in both modes and works in `jit` and `scan` bodies.
 //!
 //! A right-hand side is a vector when it has one axis (NumPy 2's rule);
@@ -13,16 +13,16 @@
 use super::apply::Apply;
 use super::arrays::matrix_shape;
 use super::{builtin, with_options};
-use crate::egraph::tensor::{Shape, TOp};
+use crate::ir::ops::Op;
+use crate::ir::ops::linalg::{
+    Cholesky, Det, Eigh, FullRank, MatrixExp, Qr, Slogdet, Solve, Svd, TriangularSolve,
+};
+use crate::ir::{Shape, TOp};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::tensor::format_shape;
 use crate::lisp::value::Value;
-use crate::ops::Op;
-use crate::ops::linalg::{
-    Cholesky, Det, Eigh, FullRank, MatrixExp, Qr, Slogdet, Solve, Svd, TriangularSolve,
-};
 use smallvec::SmallVec;
 use std::rc::Rc;
 

@@ -10,10 +10,10 @@
 use super::apply::Apply;
 use super::reduce::{keepdims, reduced_axes};
 use super::{builtin, with_options};
-use crate::egraph::language::Math;
-use crate::egraph::tensor::op::map_op;
-use crate::egraph::tensor::shape::broadcast;
-use crate::egraph::tensor::{CmpOp, ReduceOp, TOp};
+use crate::ir::math::language::Math;
+use crate::ir::op::map_op;
+use crate::ir::shape::broadcast;
+use crate::ir::{CmpOp, ReduceOp, TOp};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};

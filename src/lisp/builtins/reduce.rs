@@ -6,14 +6,14 @@
 use super::numeric::binary;
 use super::{builtin, with_options};
 use crate::backends::cpu::reduce;
-use crate::egraph::tensor::ReduceOp;
+use crate::ir::ReduceOp;
+use crate::ir::ops::Op;
+use crate::ir::ops::reduction::LogSumExp;
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::tensor::{format_shape, normalize_axis, to_value};
 use crate::lisp::value::Value;
-use crate::ops::Op;
-use crate::ops::reduction::LogSumExp;
 use crate::scalar::{nan_max, nan_min};
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMut1, Axis, IxDyn};
 

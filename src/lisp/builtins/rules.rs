@@ -4,7 +4,7 @@
 //!
 //! - outside a trace the function is its body;
 //! - inside a traced function a call records one `TOp::Custom` node
-//!   (`egraph::tensor::custom`): the body's value on the arguments with
+//!   (`ir::custom`): the body's value on the arguments with
 //!   their gradients stopped, the arguments, and the rule traced on
 //!   placeholders (a pullback on a placeholder cotangent, a pushforward on
 //!   placeholder tangents). The sweeps instantiate the rule with the real
@@ -17,10 +17,10 @@
 
 use super::custom::DepthGuard;
 use super::{builtin, with_options};
-use crate::egraph::functions::MAX_RULE_DEPTH;
-use crate::egraph::tensor::custom_sweep::{self as custom, Traced as TracedCall};
-use crate::egraph::tensor::shape::show;
-use crate::egraph::tensor::{Shape, TOp};
+use crate::ad::custom_sweep::{self as custom, Traced as TracedCall};
+use crate::ir::math::functions::MAX_RULE_DEPTH;
+use crate::ir::shape::show;
+use crate::ir::{Shape, TOp};
 use crate::lisp::error::{EvalError, EvalErrorKind, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin, NativeFn, Procedure};

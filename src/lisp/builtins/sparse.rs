@@ -4,12 +4,12 @@
 //! one batched pass.
 
 use super::builtin;
+use crate::ad::sparse::{Triplets, recover_columns, recover_symmetric};
 use crate::lisp::autodiff::{self, Request, SparseKind};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::value::Value;
-use crate::sparse::{Triplets, recover_columns, recover_symmetric};
 use ndarray::{ArrayD, IxDyn};
 
 /// The most non-zeros a sparse Jacobian may hold (a denser one is better

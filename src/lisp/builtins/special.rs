@@ -7,9 +7,9 @@
 
 use super::apply::Apply;
 use super::builtin;
-use crate::egraph::language::Math;
-use crate::egraph::tensor::op::map_op;
-use crate::egraph::tensor::{CmpOp, TOp};
+use crate::ir::math::language::Math;
+use crate::ir::op::map_op;
+use crate::ir::{CmpOp, TOp};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};

@@ -5,10 +5,10 @@
 use super::{builtin, with_options};
 use crate::backends::cpu::Buf;
 use crate::egraph::derivatives::{self, Derived, Options};
-use crate::egraph::eval::Program;
-use crate::egraph::tensor::lift::{LiftError, lift, lift_into};
-use crate::egraph::tensor::{Shape, TensorGraph};
 use crate::egraph::{Assumptions, ExprBuilder, Functions, Level, Math, MathRewrite, Report};
+use crate::ir::lift::{LiftError, lift, lift_into};
+use crate::ir::math::eval::Program;
+use crate::ir::{Shape, TensorGraph};
 use crate::lisp::error::{EvalError, EvalErrorKind, EvalResult};
 use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin, HostFn, Procedure};
@@ -129,7 +129,7 @@ fn check_defined(expr: &RecExpr<Math>) -> EvalResult<()> {
             .iter()
             .all(|&c| values[usize::from(c)].is_some());
         let value = if constant {
-            crate::egraph::eval::apply_op(node, |id| values[usize::from(id)].unwrap_or(f64::NAN))
+            crate::ir::math::eval::apply_op(node, |id| values[usize::from(id)].unwrap_or(f64::NAN))
         } else {
             None
         };

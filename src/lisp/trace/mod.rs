@@ -15,8 +15,8 @@ use super::error::{EvalError, EvalResult};
 use super::value::Value;
 use crate::backends::cpu::{Buf, eval_op};
 use crate::dtype::DType;
-use crate::egraph::tensor::flat::{FlatScalars, is_flat};
-use crate::egraph::tensor::{Shape, ShapeError, TOp, TensorGraph};
+use crate::ir::flat::{FlatScalars, is_flat};
+use crate::ir::{Shape, ShapeError, TOp, TensorGraph};
 use egg::Id;
 use ndarray::ArrayD;
 use std::cell::RefCell;
@@ -63,7 +63,7 @@ pub struct Trace {
     /// The sweeps the requests under way will run over this trace (a
     /// nested request adds its own while its function runs): a custom
     /// rule is traced only for a mode that may need it.
-    pub modes: crate::egraph::tensor::reverse::Modes,
+    pub modes: crate::ad::reverse::Modes,
     /// Under `(debug-nans #t)`: the built-in call (its span and name)
     /// that recorded each node, by node.
     pub sources: Vec<Option<(crate::reader::Span, &'static str)>>,

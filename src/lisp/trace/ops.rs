@@ -5,10 +5,12 @@
 
 use super::{TraceRef, node_of, traced};
 use crate::dtype::DType;
-use crate::egraph::language::Math;
-use crate::egraph::tensor::flat::is_flat;
-use crate::egraph::tensor::op::map_op;
-use crate::egraph::tensor::{CmpOp, ReduceOp, RoundOp, Shape, TOp};
+use crate::ir::flat::is_flat;
+use crate::ir::math::language::Math;
+use crate::ir::op::map_op;
+use crate::ir::ops::Op;
+use crate::ir::ops::reduction::LogSumExp;
+use crate::ir::{CmpOp, ReduceOp, RoundOp, Shape, TOp};
 use crate::lisp::builtins::reduce::{keepdims, reduced_axes};
 use crate::lisp::builtins::tensor_make::resolve_shape;
 use crate::lisp::builtins::tensor_ops::bound;
@@ -16,8 +18,6 @@ use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::procedure::Args;
 use crate::lisp::tensor::normalize_axis;
 use crate::lisp::value::Value;
-use crate::ops::Op;
-use crate::ops::reduction::LogSumExp;
 use egg::Id;
 use smallvec::SmallVec;
 use std::rc::Rc;
@@ -245,7 +245,7 @@ impl Recorder<'_> {
 }
 
 fn unary_math(name: &str) -> Option<Math> {
-    let arity = crate::egraph::language::operator_arity(name)?;
+    let arity = crate::ir::math::language::operator_arity(name)?;
     (arity == 1).then(|| Math::from_op_name(name, &[Id::from(0)]))?
 }
 

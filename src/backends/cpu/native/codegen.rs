@@ -12,7 +12,7 @@
 use super::Operand;
 use super::fold::{Known, fold};
 use super::lowering::{Lowering, lowering};
-use crate::egraph::tensor::CmpOp;
+use crate::ir::CmpOp;
 use crate::tape::FusedGroup;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{

@@ -73,8 +73,8 @@ pub fn fold(group: &FusedGroup, operands: &[Option<f64>]) -> Vec<Known> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::egraph::language::Math;
-    use crate::egraph::tensor::TOp;
+    use crate::ir::TOp;
+    use crate::ir::math::language::Math;
     use egg::Id;
     use smallvec::smallvec;
 

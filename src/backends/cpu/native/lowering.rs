@@ -4,8 +4,8 @@
 //! the same bits).
 
 use super::transcendental::Inline;
-use crate::egraph::language::Math;
-use crate::egraph::tensor::{CmpOp, RoundOp, TOp};
+use crate::ir::math::language::Math;
+use crate::ir::{CmpOp, RoundOp, TOp};
 use crate::scalar;
 
 /// A function of one number, callable from generated code.

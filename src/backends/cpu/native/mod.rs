@@ -26,7 +26,7 @@ mod transcendental;
 pub use program::{Arg, Piece, Place, Program};
 pub use scalar::{FlatKernel, LoopKernel, TrailKernel};
 
-use crate::egraph::tensor::TOp;
+use crate::ir::TOp;
 use crate::tape::FusedGroup;
 use cranelift_codegen::ir::{AbiParam, UserFuncName};
 use cranelift_codegen::isa::OwnedTargetIsa;

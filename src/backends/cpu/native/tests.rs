@@ -3,8 +3,8 @@
 
 use super::{Operand, compile};
 use crate::backends::cpu::apply_chunk;
-use crate::egraph::language::{Constant, Math};
-use crate::egraph::tensor::{CmpOp, RoundOp, TOp};
+use crate::ir::math::language::{Constant, Math};
+use crate::ir::{CmpOp, RoundOp, TOp};
 use crate::tape::FusedGroup;
 use egg::Id;
 use proptest::prelude::*;

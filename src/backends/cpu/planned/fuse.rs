@@ -10,8 +10,8 @@ use super::{Base, Operand, Run, Step, View};
 use crate::backends::cpu::matmul::matmul_into;
 use crate::backends::cpu::native::{self, Arg, Piece, Place};
 use crate::backends::cpu::reduce::reduce_middle;
-use crate::egraph::tensor::op::ReduceOp;
-use crate::ops::reduction::logsumexp_into;
+use crate::ir::op::ReduceOp;
+use crate::ir::ops::reduction::logsumexp_into;
 use smallvec::smallvec;
 
 /// Fewer steps than this are left to the plan's own dispatch.

@@ -14,8 +14,8 @@
 //! as the device's double ones are of theirs: results differ from the
 //! CPU's by rounding, as the backend's module doc says of double.
 
-use crate::egraph::language::Math;
-use crate::egraph::tensor::{RoundOp, TOp};
+use crate::ir::math::language::Math;
+use crate::ir::{RoundOp, TOp};
 use crate::tape::FusedGroup;
 
 /// The `float` C expression of `op` over `float` operands `a`, where CUDA

@@ -7,7 +7,7 @@ use super::*;
 use crate::backends::cuda::{
     CudaUnavailable, compile, compiles_if_nvrtc_is_present, nvrtc_available, oldest_arch,
 };
-use crate::egraph::language::Constant;
+use crate::ir::math::language::Constant;
 use egg::Id;
 use smallvec::smallvec;
 

@@ -131,7 +131,7 @@ fn launches_cover_their_elements_and_are_keyed_by_source() {
         "one elementwise kernel serves every length"
     );
     let plus = single_step(
-        &TOp::Map(crate::egraph::language::Math::Add([egg::Id::from(0); 2])),
+        &TOp::Map(crate::ir::math::language::Math::Add([egg::Id::from(0); 2])),
         2,
     );
     let row = |rows: usize| {
@@ -149,7 +149,7 @@ fn launches_cover_their_elements_and_are_keyed_by_source() {
     let r = reduction(ReduceOp::Sum, &[6, 7], &[1]);
     assert_eq!((r.grid, r.block), (6, reduce::BLOCK as u32));
     let mut summing = single_step(
-        &TOp::Map(crate::egraph::language::Math::Exp([egg::Id::from(0)])),
+        &TOp::Map(crate::ir::math::language::Math::Exp([egg::Id::from(0)])),
         1,
     );
     summing.sum_over = Some(smallvec![50]);

@@ -101,7 +101,7 @@ fn coordinates_are_row_major() {
 
 #[test]
 fn arithmetic_is_not_structural() {
-    use crate::egraph::language::Math;
+    use crate::ir::math::language::Math;
     let op = TOp::Map(Math::Exp([egg::Id::from(0usize); 1]));
     assert!(index_kernel(&op, &[vec![3]], &[3], "k").is_none());
 }

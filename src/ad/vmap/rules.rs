@@ -6,7 +6,7 @@
 //! one side is shared, and are stacked products otherwise.
 
 use super::{BatchError, Batched, with_batch};
-use crate::egraph::tensor::{Shape, TOp, TensorGraph};
+use crate::ir::{Shape, TOp, TensorGraph};
 use egg::Id;
 use smallvec::SmallVec;
 

@@ -5,11 +5,11 @@
 //! tangents (`push`). The call's node and the rule's layout are data of the
 //! tensor language (`custom`).
 
-use super::custom::{CustomRule, depends_on, instantiate};
-use super::graph::TensorGraph;
-use super::op::TOp;
-use super::shape::{ShapeError, show};
+use crate::ir::custom::{CustomRule, depends_on, instantiate};
+use crate::ir::graph::TensorGraph;
 use crate::ir::math::partials::PartialBuilder;
+use crate::ir::op::TOp;
+use crate::ir::shape::{ShapeError, show};
 use egg::Id;
 use smallvec::SmallVec;
 use std::sync::Arc;

@@ -17,8 +17,8 @@
 
 use super::{BatchError, Batched, batch_program, with_batch};
 use crate::egraph::tensor::optimize::optimize_body;
-use crate::egraph::tensor::scan::{Body, Scan, ScanSpec};
-use crate::egraph::tensor::{CmpOp, ReduceOp, Shape, TOp, TensorGraph};
+use crate::ir::scan::{Body, Scan, ScanSpec};
+use crate::ir::{CmpOp, ReduceOp, Shape, TOp, TensorGraph};
 use egg::Id;
 use smallvec::SmallVec;
 use std::sync::Arc;
@@ -273,7 +273,7 @@ fn per_example(
     batched: &[bool],
     size: usize,
 ) -> Id {
-    let pieces: Vec<Id> = crate::ops::unpack(graph, node, parts)
+    let pieces: Vec<Id> = crate::ir::ops::unpack(graph, node, parts)
         .into_iter()
         .enumerate()
         .map(|(k, piece)| {

@@ -2,14 +2,14 @@
 //! graph as ordinary nodes (so a gradient can be differentiated again).
 //!
 //! Elementwise operators take their local partials from the scalar table
-//! (`egraph::partials`); a contribution whose operand was broadcast is summed
+//! (`ir::math::partials`); a contribution whose operand was broadcast is summed
 //! back to the operand's shape. Structural operators (reductions, reshapes,
 //! matrix products, slices, ...) have their adjoints here.
 
-use super::graph::TensorGraph;
-use super::op::{ReduceOp, TOp};
-use crate::egraph::functions::NO_FUNCTIONS;
-use crate::egraph::partials::{PartialBuilder, local_partials};
+use crate::ir::graph::TensorGraph;
+use crate::ir::math::functions::NO_FUNCTIONS;
+use crate::ir::math::partials::{PartialBuilder, local_partials};
+use crate::ir::op::{ReduceOp, TOp};
 use egg::Id;
 use smallvec::SmallVec;
 
@@ -17,7 +17,7 @@ use smallvec::SmallVec;
 /// (A slice of a loop's packed result depends on them only when a part
 /// of the loop's state that does is in it: see `scan::Activity`.)
 pub fn active_nodes(graph: &TensorGraph, from: &[Id], upto: usize) -> Vec<bool> {
-    let mut activity = super::scan::Activity::new(upto);
+    let mut activity = crate::ir::scan::Activity::new(upto);
     let start = from.iter().map(|&id| usize::from(id)).min().unwrap_or(upto);
     let mut sources = vec![false; upto];
     for &id in from {
@@ -168,7 +168,7 @@ pub fn refusal(graph: &TensorGraph, outputs: &[Id], wrt: &[Id], modes: Modes) ->
     let active = active_nodes(graph, wrt, upto);
     let custom = (0..upto).find_map(|i| match &graph.node(Id::from(i)).op {
         TOp::Custom(rule) if active[i] => {
-            super::custom::missing_mode(rule, modes.reverse, modes.forward)
+            crate::ir::custom::missing_mode(rule, modes.reverse, modes.forward)
         }
         TOp::Scan(scan) | TOp::ScanVjp(scan) if active[i] => {
             scan.custom_refusal(modes.reverse, modes.forward)
@@ -195,7 +195,7 @@ pub fn refusal(graph: &TensorGraph, outputs: &[Id], wrt: &[Id], modes: Modes) ->
 /// each operand's is a slice of it.
 fn scan_pullback(
     graph: &mut TensorGraph,
-    scan: &super::scan::Scan,
+    scan: &crate::ir::scan::Scan,
     children: &[Id],
     g: Id,
 ) -> SmallVec<[Option<Id>; 3]> {
@@ -253,7 +253,7 @@ fn scan_pullback(
 /// tangent half and zero on its primal half.
 fn scan_vjp_pullback(
     graph: &mut TensorGraph,
-    scan: &super::scan::Scan,
+    scan: &crate::ir::scan::Scan,
     children: &[Id],
     w: Id,
 ) -> SmallVec<[Option<Id>; 3]> {
@@ -286,7 +286,7 @@ fn scan_vjp_pullback(
         });
     }
     let marks: Vec<bool> = direction[leaves..].iter().map(Option::is_some).collect();
-    let second = super::scan::Scan::new(super::loops::second_order(scan, &marks));
+    let second = crate::ir::scan::Scan::new(super::loops::second_order(scan, &marks));
     let mut operands: Vec<Id> = children[..leaves].to_vec();
     operands.extend(direction[..leaves].iter().flatten());
     operands.extend(&children[leaves..captures_from]);
@@ -341,7 +341,7 @@ fn piece(graph: &mut TensorGraph, of: Id, start: usize, shape: &[usize]) -> Id {
 /// Which leaves of a packed loop state the cotangent `g` may be nonzero
 /// on: it is read through pads (the adjoints of the slices that unpack the
 /// state) and sums of them; anything else may be nonzero anywhere.
-fn nonzero_leaves(graph: &TensorGraph, g: Id, scan: &super::scan::ScanSpec) -> Vec<bool> {
+fn nonzero_leaves(graph: &TensorGraph, g: Id, scan: &crate::ir::scan::ScanSpec) -> Vec<bool> {
     let total: usize = scan
         .output_parts()
         .iter()
@@ -359,7 +359,7 @@ fn nonzero_leaves(graph: &TensorGraph, g: Id, scan: &super::scan::ScanSpec) -> V
             } if graph.shape(id).len() == 1 => {
                 ranges.push((*before, total - after));
             }
-            TOp::Map(crate::egraph::language::Math::Add(_)) => {
+            TOp::Map(crate::ir::math::language::Math::Add(_)) => {
                 stack.extend(node.children.iter().copied());
             }
             _ if graph.constant(id) == Some(0.0) => {}
@@ -383,7 +383,7 @@ fn nonzero_leaves(graph: &TensorGraph, g: Id, scan: &super::scan::ScanSpec) -> V
 pub(super) fn masked_product(graph: &mut TensorGraph, g: Id, partial: Id) -> Id {
     let zero = graph.num(0.0);
     let product = graph.mul(g, partial);
-    let untaken = graph.add_valid(TOp::Compare(super::op::CmpOp::Eq), &[g, zero]);
+    let untaken = graph.add_valid(TOp::Compare(crate::ir::op::CmpOp::Eq), &[g, zero]);
     let shape = graph.shape(product).clone();
     let zeros = graph.full(0.0, &shape);
     let untaken = graph.expand_to(untaken, &shape);
@@ -481,7 +481,7 @@ fn pullback(graph: &mut TensorGraph, id: Id, g: Id, masked: bool) -> SmallVec<[O
                 ReduceOp::Max | ReduceOp::Min => {
                     // Ties share the cotangent evenly.
                     let this = spread(graph, id);
-                    let hit = graph.add_valid(TOp::Compare(super::op::CmpOp::Eq), &[x, this]);
+                    let hit = graph.add_valid(TOp::Compare(crate::ir::op::CmpOp::Eq), &[x, this]);
                     let count = graph.sum_axes(hit, axes, true);
                     let count = graph.broadcast(count, &x_shape);
                     let share = graph.div(hit, count);

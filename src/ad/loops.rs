@@ -8,11 +8,11 @@
 //! again, or reached again by another sweep, finds its adjoint there.
 
 use super::forward::jvp;
-use super::graph::TensorGraph;
-use super::op::{Shape, TOp};
-use super::optimize::optimize_body;
 use super::reverse::vjp;
-use super::scan::{Body, ScanSpec};
+use crate::egraph::tensor::optimize::optimize_body;
+use crate::ir::graph::TensorGraph;
+use crate::ir::op::{Shape, TOp};
+use crate::ir::scan::{Body, ScanSpec};
 use egg::Id;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;

@@ -1,8 +1,8 @@
 //! The batching rules on small programs: the batched program's shapes.
 
 use super::*;
-use crate::egraph::language::Math;
-use crate::egraph::tensor::TensorGraph;
+use crate::ir::TensorGraph;
+use crate::ir::math::language::Math;
 
 #[test]
 fn a_matrix_vector_product_over_a_batch_of_vectors_is_one_product() {

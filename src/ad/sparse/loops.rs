@@ -12,7 +12,7 @@
 //! gathered state.
 
 use super::detect::{Deps, Found, dependencies, within};
-use crate::egraph::tensor::scan::{Body, ScanSpec};
+use crate::ir::scan::{Body, ScanSpec};
 use egg::Id;
 use std::rc::Rc;
 
@@ -261,7 +261,7 @@ pub(super) fn looped_reverse(
         .collect();
     let body_inputs = spec.body_inputs();
     let reverse = Step::of(
-        &crate::egraph::tensor::loops::adjoint(spec),
+        &crate::ad::loops::adjoint(spec),
         body_inputs + n_leaves + n_ys,
         n_leaves,
         max_nnz,

@@ -19,7 +19,7 @@
 mod rules;
 mod scan;
 
-use crate::egraph::tensor::{Shape, TNode, TOp, TensorGraph};
+use crate::ir::{Shape, TNode, TOp, TensorGraph};
 use egg::Id;
 use smallvec::SmallVec;
 use std::fmt;
@@ -199,7 +199,7 @@ pub fn batch_axis_first(graph: &mut TensorGraph, id: Id, axis: usize) -> Id {
 }
 
 fn show(shape: &[usize]) -> String {
-    crate::egraph::tensor::shape::show(shape)
+    crate::ir::shape::show(shape)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! by element: which elements of the inputs being differentiated each
 //! element of each node depends on, followed through the program.
 //! Elementwise operations keep positions (through broadcasts), data
-//! movements follow their sources (`egraph::tensor::movement`), a
+//! movements follow their sources (`ir::movement`), a
 //! reduction joins the positions it reduces, a matrix product the row and
 //! the column it reads; comparisons, rounding and `stop-gradient` depend
 //! on nothing (their derivative is zero); an operation of the table says
@@ -13,8 +13,8 @@
 //! sparse.
 
 use super::Pattern;
-use crate::egraph::tensor::movement::Movement;
-use crate::egraph::tensor::{Shape, TNode, TOp};
+use crate::ir::movement::Movement;
+use crate::ir::{Shape, TNode, TOp};
 use egg::Id;
 use std::rc::Rc;
 
@@ -428,7 +428,7 @@ fn moved(
 /// (`ops::Definition::reads`); `None` where it does not say (every element
 /// reads everything).
 fn read_by(
-    op: &crate::ops::Op,
+    op: &crate::ir::ops::Op,
     operand_shapes: &[&[usize]],
     children: &[Id],
     deps: &[Option<Rc<Deps>>],

@@ -11,11 +11,11 @@
 //! reverse sweep; linear operators (reshape, slice, sums, matrix products
 //! in each operand, ...) apply themselves to the tangents.
 
-use super::graph::TensorGraph;
-use super::op::{CmpOp, ReduceOp, Shape, TOp};
-use super::scan::Scan;
-use crate::egraph::functions::NO_FUNCTIONS;
-use crate::egraph::partials::{PartialBuilder, local_partials};
+use crate::ir::graph::TensorGraph;
+use crate::ir::math::functions::NO_FUNCTIONS;
+use crate::ir::math::partials::{PartialBuilder, local_partials};
+use crate::ir::op::{CmpOp, ReduceOp, Shape, TOp};
+use crate::ir::scan::Scan;
 use egg::Id;
 use smallvec::SmallVec;
 
@@ -100,7 +100,7 @@ pub fn jvp(
 /// `min`, `relu`): where an operand is not taken its partial is 0, and
 /// the derivative there is 0 whatever flows beside it.
 pub(super) fn selects(op: &TOp) -> bool {
-    use crate::egraph::language::Math;
+    use crate::ir::math::language::Math;
     matches!(
         op,
         TOp::Where | TOp::Map(Math::Max(_) | Math::Min(_) | Math::Relu(_))

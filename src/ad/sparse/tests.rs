@@ -189,8 +189,8 @@ proptest! {
 
 mod detected {
     use super::super::jacobian_pattern;
-    use crate::egraph::language::Math;
-    use crate::egraph::tensor::{CmpOp, ReduceOp, TOp, TensorGraph};
+    use crate::ir::math::language::Math;
+    use crate::ir::{CmpOp, ReduceOp, TOp, TensorGraph};
     use egg::Id;
 
     fn any() -> [Id; 2] {
