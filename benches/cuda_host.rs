@@ -101,7 +101,7 @@ fn workload(c: &mut Criterion, name: &str, source: &str, shapes: &[&[usize]]) {
         b.iter(|| run_on_machine(&Null, tape, black_box(&args)).unwrap())
     });
     group.bench_function("cpu backend, whole run", |b| {
-        b.iter(|| Cpu.execute(tape, black_box(&args)).unwrap())
+        b.iter(|| Cpu.run(tape, black_box(&args)).unwrap())
     });
     group.finish();
 }

@@ -5,7 +5,7 @@
 
 use crate::backends::cpu::Cpu;
 use crate::backends::cuda::sim::SimMachine;
-use crate::backends::{Executor, override_executor};
+use crate::backends::{Backend, override_backend};
 use crate::{Engine, Value};
 use std::rc::Rc;
 
@@ -41,13 +41,13 @@ fn every_device_case_agrees_with_the_cpu_on_the_simulated_device() {
 fn transfers(machine: &Rc<SimMachine>, setup: &str, call: &str) -> (usize, usize, Vec<f64>) {
     let mut engine = Engine::new();
     engine.eval(setup).unwrap();
-    override_executor(None);
+    override_backend(None);
     let mut want = Vec::new();
     numbers_of(&engine.eval(call).unwrap(), &mut want);
-    override_executor(Some(machine.clone()));
+    override_backend(Some(machine.clone()));
     let (up, down) = (machine.uploads.get(), machine.downloads.get());
     let value = engine.eval(call);
-    override_executor(None);
+    override_backend(None);
     let mut got = Vec::new();
     numbers_of(&value.unwrap(), &mut got);
     for (g, w) in got.iter().zip(&want) {
@@ -92,7 +92,7 @@ fn transfers_happen_only_at_tape_boundaries() {
 
 #[test]
 fn f32_storage_on_the_device_gives_the_bits_of_f64_storage() {
-    use crate::backends::Executor as _;
+    use crate::backends::Backend as _;
     use crate::backends::cpu::storage_tests::{attention, bits, compiled, input};
     let Some(machine) = simulated() else { return };
     // An attention block and its gradient: f32 products (sgemm) reading

@@ -7,7 +7,7 @@
 
 use epsilon::backends::cpu::Cpu;
 use epsilon::backends::cuda::Cuda;
-use epsilon::backends::{Executor, override_executor};
+use epsilon::backends::{Backend, override_backend};
 use epsilon::{Engine, Value};
 use std::rc::Rc;
 
@@ -42,11 +42,11 @@ fn every_case_agrees_with_the_cpu_on_the_gpu() {
 fn a_second_run_reuses_compiled_kernels() {
     let Some(cuda) = device() else { return };
     let program = DEVICE_CASES[0].1;
-    override_executor(Some(cuda.clone()));
+    override_backend(Some(cuda.clone()));
     let first = numbers(program);
     let kernels = cuda.compiled_kernels();
     let second = numbers(program);
-    override_executor(None);
+    override_backend(None);
     // Summing kernels add with atomics, in an order that may change
     // between runs: equal to rounding.
     // NaN results (the case takes logs and roots of negative numbers)

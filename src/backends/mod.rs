@@ -1,10 +1,13 @@
-//! Backends execute tapes. The `Backend` trait is what a device must offer:
-//! buffers, transfers between host and device, and running a tape's
-//! instructions on buffers. `cpu` implements it with ndarray and rayon; a
-//! CUDA backend implements the same trait over device memory.
+//! Backends execute tapes. The [`Backend`] trait is the one interface a
+//! device offers: run a whole tape on host values, with transfers at the
+//! tape's boundaries only. `cpu` implements it with ndarray, rayon and
+//! native kernels (`cpu::strategy` chooses how each program runs); `cuda`
+//! implements it over device memory (its `Machine` is the device layer
+//! underneath, which a simulated device also implements for tests).
+//! `select` and `run` pick the backend for the process.
 //!
-//! Backends know tapes (`crate::tape`) and tensor operations, not Lisp or
-//! e-graphs.
+//! **Architecture invariant:** backends know tapes (`crate::tape`) and the
+//! IR's operations, never e-graphs, differentiation requests or Lisp.
 
 pub mod cpu;
 #[cfg(feature = "cuda")]
@@ -14,7 +17,6 @@ pub mod preflight;
 use crate::ir::shape::show;
 use crate::tape::Tape;
 use cpu::{Buf, Cpu};
-use ndarray::ArrayD;
 use std::cell::RefCell;
 use std::fmt;
 use std::rc::Rc;
@@ -34,38 +36,30 @@ const AUTO: u8 = 2;
 static MODE: AtomicU8 = AtomicU8::new(CPU);
 
 /// A device opened for this thread, or why it could not be.
-type Opened = Result<Rc<dyn Executor>, Rc<str>>;
+type Opened = Result<Rc<dyn Backend>, Rc<str>>;
 
 thread_local! {
     /// This thread's CUDA device, or why it cannot be opened, once tried.
     static CUDA: RefCell<Option<Opened>> = const { RefCell::new(None) };
     /// A runner that replaces the chosen backend on this thread (tests run
     /// tapes on a simulated device with it).
-    static OVERRIDE: RefCell<Option<Rc<dyn Executor>>> = RefCell::new(None);
+    static OVERRIDE: RefCell<Option<Rc<dyn Backend>>> = RefCell::new(None);
 }
 
-/// Runs whole tapes on host values: inputs are copied to the device and
-/// results back, so transfers happen only at tape boundaries.
-pub trait Executor {
-    /// The backend's name.
+/// A device that runs tapes: whole tapes on host values, inputs copied to
+/// the device and results back, so transfers happen only at tape
+/// boundaries.
+pub trait Backend {
+    /// The backend's name, as `set-backend!` spells it.
     fn name(&self) -> &'static str;
-    /// Runs `tape` on `inputs`.
+    /// Runs `tape` on `inputs` (one per tape input, of the tape's input
+    /// shapes) and returns its outputs.
     fn run(&self, tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError>;
-}
-
-impl Executor for Cpu {
-    fn name(&self) -> &'static str {
-        "cpu"
-    }
-
-    fn run(&self, tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
-        self.execute(tape, inputs)
-    }
 }
 
 /// This thread's CUDA device, opening it the first time (a failure is
 /// remembered too: libraries do not appear while a process runs).
-fn cuda_device() -> Result<Rc<dyn Executor>, Rc<str>> {
+fn cuda_device() -> Result<Rc<dyn Backend>, Rc<str>> {
     CUDA.with(|slot| {
         slot.borrow_mut()
             .get_or_insert_with(|| {
@@ -79,7 +73,7 @@ fn cuda_device() -> Result<Rc<dyn Executor>, Rc<str>> {
 
 /// Opens CUDA device 0, or says what is missing.
 #[cfg(feature = "cuda")]
-fn open_cuda() -> Result<Rc<dyn Executor>, String> {
+fn open_cuda() -> Result<Rc<dyn Backend>, String> {
     match cuda::Cuda::open() {
         Ok(device) => Ok(Rc::new(device)),
         Err(reason) => Err(reason.to_string()),
@@ -88,7 +82,7 @@ fn open_cuda() -> Result<Rc<dyn Executor>, String> {
 
 /// A build without the `cuda` feature has no CUDA backend.
 #[cfg(not(feature = "cuda"))]
-fn open_cuda() -> Result<Rc<dyn Executor>, String> {
+fn open_cuda() -> Result<Rc<dyn Backend>, String> {
     Err(
         "this build of Epsilon has no CUDA support (it was built without the `cuda` feature)"
             .into(),
@@ -162,12 +156,12 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
 /// Runs `tape` on the CPU once its memory plan fits (`preflight`).
 fn run_on_host(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
     preflight::check(tape)?;
-    Cpu.execute(tape, inputs)
+    Cpu.run(tape, inputs)
 }
 
 /// Makes this thread run tapes with `runner` (or, with `None`, on the
 /// chosen backend again).
-pub fn override_executor(runner: Option<Rc<dyn Executor>>) {
+pub fn override_backend(runner: Option<Rc<dyn Backend>>) {
     OVERRIDE.with(|o| *o.borrow_mut() = runner);
 }
 
@@ -247,32 +241,3 @@ impl fmt::Display for BackendError {
 }
 
 impl std::error::Error for BackendError {}
-
-/// Runs tapes on one kind of device.
-pub trait Backend {
-    /// Device memory holding one tensor.
-    type Buffer;
-
-    /// The backend's name, as `set-backend!` spells it.
-    fn name(&self) -> &'static str;
-
-    /// Copies a host array to the device.
-    fn upload(&self, array: &ArrayD<f64>) -> Result<Self::Buffer, BackendError>;
-
-    /// Copies a device buffer back to the host.
-    fn download(&self, buffer: &Self::Buffer) -> Result<ArrayD<f64>, BackendError>;
-
-    /// Runs `tape` on `inputs` (one per tape input, of the tape's input
-    /// shapes) and returns its outputs, on the device.
-    fn execute(
-        &self,
-        tape: &Tape,
-        inputs: &[Self::Buffer],
-    ) -> Result<Vec<Self::Buffer>, BackendError>;
-
-    /// Waits until queued work is done (a no-op where execution is
-    /// synchronous).
-    fn synchronize(&self) -> Result<(), BackendError> {
-        Ok(())
-    }
-}

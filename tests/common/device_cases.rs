@@ -3,8 +3,8 @@
 // of every rank, loops with checkpoints, and workloads W1, W2 and W4 at
 // reduced sizes. Included (`include!`) by the CUDA integration suite
 // (`tests/cuda_backend.rs`, on a real GPU) and by the simulated-device
-// tests inside the library, which bring `Engine`, `Value`, `Executor`,
-// `Cpu` and `override_executor` into scope first.
+// tests inside the library, which bring `Engine`, `Value`, `Backend`,
+// `Cpu` and `override_backend` into scope first.
 //
 // Each program runs in a fresh engine after `(seed! 7)`; its value (a
 // number, tensor or list of them) is compared element by element.
@@ -303,20 +303,20 @@ pub fn numbers(program: &str) -> Vec<f64> {
 /// Runs every case on the CPU backend and with `runner`, and checks they agree to
 /// `tolerance` relative to the largest magnitude of each result (summing
 /// orders differ between devices). Gives how many numbers were compared.
-pub fn compare_all(runner: std::rc::Rc<dyn Executor>, tolerance: f64) -> usize {
+pub fn compare_all(runner: std::rc::Rc<dyn Backend>, tolerance: f64) -> usize {
     let mut compared = 0;
     // The reference is the CPU backend itself, whatever the process chose.
-    let cpu: std::rc::Rc<dyn Executor> = std::rc::Rc::new(Cpu);
+    let cpu: std::rc::Rc<dyn Backend> = std::rc::Rc::new(Cpu);
     let cases = DEVICE_CASES
         .iter()
         .map(|case| (case, tolerance))
         .chain(F32_DEVICE_CASES.iter().map(|case| (case, tolerance.max(F32_TOLERANCE))));
     for ((name, program), tolerance) in cases {
-        override_executor(Some(cpu.clone()));
+        override_backend(Some(cpu.clone()));
         let want = numbers(program);
-        override_executor(Some(runner.clone()));
+        override_backend(Some(runner.clone()));
         let got = numbers(program);
-        override_executor(None);
+        override_backend(None);
         assert_eq!(got.len(), want.len(), "{name}: result sizes differ");
         assert!(!want.is_empty(), "{name}: no numbers to compare");
         let scale = want.iter().fold(1e-300f64, |m, x| m.max(x.abs()));

@@ -39,8 +39,6 @@ pub use reduce::reduce;
 
 use super::{Backend, BackendError};
 use crate::tape::Tape;
-use ndarray::ArrayD;
-use std::rc::Rc;
 
 /// Runs a loop (`scan`) or its reverse on buffers: the operands are the
 /// initial state's leaves and the captured values (and, for the reverse,
@@ -61,21 +59,11 @@ pub fn run_loop(
 pub struct Cpu;
 
 impl Backend for Cpu {
-    type Buffer = Buf;
-
     fn name(&self) -> &'static str {
         "cpu"
     }
 
-    fn upload(&self, array: &ArrayD<f64>) -> Result<Buf, BackendError> {
-        Ok(Buf::from_array(Rc::new(array.clone())))
-    }
-
-    fn download(&self, buffer: &Buf) -> Result<ArrayD<f64>, BackendError> {
-        Ok(buffer.to_array())
-    }
-
-    fn execute(&self, tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
+    fn run(&self, tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
         execute::run(tape, inputs)
     }
 }

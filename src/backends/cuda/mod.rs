@@ -51,7 +51,7 @@ pub use probe::{
 };
 
 use super::cpu::Buf;
-use super::{Backend, BackendError, Executor};
+use super::{Backend, BackendError};
 use crate::tape::Tape;
 use cudarc::driver::CudaSlice;
 use device::CudaDevice;
@@ -93,7 +93,7 @@ impl Cuda {
     }
 }
 
-impl Executor for Cuda {
+impl Backend for Cuda {
     fn name(&self) -> &'static str {
         "cuda"
     }
@@ -103,25 +103,25 @@ impl Executor for Cuda {
     }
 }
 
-impl Backend for Cuda {
-    type Buffer = DeviceValue;
-
-    fn name(&self) -> &'static str {
-        "cuda"
-    }
-
-    fn upload(&self, array: &ArrayD<f64>) -> Result<DeviceValue, BackendError> {
+/// Device values, for programs that keep their data on the GPU between
+/// tapes.
+impl Cuda {
+    /// Copies a host array to the device.
+    pub fn upload(&self, array: &ArrayD<f64>) -> Result<DeviceValue, BackendError> {
         let data: Vec<f64> = array.iter().copied().collect();
         from_host(&self.device, &data, array.shape())
     }
 
-    fn download(&self, buffer: &DeviceValue) -> Result<ArrayD<f64>, BackendError> {
+    /// Copies a device value back to the host.
+    pub fn download(&self, buffer: &DeviceValue) -> Result<ArrayD<f64>, BackendError> {
         let data = to_host(&self.device, buffer)?;
         ArrayD::from_shape_vec(IxDyn(buffer.shape()), data)
             .map_err(|e| BackendError::new(format!("a buffer of the wrong size: {e}")))
     }
 
-    fn execute(
+    /// Runs `tape` on values already on the device; its outputs stay
+    /// there.
+    pub fn execute(
         &self,
         tape: &Tape,
         inputs: &[DeviceValue],
@@ -129,7 +129,8 @@ impl Backend for Cuda {
         execute::run(&self.device, tape, inputs)
     }
 
-    fn synchronize(&self) -> Result<(), BackendError> {
+    /// Waits until queued work is done.
+    pub fn synchronize(&self) -> Result<(), BackendError> {
         self.device.synchronize()
     }
 }

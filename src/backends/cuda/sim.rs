@@ -18,7 +18,7 @@ use super::probe::{compile, nvrtc_available, oldest_arch};
 use super::runner::run_on;
 use super::single::{packed, unpacked};
 use crate::backends::cpu::Buf;
-use crate::backends::{BackendError, Executor};
+use crate::backends::{BackendError, Backend};
 use crate::tape::Tape;
 use std::cell::{Cell, RefCell};
 
@@ -66,7 +66,7 @@ impl SimMachine {
     }
 }
 
-impl Executor for SimMachine {
+impl Backend for SimMachine {
     fn name(&self) -> &'static str {
         "simulated cuda"
     }
