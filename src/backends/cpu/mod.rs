@@ -8,8 +8,8 @@ mod broadcast;
 pub mod cancel;
 mod elementwise;
 mod execute;
-mod flat_loop;
 mod layout;
+mod loops;
 mod matmul;
 pub mod measure;
 pub mod native;
@@ -17,17 +17,16 @@ mod native_task;
 mod planned;
 mod pool;
 mod reduce;
-mod scalar_loop;
-mod scan;
 #[cfg(feature = "cuda")]
-pub(crate) use scan::snapshots_of;
+pub(crate) use loops::snapshots_of;
 
-pub use scan::unpack;
+pub use loops::unpack;
 mod sources;
 pub(crate) mod storage;
 #[cfg(test)]
 pub(crate) mod storage_tests;
 pub mod straight;
+pub mod strategy;
 mod structural;
 
 pub use broadcast::{broadcast, row_major};
@@ -48,9 +47,9 @@ pub fn run_loop(
     args: &[Buf],
 ) -> Result<Buf, crate::backends::BackendError> {
     if tapes.reverse {
-        scan::reverse(tapes, args)
+        loops::reverse(tapes, args)
     } else {
-        scan::forward(tapes, args)
+        loops::forward(tapes, args)
     }
 }
 

@@ -14,7 +14,7 @@
 //! chunk by chunk over their registers; reductions over consecutive axes
 //! and matrix products have their own kernels; any other operation runs
 //! through the general executor's `eval_op`. A loop inside the tape runs
-//! on flat copies of its operands (`scan::forward_into`), its packed result
+//! on flat copies of its operands (`loops::forward_into`), its packed result
 //! written into its slot.
 
 mod fuse;
@@ -175,19 +175,6 @@ struct Buffers {
     given: Vec<Recurring>,
 }
 
-/// The most numbers a value of a planned tape holds (larger values run
-/// better on the general executor: its threads, its vectorized `exp` and
-/// `tanh`; `bench/loops/plan-sizes.lisp`).
-pub const LARGEST: usize = 1024;
-
-/// The most numbers a value of a planned tape holds where no `exp`,
-/// `tanh` or `sigmoid` makes it (copies and arithmetic: a stencil's
-/// shifts, an ODE's augmented state).
-pub const CHEAP: usize = 4096;
-
-/// The most numbers a value of a planned tape holding a loop holds.
-pub const AROUND_LOOPS: usize = 16384;
-
 /// Plans kept per thread (emptied when it grows past this).
 const MAX_PLANS: usize = 256;
 
@@ -198,12 +185,7 @@ thread_local! {
     static PLANS: RefCell<Plans> = RefCell::default();
 }
 
-/// Whether loop bodies run from plans (`EPSILON_PLANS=0` turns them off,
-/// to compare with the general executor).
-pub fn enabled() -> bool {
-    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ENABLED.get_or_init(|| std::env::var("EPSILON_PLANS").map_or(true, |v| v != "0"))
-}
+pub use super::strategy::plans_enabled as enabled;
 
 /// The plan of `tape`, which a loop keys by `key`, if it can be planned.
 pub fn plan_for(key: (u64, u8), tape: &Tape) -> Option<Rc<Plan>> {
@@ -279,15 +261,7 @@ impl Plan {
             Kernel::Op(op) => super::elementwise::vectorized(op),
             _ => false,
         };
-        let largest = |op: &Kernel| {
-            if holds_loop {
-                AROUND_LOOPS
-            } else if transcendental(op) {
-                LARGEST
-            } else {
-                CHEAP
-            }
-        };
+        let largest = |op: &Kernel| super::strategy::plan_limit(holds_loop, transcendental(op));
         if tape
             .instructions
             .iter()
@@ -789,7 +763,7 @@ impl Step {
                 if !tapes.reverse {
                     let slices: SmallVec<[&[f64]; 16]> =
                         args.iter().map(|(v, _)| reader.read(*v)).collect();
-                    if let Some(done) = super::scan::forward_into(tapes, &slices, out) {
+                    if let Some(done) = super::loops::forward_into(tapes, &slices, out) {
                         return done;
                     }
                 }

@@ -8,8 +8,8 @@
 
 use super::kernels::F32Storage;
 use super::launch::{self, Launch};
+use super::loops;
 use super::machine::{Arg, Datum, Machine, release};
-use super::scan;
 use super::single;
 use crate::backends::BackendError;
 use crate::backends::cpu::{apply_chunk, measure};
@@ -120,7 +120,7 @@ fn step<M: Machine>(
             tb,
             single: f32,
         } => matmul(machine, (args[0], args[1]), (*ta, *tb, *f32), shape, single),
-        Kernel::Loop(tapes) => scan::run_loop(machine, tapes, args),
+        Kernel::Loop(tapes) => loops::run_loop(machine, tapes, args),
         Kernel::Op(op) => operation(machine, op, args, shape, single),
     }
 }
@@ -189,7 +189,7 @@ fn operation<M: Machine>(
         },
         TOp::Scan(spec) | TOp::ScanVjp(spec) => {
             let tapes = LoopTapes::new(spec, matches!(op, TOp::ScanVjp(_)));
-            scan::run_loop(machine, &tapes, args)
+            loops::run_loop(machine, &tapes, args)
         }
         TOp::Op(table) => table_operation(machine, table, args, shape),
         TOp::Concat(axis) if args.len() > CONCAT_OPERANDS => {

@@ -9,7 +9,7 @@
 //!   ...), after `crate::scalar`'s.
 //! - `launch`: the plan of one instruction (kernel, grid, cuBLAS call).
 //! - `machine`: what the executor needs from a device, and device values.
-//! - `execute`, `scan`: running tapes and loops on any such machine;
+//! - `execute`, `loops`: running tapes and loops on any such machine;
 //!   `single`: values kept in f32 storage on the device.
 //! - `device`: the machine over cudarc (context, stream, kernel cache by
 //!   source hash, caching allocator, cuBLAS).
@@ -25,13 +25,13 @@ mod device;
 mod execute;
 pub mod kernels;
 pub mod launch;
+mod loops;
 pub mod machine;
 #[cfg(feature = "nccl")]
 mod nccl;
 mod probe;
 pub mod reduce;
 mod runner;
-mod scan;
 mod single;
 pub mod special;
 pub mod structural;

@@ -18,7 +18,7 @@ use super::probe::{compile, nvrtc_available, oldest_arch};
 use super::runner::run_on;
 use super::single::{packed, unpacked};
 use crate::backends::cpu::Buf;
-use crate::backends::{BackendError, Backend};
+use crate::backends::{Backend, BackendError};
 use crate::tape::Tape;
 use std::cell::{Cell, RefCell};
 

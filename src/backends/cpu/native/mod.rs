@@ -39,10 +39,6 @@ use smallvec::SmallVec;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-/// Groups over fewer elements are interpreted: compiling costs about as
-/// much as interpreting this many elements a few hundred times.
-pub const MIN_ELEMENTS: usize = 4096;
-
 /// Kernels kept per thread before the cache is emptied.
 const MAX_CACHED_KERNELS: usize = 512;
 
@@ -180,29 +176,17 @@ impl Handle<'_> {
 }
 
 thread_local! {
-    static ENABLED: Cell<bool> = Cell::new(
-        std::env::var("EPSILON_NATIVE").map_or(true, |v| v != "0")
-    );
     static COMPILER: RefCell<Option<Compiler>> = RefCell::new(Compiler::new().ok());
     static KERNELS: RefCell<FxHashMap<Key, Option<Rc<Kernel>>>> = RefCell::default();
     static KNOWN_VARIANTS: RefCell<FxHashMap<Key, usize>> = RefCell::default();
     static COMPILED: Cell<usize> = const { Cell::new(0) };
 }
 
-/// Turns native kernels on or off for this thread (they are on unless
-/// `EPSILON_NATIVE=0`); tests use it to compare with the interpreter.
-pub fn set_native_kernels(enabled: bool) {
-    ENABLED.with(|e| e.set(enabled));
-}
+pub use super::strategy::{native_kernels, set_native_kernels};
 
 /// How many kernels this thread has compiled (successfully).
 pub fn kernels_compiled() -> usize {
     COMPILED.with(Cell::get)
-}
-
-/// Whether native kernels are on for this thread.
-pub fn native_kernels() -> bool {
-    ENABLED.with(Cell::get)
 }
 
 /// A group's structure: what its kernel depends on.
@@ -219,7 +203,7 @@ struct Key {
 /// kernels are off, the group is small, has more than 64 operands, or
 /// cannot be compiled here (it is then interpreted).
 pub fn kernel_for(group: &FusedGroup, operands: &[Operand], elements: usize) -> Option<Rc<Kernel>> {
-    if elements < MIN_ELEMENTS {
+    if elements < super::strategy::NATIVE_MIN_ELEMENTS {
         return None;
     }
     cached_kernel(group, operands)
@@ -373,7 +357,7 @@ impl Compiler {
             module.target_config(),
             call_conv,
         )?;
-        context.set_disasm(std::env::var("EPSILON_NATIVE_DUMP").is_ok_and(|v| v != "0"));
+        context.set_disasm(super::strategy::native_dump());
         module
             .define_function(id, &mut context)
             .map_err(|e| format!("{e:?}"))?;

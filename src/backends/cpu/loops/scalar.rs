@@ -5,10 +5,10 @@
 //! register), and the loop runs with no allocation per step. Snapshots
 //! live on a stack of numbers (the schedules store and free in LIFO order).
 
-use super::elementwise::apply_chunk;
-use super::storage::reserve;
-use super::{cancel, measure, native};
 use crate::backends::BackendError;
+use crate::backends::cpu::elementwise::apply_chunk;
+use crate::backends::cpu::storage::reserve;
+use crate::backends::cpu::{cancel, measure, native};
 use crate::ir::TOp;
 use crate::tape::checkpoint::{Action, Steps, Strategy};
 use crate::tape::scan::LoopTapes;
@@ -18,8 +18,7 @@ use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-/// Steps few enough to run without checking for an interrupt.
-const SHORT: usize = 64;
+use crate::backends::cpu::strategy::SCALAR_LOOP_SHORT as SHORT;
 
 /// Prepared loops kept per thread (emptied when it grows past this).
 const MAX_PREPARED: usize = 256;

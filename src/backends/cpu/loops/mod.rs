@@ -1,11 +1,17 @@
-//! Loops (`scan`) on the CPU: the body's tape run `n` times, and the
-//! reverse following the checkpoint schedule (advance, store, restore,
-//! reverse one step with the body's reverse tape).
+//! Loops (`scan`, `while-loop`) on the CPU, all in this folder: `scalar`
+//! (loops over numbers), `flat` (bodies with plans, on flat buffers), and
+//! here the general path: the body's tape run `n` times, and the reverse
+//! following the checkpoint schedule (advance, store, restore, reverse one
+//! step with the body's reverse tape). Which one runs is decided as
+//! `strategy` says.
 
-use super::execute::{Buf, run};
-use super::storage::Recurring;
-use super::{cancel, flat_loop, measure, planned, scalar_loop};
+mod flat;
+mod scalar;
+
 use crate::backends::BackendError;
+use crate::backends::cpu::execute::{Buf, run};
+use crate::backends::cpu::storage::Recurring;
+use crate::backends::cpu::{cancel, measure, planned, strategy};
 use crate::tape::checkpoint::Action;
 use crate::tape::checkpoint::online::reverse_online;
 use crate::tape::checkpoint::{Reversal, reverse_with};
@@ -22,24 +28,22 @@ pub fn forward_into(
 ) -> Option<Result<(), BackendError>> {
     let spec = &tapes.spec;
     let leaves = spec.leaves.len();
-    if spec.xs.is_empty()
-        && spec.ys.is_empty()
-        && tapes.condition.is_none()
-        && spec
-            .leaves
-            .iter()
-            .chain(&spec.captures)
-            .all(|s| s.is_empty())
-        && args.iter().all(|a| a.len() == 1)
+    let numbers = spec
+        .leaves
+        .iter()
+        .chain(&spec.captures)
+        .all(|s| s.is_empty())
+        && args.iter().all(|a| a.len() == 1);
+    if strategy::scalar_loop_applies(spec, tapes.condition.is_some(), numbers)
         && out.len() == leaves
-        && let Some(program) = scalar_loop::prepare(tapes)
+        && let Some(program) = scalar::prepare(tapes)
     {
         let numbers: Vec<f64> = args.iter().map(|a| a[0]).collect();
         let state = program.forward(tapes, &numbers[..leaves], &numbers[leaves..]);
         out.copy_from_slice(&state);
         return Some(Ok(()));
     }
-    flat_loop::forward_into(tapes, args, out)
+    flat::forward_into(tapes, args, out)
 }
 
 /// The loop's final state and stacked outputs (packed when more than one
@@ -47,17 +51,15 @@ pub fn forward_into(
 pub fn forward(tapes: &LoopTapes, args: &[Buf]) -> Result<Buf, BackendError> {
     let spec = &tapes.spec;
     let leaves = spec.leaves.len();
-    let sequences = spec.xs.len() + spec.ys.len();
-    if sequences == 0
-        && tapes.condition.is_none()
-        && let (Some(numbers), Some(program)) = (numbers(args), scalar_loop::prepare(tapes))
+    if strategy::scalar_loop_applies(spec, tapes.condition.is_some(), true)
+        && let (Some(numbers), Some(program)) = (numbers(args), scalar::prepare(tapes))
     {
         let state = program.forward(tapes, &numbers[..leaves], &numbers[leaves..]);
         return Ok(pack(
             &state.into_iter().map(Buf::Scalar).collect::<Vec<_>>(),
         ));
     }
-    if let Some(parts) = flat_loop::forward(tapes, args) {
+    if let Some(parts) = flat::forward(tapes, args) {
         let parts = parts?;
         return Ok(if spec.ys.is_empty() {
             pack(&parts[..leaves])
@@ -119,9 +121,8 @@ pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Result<Buf, BackendError> {
     let spec = &tapes.spec;
     let (leaves, xs_count, captures) = (spec.leaves.len(), spec.xs.len(), spec.captures.len());
     let operands = &args[..leaves + xs_count + captures];
-    if xs_count + spec.ys.len() == 0
-        && tapes.condition.is_none()
-        && let (Some(numbers), Some(program)) = (numbers(operands), scalar_loop::prepare(tapes))
+    if strategy::scalar_loop_applies(spec, tapes.condition.is_some(), true)
+        && let (Some(numbers), Some(program)) = (numbers(operands), scalar::prepare(tapes))
     {
         let cotangent: Vec<f64> = args[leaves + captures].to_array().iter().copied().collect();
         let all = program.reverse(
@@ -132,7 +133,7 @@ pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Result<Buf, BackendError> {
         )?;
         return Ok(flat(&all.into_iter().map(Buf::Scalar).collect::<Vec<_>>()));
     }
-    if let Some(all) = flat_loop::reverse(tapes, args) {
+    if let Some(all) = flat::reverse(tapes, args) {
         return Ok(flat(&all?));
     }
     let mut reverser = Reverser::new(tapes, args)?;
@@ -492,7 +493,7 @@ impl Stacked {
         for shape in shapes {
             let len: usize = shape.iter().product();
             let total = len.checked_mul(n).ok_or_else(|| too_large(n, shape))?;
-            let mut rows = super::storage::reserve(total, || {
+            let mut rows = crate::backends::cpu::storage::reserve(total, || {
                 format!("the {n} stacked steps of shape {shape:?} of a scan")
             })?;
             rows.resize(total, 0.0);
@@ -574,7 +575,7 @@ fn advance(
             // The state this step read, unless a snapshot keeps it, gives
             // its storage to the next step's results.
             if let Buf::Array(old) = std::mem::replace(slot, value) {
-                super::storage::recycle(old);
+                crate::backends::cpu::storage::recycle(old);
             }
         }
         if let Some(ys) = ys.as_deref_mut() {
@@ -693,7 +694,7 @@ fn accumulate(total: &mut Option<Buf>, term: Buf) {
                 _ => *sum += &*term,
             }
             // The term's storage serves the next step's term.
-            super::storage::recycle(term);
+            crate::backends::cpu::storage::recycle(term);
         }
         (Some(sum), term) => {
             *total = Some(Buf::from_array(Rc::new(sum.to_array() + &term.to_array())));
@@ -750,7 +751,9 @@ fn add_into(sum: &mut [f64], term: &[f64]) {
 /// A matrix transposed, row-major (copied tile by tile, once).
 fn transposed(matrix: &Buf) -> Buf {
     let copy = match matrix {
-        Buf::Array(array) => super::broadcast::standard(&array.view().reversed_axes()),
+        Buf::Array(array) => {
+            crate::backends::cpu::broadcast::standard(&array.view().reversed_axes())
+        }
         Buf::Scalar(x) => ArrayD::from_elem(IxDyn(&[]), *x),
     };
     Buf::from_array(Rc::new(copy))

@@ -13,11 +13,11 @@
 //! inside a planned tape runs here on slices of the plan's buffers
 //! (`forward_into`).
 
-use super::execute::Buf;
-use super::planned::{self, Plan};
-use super::storage::reserve;
-use super::{cancel, measure};
 use crate::backends::BackendError;
+use crate::backends::cpu::execute::Buf;
+use crate::backends::cpu::planned::{self, Plan};
+use crate::backends::cpu::storage::reserve;
+use crate::backends::cpu::{cancel, measure, strategy};
 use crate::ir::Shape;
 use crate::tape::checkpoint::{Action, Reversal, reverse_with};
 use crate::tape::scan::LoopTapes;
@@ -27,7 +27,7 @@ use std::rc::Rc;
 
 /// The loop's plans, when it can run here (a `while-loop` only forward).
 fn plans(tapes: &LoopTapes, reverse: bool) -> Option<(Rc<Plan>, Option<Rc<Plan>>)> {
-    if !planned::enabled() || (reverse && tapes.condition.is_some()) || tapes.spec.n == 0 {
+    if !strategy::flat_loop_applies(&tapes.spec, tapes.condition.is_some(), reverse) {
         return None;
     }
     let body = planned::plan_for((tapes.id, 0), &tapes.body)?;
@@ -91,7 +91,7 @@ pub fn forward_into(
 fn condition_plan(tapes: &LoopTapes) -> Option<Option<Rc<Plan>>> {
     match &tapes.condition {
         Some(condition) => Some(Some(planned::plan_for(
-            (tapes.id, super::scan::Body::Condition as u8),
+            (tapes.id, super::Body::Condition as u8),
             condition,
         )?)),
         None => Some(None),
@@ -134,7 +134,7 @@ pub fn reverse(tapes: &LoopTapes, args: &[Buf]) -> Option<Result<Vec<Buf>, Backe
     let operands = leaves + spec.xs.len() + spec.captures.len();
     let run = Run::new(tapes, body, args, leaves + spec.xs.len())?;
     // The result's cotangent: the final state's, then the outputs'.
-    let parts = super::scan::unpack(args.get(operands)?, &spec.output_parts());
+    let parts = super::unpack(args.get(operands)?, &spec.output_parts());
     let mut cotangent = Vec::with_capacity(run.state.len());
     for part in &parts[..leaves] {
         extend_flat(&mut cotangent, part);
