@@ -22,6 +22,7 @@ mod compiled;
 pub mod data;
 pub mod display;
 pub mod distributed;
+pub mod driver;
 pub mod dtype;
 pub mod egraph;
 mod engine;

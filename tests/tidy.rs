@@ -30,6 +30,8 @@ const LAYERS: &[&[&str]] = &[
     &["ad", "formula"],
     &["tape"],
     &["backends"],
+    // Traced programs compiled, cached and run, with no Lisp values.
+    &["driver"],
     // The Lisp: reading, evaluating, tracing, the built-ins.
     &["lisp"],
     &["error"],

@@ -7,6 +7,7 @@
 //! - `forward`: the forward sweep (`jvp`), batched over tangents.
 //! - `custom_sweep`: calls of functions with their own rules (`defvjp`,
 //!   `defjvp`), each rule transposed into the other mode.
+//! - `request`: what a differentiation request asks (`Request`).
 //! - `loops`: loops' adjoint bodies (a table keyed by the loop), tangent
 //!   loops and second-order loops.
 //! - `vmap`: batching a program along a new axis.
@@ -20,6 +21,7 @@
 pub mod custom_sweep;
 pub mod forward;
 pub mod loops;
+pub mod request;
 pub mod reverse;
 pub mod sparse;
 pub mod vmap;

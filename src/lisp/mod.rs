@@ -2,8 +2,10 @@
 //! built-in functions and printing.
 //!
 //! Code flows reader data → [`convert`] (values with spans) → [`analyze`]
-//! (nodes with lexical addresses, macros expanded) → [`eval`] (values). This
-//! module knows nothing about how derivatives are built.
+//! (nodes with lexical addresses, macros expanded) → [`eval`] (values).
+//! `trace` records tensor programs as traced functions run, and `autodiff`
+//! turns Lisp requests (`grad`, `jvp`, ...) into calls of the AD layer and
+//! the driver: how derivatives are built lives there, not here.
 
 pub mod analyze;
 pub mod autodiff;

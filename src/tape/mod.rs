@@ -2,9 +2,10 @@
 //! topological order over numbered slots, with slots reused once their
 //! value is dead (liveness), and the memory this needs.
 //!
-//! A tape is backend-neutral: the CPU backend and (later) the CUDA backend
-//! run the same instructions. This folder knows the extracted program
-//! (`egraph::tensor`) but not Lisp values or how kernels run.
+//! A tape is backend-neutral: the CPU and CUDA backends run the same
+//! instructions. This folder knows the IR (the optimized program) and
+//! loops' adjoints (`ad::loops`), not e-graphs, Lisp values or how kernels
+//! run.
 
 pub mod checkpoint;
 pub(crate) mod compile;

@@ -19,9 +19,9 @@
 //! vector; [`unpack`] makes the views a caller sees, and their reverse
 //! rules slice the packed cotangent the same way.
 //!
-//! This folder knows the tensor language and its graph builder
-//! (`egraph::tensor`) and arrays; it knows nothing of Lisp values, tapes or
-//! how executors schedule work.
+//! This folder knows the tensor language and its graph builder (`ir`)
+//! and arrays; it knows nothing of Lisp values, tapes or how executors
+//! schedule work.
 
 pub mod along;
 pub mod batching;

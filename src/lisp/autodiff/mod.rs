@@ -23,48 +23,33 @@ use super::error::{EvalError, EvalResult};
 use super::interp::Interp;
 use super::trace::{Trace, TraceRef, node_of, traced};
 use super::value::Value;
-use crate::ad::reverse::{Modes, refusal};
+pub use crate::ad::request::Request;
+use crate::ad::reverse::refusal;
 use crate::ad::{jvp, vjp};
 use crate::backends::cpu::cancel::with_cancel;
 use crate::backends::cpu::straight::{StraightError, StraightLine};
-use crate::egraph::tensor::optimize::{
-    MAX_TENSOR_SATURATION_NODES, Optimized, TensorLimits, TensorReport, optimize,
-};
+pub use crate::driver::{Compiled, MAX_CACHED_TAPES, SparseKind};
+use crate::driver::{Driver, RequestError, Settings};
+use crate::egraph::tensor::optimize::{Optimized, TensorLimits, optimize};
 use crate::ir::shape::show;
-use crate::ir::{Shape, TNode, TOp, TensorGraph};
+use crate::ir::{Shape, TOp, TensorGraph};
 use crate::tape::dot::Names;
-use crate::tape::{Tape, compile, compile_within};
 use egg::Id;
-use rustc_hash::{FxHashMap, FxHasher};
 use smallvec::SmallVec;
 use std::cell::RefCell;
-use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 use tree::{Tree, flatten, leaf_indices, rebuild_in_order};
-
-/// Compiled tapes kept at most (the oldest is dropped first): a closure
-/// over a changing number or a changing static argument compiles a new tape
-/// per value.
-pub const MAX_CACHED_TAPES: usize = 256;
 
 /// Per-interpreter state of numeric differentiation.
 #[derive(Default)]
 pub struct NumericState {
     /// The trace being recorded, while a traced function runs.
     pub(crate) trace: Option<TraceRef>,
-    cache: FxHashMap<u64, Vec<CacheEntry>>,
-    /// Keys in the order their entries were made (oldest first), for
-    /// eviction past `MAX_CACHED_TAPES`.
-    order: std::collections::VecDeque<u64>,
-    /// Calls that found their tape in the cache.
-    pub hits: u64,
-    /// Calls that compiled a tape.
-    pub misses: u64,
+    /// Compiled tapes and sparsity patterns, by program.
+    pub driver: Driver,
     next_tag: u32,
     /// Optimized loop bodies and compiled loops (`scan`).
     pub(crate) loops: scan::LoopCache,
-    /// Sparsity patterns and their colourings read before, by program.
-    sparsity: std::collections::VecDeque<SparsityEntry>,
     /// The memory budget of compiled tapes (`set-memory-budget!`).
     pub memory_budget: Option<usize>,
     /// `(debug-nans #t)`: operations are checked one by one for the
@@ -85,117 +70,6 @@ pub struct NumericState {
     pub replayed: u64,
     /// The type the constructors make (`set-default-dtype!`).
     pub default_dtype: crate::dtype::DType,
-}
-
-/// A sparse derivative's pattern and colouring, and the program they were
-/// read from (its nodes up to the result, the result, the inputs
-/// differentiated and which matrix).
-struct SparsityEntry {
-    key: u64,
-    nodes: Vec<TNode>,
-    output: Id,
-    wrt: Vec<u32>,
-    kind: SparseKind,
-    compression: Rc<crate::ad::sparse::Compression>,
-}
-
-/// Sparsity entries kept (the oldest dropped first).
-const MAX_CACHED_SPARSITY: usize = 16;
-
-struct CacheEntry {
-    nodes: Vec<TNode>,
-    roots: Vec<Id>,
-    compiled: Rc<Compiled>,
-}
-
-/// A compiled program and what compiling it found.
-pub struct Compiled {
-    /// The tape.
-    pub tape: Tape,
-    /// Nodes of the traced program with its derivatives.
-    pub program_nodes: usize,
-    /// What the optimizer did.
-    pub report: TensorReport,
-}
-
-/// What to compute from a traced function.
-#[derive(Clone, Debug)]
-pub enum Request {
-    /// The function's results (`jit`).
-    Value,
-    /// Gradients of a scalar result with respect to argument positions.
-    Grad {
-        /// Argument positions.
-        wrt: Vec<usize>,
-        /// Whether the result itself is wanted too (`value-and-grad`); a
-        /// tape for the gradient alone need not compute it.
-        value: bool,
-    },
-    /// A vector-Jacobian product with a cotangent of the result's shape
-    /// (given as the seed), for all arguments.
-    Vjp,
-    /// A Jacobian-vector product with tangents for every argument.
-    Jvp,
-    /// A Hessian-vector product for the first argument.
-    Hvp,
-    /// The dense Hessian for the first argument: forward over reverse with
-    /// all unit directions as one batch.
-    Hessian,
-    /// The dense Jacobian for the first argument by forward mode, all unit
-    /// directions as one batch.
-    JacobianForward,
-    /// Jacobian-vector products for the first argument along a batch of
-    /// directions (the seed, of shape `[p] ++ shape(x)`), in one forward
-    /// pass: `[p] ++ shape(result)` (a sparse Jacobian's compressed
-    /// columns).
-    JvpBatch,
-    /// Hessian-vector products for the first argument along a batch of
-    /// directions (`[p] ++ shape(x)`), forward over one reverse sweep:
-    /// `[p] ++ shape(x)` (a sparse Hessian's compressed columns).
-    HvpBatch,
-}
-
-impl Request {
-    /// Whether the function's own result is computed (everything but a
-    /// bare gradient).
-    fn wants_value(&self) -> bool {
-        !matches!(self, Request::Grad { value: false, .. })
-    }
-
-    /// The sweeps the request runs.
-    fn modes(&self) -> Modes {
-        match self {
-            Request::Value => Modes::default(),
-            Request::Grad { .. } | Request::Vjp => Modes {
-                reverse: true,
-                forward: false,
-            },
-            Request::Jvp | Request::JacobianForward | Request::JvpBatch => Modes {
-                reverse: false,
-                forward: true,
-            },
-            Request::Hvp | Request::Hessian | Request::HvpBatch => Modes {
-                reverse: true,
-                forward: true,
-            },
-        }
-    }
-
-    /// The argument positions whose leaves are differentiated.
-    fn differentiated(&self, arity: usize) -> Vec<usize> {
-        match self {
-            Request::Value => Vec::new(),
-            Request::Grad { wrt, .. } => wrt.clone(),
-            Request::Vjp | Request::Jvp => (0..arity).collect(),
-            Request::Hvp
-            | Request::Hessian
-            | Request::JacobianForward
-            | Request::JvpBatch
-            | Request::HvpBatch => {
-                vec![0]
-            }
-        }
-    }
 }
 
 /// The outcome of running a request.
@@ -285,26 +159,6 @@ enum Execution {
     Tape,
 }
 
-/// Which derivative matrix a sparsity pattern is read for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SparseKind {
-    /// The Jacobian of the one result.
-    Jacobian,
-    /// The Hessian of the one number returned: the Jacobian pattern of
-    /// its gradient program, made symmetric.
-    Hessian,
-}
-
-impl SparseKind {
-    /// The built-in's name, for messages.
-    pub fn form(self) -> &'static str {
-        match self {
-            SparseKind::Jacobian => "sparse-jacobian",
-            SparseKind::Hessian => "sparse-hessian",
-        }
-    }
-}
-
 /// The non-zero pattern of the Jacobian of `f`'s one result, or of the
 /// Hessian of its one number, with respect to its first argument at
 /// `args`, read from the traced program (`sparse::jacobian_pattern`; for
@@ -335,70 +189,22 @@ pub fn derivative_sparsity(
         .filter(|&k| recorded.input_leaves[k as usize] == 0)
         .collect();
     let mut trace = recorded.trace.borrow_mut();
-    // The same program seen before: its pattern and colouring again.
-    let nodes = &trace.graph.nodes()[..=usize::from(output)];
-    let mut hasher = FxHasher::default();
-    (nodes, output, &wrt, kind).hash(&mut hasher);
-    let key = hasher.finish();
-    let cache = &mut interp.numeric.sparsity;
-    if let Some(entry) = cache.iter().find(|e| {
-        e.key == key
-            && e.output == output
-            && e.wrt == wrt
-            && e.kind == kind
-            && e.nodes[..] == *nodes
-    }) {
-        return Ok(Rc::clone(&entry.compression));
+    interp
+        .numeric
+        .driver
+        .patterns
+        .pattern(&mut trace.graph, output, &wrt, kind, max_nnz)
+        .map_err(request_error)
+}
+
+/// The Lisp error for a request the driver refused.
+fn request_error(error: RequestError) -> EvalError {
+    match error {
+        RequestError::Shape(message) => EvalError::shape(message),
+        RequestError::Type(message) => EvalError::type_error(message),
+        RequestError::Range(message) => EvalError::range(message),
+        RequestError::Backend(error) => crate::lisp::sites::eval_error(error),
     }
-    let nodes = nodes.to_vec();
-    let of = match kind {
-        SparseKind::Jacobian => output,
-        SparseKind::Hessian => {
-            if !trace.graph.shape(output).is_empty() {
-                return Err(EvalError::shape(format!(
-                    "sparse-hessian needs a function returning a number, this one returned shape {}",
-                    show(trace.graph.shape(output))
-                )));
-            }
-            let x = trace.graph.nodes().iter().position(
-                |n| matches!(n.op, TOp::Input { index, .. } if wrt.first() == Some(&index)),
-            );
-            let Some(x) = x.filter(|_| wrt.len() == 1) else {
-                return Err(EvalError::type_error(
-                    "sparse-hessian is taken with respect to the first argument, which must be a number or a tensor",
-                ));
-            };
-            let one = trace.graph.num(1.0);
-            let x = Id::from(x);
-            vjp(&mut trace.graph, &[(output, one)], &[x])[0]
-        }
-    };
-    let pattern = crate::ad::sparse::jacobian_pattern(
-        trace.graph.nodes(),
-        trace.graph.shapes(),
-        of,
-        &wrt,
-        max_nnz,
-    )
-    .map_err(|message| EvalError::range(format!("{form}: {message}")))?;
-    let compression = Rc::new(match kind {
-        SparseKind::Jacobian => crate::ad::sparse::Compression::jacobian(pattern),
-        SparseKind::Hessian => crate::ad::sparse::Compression::hessian(&pattern)
-            .expect("a gradient has x's shape, so its pattern is square"),
-    });
-    let cache = &mut interp.numeric.sparsity;
-    if cache.len() >= MAX_CACHED_SPARSITY {
-        cache.pop_front();
-    }
-    cache.push_back(SparsityEntry {
-        key,
-        nodes,
-        output,
-        wrt,
-        kind,
-        compression: Rc::clone(&compression),
-    });
-    Ok(compression)
 }
 
 /// A tape's results as Lisp values of their types.
@@ -526,17 +332,7 @@ fn nan_error(trace: &Trace, failure: crate::lisp::trace::CheckFailure) -> EvalEr
         value.to_string()
     };
     // Follow a derivative node back to the traced call it differentiates.
-    let mut origin = node;
-    let mut pass: Option<bool> = None;
-    while source(origin).is_none() {
-        match graph.derived_from(origin) {
-            Some((primal, reverse)) => {
-                pass.get_or_insert(reverse);
-                origin = primal;
-            }
-            None => break,
-        }
-    }
+    let (origin, pass) = crate::driver::nan_origin(graph, node, |id| source(id).is_some());
     let what = match (pass, source(origin)) {
         (None, Some((_, name))) => format!("{op} in ({name} ...) made {made} (forward pass)"),
         (Some(true), Some((_, name))) => {
@@ -890,16 +686,13 @@ fn straight_line(
     let &[output] = outputs else {
         return None;
     };
-    if interp.numeric.debug_nans
-        || interp.numeric.memory_budget.is_some()
-        || usize::from(output) < MAX_TENSOR_SATURATION_NODES
-    {
+    let numeric = &interp.numeric;
+    if !crate::driver::straight::may_apply(output, numeric.debug_nans, numeric.memory_budget) {
         return None;
     }
     let Arguments { leaves, ranges, .. } = arguments;
     let build = |targets: &[Id]| {
-        let program = StraightLine::build(&trace.graph, &trace.flat, output, targets)?;
-        (program.len() > MAX_TENSOR_SATURATION_NODES).then(|| Rc::new(program))
+        crate::driver::straight::program(&trace.graph, &trace.flat, output, targets)
     };
     match request {
         Request::Grad { wrt, .. } => {
@@ -1286,67 +1079,14 @@ fn seed_node(t: &mut Trace, trace: &TraceRef, value: &Value) -> EvalResult<Id> {
 /// The tape for `roots` of `trace`, from the cache or compiled now.
 fn compiled_for(interp: &mut Interp, trace: &TraceRef, roots: &[Id]) -> (Rc<Compiled>, bool) {
     let borrowed = trace.borrow();
-    let graph = &borrowed.graph;
-    let upto = roots.iter().map(|&r| usize::from(r) + 1).max().unwrap_or(0);
-    let nodes = &graph.nodes()[..upto];
     // Inputs the roots do not reach still belong to the tape's signature.
     let input_shapes: Vec<Shape> = borrowed.inputs.iter().map(|b| b.shape().into()).collect();
-    let budget = interp.numeric.memory_budget;
-    let mut hasher = FxHasher::default();
-    nodes.hash(&mut hasher);
-    roots.hash(&mut hasher);
-    input_shapes.hash(&mut hasher);
-    budget.hash(&mut hasher);
-    let key = hasher.finish();
-    if let Some(entries) = interp.numeric.cache.get(&key)
-        && let Some(entry) = entries.iter().find(|e| {
-            e.roots == roots
-                && e.compiled.tape.stats.memory_budget == budget
-                && e.compiled.tape.input_shapes == input_shapes
-                && e.nodes[..] == *nodes
-        })
-    {
-        interp.numeric.hits += 1;
-        return (Rc::clone(&entry.compiled), true);
-    }
-    interp.numeric.misses += 1;
-    let limits = TensorLimits::for_level(interp.symbolic.level);
-    let optimized = optimize(nodes, roots, limits);
-    let tape = match budget {
-        None => compile(
-            &optimized.expr,
-            &optimized.shapes,
-            &optimized.roots,
-            &input_shapes,
-        ),
-        Some(budget) => compile_within(
-            &optimized.expr,
-            &optimized.shapes,
-            &optimized.roots,
-            &input_shapes,
-            budget,
-        ),
+    let settings = Settings {
+        limits: TensorLimits::for_level(interp.symbolic.level),
+        budget: interp.numeric.memory_budget,
     };
-    let compiled = Rc::new(Compiled {
-        tape,
-        program_nodes: upto,
-        report: optimized.report,
-    });
-    let state = &mut interp.numeric;
-    if state.order.len() >= MAX_CACHED_TAPES
-        && let Some(oldest) = state.order.pop_front()
-        && let Some(entries) = state.cache.get_mut(&oldest)
-    {
-        entries.remove(0);
-        if entries.is_empty() {
-            state.cache.remove(&oldest);
-        }
-    }
-    state.order.push_back(key);
-    state.cache.entry(key).or_default().push(CacheEntry {
-        nodes: nodes.to_vec(),
-        roots: roots.to_vec(),
-        compiled: Rc::clone(&compiled),
-    });
-    (compiled, false)
+    interp
+        .numeric
+        .driver
+        .compile(&borrowed.graph, roots, &input_shapes, settings)
 }

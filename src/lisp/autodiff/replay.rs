@@ -152,7 +152,7 @@ impl Replays {
             .find(|r| r.world == world && r.signature == signature)
             .cloned();
         if let Some(replay) = found {
-            interp.numeric.hits += 1;
+            interp.numeric.driver.tapes.hits += 1;
             interp.numeric.replayed += 1;
             return replay.run(interp, &leaves, request);
         }

@@ -543,8 +543,14 @@ fn tape_stats(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         ),
         entry("cost-after", Value::Int(compiled.report.cost_after as i64)),
         entry("cached", Value::Bool(outcome.cached == Some(true))),
-        entry("cache-hits", Value::Int(interp.numeric.hits as i64)),
-        entry("cache-misses", Value::Int(interp.numeric.misses as i64)),
+        entry(
+            "cache-hits",
+            Value::Int(interp.numeric.driver.tapes.hits as i64),
+        ),
+        entry(
+            "cache-misses",
+            Value::Int(interp.numeric.driver.tapes.misses as i64),
+        ),
     ]))
 }
 
