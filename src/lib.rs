@@ -46,10 +46,8 @@ mod simd;
 pub mod symbolic;
 pub mod tape;
 
-#[cfg(all(test, feature = "cuda"))]
-mod simulated_device_tests;
 #[cfg(test)]
-mod straight_line_tests;
+mod tests;
 
 pub use compiled::CompiledGrad;
 pub use engine::Engine;

@@ -38,13 +38,7 @@ const LAYERS: &[&[&str]] = &[
     &["compiled", "symbolic"],
     &["engine"],
     // Front ends, and unit tests that span the layers.
-    &[
-        "repl",
-        "lsp",
-        "jupyter",
-        "simulated_device_tests",
-        "straight_line_tests",
-    ],
+    &["repl", "lsp", "jupyter", "tests"],
 ];
 
 /// Imports forbidden although they run down: tapes and backends run

@@ -591,5 +591,4 @@ fn candidate<L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
 }
 
 #[cfg(test)]
-#[path = "extract_tests.rs"]
 mod tests;

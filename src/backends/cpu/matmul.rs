@@ -448,5 +448,4 @@ fn products<T>(
 }
 
 #[cfg(test)]
-#[path = "matmul_tests.rs"]
 mod tests;

@@ -23,8 +23,6 @@ pub(crate) use loops::snapshots_of;
 pub use loops::unpack;
 mod sources;
 pub(crate) mod storage;
-#[cfg(test)]
-pub(crate) mod storage_tests;
 pub mod straight;
 pub mod strategy;
 mod structural;

@@ -1266,5 +1266,4 @@ fn runs_of(op: &TOp, shapes: &[&[usize]], shape: &[usize]) -> Option<Vec<Run>> {
 }
 
 #[cfg(test)]
-#[path = "planned_tests.rs"]
 mod tests;

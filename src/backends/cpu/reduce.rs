@@ -536,5 +536,4 @@ pub(crate) fn reduce_all(op: ReduceOp, slice: &[f64]) -> f64 {
 }
 
 #[cfg(test)]
-#[path = "reduce_tests.rs"]
 mod tests;

@@ -214,3 +214,6 @@ fn largest<T>(free: &Free<T>, bytes: usize) -> Option<usize> {
         .map(|(l, _)| *l * size_of::<T>())
         .max()
 }
+
+#[cfg(test)]
+pub(crate) mod tests;

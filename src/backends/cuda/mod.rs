@@ -41,9 +41,9 @@ mod host_run;
 #[cfg(test)]
 mod host_sim;
 #[cfg(test)]
-mod host_tests;
-#[cfg(test)]
 pub(crate) mod sim;
+#[cfg(test)]
+mod tests;
 
 pub use probe::{
     CudaUnavailable, Device, compile, compile_binary, driver_version, needs_binaries, nvrtc_arch,

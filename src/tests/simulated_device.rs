@@ -93,7 +93,7 @@ fn transfers_happen_only_at_tape_boundaries() {
 #[test]
 fn f32_storage_on_the_device_gives_the_bits_of_f64_storage() {
     use crate::backends::Backend as _;
-    use crate::backends::cpu::storage_tests::{attention, bits, compiled, input};
+    use crate::backends::cpu::storage::tests::{attention, bits, compiled, input};
     let Some(machine) = simulated() else { return };
     // An attention block and its gradient: f32 products (sgemm) reading
     // and writing f32 storage, head views moved in f32, groups reading

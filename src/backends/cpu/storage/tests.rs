@@ -2,8 +2,8 @@
 //! f32 (`Instruction::single`) gives the bits of the same tape holding
 //! them as f64, forward and reverse, natively and interpreted.
 
-use super::execute::{Buf, run};
 use crate::ad::reverse;
+use crate::backends::cpu::execute::{Buf, run};
 use crate::dtype::DType;
 use crate::ir::math::language::Math;
 use crate::ir::math::partials::PartialBuilder;
@@ -100,7 +100,7 @@ fn f32_storage_gives_the_bits_of_f64_storage() {
             })
             .collect();
         for native in [true, false] {
-            super::native::set_native_kernels(native);
+            crate::backends::cpu::native::set_native_kernels(native);
             let single = run(&tape, &inputs).unwrap();
             let double = run(&wide, &inputs).unwrap();
             // Twice: the second run reuses the first one's storage.
@@ -116,7 +116,7 @@ fn f32_storage_gives_the_bits_of_f64_storage() {
                 );
             }
         }
-        super::native::set_native_kernels(true);
+        crate::backends::cpu::native::set_native_kernels(true);
     }
 }
 
