@@ -4,7 +4,7 @@
 //! numbers checked against central finite differences.
 
 use epsilon::backends::cpu::Buf;
-use epsilon::driver::{Driver, RequestError, Settings};
+use epsilon::driver::{Driver, DriverError, RequestError, Settings};
 use epsilon::dtype::DType;
 use epsilon::ir::TensorGraph;
 use epsilon::ir::math::language::Math;
@@ -100,7 +100,7 @@ fn a_gradient_of_a_tensor_or_of_a_missing_input_is_refused() {
         Settings::default(),
     );
     assert!(
-        matches!(refused, Err(RequestError::Shape(ref m)) if m.contains("[2]")),
+        matches!(refused, Err(DriverError::Request(RequestError::Shape(ref m))) if m.contains("[2]")),
         "{refused:?}"
     );
     let (mut graph, output) = program(2);
@@ -112,7 +112,7 @@ fn a_gradient_of_a_tensor_or_of_a_missing_input_is_refused() {
         Settings::default(),
     );
     assert!(
-        matches!(refused, Err(RequestError::Range(ref m)) if m.contains('7')),
+        matches!(refused, Err(DriverError::Request(RequestError::Range(ref m))) if m.contains('7')),
         "{refused:?}"
     );
 }

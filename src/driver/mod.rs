@@ -22,6 +22,7 @@ pub mod tapes;
 pub use patterns::{PatternCache, SparseKind};
 pub use tapes::{Compiled, MAX_CACHED_TAPES, TapeCache};
 
+pub use crate::ad::request::RequestError;
 use crate::ad::vjp;
 use crate::backends::cpu::Buf;
 use crate::backends::{self, BackendError};
@@ -31,32 +32,31 @@ use egg::Id;
 use std::fmt;
 use std::rc::Rc;
 
-/// Why a request cannot be computed, by kind (the Lisp layer maps each to
-/// its error kind).
+/// Why a program cannot be differentiated or run.
 #[derive(Debug)]
-pub enum RequestError {
-    /// Shapes that do not fit the request.
-    Shape(String),
-    /// A value of the wrong kind.
-    Type(String),
-    /// A value out of range (a pattern too dense).
-    Range(String),
+pub enum DriverError {
+    /// The request does not fit the program.
+    Request(RequestError),
     /// Running the tape failed.
     Backend(BackendError),
 }
 
-impl fmt::Display for RequestError {
+impl fmt::Display for DriverError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RequestError::Shape(m) | RequestError::Type(m) | RequestError::Range(m) => {
-                f.write_str(m)
-            }
-            RequestError::Backend(e) => write!(f, "{e}"),
+            DriverError::Request(e) => write!(f, "{e}"),
+            DriverError::Backend(e) => write!(f, "{e}"),
         }
     }
 }
 
-impl std::error::Error for RequestError {}
+impl std::error::Error for DriverError {}
+
+impl From<RequestError> for DriverError {
+    fn from(error: RequestError) -> Self {
+        DriverError::Request(error)
+    }
+}
 
 /// How tapes are made: the optimizer's limits and the memory budget.
 #[derive(Clone, Copy, Debug, Default)]
@@ -104,10 +104,10 @@ impl Driver {
         roots: &[Id],
         inputs: &[Buf],
         settings: Settings,
-    ) -> Result<Vec<Buf>, RequestError> {
+    ) -> Result<Vec<Buf>, DriverError> {
         let shapes: Vec<Shape> = inputs.iter().map(|b| b.shape().into()).collect();
         let (compiled, _) = self.compile(graph, roots, &shapes, settings);
-        backends::run(&compiled.tape, inputs).map_err(RequestError::Backend)
+        backends::run(&compiled.tape, inputs).map_err(DriverError::Backend)
     }
 
     /// The value of the program's one number `output` and its gradient
@@ -121,12 +121,13 @@ impl Driver {
         wrt: &[u32],
         inputs: &[Buf],
         settings: Settings,
-    ) -> Result<(f64, Vec<Buf>), RequestError> {
+    ) -> Result<(f64, Vec<Buf>), DriverError> {
         if !graph.shape(output).is_empty() {
             return Err(RequestError::Shape(format!(
                 "a gradient needs a program returning a number, this one returns shape {}",
                 crate::ir::shape::show(graph.shape(output))
-            )));
+            ))
+            .into());
         }
         let mut sources = Vec::with_capacity(wrt.len());
         for &index in wrt {

@@ -2,7 +2,7 @@
 //! Jacobian, or of a Hessian, read from a traced program, with its
 //! colouring; the same program asked again finds them here.
 
-use super::RequestError;
+use crate::ad::request::RequestError;
 use crate::ad::sparse::{Compression, jacobian_pattern};
 use crate::ad::vjp;
 use crate::ir::shape::show;

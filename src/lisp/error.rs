@@ -155,6 +155,17 @@ impl EvalError {
     }
 }
 
+impl From<crate::ad::request::RequestError> for EvalError {
+    fn from(error: crate::ad::request::RequestError) -> Self {
+        use crate::ad::request::RequestError;
+        match error {
+            RequestError::Shape(message) => EvalError::shape(message),
+            RequestError::Type(message) => EvalError::type_error(message),
+            RequestError::Range(message) => EvalError::range(message),
+        }
+    }
+}
+
 impl From<ReadError> for EvalError {
     fn from(err: ReadError) -> Self {
         EvalError(Box::new(ErrorDetail {

@@ -24,18 +24,15 @@ use super::interp::Interp;
 use super::trace::{Trace, TraceRef, node_of, traced};
 use super::value::Value;
 pub use crate::ad::request::Request;
-use crate::ad::reverse::refusal;
-use crate::ad::{jvp, vjp};
+use crate::ad::request::{Arguments, Group, Recording, Seed};
 use crate::backends::cpu::cancel::with_cancel;
 use crate::backends::cpu::straight::{StraightError, StraightLine};
 pub use crate::driver::{Compiled, MAX_CACHED_TAPES, SparseKind};
-use crate::driver::{Driver, RequestError, Settings};
+use crate::driver::{Driver, Settings};
 use crate::egraph::tensor::optimize::{Optimized, TensorLimits, optimize};
-use crate::ir::shape::show;
 use crate::ir::{Shape, TOp, TensorGraph};
 use crate::tape::dot::Names;
 use egg::Id;
-use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::rc::Rc;
 use tree::{Tree, flatten, leaf_indices, rebuild_in_order};
@@ -194,17 +191,7 @@ pub fn derivative_sparsity(
         .driver
         .patterns
         .pattern(&mut trace.graph, output, &wrt, kind, max_nnz)
-        .map_err(request_error)
-}
-
-/// The Lisp error for a request the driver refused.
-fn request_error(error: RequestError) -> EvalError {
-    match error {
-        RequestError::Shape(message) => EvalError::shape(message),
-        RequestError::Type(message) => EvalError::type_error(message),
-        RequestError::Range(message) => EvalError::range(message),
-        RequestError::Backend(error) => crate::lisp::sites::eval_error(error),
-    }
+        .map_err(EvalError::from)
 }
 
 /// A tape's results as Lisp values of their types.
@@ -602,7 +589,6 @@ fn record(
             Arguments {
                 leaves: &leaf_ids,
                 ranges: &arg_leaf_ranges,
-                trees: &trees,
             },
             seeds,
         ),
@@ -634,8 +620,8 @@ fn record(
             Arguments {
                 leaves: &leaf_ids,
                 ranges: &arg_leaf_ranges,
-                trees: &trees,
             },
+            &trees,
             seeds,
             &trace,
         )?
@@ -787,12 +773,69 @@ fn count_leaves(tree: &Tree) -> usize {
     v.len()
 }
 
-/// The traced arguments: each leaf's node, the leaves of each argument,
-/// and each argument's structure.
-struct Arguments<'a> {
-    leaves: &'a [Id],
-    ranges: &'a [Vec<usize>],
-    trees: &'a [Tree],
+/// The recording a request appends to: the trace, and the Lisp values its
+/// seeds are given as, flattened on first use.
+struct TraceRecording<'a> {
+    t: &'a mut Trace,
+    trace: &'a TraceRef,
+    seeds: &'a [Value],
+    /// The flattened parts of the seed last asked for.
+    parts: Option<(Seed, Vec<Value>)>,
+}
+
+impl TraceRecording<'_> {
+    /// The flattened parts of `seed`.
+    fn parts(&mut self, seed: Seed) -> EvalResult<&[Value]> {
+        if self.parts.as_ref().is_none_or(|(s, _)| *s != seed) {
+            let mut parts = Vec::new();
+            match seed {
+                Seed::Cotangent => {
+                    let cotangent = self.seeds.first().cloned().unwrap_or(Value::Nil);
+                    flatten(&cotangent, &mut parts, "the cotangent")?;
+                }
+                Seed::Tangents => {
+                    for seed in self.seeds {
+                        flatten(seed, &mut parts, "tangents")?;
+                    }
+                }
+                Seed::Vector => {
+                    flatten(
+                        self.seeds.first().unwrap_or(&Value::Nil),
+                        &mut parts,
+                        "the vector",
+                    )?;
+                }
+            }
+            self.parts = Some((seed, parts));
+        }
+        Ok(&self.parts.as_ref().expect("just made").1)
+    }
+}
+
+impl Recording for TraceRecording<'_> {
+    type Error = EvalError;
+
+    fn graph(&mut self) -> &mut TensorGraph {
+        &mut self.t.graph
+    }
+
+    fn seed_parts(&mut self, seed: Seed) -> EvalResult<usize> {
+        Ok(self.parts(seed)?.len())
+    }
+
+    fn seed_node(&mut self, seed: Seed, k: usize) -> EvalResult<Id> {
+        let value = self.parts(seed)?[k].clone();
+        seed_node(self.t, self.trace, &value)
+    }
+
+    fn directions(&mut self) -> EvalResult<Id> {
+        let seed = self.seeds.first().unwrap_or(&Value::Nil);
+        seed_node(self.t, self.trace, seed)
+    }
+
+    fn identity(&mut self, x: Id) -> EvalResult<(usize, Id)> {
+        identity_seed(self.t, x)
+    }
 }
 
 /// Appends the derivative nodes of `request`; returns all roots (results
@@ -802,234 +845,40 @@ fn derivative_roots(
     request: &Request,
     outputs: &[Id],
     arguments: Arguments<'_>,
+    trees: &[Tree],
     seeds: &[Value],
     trace: &TraceRef,
 ) -> EvalResult<(Vec<Id>, Vec<Tree>)> {
-    let Arguments {
-        leaves,
-        ranges: arg_leaves,
-        trees,
-    } = arguments;
-    let mut roots: Vec<Id> = if request.wants_value() {
-        outputs.to_vec()
-    } else {
-        Vec::new()
+    let mut recording = TraceRecording {
+        t,
+        trace,
+        seeds,
+        parts: None,
     };
-    let mut groups = Vec::new();
-    let single_output = |graph: &TensorGraph| -> EvalResult<Id> {
-        match outputs {
-            [single] if graph.shape(*single).is_empty() => Ok(*single),
-            [single] => Err(EvalError::shape(format!(
-                "grad needs a function returning a number, this one returned shape {} (use jacobian or vjp)",
-                show(graph.shape(*single))
-            ))),
-            _ => Err(EvalError::shape(
-                "grad needs a function returning a number, this one returned a list (use jacobian or vjp)",
-            )),
-        }
-    };
-    let differentiated: Vec<Id> = request
-        .differentiated(arg_leaves.len())
-        .iter()
-        .flat_map(|&position| arg_leaves[position].iter().map(|&i| leaves[i]))
-        .collect();
-    if let Some(message) = refusal(&t.graph, outputs, &differentiated, request.modes()) {
-        return Err(EvalError::type_error(message));
-    }
-    match request {
-        Request::Value => {}
-        Request::Grad { wrt, .. } => {
-            let output = single_output(&t.graph)?;
-            let one = t.graph.num(1.0);
-            // One reverse sweep for all the arguments (each loop in it
-            // then computes the cotangents of all of them at once).
-            let targets: Vec<Id> = wrt
-                .iter()
-                .flat_map(|&position| arg_leaves[position].iter().map(|&i| leaves[i]))
-                .collect();
-            roots.extend(vjp(&mut t.graph, &[(output, one)], &targets));
-            groups.extend(wrt.iter().map(|&position| trees[position].clone()));
-        }
-        Request::Vjp => {
-            let cotangent = seeds.first().cloned().unwrap_or(Value::Nil);
-            let mut ct_leaves = Vec::new();
-            flatten(&cotangent, &mut ct_leaves, "the cotangent")?;
-            if ct_leaves.len() != outputs.len() {
-                return Err(EvalError::shape(format!(
-                    "the cotangent has {} parts, the function returned {}",
-                    ct_leaves.len(),
-                    outputs.len()
-                )));
+    let (roots, groups) =
+        crate::ad::request::derivative_roots(&mut recording, request, outputs, arguments)?;
+    let mut trees_of_groups = Vec::new();
+    for group in groups {
+        match group {
+            Group::Argument(position) => trees_of_groups.push(
+                trees
+                    .get(position)
+                    .cloned()
+                    .unwrap_or(Tree::List(Vec::new())),
+            ),
+            Group::Arguments => trees_of_groups.extend(trees.iter().cloned()),
+            Group::Outputs(1) | Group::One => trees_of_groups.push(Tree::Leaf(0)),
+            Group::Outputs(n) => {
+                trees_of_groups.push(Tree::List((0..n).map(Tree::Leaf).collect()));
             }
-            let mut pairs = Vec::new();
-            for (&output, ct) in outputs.iter().zip(&ct_leaves) {
-                let id = seed_node(t, trace, ct)?;
-                if t.graph.shape(id) != t.graph.shape(output) {
-                    return Err(EvalError::shape(format!(
-                        "the cotangent has shape {}, the result has shape {}",
-                        show(t.graph.shape(id)),
-                        show(t.graph.shape(output))
-                    )));
-                }
-                pairs.push((output, id));
-            }
-            let targets: Vec<Id> = arg_leaves.iter().flatten().map(|&i| leaves[i]).collect();
-            roots.extend(vjp(&mut t.graph, &pairs, &targets));
-            groups.extend(trees.iter().cloned());
-        }
-        Request::Jvp => {
-            let mut t_leaves = Vec::new();
-            for seed in seeds {
-                flatten(seed, &mut t_leaves, "tangents")?;
-            }
-            if t_leaves.len() != leaves.len() {
-                return Err(EvalError::shape(format!(
-                    "{} tangents for {} argument parts",
-                    t_leaves.len(),
-                    leaves.len()
-                )));
-            }
-            let mut pairs = Vec::new();
-            for (&leaf, tangent) in leaves.iter().zip(&t_leaves) {
-                let id = seed_node(t, trace, tangent)?;
-                check_same(&t.graph, id, leaf, "a tangent")?;
-                pairs.push((leaf, id));
-            }
-            roots.extend(jvp(&mut t.graph, &pairs, outputs, None));
-            groups.push(if outputs.len() == 1 {
-                Tree::Leaf(0)
-            } else {
-                Tree::List((0..outputs.len()).map(Tree::Leaf).collect())
-            });
-        }
-        Request::Hvp => {
-            let output = single_output(&t.graph)?;
-            let one = t.graph.num(1.0);
-            let first = arg_leaves.first().cloned().unwrap_or_default();
-            let targets: Vec<Id> = first.iter().map(|&i| leaves[i]).collect();
-            let gradient = vjp(&mut t.graph, &[(output, one)], &targets);
-            let mut v_leaves = Vec::new();
-            flatten(
-                seeds.first().unwrap_or(&Value::Nil),
-                &mut v_leaves,
-                "the vector",
-            )?;
-            if v_leaves.len() != targets.len() {
-                return Err(EvalError::shape(
-                    "the vector must have the structure of the first argument",
-                ));
-            }
-            let mut pairs = Vec::new();
-            for (&target, v) in targets.iter().zip(&v_leaves) {
-                let id = seed_node(t, trace, v)?;
-                check_same(&t.graph, id, target, "the vector")?;
-                pairs.push((target, id));
-            }
-            roots.extend(jvp(&mut t.graph, &pairs, &gradient, None));
-            groups.push(trees.first().cloned().unwrap_or(Tree::List(Vec::new())));
-        }
-        Request::Hessian => {
-            let output = single_output(&t.graph)?;
-            let x = single_leaf(arg_leaves, leaves, "hessian")?;
-            let x_shape = t.graph.shape(x).clone();
-            check_derivative_rank("hessian", &x_shape, &x_shape)?;
-            let one = t.graph.num(1.0);
-            let gradient = vjp(&mut t.graph, &[(output, one)], &[x]);
-            let (n, identity) = identity_seed(t, x)?;
-            let columns = jvp(&mut t.graph, &[(x, identity)], &gradient, Some(n));
-            // [n] ++ shape(x) is shape(x) ++ shape(x) in row-major order.
-            let shape = t.graph.shape(x).clone();
-            let full: Shape = shape.iter().chain(shape.iter()).copied().collect();
-            roots.push(t.graph.reshape(columns[0], &full));
-            groups.push(Tree::Leaf(0));
-        }
-        Request::JacobianForward => {
-            let x = single_leaf(arg_leaves, leaves, "jacobian")?;
-            let [output] = outputs else {
-                return Err(EvalError::shape(
-                    "jacobian needs a function returning one number or tensor",
-                ));
-            };
-            let out_shape = t.graph.shape(*output).clone();
-            check_derivative_rank("jacobian", &out_shape, &t.graph.shape(x).clone())?;
-            let (n, identity) = identity_seed(t, x)?;
-            let columns = jvp(&mut t.graph, &[(x, identity)], &[*output], Some(n))[0];
-            // [n] ++ shape(out) → shape(out) ++ shape(x).
-            let out_shape = t.graph.shape(*output).clone();
-            let rank = out_shape.len() as u8;
-            let perm: SmallVec<[u8; 4]> = (1..=rank).chain([0]).collect();
-            let moved = t.graph.add_valid(TOp::Transpose(perm), &[columns]);
-            let full: Shape = out_shape
-                .iter()
-                .chain(t.graph.shape(x).clone().iter())
-                .copied()
-                .collect();
-            roots.push(t.graph.reshape(moved, &full));
-            groups.push(Tree::Leaf(0));
-        }
-        Request::JvpBatch => {
-            let x = single_leaf(arg_leaves, leaves, "sparse-jacobian")?;
-            let [output] = outputs else {
-                return Err(EvalError::shape(
-                    "sparse-jacobian needs a function returning one number or tensor",
-                ));
-            };
-            let seed = seeds.first().unwrap_or(&Value::Nil);
-            roots.push(batched_jvp(t, trace, x, *output, seed)?);
-            groups.push(Tree::Leaf(0));
-        }
-        Request::HvpBatch => {
-            let output = single_output(&t.graph)?;
-            let x = single_leaf(arg_leaves, leaves, "sparse-hessian")?;
-            let one = t.graph.num(1.0);
-            let gradient = vjp(&mut t.graph, &[(output, one)], &[x])[0];
-            let seed = seeds.first().unwrap_or(&Value::Nil);
-            roots.push(batched_jvp(t, trace, x, gradient, seed)?);
-            groups.push(Tree::Leaf(0));
         }
     }
-    Ok((roots, groups))
+    Ok((roots, trees_of_groups))
 }
 
-/// An error unless a derivative shaped `shape(result) ++ shape(x)` has
-/// at most `MAX_RANK` axes (checked before the derivative is built).
+/// Refuses a derivative whose result would have too many axes.
 pub(crate) fn check_derivative_rank(form: &str, result: &[usize], x: &[usize]) -> EvalResult<()> {
-    let rank = result.len() + x.len();
-    if rank > crate::lisp::tensor::MAX_RANK {
-        return Err(EvalError::range(format!(
-            "{form}: the derivative of a {}-axis result by a {}-axis argument would have {rank} axes; a tensor may have at most {} axes",
-            result.len(),
-            x.len(),
-            crate::lisp::tensor::MAX_RANK
-        )));
-    }
-    Ok(())
-}
-
-/// The products of the batch `seed` (`[p] ++ shape(x)`): `[p] ++
-/// shape(output)`.
-fn batched_jvp(t: &mut Trace, trace: &TraceRef, x: Id, output: Id, seed: &Value) -> EvalResult<Id> {
-    let id = seed_node(t, trace, seed)?;
-    let (seed_shape, x_shape) = (t.graph.shape(id).clone(), t.graph.shape(x).clone());
-    if seed_shape.len() != x_shape.len() + 1 || seed_shape[1..] != x_shape[..] {
-        return Err(EvalError::shape(format!(
-            "a batch of directions has shape [p] ++ {}, this one has shape {}",
-            show(&x_shape),
-            show(&seed_shape)
-        )));
-    }
-    Ok(jvp(&mut t.graph, &[(x, id)], &[output], Some(seed_shape[0]))[0])
-}
-
-/// The one leaf of the first argument (dense Hessians and Jacobians are
-/// taken with respect to a single number or tensor).
-fn single_leaf(arg_leaves: &[Vec<usize>], leaves: &[Id], form: &str) -> EvalResult<Id> {
-    match arg_leaves.first().map(Vec::as_slice) {
-        Some([one]) => Ok(leaves[*one]),
-        _ => Err(EvalError::type_error(format!(
-            "{form} is taken with respect to the first argument, which must be a number or a tensor"
-        ))),
-    }
+    crate::ad::request::check_derivative_rank(form, result, x).map_err(EvalError::from)
 }
 
 /// The identity as a batch of tangents for `x`: shape [n] ++ shape(x),
@@ -1049,17 +898,6 @@ fn identity_seed(t: &mut Trace, x: Id) -> EvalResult<(usize, Id)> {
         crate::dtype::DType::Weak,
     );
     Ok((n, id))
-}
-
-fn check_same(graph: &TensorGraph, id: Id, like: Id, what: &str) -> EvalResult<()> {
-    if graph.shape(id) != graph.shape(like) {
-        return Err(EvalError::shape(format!(
-            "{what} has shape {}, the argument has shape {}",
-            show(graph.shape(id)),
-            show(graph.shape(like))
-        )));
-    }
-    Ok(())
 }
 
 /// A seed value as a node: a run-time input at top level (so the tape can
