@@ -1,6 +1,7 @@
 //! The differentiation driver: traced programs in, numbers out, with no
 //! Lisp values in between. It compiles a program with its derivative roots
-//! to a tape (or finds the tape compiled before, `tapes`), runs it on the
+//! to a tape (or finds the tape compiled before, `tapes`; loop bodies and
+//! loops likewise, `loops`), runs it on the
 //! chosen backend, decides when a straight-line program serves instead of
 //! a tape (`straight`), reads sparsity patterns of derivatives
 //! (`patterns`), and traces a non-finite number back to the operation whose derivative
@@ -15,10 +16,12 @@
 //! the Lisp layer: it knows programs, tapes and backends, never Lisp
 //! values or the interpreter.
 
+pub mod loops;
 pub mod patterns;
 pub mod straight;
 pub mod tapes;
 
+pub use loops::LoopCache;
 pub use patterns::{PatternCache, SparseKind};
 pub use tapes::{Compiled, MAX_CACHED_TAPES, TapeCache};
 
@@ -67,11 +70,14 @@ pub struct Settings {
     pub budget: Option<usize>,
 }
 
-/// The caches of a differentiating program: tapes and sparsity patterns.
+/// The caches of a differentiating program: tapes, loops and sparsity
+/// patterns.
 #[derive(Default)]
 pub struct Driver {
     /// Compiled tapes by program.
     pub tapes: TapeCache,
+    /// Optimized loop bodies and compiled loops.
+    pub loops: LoopCache,
     /// Sparsity patterns by program.
     pub patterns: PatternCache,
 }

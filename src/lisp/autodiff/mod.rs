@@ -45,8 +45,6 @@ pub struct NumericState {
     /// Compiled tapes and sparsity patterns, by program.
     pub driver: Driver,
     next_tag: u32,
-    /// Optimized loop bodies and compiled loops (`scan`).
-    pub(crate) loops: scan::LoopCache,
     /// The memory budget of compiled tapes (`set-memory-budget!`).
     pub memory_budget: Option<usize>,
     /// `(debug-nans #t)`: operations are checked one by one for the

@@ -14,7 +14,6 @@ use crate::backends::cpu::cancel::with_cancel;
 use crate::backends::cpu::{Buf, run_loop};
 use crate::dtype::DType;
 use crate::egraph::tensor::optimize::TensorLimits;
-use crate::egraph::tensor::optimize::optimize_body;
 use crate::ir::scan::{Body, ScanSpec, Strategy};
 use crate::ir::shape::show;
 use crate::ir::{Shape, TNode, TOp};
@@ -27,30 +26,10 @@ use crate::lisp::value::Value;
 use crate::tape::scan::LoopTapes;
 use egg::Id;
 use ndarray::{ArrayD, IxDyn};
-use rustc_hash::{FxHashMap, FxHasher};
+use rustc_hash::FxHashMap;
 use std::cell::RefCell;
-use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 use std::sync::Arc;
-
-/// Loop bodies and compiled loops kept per session (each cache is emptied
-/// when it grows past this).
-const MAX_CACHED_LOOPS: usize = 256;
-
-/// Caches of optimized bodies (by the traced step's program) and of
-/// compiled loops (by the loop), so a loop traced again is not optimized or
-/// compiled again.
-#[derive(Default)]
-pub struct LoopCache {
-    bodies: FxHashMap<u64, Vec<CachedBody>>,
-    compiled: FxHashMap<u64, Vec<CachedLoop>>,
-}
-
-/// A traced step's program and roots, with its optimized body.
-type CachedBody = (Vec<TNode>, Vec<Id>, Body);
-
-/// A loop with its compiled tapes.
-type CachedLoop = (Arc<ScanSpec>, Rc<LoopTapes>);
 
 /// Where a captured value comes from.
 pub(super) enum Origin {
@@ -667,28 +646,7 @@ fn optimized_body(
     roots: &[Id],
     limits: Option<TensorLimits>,
 ) -> Body {
-    let mut hasher = FxHasher::default();
-    nodes.hash(&mut hasher);
-    roots.hash(&mut hasher);
-    let key = hasher.finish();
-    let cache = &mut interp.numeric.loops;
-    if let Some(entries) = cache.bodies.get(&key)
-        && let Some((_, _, body)) = entries
-            .iter()
-            .find(|(n, r, _)| n[..] == *nodes && r[..] == *roots)
-    {
-        return body.clone();
-    }
-    let body = optimize_body(nodes, roots, limits);
-    if cache.bodies.len() >= MAX_CACHED_LOOPS {
-        cache.bodies.clear();
-    }
-    cache
-        .bodies
-        .entry(key)
-        .or_default()
-        .push((nodes.to_vec(), roots.to_vec(), body.clone()));
-    body
+    interp.numeric.driver.loops.body(nodes, roots, limits)
 }
 
 /// Records the loop as one node of the enclosing trace; its results (the
@@ -788,25 +746,7 @@ fn run_now(
 
 /// The loop compiled, from the cache when an equal loop was compiled.
 fn compiled_loop(interp: &mut Interp, spec: &Arc<ScanSpec>) -> Rc<LoopTapes> {
-    let mut hasher = FxHasher::default();
-    spec.hash(&mut hasher);
-    let key = hasher.finish();
-    let cache = &mut interp.numeric.loops;
-    if let Some(entries) = cache.compiled.get(&key)
-        && let Some((_, tapes)) = entries.iter().find(|(s, _)| s == spec)
-    {
-        return Rc::clone(tapes);
-    }
-    let tapes = Rc::new(LoopTapes::new(spec, false));
-    if cache.compiled.len() >= MAX_CACHED_LOOPS {
-        cache.compiled.clear();
-    }
-    cache
-        .compiled
-        .entry(key)
-        .or_default()
-        .push((Arc::clone(spec), Rc::clone(&tapes)));
-    tapes
+    interp.numeric.driver.loops.compiled(spec)
 }
 
 /// A loop's result split into the state's leaves.
