@@ -33,9 +33,12 @@ const AUTO: u8 = 2;
 /// the CPU; the `epsilon` binary starts in `auto` ([`prefer_auto`]).
 static MODE: AtomicU8 = AtomicU8::new(CPU);
 
+/// A thread's CUDA device, or why it cannot be opened.
+type Opened = Result<Rc<dyn Executor>, Rc<str>>;
+
 thread_local! {
     /// This thread's CUDA device, or why it cannot be opened, once tried.
-    static CUDA: RefCell<Option<Result<Rc<dyn Executor>, Rc<str>>>> = const { RefCell::new(None) };
+    static CUDA: RefCell<Option<Opened>> = const { RefCell::new(None) };
     /// A runner that replaces the chosen backend on this thread (tests run
     /// tapes on a simulated device with it).
     static OVERRIDE: RefCell<Option<Rc<dyn Executor>>> = RefCell::new(None);

@@ -12,6 +12,7 @@ pub mod assume;
 pub mod builder;
 pub mod cost;
 pub mod derivatives;
+pub mod elementwise;
 pub mod eval;
 pub mod explain;
 pub mod extract;
