@@ -130,6 +130,67 @@ pub fn nan_min(a: f64, b: f64) -> f64 {
     }
 }
 
+/// x * x (NumPy's `square`).
+pub fn square(x: f64) -> f64 {
+    x * x
+}
+
+/// log(exp(x) + exp(y)) as NumPy's `logaddexp` computes it: the larger
+/// argument plus log1p(exp(-|x - y|)), so nothing overflows; equal
+/// arguments give x + log 2 (infinities of one sign included: -inf with
+/// -inf is -inf, inf with inf is inf), and a NaN gives NaN.
+pub fn logaddexp(x: f64, y: f64) -> f64 {
+    if x == y {
+        return x + std::f64::consts::LN_2;
+    }
+    let d = x - y;
+    if d > 0.0 {
+        x + exp(-d).ln_1p()
+    } else if d <= 0.0 {
+        y + exp(d).ln_1p()
+    } else {
+        d
+    }
+}
+
+/// log2(2^x + 2^y) as NumPy's `logaddexp2` computes it (as `logaddexp`,
+/// in base 2: equal arguments give x + 1).
+pub fn logaddexp2(x: f64, y: f64) -> f64 {
+    if x == y {
+        return x + 1.0;
+    }
+    let d = x - y;
+    if d > 0.0 {
+        x + (-d).exp2().ln_1p() * std::f64::consts::LOG2_E
+    } else if d <= 0.0 {
+        y + d.exp2().ln_1p() * std::f64::consts::LOG2_E
+    } else {
+        d
+    }
+}
+
+/// The normalized sinc function sin(pi x) / (pi x), 1 at 0 (NumPy's
+/// `sinc`); NaN at the infinities.
+pub fn sinc(x: f64) -> f64 {
+    if x == 0.0 {
+        1.0
+    } else {
+        let t = std::f64::consts::PI * x;
+        t.sin() / t
+    }
+}
+
+/// x degrees in radians: x * (pi / 180), the constant rounded once, as
+/// NumPy's `deg2rad` computes it.
+pub fn deg2rad(x: f64) -> f64 {
+    x * (std::f64::consts::PI / 180.0)
+}
+
+/// x radians in degrees: x * (180 / pi), as NumPy's `rad2deg`.
+pub fn rad2deg(x: f64) -> f64 {
+    x * (180.0 / std::f64::consts::PI)
+}
+
 /// Largest argument whose exponential is finite.
 pub(crate) const EXP_MAX: f64 = 709.782_712_893_384;
 /// Arguments below this have an exponential that rounds to 0.

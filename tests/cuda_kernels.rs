@@ -81,7 +81,7 @@ fn the_fused_groups_of_real_gradients_become_kernels() {
         eprintln!("NVRTC not found: generating kernel source only, not compiling it");
     }
     let mut eps = Engine::new();
-    let cases: [(&str, &str, &[&[usize]]); 3] = [
+    let cases: [(&str, &str, &[&[usize]]); 4] = [
         (
             "an elementwise loss (W1-like)",
             "(lambda (x) (sum (+ (* 100 (pow (- (* x x) 1) 2)) (pow (- 1 x) 2))))",
@@ -96,6 +96,11 @@ fn the_fused_groups_of_real_gradients_become_kernels() {
             "activations and comparisons",
             "(lambda (x) (sum (+ (relu x) (sigmoid x) (softplus x) (where (> x 0) (exp x) (log1p (abs x))))))",
             &[&[5000]],
+        ),
+        (
+            "the NumPy functions of the elementwise table",
+            "(lambda (x y) (sum (+ (square x) (cbrt x) (exp2 x) (hypot x y) (logaddexp x y) (logaddexp2 x y) (sinc x) (deg2rad x) (rad2deg y))))",
+            &[&[5000], &[5000]],
         ),
     ];
     for (what, source, shapes) in cases {

@@ -496,6 +496,65 @@ const MAX: &[Case] = &[
     kinked("(max (* 2 x) (exp y))", XY, &["(- (* 2 x) (exp y))"]),
 ];
 
+// The NumPy functions of the elementwise table.
+const SQUARE: &[Case] = &[
+    case("(square x)", X),
+    case("(square (sin x))", X),
+    case("(square (* x y))", XY),
+];
+const CBRT: &[Case] = &[
+    case("(cbrt x)", X_POS),
+    case("(cbrt x)", &[("x", -4.0, -0.05)]),
+    case("(cbrt (+ 3 (sin x)))", X),
+    case("(cbrt (* x y))", &[("x", 0.1, 2.0), ("y", -2.0, -0.1)]),
+];
+const EXP2: &[Case] = &[
+    case("(exp2 (* 1.3 x))", X),
+    case("(exp2 (sin x))", X),
+    case("(exp2 (* x y))", XY),
+];
+const HYPOT: &[Case] = &[
+    kinked("(hypot x y)", XY, &["(hypot x y)"]),
+    case("(hypot x 3)", X),
+    case(
+        "(hypot (sin x) (* x y))",
+        &[("x", 0.2, 2.0), ("y", -2.0, 2.0)],
+    ),
+    case(
+        "(hypot (* 1e200 x) (* 1e200 y))",
+        &[("x", 0.2, 2.0), ("y", 0.2, 2.0)],
+    ),
+];
+const LOGADDEXP: &[Case] = &[
+    case("(logaddexp x y)", XY),
+    case("(logaddexp (* 30 x) (* 30 y))", XY),
+    case("(logaddexp x (sin x))", X),
+    case("(logaddexp 0 x)", &[("x", -30.0, 30.0)]),
+];
+const LOGADDEXP2: &[Case] = &[
+    case("(logaddexp2 x y)", XY),
+    case("(logaddexp2 (* 30 x) (* 30 y))", XY),
+    case("(logaddexp2 x (sin x))", X),
+];
+const SINC: &[Case] = &[
+    case("(sinc x)", &[("x", -3.0, 3.0)]),
+    case("(sinc (* x y))", XY),
+    case("(sinc x)", &[("x", -0.01, 0.01)]),
+    case("(sinc (+ 2 (sin x)))", X),
+];
+const DEG2RAD: &[Case] = &[
+    case("(deg2rad (* 40 x))", X),
+    case("(sin (deg2rad (* 90 x)))", X),
+    case("(deg2rad (* x y))", XY),
+];
+const RAD2DEG: &[Case] = &[
+    case("(rad2deg x)", X),
+    case(
+        "(rad2deg (atan2 y x))",
+        &[("x", 0.2, 2.0), ("y", -2.0, 2.0)],
+    ),
+];
+
 proptest! {
     #![proptest_config(config())]
 
@@ -633,6 +692,51 @@ proptest! {
     fn max_matches_finite_differences(case in prop::sample::select(MAX), t in fractions()) {
         check_case(&case, &t)?;
     }
+
+    #[test]
+    fn square_matches_finite_differences(case in prop::sample::select(SQUARE), t in fractions()) {
+        check_case(&case, &t)?;
+    }
+
+    #[test]
+    fn cbrt_matches_finite_differences(case in prop::sample::select(CBRT), t in fractions()) {
+        check_case(&case, &t)?;
+    }
+
+    #[test]
+    fn exp2_matches_finite_differences(case in prop::sample::select(EXP2), t in fractions()) {
+        check_case(&case, &t)?;
+    }
+
+    #[test]
+    fn hypot_matches_finite_differences(case in prop::sample::select(HYPOT), t in fractions()) {
+        check_case(&case, &t)?;
+    }
+
+    #[test]
+    fn logaddexp_matches_finite_differences(case in prop::sample::select(LOGADDEXP), t in fractions()) {
+        check_case(&case, &t)?;
+    }
+
+    #[test]
+    fn logaddexp2_matches_finite_differences(case in prop::sample::select(LOGADDEXP2), t in fractions()) {
+        check_case(&case, &t)?;
+    }
+
+    #[test]
+    fn sinc_matches_finite_differences(case in prop::sample::select(SINC), t in fractions()) {
+        check_case(&case, &t)?;
+    }
+
+    #[test]
+    fn deg2rad_matches_finite_differences(case in prop::sample::select(DEG2RAD), t in fractions()) {
+        check_case(&case, &t)?;
+    }
+
+    #[test]
+    fn rad2deg_matches_finite_differences(case in prop::sample::select(RAD2DEG), t in fractions()) {
+        check_case(&case, &t)?;
+    }
 }
 
 // ------------------------------------------------------ higher order
@@ -650,6 +754,15 @@ const HIGHER_ORDER: &[&str] = &[
     "(sqrt (+ 1 (* x x)))",
     "(softplus (* 2 x))",
     "(log1p (exp x))",
+    "(square (sin x))",
+    "(cbrt (+ 2 x))",
+    "(exp2 x)",
+    "(hypot x 2)",
+    "(logaddexp x (* 2 x))",
+    "(logaddexp2 x (sin x))",
+    "(sinc x)",
+    "(deg2rad (* x x))",
+    "(rad2deg (sin x))",
 ];
 
 #[test]
@@ -713,6 +826,10 @@ const HESSIANS: &[(&str, &[&str])] = &[
         &["x", "y", "z", "w"],
     ),
     ("(/ (- x y) (+ x y z))", &["x", "y", "z"]),
+    ("(hypot x y)", &["x", "y"]),
+    ("(logaddexp x y)", &["x", "y"]),
+    ("(logaddexp2 (* x y) z)", &["x", "y", "z"]),
+    ("(* (sinc x) (cbrt y) (exp2 z))", &["x", "y", "z"]),
 ];
 
 /// Points for up to four variables, in the order the variables are listed

@@ -793,6 +793,18 @@ const GENERATED: &[(&str, &str)] = &[
            (xlogy F11 F12) (min F11 F12) (max F11 F12) (atan2 F12 F11) (log1p F11) (expm1 F12)
            (tanh F21) (asin (* 0.5 F11)) (sqrt (pow F12 3)) (- (neg F11)) (/ 1 (* F11 F12 F22)))",
     ),
+    (
+        "numpy_functions",
+        "'((square (- F21 F11)) (cbrt (- F21 1)) (exp2 F12) (hypot F11 F21) (logaddexp F11 (- F12))
+           (logaddexp2 F21 F22) (logaddexp F22 F22) (sinc F12) (sinc (* F21 0)) (deg2rad F11)
+           (rad2deg F21))",
+    ),
+    (
+        "numpy_gradient",
+        "(grad '(+ (square F11) (cbrt F22) (exp2 F12) (hypot F11 F21) (logaddexp F11 F12)
+                   (logaddexp2 F21 F22) (sinc F12) (deg2rad F11) (rad2deg F21))
+               '(F11 F12 F21 F22))",
+    ),
 ];
 
 /// The parameters of `GENERATED` and where they are evaluated.

@@ -73,6 +73,8 @@ mod layouts {
             Math::Max([a; 2]),
             Math::Xlogy([a; 2]),
             Math::Heaviside([a; 2]),
+            Math::Hypot([a; 2]),
+            Math::Logaddexp([a; 2]),
         ]
         .into_iter()
         .map(|m| (TOp::Map(m), 2))
@@ -84,6 +86,8 @@ mod layouts {
                 Math::Sqrt([a]),
                 Math::Exp([a]),
                 Math::Sign([a]),
+                Math::Square([a]),
+                Math::Sinc([a]),
             ]
             .into_iter()
             .map(|m| (TOp::Map(m), 1)),
@@ -325,6 +329,7 @@ fn adversarial_programs_match_the_interpreter() {
         "((jit (lambda (x y) (list (pow x y) (pow x (floor (* 3 y))) (pow x 3) (pow x -2) (pow x 0.5)))) x y)",
         "((jit (lambda (x) (list (abs x) (neg x) (sqrt x) (sign x) (relu x) (floor x) (round x) (ceil x)))) x)",
         "((jit (lambda (x) (list (exp x) (log x) (tanh x) (sigmoid x) (softplus x) (atan2 x 1.0) (heaviside x 0.5) (xlogy x x)))) x)",
+        "((jit (lambda (x y) (list (square x) (cbrt x) (exp2 x) (hypot x y) (logaddexp x y) (logaddexp2 x y) (sinc x) (deg2rad x) (rad2deg y)))) x y)",
         "((jit (lambda (x y) (sum (* x y)))) u w)",
         // Numbers passed at run time: known, then read after 4 variants.
         "(specials 0.0 x y)",

@@ -275,6 +275,17 @@ const FACT_CASES: &[&str] = &[
     "(polygamma 2 (exp x))",
     "(lgamma x)",
     "(polygamma 1 x)",
+    "(square x)",
+    "(cbrt x)",
+    "(exp2 x)",
+    "(hypot x y)",
+    "(hypot x 3)",
+    "(hypot (exp x) y)",
+    "(logaddexp x y)",
+    "(logaddexp2 x y)",
+    "(sinc x)",
+    "(deg2rad x)",
+    "(rad2deg x)",
 ];
 
 #[test]

@@ -33,6 +33,10 @@ fn expression(depth: u32) -> BoxedStrategy<String> {
             Just("erf"),
             Just("erfc"),
             Just("lgamma"),
+            Just("square"),
+            Just("cbrt"),
+            Just("exp2"),
+            Just("sinc"),
         ];
         let binary = prop_oneof![
             Just("+"),
@@ -41,7 +45,9 @@ fn expression(depth: u32) -> BoxedStrategy<String> {
             Just("/"),
             Just("pow"),
             Just("atan2"),
-            Just("max")
+            Just("max"),
+            Just("hypot"),
+            Just("logaddexp")
         ];
         prop_oneof![
             (unary, inner.clone()).prop_map(|(op, a)| format!("({op} {a})")),

@@ -7,6 +7,7 @@
 //! written while `(* 2 3)` becomes `6`.
 
 use super::assume::Assumptions;
+use crate::ir::math::elementwise::{Domain, SignRule, Zero, row};
 use crate::ir::math::eval::apply_op;
 use crate::ir::math::language::{Constant, Math};
 use egg::{Analysis, DidMerge, EGraph, Id, Language};
@@ -225,8 +226,12 @@ pub(crate) fn fold_numbers(node: &Math, operands: &[f64]) -> Option<Constant> {
         Math::Sub(_) => sum_is_exact(operands[0], -operands[1], folded.get()),
         Math::Mul(_) if value == 0.0 => operands.contains(&0.0),
         Math::Div(_) | Math::Pow(_) if value == 0.0 => operands[0] == 0.0,
-        Math::Exp(_) | Math::Erfc(_) | Math::Sigmoid(_) | Math::Softplus(_) => value != 0.0,
-        _ => true,
+        // A function zero only where an operand is (`exp`, `square`):
+        // a zero from other operands is an underflow.
+        other => match row(other) {
+            Some(row) if row.zero == Zero::Underflows => value != 0.0 || operands.contains(&0.0),
+            _ => true,
+        },
     };
     keeps_operands.then_some(folded)
 }
@@ -273,21 +278,14 @@ fn signs_of(egraph: &MathGraph, node: &Math) -> Signs {
         Math::Div([a, b]) => Signs::combine(s(a), s(b).without(Signs::ZERO), mul_signs),
         Math::Neg([a]) => s(a).negate(),
         Math::Pow([a, b]) => pow_signs(s(a), constant(b).map(Constant::get)),
-        Math::Exp(_) | Math::Cosh(_) | Math::Sigmoid(_) | Math::Softplus(_) => Signs::POS,
-        Math::Erfc(_) => Signs::POS,
-        Math::Erf([a]) => s(a),
         // psi^(n) has the sign (-1)^(n+1) on the positive axis.
         Math::Polygamma([n, x]) if s(x).is_pos() => match constant(n).map(Constant::get) {
             Some(n) if n >= 1.0 && n.fract() == 0.0 && n % 2.0 == 1.0 => Signs::POS,
             Some(n) if n >= 1.0 && n.fract() == 0.0 => Signs::NEG,
             _ => Signs::ANY,
         },
-        Math::Log1p([a]) | Math::Expm1([a]) | Math::Asin([a]) | Math::Atan([a]) => s(a),
-        Math::Sinh([a]) | Math::Tanh([a]) | Math::Sign([a]) => s(a),
         Math::Sqrt([a]) => s(a).without(Signs::NEG).or_any(),
-        Math::Acos(_) => Signs::NON_NEG,
         Math::Relu([a]) => s(a).map(|x| if x == Signs::NEG { Signs::ZERO } else { x }),
-        Math::Abs([a]) => s(a).map(|x| if x == Signs::NEG { Signs::POS } else { x }),
         Math::Heaviside([a, at_zero]) => {
             let mut out = s(a).without(Signs::NEG).union(Signs::ZERO);
             if !s(a).contains(Signs::NEG) {
@@ -300,16 +298,19 @@ fn signs_of(egraph: &MathGraph, node: &Math) -> Signs {
         }
         Math::Min([a, b]) => Signs::combine(s(a), s(b), min_signs),
         Math::Max([a, b]) => Signs::combine(s(a), s(b), max_signs),
-        Math::Log(_)
-        | Math::Sin(_)
-        | Math::Cos(_)
-        | Math::Tan(_)
-        | Math::Atan2(_)
-        | Math::Xlogy(_)
-        | Math::Lgamma(_)
-        | Math::Digamma(_)
-        | Math::Polygamma(_)
-        | Math::Call(..) => Signs::ANY,
+        // Zero only at the origin (its row says non-negative).
+        Math::Hypot([a, b]) if s(a).is_non_zero() || s(b).is_non_zero() => Signs::POS,
+        Math::Call(..) => Signs::ANY,
+        // Every other function: its row's rule.
+        other => match row(other).map(|row| row.signs) {
+            Some(SignRule::Positive) => Signs::POS,
+            Some(SignRule::NonNegative) => Signs::NON_NEG,
+            Some(SignRule::Same) => s(&other.children()[0]),
+            Some(SignRule::Magnitude) => {
+                s(&other.children()[0]).map(|x| if x == Signs::NEG { Signs::POS } else { x })
+            }
+            Some(SignRule::Any | SignRule::Custom) | None => Signs::ANY,
+        },
     }
 }
 
@@ -348,7 +349,7 @@ fn total_of(egraph: &MathGraph, node: &Math) -> bool {
         Math::Div([_, b]) => facts(b).signs.is_non_zero(),
         Math::Log([a]) | Math::Xlogy([_, a]) => facts(a).signs.is_pos(),
         Math::Log1p([a]) | Math::Sqrt([a]) => facts(a).signs.is_non_neg(),
-        Math::Tan(_) | Math::Asin(_) | Math::Acos(_) | Math::Call(..) => false,
+        Math::Call(..) => false,
         // Poles at 0, -1, -2, ...: defined everywhere on the positive axis.
         Math::Lgamma([a]) | Math::Digamma([a]) => facts(a).signs.is_pos(),
         Math::Polygamma([n, a]) => {
@@ -366,7 +367,9 @@ fn total_of(egraph: &MathGraph, node: &Math) -> bool {
             None if facts(b).integer => facts(a).signs.is_non_zero(),
             _ => facts(a).signs.is_pos(),
         },
-        _ => true,
+        // A function defined everywhere, by its row (`tan`, `asin` and
+        // `acos` are not).
+        other => row(other).is_none_or(|row| row.domain == Domain::All),
     }
 }
 

@@ -25,8 +25,10 @@ pub struct ExprBuilder {
     expr: RecExpr<Math>,
     memo: FxHashMap<Math, Id>,
     /// Per node: built only from operations defined everywhere (no
-    /// division, log, sqrt, pow, tan, asin, acos, log1p, xlogy), so `a * 0`
-    /// and `a - a` may fold to 0 without widening a domain.
+    /// division, pow, nor a function whose row's domain is restricted:
+    /// log, sqrt, tan, asin, acos, log1p, xlogy, lgamma, digamma,
+    /// polygamma), so `a * 0` and `a - a` may fold to 0 without widening a
+    /// domain.
     total: Vec<bool>,
     /// Nodes are stored as given: sharing only, no identities (`explain`
     /// starts from what the user wrote).
@@ -159,10 +161,17 @@ impl ExprBuilder {
             return id;
         }
         let total = match &node {
-            Math::Div(_) | Math::Log(_) | Math::Sqrt(_) | Math::Pow(_) | Math::Tan(_) => false,
-            Math::Asin(_) | Math::Acos(_) | Math::Log1p(_) | Math::Xlogy(_) => false,
+            Math::Div(_) | Math::Pow(_) => false,
             // A user function's domain is not known.
             Math::Call(..) => false,
+            // A function not defined everywhere (`log`, `sqrt`, `tan`, ...).
+            other
+                if crate::ir::math::elementwise::row(other).is_some_and(|row| {
+                    row.domain == crate::ir::math::elementwise::Domain::Restricted
+                }) =>
+            {
+                false
+            }
             other => other
                 .children()
                 .iter()

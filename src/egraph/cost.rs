@@ -15,13 +15,10 @@ fn arithmetic_cost(node: &Math) -> u64 {
     match node {
         Math::Num(_) | Math::Var(_) => 0,
         Math::Add(_) | Math::Sub(_) | Math::Mul(_) | Math::Neg(_) => 0,
-        Math::Abs(_) | Math::Sign(_) | Math::Relu(_) | Math::Heaviside(_) => 0,
-        Math::Min(_) | Math::Max(_) => 0,
-        Math::Div(_) | Math::Sqrt(_) => 2,
+        Math::Div(_) => 2,
         Math::Pow(_) => 4,
-        Math::Lgamma(_) | Math::Digamma(_) | Math::Polygamma(_) => 12,
-        Math::Erf(_) | Math::Erfc(_) => 8,
-        _ => 6,
+        // A function: its row's cost class.
+        other => crate::ir::math::elementwise::row(other).map_or(6, |row| row.cost.egraph()),
     }
 }
 

@@ -5,14 +5,16 @@
 //! are written to `out` (C), returned as an array (Rust) or a list
 //! (Python). Operators keep the fewest parentheses (`layout`); functions
 //! take each language's name for them, or an inline definition matching
-//! Epsilon's (`sigmoid`, `softplus`, `relu`, ...). A function a language
-//! lacks is an error naming both.
+//! Epsilon's (`sigmoid`, `softplus`, `relu`, ...), as their rows of the
+//! elementwise table (`ir::math::elementwise`) spell them. A function a
+//! language lacks is an error naming both.
 
 use super::cse::cse;
 use super::infix::number;
 use super::layout::{self, ATOM, NEGATION, Notation, POWER};
 use super::term::Term;
 use crate::egraph::Math;
+use crate::ir::math::elementwise::{self, Spelling};
 use egg::{Id, RecExpr, Symbol};
 use std::cell::RefCell;
 use std::fmt::Write as _;
@@ -235,85 +237,36 @@ impl Code {
         // method call doubled the work at every level of a nested formula.
         let shown: Vec<(String, u8)> = args.iter().map(|a| self.shown(a)).collect();
         let text: Vec<String> = shown.iter().map(|(t, _)| t.clone()).collect();
-        let a = |k: usize| text[k].clone();
-        let inline = |s: String| (format!("({s})"), ATOM);
-        match self.language {
-            Language::C => match op {
-                "sin" | "cos" | "tan" | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh"
-                | "exp" | "log" | "log1p" | "expm1" | "sqrt" | "atan2" | "erf" | "erfc"
-                | "lgamma" => self.call(op, &text),
-                "abs" => self.call("fabs", &text),
-                "min" => self.call("fmin", &text),
-                "max" => self.call("fmax", &text),
-                "pow" => self.call("pow", &text),
-                "sigmoid" => inline(format!("1.0/(1.0 + exp(-({})))", a(0))),
-                "relu" => self.call("fmax", &[a(0), "0.0".to_string()]),
-                "softplus" => inline(format!("fmax({0}, 0.0) + log1p(exp(-fabs({0})))", a(0))),
-                "sign" => inline(format!("({0} > 0.0) - ({0} < 0.0)", a(0))),
-                "heaviside" => inline(format!(
-                    "{0} > 0.0 ? 1.0 : ({0} < 0.0 ? 0.0 : {1})",
-                    a(0),
-                    a(1)
-                )),
-                "xlogy" => inline(format!("{0} == 0.0 ? 0.0 : {0}*log({1})", a(0), a(1))),
-                other => self.lacks(other),
-            },
-            Language::Rust => {
-                let receiver = || shown[0].clone();
-                match op {
-                    "sin" | "cos" | "tan" | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh"
-                    | "exp" | "sqrt" | "abs" => self.method(receiver(), op, &[]),
-                    "log" => self.method(receiver(), "ln", &[]),
-                    "log1p" => self.method(receiver(), "ln_1p", &[]),
-                    "expm1" => self.method(receiver(), "exp_m1", &[]),
-                    "atan2" | "min" | "max" => self.method(receiver(), op, &[a(1)]),
-                    "pow" => self.method(receiver(), "powf", &[a(1)]),
-                    "relu" => self.method(receiver(), "max", &["0.0".to_string()]),
-                    "sigmoid" => inline(format!("1.0/(1.0 + (-({})).exp())", a(0))),
-                    "softplus" => inline(format!(
-                        "{0}.max(0.0) + (-({0}).abs()).exp().ln_1p()",
-                        self.wrapped(receiver(), ATOM)
-                    )),
-                    "sign" => inline(format!(
-                        "if {0} > 0.0 {{ 1.0 }} else if {0} < 0.0 {{ -1.0 }} else {{ {0} }}",
-                        a(0)
-                    )),
-                    "heaviside" => inline(format!(
-                        "if {0} > 0.0 {{ 1.0 }} else if {0} < 0.0 {{ 0.0 }} else {{ {1} }}",
-                        a(0),
-                        a(1)
-                    )),
-                    "xlogy" => inline(format!(
-                        "if {0} == 0.0 {{ 0.0 }} else {{ {0}*{1}.ln() }}",
-                        a(0),
-                        self.wrapped(shown[1].clone(), ATOM)
-                    )),
-                    other => self.lacks(other),
-                }
-            }
-            Language::Python => {
-                let special = |name: &str| {
-                    *self.scipy.borrow_mut() = true;
-                    self.call(&format!("scipy.special.{name}"), &text)
-                };
-                match op {
-                    "sin" | "cos" | "tan" | "sinh" | "cosh" | "tanh" | "exp" | "log" | "log1p"
-                    | "expm1" | "sqrt" | "abs" | "sign" | "heaviside" => {
-                        self.call(&format!("np.{op}"), &text)
-                    }
-                    "asin" | "acos" | "atan" | "atan2" => {
-                        self.call(&format!("np.arc{}", &op[1..]), &text)
-                    }
-                    "min" => self.call("np.minimum", &text),
-                    "max" => self.call("np.maximum", &text),
-                    "relu" => self.call("np.maximum", &[a(0), "0.0".to_string()]),
-                    "softplus" => self.call("np.logaddexp", &["0.0".to_string(), a(0)]),
-                    "sigmoid" => special("expit"),
-                    "erf" | "erfc" | "digamma" | "polygamma" | "xlogy" => special(op),
-                    "lgamma" => special("gammaln"),
-                    other => self.lacks(other),
-                }
-            }
+        if op == "pow" {
+            // Python's `**` is written by `shown`.
+            return match self.language {
+                Language::Rust => self.method(shown[0].clone(), "powf", &text[1..]),
+                _ => self.call("pow", &text),
+            };
+        }
+        let Some(row) = elementwise::row_named(op).filter(|row| row.arity == args.len()) else {
+            return self.lacks(op);
+        };
+        let spelling = match self.language {
+            Language::C => row.c,
+            Language::Rust => row.rust,
+            Language::Python => row.python,
+        };
+        if let Spelling::Call(name) = spelling
+            && name.starts_with("scipy.")
+        {
+            *self.scipy.borrow_mut() = true;
+        }
+        if let Spelling::Method(name) = spelling {
+            return self.method(shown[0].clone(), name, &text[1..]);
+        }
+        let wrapped: Vec<String> = shown
+            .iter()
+            .map(|operand| self.wrapped(operand.clone(), ATOM))
+            .collect();
+        match spelling.apply(&text, &wrapped) {
+            Some(code) => (code, ATOM),
+            None => self.lacks(op),
         }
     }
 }

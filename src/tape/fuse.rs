@@ -43,20 +43,14 @@ fn cheap(kernel: &Kernel) -> bool {
 pub(super) fn cheap_op(op: &TOp) -> bool {
     match op {
         TOp::Compare(_) | TOp::Where | TOp::Round(_) | TOp::Cast(_) => true,
-        TOp::Map(math) => matches!(
-            math,
-            Math::Add(_)
-                | Math::Sub(_)
-                | Math::Mul(_)
-                | Math::Div(_)
-                | Math::Neg(_)
-                | Math::Abs(_)
-                | Math::Sign(_)
-                | Math::Min(_)
-                | Math::Max(_)
-                | Math::Relu(_)
-                | Math::Heaviside(_)
-        ),
+        TOp::Map(math) => match crate::ir::math::elementwise::row(math) {
+            // A function that costs no more than reading its operands.
+            Some(row) => row.cost.free(),
+            None => matches!(
+                math,
+                Math::Add(_) | Math::Sub(_) | Math::Mul(_) | Math::Div(_) | Math::Neg(_)
+            ),
+        },
         _ => false,
     }
 }

@@ -54,17 +54,12 @@ pub(super) fn round_f32_results(
 /// and maxima, negation and absolute values never do).
 pub(super) fn inexact(op: &TOp) -> bool {
     match op {
-        TOp::Map(math) => !matches!(
-            math,
-            Math::Neg(_)
-                | Math::Abs(_)
-                | Math::Min(_)
-                | Math::Max(_)
-                | Math::Sign(_)
-                | Math::Relu(_)
-                | Math::Heaviside(_)
-                | Math::Num(_)
-        ),
+        TOp::Map(math) => match crate::ir::math::elementwise::row(math) {
+            // A function that picks an operand or a constant (`abs`, `min`,
+            // `relu`, ...) is exact.
+            Some(row) => row.cost != crate::ir::math::elementwise::Cost::Select,
+            None => !matches!(math, Math::Neg(_) | Math::Num(_)),
+        },
         TOp::Reduce { op, .. } => matches!(op, ReduceOp::Sum | ReduceOp::Prod),
         TOp::MatMul | TOp::Op(_) => true,
         _ => false,

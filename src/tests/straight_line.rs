@@ -27,12 +27,19 @@ const UNARY: &[fn(Id) -> Math] = &[
     |x| Math::Softplus([x]),
     |x| Math::Atan([x]),
     |x| Math::Erf([x]),
+    |x| Math::Square([x]),
+    |x| Math::Exp2([x]),
+    |x| Math::Sinc([x]),
+    |x| Math::Deg2rad([x]),
+    |x| Math::Rad2deg([x]),
 ];
 const BINARY: &[fn(Id, Id) -> Math] = &[
     |a, b| Math::Add([a, b]),
     |a, b| Math::Sub([a, b]),
     |a, b| Math::Mul([a, b]),
     |a, b| Math::Atan2([a, b]),
+    |a, b| Math::Logaddexp([a, b]),
+    |a, b| Math::Logaddexp2([a, b]),
 ];
 
 /// A random program: `inputs` scalar inputs, then steps choosing an

@@ -223,6 +223,14 @@ pub const DEVICE_CASES: &[(&str, &str)] = &[
          ((value-and-grad f) a)",
     ),
     (
+        "NumPy functions (square, cbrt, exp2, hypot, logaddexp, logaddexp2, sinc, deg2rad, rad2deg)",
+        "(define x (randn '(6 40))) (define y (randn '(40)))
+         (define (f x y) (sum (+ (square x) (cbrt (+ 3 x)) (exp2 x) (hypot x y) (logaddexp x y)
+                                 (logaddexp2 (* 2 x) y) (sinc x) (deg2rad x) (rad2deg (sin y)))))
+         (list (f x y) ((grad f :wrt '(0 1)) x y)
+               ((hessian (lambda (v) (f v (slice y 0 5)))) (slice (flatten x) 0 5)))",
+    ),
+    (
         "special functions (lgamma, digamma, polygamma, erf, erfc, multigammaln)",
         "(define x (randn '(6 40)))
          (define (f x) (let ((p (+ 0.2 (abs x))))

@@ -21,6 +21,11 @@ const COMPILED_CASES: &[(&str, &[&[usize]], Domain)] = &[
         &[&[2, 3], &[2, 3]],
         R2,
     ),
+    (
+        "(lambda (x y) (sum (+ (logaddexp x y) (hypot x y) (sinc x) (square (cbrt (+ 3 y))) (exp2 x))))",
+        &[&[7], &[7]],
+        R2,
+    ),
 ];
 
 /// The compiled gradient, rerun on random inputs with no interpreter in

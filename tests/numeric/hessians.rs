@@ -17,6 +17,9 @@ const HESSIAN_SETUP: &str = r"
 (define (scalar-fn x) (* (sin x) (exp (* 0.5 x))))
 (define (matrix-fn m) (sum (tanh (matmul m (transpose m)))))
 (define (softmax-entropy x) (let ((p (softmax x))) (neg (sum (* p (log p))))))
+(define (numpy-fn x)
+  (sum (+ (logaddexp x (* 2 x)) (logaddexp2 x 0.5) (hypot x 1.5) (sinc x) (exp2 x) (square x)
+          (cbrt (+ 3 x)))))
 ";
 
 const HESSIAN_CASES: &[(&str, &[usize], Domain)] = &[
@@ -26,6 +29,7 @@ const HESSIAN_CASES: &[(&str, &[usize], Domain)] = &[
     ("scalar-fn", &[], R2),
     ("matrix-fn", &[2, 2], R1),
     ("softmax-entropy", &[4], R2),
+    ("numpy-fn", &[3], R2),
 ];
 
 /// Property cases per Hessian function.

@@ -700,4 +700,15 @@ op_tests! {
     erf: |d| unary("erf", R2, d),
     erfc: |d| unary("erfc", R3, d),
     multigammaln: |d| unary_source("(lambda (x) (multigammaln x 3))", Domain::Range(1.3, 6.0), d),
+    // the NumPy functions of the elementwise table
+    square: |d| unary("square", R2, d),
+    cbrt: |d| unary("cbrt", AWAY, d),
+    exp2: |d| unary("exp2", R2, d),
+    hypot: |d| binary("hypot", R2, R2, d).kinked(&["(lambda (x y) (hypot x y))"]),
+    logaddexp: |d| binary("logaddexp", R3, R3, d),
+    logaddexp2: |d| binary("logaddexp2", R3, R3, d),
+    sinc: |d| unary("sinc", R3, d),
+    sinc_near_zero: |d| unary("sinc", Domain::Range(-0.01, 0.01), d),
+    deg2rad: |d| unary("deg2rad", R3, d),
+    rad2deg: |d| unary("rad2deg", R3, d),
 }

@@ -34,6 +34,14 @@ pub(super) const CASES: &[(&str, &str, &str, &str, bool)] = &[
         true,
     ),
     (
+        "numpy-functions",
+        "(lambda (x y) (+ (hypot x y) (logaddexp x y) (logaddexp2 y x) (sinc x) (cbrt (+ 3 y))
+                          (square x) (exp2 y) (deg2rad x) (rad2deg y)))",
+        "xs ys",
+        "(0 0)",
+        true,
+    ),
+    (
         "broadcast-shared",
         "(lambda (x) (* x v))",
         "xs",

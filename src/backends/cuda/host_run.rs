@@ -6,7 +6,7 @@
 //! handling), not how a device runs it. Kernels with warp shuffles
 //! (summing groups, reductions) are not run this way.
 
-use super::kernels::PRELUDE;
+use super::kernels::prelude;
 use std::fmt::Write as _;
 use std::process::Command;
 
@@ -70,11 +70,11 @@ pub fn run_on_host(
     dir: &std::path::Path,
 ) -> Result<Vec<Vec<Vec<f64>>>, String> {
     let mut program = String::from(HOST_HEADER);
-    program.push_str(PRELUDE);
+    program.push_str(prelude());
     let special = super::special::prelude();
     program.push_str(special);
     for run in runs {
-        let source = run.source.strip_prefix(PRELUDE).unwrap_or(run.source);
+        let source = run.source.strip_prefix(prelude()).unwrap_or(run.source);
         program.push_str(source.strip_prefix(special).unwrap_or(source));
     }
     program.push_str("\nint main() {\n");

@@ -5,9 +5,11 @@
 //! double` (the same steps, in the same order, as the CPU interpreter and
 //! the Cranelift kernels). Operations with a CUDA math-library function
 //! (`exp`, `log1p`, `atan2`, ...) call it; the rest (`sigmoid`, `relu`,
-//! NaN-propagating `min`/`max`, ...) are device functions of [`PRELUDE`]
+//! NaN-propagating `min`/`max`, ...) are device functions of [`prelude`]
 //! written after `crate::scalar`, so they treat NaN, signed zeros and
-//! infinities alike. The special functions (`lgamma`, `erf`, ...) are
+//! infinities alike. Each function's spelling and device function are in
+//! its row of the elementwise table (`ir::math::elementwise`). The special
+//! functions (`lgamma`, `erf`, ...) are
 //! device functions of `special::prelude`, added to the kernels that call
 //! them. CUDA's math library rounds some functions differently
 //! from the host's libm (within a few units in the last place), so the two
@@ -33,39 +35,30 @@ use std::fmt::Write as _;
 
 mod float;
 
-/// Device functions the kernels call, after `crate::scalar`.
-pub const PRELUDE: &str = r#"// Epsilon's elementwise functions (see src/scalar.rs).
+/// Device functions every kernel starts with: NaN, infinity and `pow`
+/// here, then the device functions of the elementwise table's rows
+/// (`ir::math::elementwise`, `Spelling::Device`), all after `crate::scalar`.
+const PRELUDE_HEAD: &str = r#"// Epsilon's elementwise functions (see src/scalar.rs).
 __device__ __forceinline__ double eps_nan() { return __longlong_as_double(0x7ff8000000000000LL); }
 __device__ __forceinline__ double eps_inf() { return __longlong_as_double(0x7ff0000000000000LL); }
-__device__ __forceinline__ double eps_sigmoid(double x) {
-    double e = exp(-fabs(x));
-    return x >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
-}
-__device__ __forceinline__ double eps_softplus(double x) { return fmax(x, 0.0) + log1p(exp(-fabs(x))); }
-__device__ __forceinline__ double eps_relu(double x) { return (x > 0.0 || isnan(x)) ? x : 0.0; }
-__device__ __forceinline__ double eps_sign(double x) { return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : x); }
-__device__ __forceinline__ double eps_heaviside(double x, double at_zero) {
-    return x > 0.0 ? 1.0 : (x < 0.0 ? 0.0 : (x == 0.0 ? at_zero : eps_nan()));
-}
-__device__ __forceinline__ double eps_xlogy(double x, double y) {
-    return (x == 0.0 && !isnan(y)) ? 0.0 : x * log(y);
-}
 // Unlike IEEE pow, a NaN operand always gives NaN (pow(NaN, 0) is NaN).
 __device__ __forceinline__ double eps_pow(double a, double b) {
     return (isnan(a) || isnan(b)) ? eps_nan() : pow(a, b);
 }
-// NaN-propagating, -0 below +0 (as on the CPU).
-__device__ __forceinline__ double eps_max(double a, double b) {
-    if (isnan(a) || isnan(b)) return eps_nan();
-    if (a == b) return signbit(a) ? b : a;
-    return b > a ? b : a;
-}
-__device__ __forceinline__ double eps_min(double a, double b) {
-    if (isnan(a) || isnan(b)) return eps_nan();
-    if (a == b) return signbit(a) ? a : b;
-    return b < a ? b : a;
-}
 "#;
+
+/// The device functions every kernel starts with (`PRELUDE_HEAD` and the
+/// rows' device functions), made once.
+pub fn prelude() -> &'static str {
+    static PRELUDE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PRELUDE.get_or_init(|| {
+        let mut text = String::from(PRELUDE_HEAD);
+        for source in crate::ir::math::elementwise::device_functions() {
+            text.push_str(source);
+        }
+        text
+    })
+}
 
 /// How a kernel reads one operand of a group.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,38 +102,15 @@ pub fn expression(op: &TOp, a: &[String]) -> Option<String> {
             Math::Mul(_) => format!("{} * {}", arg(0), arg(1)),
             Math::Div(_) => format!("{} / {}", arg(0), arg(1)),
             Math::Neg(_) => format!("-{}", arg(0)),
-            Math::Abs(_) => call("fabs"),
-            Math::Sqrt(_) => call("sqrt"),
             Math::Num(c) => literal(c.get()),
             Math::Var(_) | Math::Call(..) => "eps_nan()".to_string(),
             Math::Pow(_) => call2("eps_pow"),
-            Math::Atan2(_) => call2("atan2"),
-            Math::Heaviside(_) => call2("eps_heaviside"),
-            Math::Xlogy(_) => call2("eps_xlogy"),
-            Math::Min(_) => call2("eps_min"),
-            Math::Max(_) => call2("eps_max"),
-            Math::Exp(_) => call("exp"),
-            Math::Log(_) => call("log"),
-            Math::Log1p(_) => call("log1p"),
-            Math::Expm1(_) => call("expm1"),
-            Math::Sin(_) => call("sin"),
-            Math::Cos(_) => call("cos"),
-            Math::Tan(_) => call("tan"),
-            Math::Asin(_) => call("asin"),
-            Math::Acos(_) => call("acos"),
-            Math::Atan(_) => call("atan"),
-            Math::Sinh(_) => call("sinh"),
-            Math::Cosh(_) => call("cosh"),
-            Math::Tanh(_) => call("tanh"),
-            Math::Sigmoid(_) => call("eps_sigmoid"),
-            Math::Relu(_) => call("eps_relu"),
-            Math::Softplus(_) => call("eps_softplus"),
-            Math::Sign(_) => call("eps_sign"),
-            Math::Lgamma(_) => call("eps_lgamma"),
-            Math::Digamma(_) => call("eps_digamma"),
-            Math::Polygamma(_) => call2("eps_polygamma"),
-            Math::Erf(_) => call("eps_erf"),
-            Math::Erfc(_) => call("eps_erfc"),
+            // Every function: its row's spelling (registers are atoms).
+            row => {
+                let row = crate::ir::math::elementwise::row(row)?;
+                let args: Vec<String> = (0..row.arity).map(arg).collect();
+                row.cuda.apply(&args, &args)?
+            }
         },
         TOp::Compare(cmp) => {
             let symbol = match cmp {
@@ -327,7 +297,7 @@ pub fn group_kernel_stored(
     for (k, _) in group.results.iter().enumerate() {
         params.push(format!("double* __restrict__ out{k}"));
     }
-    let mut source = String::from(PRELUDE);
+    let mut source = String::from(prelude());
     // The special functions' device code only where a step calls one.
     if group
         .steps

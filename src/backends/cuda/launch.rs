@@ -6,7 +6,7 @@
 //! Kernels are keyed by a hash of their source: the same operation on the
 //! same shapes and layouts is compiled once per process.
 
-use super::kernels::{Access, F32Storage, KernelError, PRELUDE, group_kernel_stored};
+use super::kernels::{Access, F32Storage, KernelError, group_kernel_stored, prelude};
 use super::reduce::{self, arg_extreme_kernel, reduction_kernel};
 use super::structural::index_kernel_stored;
 use crate::ir::{ReduceOp, TOp};
@@ -46,7 +46,7 @@ impl Launch {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         // Every kernel starts with the same prelude: hash what follows.
         source
-            .strip_prefix(PRELUDE)
+            .strip_prefix(prelude())
             .unwrap_or(&source)
             .hash(&mut hasher);
         Launch {
@@ -77,13 +77,14 @@ pub fn convert(n: usize, widen: bool) -> Launch {
         )
     };
     let source = format!(
-        "{PRELUDE}extern \"C\" __global__ void {name}(long long n, const double* x, double* out) {{
+        "{prelude}extern \"C\" __global__ void {name}(long long n, const double* x, double* out) {{
     long long step = (long long)gridDim.x * blockDim.x;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += step) {{
         {body}
     }}
 }}
-"
+",
+        prelude = prelude()
     );
     Launch::new(name, source, blocks(n), THREADS, false)
 }
@@ -163,7 +164,7 @@ pub fn fill(shape: &[usize]) -> Launch {
 /// The CUDA kernel of an operation of the table (`crate::ir::ops`): one
 /// thread per element of its work, in a grid-stride loop.
 pub fn table(kernel: &crate::ir::ops::CudaKernel) -> Launch {
-    let source = format!("{PRELUDE}{}", kernel.source);
+    let source = format!("{}{}", prelude(), kernel.source);
     Launch::new(
         kernel.name,
         source,

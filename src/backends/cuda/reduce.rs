@@ -9,7 +9,7 @@
 //! written into the source, so an input offset is a sum of constant
 //! divisions and remainders.
 
-use super::kernels::PRELUDE;
+use super::kernels::prelude;
 use crate::ir::ReduceOp;
 use std::fmt::Write as _;
 
@@ -61,7 +61,7 @@ pub fn reduction_kernel(op: ReduceOp, shape: &[usize], axes: &[usize], name: &st
     let kept: Vec<usize> = (0..shape.len()).filter(|k| !axes.contains(k)).collect();
     let reduced_count: usize = axes.iter().map(|&a| shape[a]).product();
     let (expr, identity) = combine(op);
-    let mut source = String::from(PRELUDE);
+    let mut source = String::from(prelude());
     let _ = write!(
         source,
         r#"
@@ -122,7 +122,7 @@ pub fn arg_extreme_kernel(max: bool, shape: &[usize], axis: Option<usize>, name:
     } else {
         "v < best_value"
     };
-    let mut source = String::from(PRELUDE);
+    let mut source = String::from(prelude());
     let _ = write!(
         source,
         r#"

@@ -222,9 +222,6 @@ pub fn prelude() -> &'static str {
 
 /// Whether a kernel calling `math` needs the prelude.
 pub fn needs_prelude(math: &crate::ir::math::language::Math) -> bool {
-    use crate::ir::math::language::Math;
-    matches!(
-        math,
-        Math::Lgamma(_) | Math::Digamma(_) | Math::Polygamma(_) | Math::Erf(_) | Math::Erfc(_)
-    )
+    use crate::ir::math::elementwise::{Spelling, row};
+    matches!(row(math).map(|row| row.cuda), Some(Spelling::Special(_)))
 }

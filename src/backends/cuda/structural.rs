@@ -4,7 +4,7 @@
 //! reads the input element its coordinates map to (or writes 0 in a pad).
 //! Shapes are written into the source, as in `kernels`.
 
-use super::kernels::PRELUDE;
+use super::kernels::prelude;
 use crate::ir::TOp;
 use std::fmt::Write as _;
 
@@ -158,7 +158,7 @@ pub fn index_kernel_stored(
         params.extend((0..inputs.len()).map(|j| format!("const double* __restrict__ x{j}")));
         params.push("double* __restrict__ out".to_string());
     }
-    let mut source = String::from(PRELUDE);
+    let mut source = String::from(prelude());
     let _ = write!(
         source,
         "\nextern \"C\" __global__ void {name}({}) {{\n{views}    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;\n         i += (long long)gridDim.x * blockDim.x) {{\n{}        out[i] = {read};\n    }}\n}}\n",

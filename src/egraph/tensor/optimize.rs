@@ -79,10 +79,10 @@ pub struct TapeCost;
 
 fn arithmetic(math: &Math) -> u64 {
     match math {
-        Math::Add(_) | Math::Sub(_) | Math::Mul(_) | Math::Neg(_) | Math::Abs(_) => 0,
-        Math::Min(_) | Math::Max(_) | Math::Relu(_) | Math::Sign(_) | Math::Heaviside(_) => 0,
-        Math::Div(_) | Math::Sqrt(_) => 2,
-        _ => 6,
+        Math::Add(_) | Math::Sub(_) | Math::Mul(_) | Math::Neg(_) => 0,
+        Math::Div(_) => 2,
+        // A function: its row's cost class.
+        other => crate::ir::math::elementwise::row(other).map_or(6, |row| row.cost.tape()),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Numeric evaluation of `Math` expressions in `f64`: one definition of each
-//! operator's value, used by constant folding, `evaluate`, `lambdify` and the
-//! rule-soundness tests.
+//! operator's value (the arithmetic here, every function in its row of
+//! `elementwise.rs`), used by constant folding, `evaluate`, `lambdify` and
+//! the rule-soundness tests.
 
 use super::language::Math;
 use crate::scalar;
@@ -18,39 +19,12 @@ pub fn apply_op(node: &Math, value_of: impl Fn(Id) -> f64) -> Option<f64> {
         Math::Div(ids) => binary(ids, |a, b| a / b),
         Math::Pow(ids) => binary(ids, scalar::pow),
         Math::Neg(ids) => unary(ids, |a| -a),
-        Math::Exp(ids) => unary(ids, scalar::exp),
-        Math::Log(ids) => unary(ids, f64::ln),
-        Math::Log1p(ids) => unary(ids, f64::ln_1p),
-        Math::Expm1(ids) => unary(ids, f64::exp_m1),
-        Math::Sqrt(ids) => unary(ids, f64::sqrt),
-        Math::Sin(ids) => unary(ids, f64::sin),
-        Math::Cos(ids) => unary(ids, f64::cos),
-        Math::Tan(ids) => unary(ids, f64::tan),
-        Math::Asin(ids) => unary(ids, f64::asin),
-        Math::Acos(ids) => unary(ids, f64::acos),
-        Math::Atan(ids) => unary(ids, f64::atan),
-        Math::Atan2(ids) => binary(ids, f64::atan2),
-        Math::Sinh(ids) => unary(ids, f64::sinh),
-        Math::Cosh(ids) => unary(ids, f64::cosh),
-        Math::Tanh(ids) => unary(ids, scalar::tanh),
-        Math::Sigmoid(ids) => unary(ids, scalar::sigmoid),
-        Math::Relu(ids) => unary(ids, scalar::relu),
-        Math::Softplus(ids) => unary(ids, scalar::softplus),
-        Math::Abs(ids) => unary(ids, f64::abs),
-        Math::Sign(ids) => unary(ids, scalar::sign),
-        Math::Heaviside(ids) => binary(ids, scalar::heaviside),
-        Math::Xlogy(ids) => binary(ids, scalar::xlogy),
-        Math::Min(ids) => binary(ids, scalar::nan_min),
-        Math::Max(ids) => binary(ids, scalar::nan_max),
-        Math::Lgamma(ids) => unary(ids, scalar::gamma::lgamma),
-        Math::Digamma(ids) => unary(ids, scalar::gamma::digamma),
-        Math::Polygamma(ids) => binary(ids, scalar::gamma::polygamma),
-        Math::Erf(ids) => unary(ids, scalar::erf::erf),
-        Math::Erfc(ids) => unary(ids, scalar::erf::erfc),
         Math::Num(value) => value.get(),
         // A user function is evaluated through its body (`lift`), never
         // folded here.
         Math::Var(_) | Math::Call(..) => return None,
+        // Every function: its row of the elementwise table.
+        row => return super::elementwise::value(row, &value_of),
     })
 }
 

@@ -1,105 +1,19 @@
 //! The `Math` language: the scalar differentiable operations of Epsilon as
 //! e-graph nodes, and `Constant`, a number usable as an exact hash key.
+//! The language itself (`Math`, `OPERATORS`) is generated from the table
+//! of elementwise functions (`elementwise.rs`); this file adds lookups by
+//! name and the constants.
 //!
 //! This file knows nothing of Lisp values; the Lisp layer converts its data
 //! to and from `RecExpr<Math>`.
 
-use egg::{Id, Symbol, define_language};
+use egg::{Id, Symbol};
 use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 
-define_language! {
-    /// A scalar expression node. Operators take their Lisp names; `+`, `-`
-    /// and `*` are binary here (n-ary input folds to the left). Each variant
-    /// is the operator of the same Lisp name (see `OPERATORS`), but `Call`,
-    /// a user function (`defderiv`) by name, whose value and partial
-    /// derivatives come from a `Functions` table.
-    #[allow(missing_docs)]
-    pub enum Math {
-        "+" = Add([Id; 2]),
-        "-" = Sub([Id; 2]),
-        "*" = Mul([Id; 2]),
-        "/" = Div([Id; 2]),
-        "pow" = Pow([Id; 2]),
-        "neg" = Neg([Id; 1]),
-        "exp" = Exp([Id; 1]),
-        "log" = Log([Id; 1]),
-        "log1p" = Log1p([Id; 1]),
-        "expm1" = Expm1([Id; 1]),
-        "sqrt" = Sqrt([Id; 1]),
-        "sin" = Sin([Id; 1]),
-        "cos" = Cos([Id; 1]),
-        "tan" = Tan([Id; 1]),
-        "asin" = Asin([Id; 1]),
-        "acos" = Acos([Id; 1]),
-        "atan" = Atan([Id; 1]),
-        "atan2" = Atan2([Id; 2]),
-        "sinh" = Sinh([Id; 1]),
-        "cosh" = Cosh([Id; 1]),
-        "tanh" = Tanh([Id; 1]),
-        "sigmoid" = Sigmoid([Id; 1]),
-        "relu" = Relu([Id; 1]),
-        "softplus" = Softplus([Id; 1]),
-        "abs" = Abs([Id; 1]),
-        "sign" = Sign([Id; 1]),
-        "heaviside" = Heaviside([Id; 2]),
-        "xlogy" = Xlogy([Id; 2]),
-        "min" = Min([Id; 2]),
-        "max" = Max([Id; 2]),
-        "lgamma" = Lgamma([Id; 1]),
-        "digamma" = Digamma([Id; 1]),
-        "polygamma" = Polygamma([Id; 2]),
-        "erf" = Erf([Id; 1]),
-        "erfc" = Erfc([Id; 1]),
-        Num(Constant),
-        Var(Symbol),
-        // A call of a user function (`defderiv`) by name: its value and
-        // partial derivatives come from a `Functions` table.
-        Call(Symbol, Box<[Id]>),
-    }
-}
-
-/// The operator names of `Math` with their arities, for converters and
-/// error messages.
-pub const OPERATORS: &[(&str, usize)] = &[
-    ("+", 2),
-    ("-", 2),
-    ("*", 2),
-    ("/", 2),
-    ("pow", 2),
-    ("neg", 1),
-    ("exp", 1),
-    ("log", 1),
-    ("log1p", 1),
-    ("expm1", 1),
-    ("sqrt", 1),
-    ("sin", 1),
-    ("cos", 1),
-    ("tan", 1),
-    ("asin", 1),
-    ("acos", 1),
-    ("atan", 1),
-    ("atan2", 2),
-    ("sinh", 1),
-    ("cosh", 1),
-    ("tanh", 1),
-    ("sigmoid", 1),
-    ("relu", 1),
-    ("softplus", 1),
-    ("abs", 1),
-    ("sign", 1),
-    ("heaviside", 2),
-    ("xlogy", 2),
-    ("min", 2),
-    ("max", 2),
-    ("lgamma", 1),
-    ("digamma", 1),
-    ("polygamma", 2),
-    ("erf", 1),
-    ("erfc", 1),
-];
+pub use super::elementwise::{Math, OPERATORS};
 
 /// The arity of an operator name, if `Math` has it.
 pub fn operator_arity(name: &str) -> Option<usize> {

@@ -3,6 +3,7 @@
 //! applies (`partials`), and user functions declared with their partials
 //! (`functions`).
 
+pub mod elementwise;
 pub mod eval;
 pub mod functions;
 pub mod language;

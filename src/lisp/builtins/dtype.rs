@@ -164,6 +164,7 @@ fn numeric(name: &str) -> bool {
         .get_or_init(|| {
             let tables: &[&[Builtin]] = &[
                 super::numeric::BUILTINS,
+                super::elementwise::BUILTINS,
                 super::tensor_make::BUILTINS,
                 super::tensor_ops::BUILTINS,
                 super::indexing::BUILTINS,

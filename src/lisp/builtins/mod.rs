@@ -14,6 +14,7 @@ mod data;
 mod distributed;
 pub(crate) mod dtype;
 mod einsum;
+mod elementwise;
 mod files;
 pub mod formula;
 pub(crate) mod indexing;
@@ -55,6 +56,7 @@ use std::rc::Rc;
 /// Every table of built-ins.
 pub const TABLES: &[&[Builtin]] = &[
     numeric::BUILTINS,
+    elementwise::BUILTINS,
     compare::BUILTINS,
     lists::BUILTINS,
     text::BUILTINS,

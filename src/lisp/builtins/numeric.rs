@@ -1,4 +1,8 @@
-//! Arithmetic and elementwise mathematics on numbers and tensors.
+//! Arithmetic and elementwise mathematics on numbers and tensors: the
+//! operators, and the functions whose built-ins are not plain maps
+//! (`abs`, `sign` and `relu` keep integers, `heaviside` has a default, ...);
+//! the plain ones (`exp`, `sin`, ...) come from the elementwise table
+//! (`elementwise.rs`).
 //!
 //! Integers stay integers under `+ - *` (overflow is an error, not a wrap);
 //! any float makes the result a float; any tensor makes it a tensor, with
@@ -221,10 +225,6 @@ fn pow(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     binary(&args[0], &args[1], None, scalar::pow)
 }
 
-fn atan2(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    binary(&args[0], &args[1], None, f64::atan2)
-}
-
 fn clamp(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let lower = binary(
         &args[0],
@@ -266,33 +266,12 @@ fn to_float(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     }
 }
 
-macro_rules! float_fns {
-    ($($fname:ident => $f:expr;)*) => {
-        $(fn $fname(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-            float_unary(&args[0], $f)
-        })*
-    };
+fn log2(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    float_unary(&args[0], f64::log2)
 }
 
-float_fns! {
-    sqrt => f64::sqrt;
-    exp => scalar::exp;
-    log => f64::ln;
-    log2 => f64::log2;
-    log10 => f64::log10;
-    log1p => f64::ln_1p;
-    expm1 => f64::exp_m1;
-    sin => f64::sin;
-    cos => f64::cos;
-    tan => f64::tan;
-    asin => f64::asin;
-    acos => f64::acos;
-    atan => f64::atan;
-    sinh => f64::sinh;
-    cosh => f64::cosh;
-    tanh => scalar::tanh;
-    sigmoid => scalar::sigmoid;
-    softplus => scalar::softplus;
+fn log10(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    float_unary(&args[0], f64::log10)
 }
 
 fn neg(_: &mut Interp, args: &Args) -> EvalResult<Value> {
@@ -306,10 +285,6 @@ fn abs(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 fn heaviside(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let at_zero = args.get(1).cloned().unwrap_or(Value::Float(0.5));
     binary(&args[0], &at_zero, None, scalar::heaviside)
-}
-
-fn xlogy(_: &mut Interp, args: &Args) -> EvalResult<Value> {
-    binary(&args[0], &args[1], None, scalar::xlogy)
 }
 
 fn sign(_: &mut Interp, args: &Args) -> EvalResult<Value> {
@@ -343,28 +318,10 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("neg", "(neg x)", "The negation of x.", 1, Some(1), neg),
     builtin("abs", "(abs x)", "Absolute value (elementwise on tensors).", 1, Some(1), abs),
     builtin("sign", "(sign x)", "-1, 0 or 1 by the sign of x (NaN stays NaN).", 1, Some(1), sign),
-    builtin("xlogy", "(xlogy x y)", "x * log(y), and 0 where x is 0 (SciPy's xlogy), elementwise.", 2, Some(2), xlogy),
     builtin("heaviside", "(heaviside x [at-zero])", "The step function: 0 for x < 0, 1 for x > 0, at-zero (default 0.5) at 0, elementwise.", 1, Some(2), heaviside),
-    builtin("sqrt", "(sqrt x)", "Square root (NaN for negative x).", 1, Some(1), sqrt),
-    builtin("exp", "(exp x)", "e to the power x.", 1, Some(1), exp),
-    builtin("log", "(log x)", "Natural logarithm (-inf at 0, NaN below).", 1, Some(1), log),
     builtin("log2", "(log2 x)", "Base-2 logarithm.", 1, Some(1), log2),
     builtin("log10", "(log10 x)", "Base-10 logarithm.", 1, Some(1), log10),
-    builtin("log1p", "(log1p x)", "log(1 + x), accurate for small x.", 1, Some(1), log1p),
-    builtin("expm1", "(expm1 x)", "exp(x) - 1, accurate for small x.", 1, Some(1), expm1),
-    builtin("sin", "(sin x)", "Sine of x (radians).", 1, Some(1), sin),
-    builtin("cos", "(cos x)", "Cosine of x (radians).", 1, Some(1), cos),
-    builtin("tan", "(tan x)", "Tangent of x (radians).", 1, Some(1), tan),
-    builtin("asin", "(asin x)", "Arc sine, in [-pi/2, pi/2].", 1, Some(1), asin),
-    builtin("acos", "(acos x)", "Arc cosine, in [0, pi].", 1, Some(1), acos),
-    builtin("atan", "(atan x)", "Arc tangent, in (-pi/2, pi/2).", 1, Some(1), atan),
-    builtin("atan2", "(atan2 y x)", "The angle of the point (x, y), in (-pi, pi].", 2, Some(2), atan2),
-    builtin("sinh", "(sinh x)", "Hyperbolic sine.", 1, Some(1), sinh),
-    builtin("cosh", "(cosh x)", "Hyperbolic cosine.", 1, Some(1), cosh),
-    builtin("tanh", "(tanh x)", "Hyperbolic tangent.", 1, Some(1), tanh),
-    builtin("sigmoid", "(sigmoid x)", "The logistic function 1 / (1 + exp(-x)), computed without overflow.", 1, Some(1), sigmoid),
     builtin("relu", "(relu x)", "max(x, 0), elementwise: the rectified linear unit.", 1, Some(1), relu),
-    builtin("softplus", "(softplus x)", "log(1 + exp(x)), computed without overflow.", 1, Some(1), softplus),
     builtin("clamp", "(clamp x lo hi)", "x limited to the interval [lo, hi] (elementwise, broadcasting).", 3, Some(3), clamp),
     builtin("floor", "(floor x)", "Largest integral value not above x (a float for float x).", 1, Some(1), floor),
     builtin("ceil", "(ceil x)", "Smallest integral value not below x (a float for float x).", 1, Some(1), ceil),

@@ -1,6 +1,8 @@
 //! The special functions of SPEC section 7: `lgamma`, `digamma`,
 //! `polygamma`, `erf`, `erfc` (scalar operators of the `Math` language,
-//! elementwise on tensors) and `multigammaln` (a composition of `lgamma`).
+//! elementwise on tensors; the built-ins of all but `polygamma`, which
+//! checks its order, come from their rows of the elementwise table) and
+//! `multigammaln` (a composition of `lgamma`).
 //! Each is written over `Apply`, so it runs at once on numbers and tensors
 //! and is recorded inside traced functions (`grad`, `jvp`, `jit`, `scan`),
 //! with the same kernels (`crate::scalar::{gamma, erf}`) either way.
@@ -22,27 +24,6 @@ const MAX_DIMENSION: i64 = 10_000;
 /// The scalar operator `math` over `operands`, elementwise.
 fn map(apply: &Apply, math: Math, operands: &[&Value]) -> EvalResult<Value> {
     apply.op(map_op(&math), operands)
-}
-
-fn unary(interp: &mut Interp, args: &Args, math: Math) -> EvalResult<Value> {
-    let apply = Apply::new(interp, args.values);
-    map(&apply, math, &[&args[0]])
-}
-
-fn lgamma(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
-    unary(interp, args, Math::Lgamma([Id::from(0)]))
-}
-
-fn digamma(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
-    unary(interp, args, Math::Digamma([Id::from(0)]))
-}
-
-fn erf(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
-    unary(interp, args, Math::Erf([Id::from(0)]))
-}
-
-fn erfc(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
-    unary(interp, args, Math::Erfc([Id::from(0)]))
 }
 
 fn polygamma(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
@@ -103,10 +84,6 @@ fn multigammaln(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 /// The built-ins of this family, with their docstrings.
 #[rustfmt::skip]
 pub const BUILTINS: &[Builtin] = &[
-    builtin("lgamma", "(lgamma x)", "The logarithm of the absolute value of the gamma function, ln |Γ(x)|, elementwise: +inf at the poles 0, -1, -2, ... (and at ±inf). Accurate to a few units in the last place for x > 0 (also near its zeros 1 and 2); for x < 0 it loses relative accuracy only near its zeros there. Its derivative is (digamma x); works in symbolic expressions too.", 1, Some(1), lgamma),
-    builtin("digamma", "(digamma x)", "The digamma function ψ(x) = d/dx ln Γ(x), elementwise: -inf at +0, +inf at -0, NaN at -1, -2, ... (as SciPy's psi). Accurate to about 1e-15 relative for x > 0, its zero 1.4616... included; for x < 0 near its zeros there, about 1e-15 absolute. Its derivative is (polygamma 1 x).", 1, Some(1), digamma),
     builtin("polygamma", "(polygamma n x)", "The polygamma function ψ⁽ⁿ⁾(x), the n-th derivative of digamma ((polygamma 0 x) is (digamma x)), elementwise with broadcasting; n must be a whole number from 0 to 170 (to 62 for negative x), else NaN (an error when n is a number). (-1)^(n+1) inf at the poles 0, -1, -2, ... Differentiable in x: d/dx (polygamma n x) = (polygamma (+ n 1) x); not in n.", 2, Some(2), polygamma),
-    builtin("erf", "(erf x)", "The error function 2/sqrt(pi) ∫_0^x exp(-t²) dt, elementwise; ±1 at ±inf. Accurate to a few units in the last place. Its derivative is 2/sqrt(pi) exp(-x²).", 1, Some(1), erf),
-    builtin("erfc", "(erfc x)", "The complementary error function 1 - erf(x), elementwise, with full relative accuracy in the tail ((erfc 10) is 2.088e-45; it underflows to 0 beyond x = 27.2); 2 at -inf.", 1, Some(1), erfc),
     builtin("multigammaln", "(multigammaln x p)", "The logarithm of the multivariate gamma function, ln Γ_p(x) = p(p-1)/4 ln(pi) + Σ_{j=1..p} lgamma(x + (1-j)/2), elementwise in x; p is a whole number from 1 to 10000. Defined for x > (p-1)/2: +inf at x = (p-1)/2 and NaN below (where SciPy raises an error). Differentiable in x; in symbolic expressions with a literal p it expands into the sum of lgamma terms.", 2, Some(2), multigammaln),
 ];

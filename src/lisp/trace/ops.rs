@@ -277,7 +277,7 @@ pub fn call(trace: &TraceRef, name: &str, args: &Args) -> Option<EvalResult<Valu
             "/" => r
                 .fold(args, Math::Div([Id::from(0); 2]))
                 .map(|id| r.value(id)),
-            "pow" | "atan2" | "xlogy" => (|| {
+            "pow" => (|| {
                 let math = Math::from_op_name(name, &[Id::from(0); 2]).expect("binary operator");
                 let (a, b) = (r.node(&args[0])?, r.node(&args[1])?);
                 r.map(math, &[a, b])
@@ -386,6 +386,19 @@ pub fn call(trace: &TraceRef, name: &str, args: &Args) -> Option<EvalResult<Valu
                         r.node(&args[0])
                             .and_then(|x| r.map(math, &[x]))
                             .map(|id| r.value(id)),
+                    );
+                }
+                // A function of two operands of the elementwise table
+                // (`atan2`, `hypot`, `logaddexp`, ...).
+                if let Some(math) = crate::ir::math::elementwise::builtin_node(name)
+                    && args.len() == 2
+                {
+                    return Some(
+                        (|| {
+                            let (a, b) = (r.node(&args[0])?, r.node(&args[1])?);
+                            r.map(math, &[a, b])
+                        })()
+                        .map(|id| r.value(id)),
                     );
                 }
                 return tensor_call(&r, name, args);

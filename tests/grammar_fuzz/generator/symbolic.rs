@@ -36,6 +36,12 @@ const UNARY: &[&str] = &[
     "heaviside",
     "log2",
     "log10",
+    "square",
+    "cbrt",
+    "exp2",
+    "sinc",
+    "deg2rad",
+    "rad2deg",
 ];
 
 const BINARY: &[&str] = &[
@@ -50,6 +56,9 @@ const BINARY: &[&str] = &[
     "xlogy",
     "polygamma",
     "multigammaln",
+    "hypot",
+    "logaddexp",
+    "logaddexp2",
 ];
 
 const VARIABLES: &[&str] = &["x", "y", "z"];

@@ -1,9 +1,11 @@
 //! How each elementwise operation becomes machine code: arithmetic,
 //! comparisons and selection as instructions, everything else as a call
 //! to the very Rust function the interpreter applies (so both paths give
-//! the same bits).
+//! the same bits): a function's `extern "C"` wrapper comes from its row of
+//! the elementwise table (`ir::math::elementwise`).
 
 use super::transcendental::Inline;
+use crate::ir::math::elementwise::{self, NativeFn};
 use crate::ir::math::language::Math;
 use crate::ir::{CmpOp, RoundOp, TOp};
 use crate::scalar;
@@ -62,33 +64,13 @@ pub fn lowering(op: &TOp) -> Option<Lowering> {
             Math::Num(c) => Lowering::Constant(c.get()),
             Math::Var(_) | Math::Call(..) => Lowering::Constant(f64::NAN),
             Math::Pow(_) => Lowering::Binary(pow),
-            Math::Atan2(_) => Lowering::Binary(atan2),
-            Math::Heaviside(_) => Lowering::Binary(heaviside),
-            Math::Xlogy(_) => Lowering::Binary(xlogy),
             Math::Min(_) => Lowering::Min,
             Math::Max(_) => Lowering::Max,
-            Math::Polygamma(_) => Lowering::Binary(polygamma),
-            Math::Exp(_) => inline_or(Inline::Exp, exp),
-            Math::Log(_) => Lowering::Unary(ln),
-            Math::Log1p(_) => Lowering::Unary(ln_1p),
-            Math::Expm1(_) => Lowering::Unary(exp_m1),
-            Math::Sin(_) => Lowering::Unary(sin),
-            Math::Cos(_) => Lowering::Unary(cos),
-            Math::Tan(_) => Lowering::Unary(tan),
-            Math::Asin(_) => Lowering::Unary(asin),
-            Math::Acos(_) => Lowering::Unary(acos),
-            Math::Atan(_) => Lowering::Unary(atan),
-            Math::Sinh(_) => Lowering::Unary(sinh),
-            Math::Cosh(_) => Lowering::Unary(cosh),
-            Math::Tanh(_) => inline_or(Inline::Tanh, tanh),
-            Math::Sigmoid(_) => inline_or(Inline::Sigmoid, sigmoid),
-            Math::Relu(_) => Lowering::Unary(relu),
-            Math::Softplus(_) => Lowering::Unary(softplus),
-            Math::Sign(_) => Lowering::Unary(sign),
-            Math::Lgamma(_) => Lowering::Unary(lgamma),
-            Math::Digamma(_) => Lowering::Unary(digamma),
-            Math::Erf(_) => Lowering::Unary(erf),
-            Math::Erfc(_) => Lowering::Unary(erfc),
+            Math::Exp(_) => inline_or(Inline::Exp, math)?,
+            Math::Tanh(_) => inline_or(Inline::Tanh, math)?,
+            Math::Sigmoid(_) => inline_or(Inline::Sigmoid, math)?,
+            // Every other function: a call of its row's function.
+            row => call(row)?,
         },
         TOp::Compare(cmp) => Lowering::Compare(*cmp),
         TOp::Round(RoundOp::Floor) => Lowering::Unary(floor),
@@ -102,13 +84,22 @@ pub fn lowering(op: &TOp) -> Option<Lowering> {
 }
 
 /// `f` as instructions where the host fuses multiply-adds (so the code
-/// gives the Rust function's bits), else a call to `call`.
-fn inline_or(f: Inline, call: Unary) -> Lowering {
+/// gives the Rust function's bits), else a call of its row's function.
+fn inline_or(f: Inline, math: &Math) -> Option<Lowering> {
     if scalar::host_fuses() {
-        Lowering::Inline(f)
+        Some(Lowering::Inline(f))
     } else {
-        Lowering::Unary(call)
+        call(math)
     }
+}
+
+/// A call per element of the function of `math`'s row of the elementwise
+/// table (the interpreter's very function).
+fn call(math: &Math) -> Option<Lowering> {
+    Some(match elementwise::row(math)?.native {
+        NativeFn::Unary(f) => Lowering::Unary(f),
+        NativeFn::Binary(f) => Lowering::Binary(f),
+    })
 }
 
 /// `extern "C"` wrappers of the interpreter's functions.
@@ -122,31 +113,6 @@ macro_rules! callable {
 
 callable! {
     pow(x, y) = scalar::pow;
-    atan2(y, x) = f64::atan2;
-    heaviside(x, at_zero) = scalar::heaviside;
-    xlogy(x, y) = scalar::xlogy;
-    polygamma(n, x) = scalar::gamma::polygamma;
-    exp(x) = scalar::exp;
-    ln(x) = f64::ln;
-    ln_1p(x) = f64::ln_1p;
-    exp_m1(x) = f64::exp_m1;
-    sin(x) = f64::sin;
-    cos(x) = f64::cos;
-    tan(x) = f64::tan;
-    asin(x) = f64::asin;
-    acos(x) = f64::acos;
-    atan(x) = f64::atan;
-    sinh(x) = f64::sinh;
-    cosh(x) = f64::cosh;
-    tanh(x) = scalar::tanh;
-    sigmoid(x) = scalar::sigmoid;
-    relu(x) = scalar::relu;
-    softplus(x) = scalar::softplus;
-    sign(x) = scalar::sign;
-    lgamma(x) = scalar::gamma::lgamma;
-    digamma(x) = scalar::gamma::digamma;
-    erf(x) = scalar::erf::erf;
-    erfc(x) = scalar::erf::erfc;
     floor(x) = f64::floor;
     ceil(x) = f64::ceil;
     round_ties_even(x) = f64::round_ties_even;

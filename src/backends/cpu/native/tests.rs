@@ -20,46 +20,16 @@ pub(crate) fn operations() -> Vec<(TOp, usize)> {
         Math::Mul([a; 2]),
         Math::Div([a; 2]),
         Math::Pow([a; 2]),
-        Math::Atan2([a; 2]),
-        Math::Heaviside([a; 2]),
-        Math::Xlogy([a; 2]),
-        Math::Min([a; 2]),
-        Math::Max([a; 2]),
-        Math::Polygamma([a; 2]),
     ]
     .into_iter()
     .map(|m| (TOp::Map(m), 2))
     .collect();
-    ops.extend(
-        [
-            Math::Neg([a]),
-            Math::Exp([a]),
-            Math::Log([a]),
-            Math::Log1p([a]),
-            Math::Expm1([a]),
-            Math::Sqrt([a]),
-            Math::Sin([a]),
-            Math::Cos([a]),
-            Math::Tan([a]),
-            Math::Asin([a]),
-            Math::Acos([a]),
-            Math::Atan([a]),
-            Math::Sinh([a]),
-            Math::Cosh([a]),
-            Math::Tanh([a]),
-            Math::Sigmoid([a]),
-            Math::Relu([a]),
-            Math::Softplus([a]),
-            Math::Abs([a]),
-            Math::Sign([a]),
-            Math::Lgamma([a]),
-            Math::Digamma([a]),
-            Math::Erf([a]),
-            Math::Erfc([a]),
-        ]
-        .into_iter()
-        .map(|m| (TOp::Map(m), 1)),
-    );
+    ops.push((TOp::Map(Math::Neg([a])), 1));
+    // Every function of the elementwise table, new rows included.
+    for row in crate::ir::math::elementwise::ROWS {
+        let math = Math::from_op_name(row.name, &vec![a; row.arity]).expect("a row is an operator");
+        ops.push((TOp::Map(math), row.arity));
+    }
     for cmp in [
         CmpOp::Lt,
         CmpOp::Le,

@@ -30,23 +30,12 @@ pub fn expression(op: &TOp, a: &[String]) -> Option<String> {
             Math::Mul(_) => format!("{} * {}", arg(0)?, arg(1)?),
             Math::Div(_) => format!("{} / {}", arg(0)?, arg(1)?),
             Math::Neg(_) => format!("-{}", arg(0)?),
-            Math::Abs(_) => return call("fabsf"),
-            Math::Sqrt(_) => return call("sqrtf"),
-            Math::Exp(_) => return call("expf"),
-            Math::Log(_) => return call("logf"),
-            Math::Log1p(_) => return call("log1pf"),
-            Math::Expm1(_) => return call("expm1f"),
-            Math::Sin(_) => return call("sinf"),
-            Math::Cos(_) => return call("cosf"),
-            Math::Tan(_) => return call("tanf"),
-            Math::Asin(_) => return call("asinf"),
-            Math::Acos(_) => return call("acosf"),
-            Math::Atan(_) => return call("atanf"),
-            Math::Sinh(_) => return call("sinhf"),
-            Math::Cosh(_) => return call("coshf"),
-            Math::Tanh(_) => return call("tanhf"),
-            Math::Atan2(_) => format!("atan2f({}, {})", arg(0)?, arg(1)?),
-            _ => return None,
+            // A function with a single-precision spelling in its row.
+            row => {
+                let row = crate::ir::math::elementwise::row(row)?;
+                let args = (0..row.arity).map(arg).collect::<Option<Vec<String>>>()?;
+                return row.cuda_f32.apply(&args, &args);
+            }
         },
         TOp::Round(RoundOp::Floor) => return call("floorf"),
         TOp::Round(RoundOp::Ceil) => return call("ceilf"),

@@ -55,6 +55,15 @@ fn operations() -> Vec<(TOp, usize, &'static str)> {
         (m(Math::Polygamma([id(); 2])), 2, "eps_polygamma(r0, r1)"),
         (m(Math::Erf([id(); 1])), 1, "eps_erf(r0)"),
         (m(Math::Erfc([id(); 1])), 1, "eps_erfc(r0)"),
+        (m(Math::Square([id(); 1])), 1, "r0 * r0"),
+        (m(Math::Cbrt([id(); 1])), 1, "cbrt(r0)"),
+        (m(Math::Exp2([id(); 1])), 1, "exp2(r0)"),
+        (m(Math::Hypot([id(); 2])), 2, "hypot(r0, r1)"),
+        (m(Math::Logaddexp([id(); 2])), 2, "eps_logaddexp(r0, r1)"),
+        (m(Math::Logaddexp2([id(); 2])), 2, "eps_logaddexp2(r0, r1)"),
+        (m(Math::Sinc([id(); 1])), 1, "eps_sinc(r0)"),
+        (m(Math::Deg2rad([id(); 1])), 1, "r0 * 0.017453292519943295"),
+        (m(Math::Rad2deg([id(); 1])), 1, "r0 * 57.29577951308232"),
         (m(Math::Num(Constant::new(0.1).expect("finite"))), 0, "0.1"),
         (
             m(Math::Num(Constant::new(-2.5e-300).expect("finite"))),
@@ -100,6 +109,25 @@ fn every_operation_has_its_expression() {
         assert!(
             source.contains("out0[i] = r"),
             "{op:?}: the result is stored"
+        );
+    }
+}
+
+#[test]
+fn every_row_of_the_elementwise_table_is_an_operation_here() {
+    // A new row's CUDA spelling is checked above, and compiled below.
+    let listed: Vec<&str> = operations()
+        .iter()
+        .filter_map(|(op, _, _)| match op {
+            TOp::Map(math) => crate::ir::math::elementwise::row(math).map(|row| row.name),
+            _ => None,
+        })
+        .collect();
+    for row in crate::ir::math::elementwise::ROWS {
+        assert!(
+            listed.contains(&row.name),
+            "{} is not in operations()",
+            row.name
         );
     }
 }
@@ -312,4 +340,29 @@ fn f32_steps_on_f32_numbers_are_computed_in_float() {
     };
     let refused = group_kernel_stored(&summing, &[], &access, &storage, "k");
     assert_eq!(refused, Err(KernelError::SummingSingle));
+}
+
+#[test]
+fn numpy_functions_have_float_forms_where_cuda_has_them() {
+    // Computed in float when CUDA has the single-precision function (or,
+    // for square, the product is exact); in double, then rounded, else.
+    let a = ["r0".to_string(), "r1".to_string()];
+    let m = |math: Math| TOp::Map(math);
+    for (op, arity, expected) in [
+        (m(Math::Square([id(); 1])), 1, Some("r0 * r0")),
+        (m(Math::Cbrt([id(); 1])), 1, Some("cbrtf(r0)")),
+        (m(Math::Exp2([id(); 1])), 1, Some("exp2f(r0)")),
+        (m(Math::Hypot([id(); 2])), 2, Some("hypotf(r0, r1)")),
+        (m(Math::Logaddexp([id(); 2])), 2, None),
+        (m(Math::Logaddexp2([id(); 2])), 2, None),
+        (m(Math::Sinc([id(); 1])), 1, None),
+        (m(Math::Deg2rad([id(); 1])), 1, None),
+        (m(Math::Rad2deg([id(); 1])), 1, None),
+    ] {
+        assert_eq!(
+            float::expression(&op, &a[..arity]).as_deref(),
+            expected,
+            "{op:?}"
+        );
+    }
 }
