@@ -164,7 +164,7 @@ fn array(value: &Value) -> Result<ArrayD<f64>, String> {
         Value::Int(n) => Ok(ArrayD::from_elem(IxDyn(&[]), *n as f64)),
         Value::Float(x) => Ok(ArrayD::from_elem(IxDyn(&[]), *x)),
         Value::Tensor(t) => Ok(t.as_standard_layout().into_owned()),
-        Value::Tensor32(t) => Ok(t.mapv(f64::from)),
+        Value::TensorF32(t) => Ok(t.mapv(f64::from)),
         other => Err(format!("expected a number or tensor, got {other}")),
     }
 }

@@ -26,7 +26,7 @@ pub fn value_bundle(engine: &Engine, value: &Value) -> Media {
     }
     let table = match value {
         Value::Tensor(array) => html_table(array),
-        Value::Tensor32(_) => value.as_tensor().ok().and_then(|array| html_table(&array)),
+        Value::TensorF32(_) => value.as_tensor().ok().and_then(|array| html_table(&array)),
         _ => None,
     };
     if let Some(table) = table {

@@ -19,7 +19,7 @@ fn non_finite(value: &Value) -> Option<f64> {
     match value {
         Value::Float(x) => (!x.is_finite()).then_some(*x),
         Value::Tensor(t) => t.iter().copied().find(|x| !x.is_finite()),
-        Value::Tensor32(t) => t.iter().map(|&x| f64::from(x)).find(|x| !x.is_finite()),
+        Value::TensorF32(t) => t.iter().map(|&x| f64::from(x)).find(|x| !x.is_finite()),
         _ => None,
     }
 }

@@ -725,7 +725,7 @@ impl Interp {
                     }
                 }
                 // f32 elements (with numbers) make an f32 tensor.
-                let f32_items = values.iter().any(|v| matches!(v, Value::Tensor32(_)));
+                let f32_items = values.iter().any(|v| matches!(v, Value::TensorF32(_)));
                 let widened: Vec<Value>;
                 let items = if f32_items {
                     widened = values

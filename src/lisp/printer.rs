@@ -69,10 +69,10 @@ fn write_value(out: &mut String, value: &Value, readable: bool) {
             }
         }
         Value::Tensor(t) => write_tensor(out, t),
-        Value::Tensor32(t) => write_tensor32(out, t),
+        Value::TensorF32(t) => write_tensor32(out, t),
         Value::Traced(t) => match t.concrete_value() {
             Ok(Value::Tensor(t)) => write_tensor(out, &t),
-            Ok(Value::Tensor32(t)) => write_tensor32(out, &t),
+            Ok(Value::TensorF32(t)) => write_tensor32(out, &t),
             Ok(other) => out.push_str(&other.to_string()),
             Err(e) => out.push_str(&format!("#<traced value: {}>", e.message)),
         },

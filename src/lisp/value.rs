@@ -58,7 +58,7 @@ pub enum Value {
     /// An n-dimensional array of f32 (`astype`, `:dtype 'f32`). Built-ins
     /// without an f32 kernel read it widened (`as_tensor`) and their
     /// results are rounded back (`builtins::dtype`).
-    Tensor32(Rc<ArrayD<f32>>),
+    TensorF32(Rc<ArrayD<f32>>),
     /// A number or tensor inside a function being differentiated or
     /// compiled: a node of the active trace (see `lisp::trace`).
     Traced(Rc<super::trace::Traced>),
@@ -192,7 +192,7 @@ impl Value {
             Value::Symbol(_) => "symbol",
             Value::Keyword(_) => "keyword",
             Value::Pair(_) => "list",
-            Value::Tensor(_) | Value::Tensor32(_) => "tensor",
+            Value::Tensor(_) | Value::TensorF32(_) => "tensor",
             // Code inside a differentiated function sees the types it
             // would see outside.
             Value::Traced(t) if t.is_scalar() => "float",
@@ -237,7 +237,7 @@ impl Value {
             Value::Int(n) => Ok(*n as f64),
             Value::Float(x) => Ok(*x),
             Value::Tensor(t) if t.len() == 1 => Ok(t.iter().next().copied().unwrap_or(0.0)),
-            Value::Tensor32(t) if t.len() == 1 => {
+            Value::TensorF32(t) if t.len() == 1 => {
                 Ok(t.iter().next().copied().map_or(0.0, f64::from))
             }
             other => Err(EvalError::type_error(format!(
@@ -295,7 +295,7 @@ impl Value {
     pub fn as_tensor(&self) -> EvalResult<Rc<ArrayD<f64>>> {
         match self {
             Value::Tensor(t) => Ok(Rc::clone(t)),
-            Value::Tensor32(t) => Ok(Rc::new(crate::dtype::widen(t))),
+            Value::TensorF32(t) => Ok(Rc::new(crate::dtype::widen(t))),
             Value::Int(_) | Value::Float(_) => Ok(Rc::new(ArrayD::from_elem(
                 ndarray::IxDyn(&[]),
                 self.as_f64()?,
@@ -399,7 +399,7 @@ impl From<ArrayD<f64>> for Value {
 
 impl From<ArrayD<f32>> for Value {
     fn from(array: ArrayD<f32>) -> Self {
-        Value::Tensor32(Rc::new(array))
+        Value::TensorF32(Rc::new(array))
     }
 }
 

@@ -120,7 +120,7 @@ pub fn compile(
     let root_values: Vec<usize> = roots.iter().map(|&r| resolve(r)).collect();
     let fused = super::fuse::fuse(&mut kernels, &mut needed, shapes, &root_values);
     let single =
-        super::storage::single_storage(&kernels, &needed, nodes, &dtypes, shapes, &root_values);
+        super::storage::f32_storage(&kernels, &needed, nodes, &dtypes, shapes, &root_values);
     let mut tape = schedule(
         &kernels,
         (&needed, &single),

@@ -20,7 +20,7 @@ use crate::ir::{Shape, TNode, TOp};
 use smallvec::SmallVec;
 
 /// Per node: whether its value is kept in f32 storage.
-pub(super) fn single_storage(
+pub(super) fn f32_storage(
     kernels: &Kernels,
     needed: &[bool],
     nodes: &[TNode],
@@ -103,7 +103,7 @@ mod tests {
     }
 
     /// Whether the instruction computing kernels like `is` keeps f32.
-    fn stored_single(tape: &Tape, is: impl Fn(&Kernel) -> bool) -> Vec<bool> {
+    fn stored_f32(tape: &Tape, is: impl Fn(&Kernel) -> bool) -> Vec<bool> {
         tape.instructions
             .iter()
             .filter(|i| is(&i.op))
@@ -127,8 +127,8 @@ mod tests {
         let h = graph.map(Math::Tanh([p]), &[p]);
         let q = graph.add_valid(TOp::MatMul, &[h, v]);
         let tape = compiled(&graph, &[q], 3);
-        assert_eq!(stored_single(&tape, product), [true, false], "{tape}");
-        let groups = stored_single(&tape, |k| {
+        assert_eq!(stored_f32(&tape, product), [true, false], "{tape}");
+        let groups = stored_f32(&tape, |k| {
             !matches!(k, Kernel::Gemm { .. } | Kernel::Op(TOp::Input { .. }))
         });
         assert!(groups.iter().all(|&s| s) && !groups.is_empty(), "{tape}");
@@ -147,7 +147,7 @@ mod tests {
         let e = graph.map(Math::Exp([s]), &[s]);
         let b = graph.mul(t, e);
         let tape = compiled(&graph, &[b], 2);
-        assert_eq!(stored_single(&tape, product), [true], "{tape}");
+        assert_eq!(stored_f32(&tape, product), [true], "{tape}");
         let at = |k: usize| &tape.instructions[k];
         for k in 0..tape.instructions.len() {
             if let Kernel::Op(TOp::Reduce { .. }) = at(k).op {
@@ -191,8 +191,8 @@ mod tests {
         let t = graph.map(Math::Tanh([scores]), &[scores]);
         let out = graph.add_valid(TOp::MatMul, &[t, heads]);
         let tape = compiled(&graph, &[out], 2);
-        assert_eq!(stored_single(&tape, product), [true, true, false], "{tape}");
-        let views = stored_single(&tape, |k| {
+        assert_eq!(stored_f32(&tape, product), [true, true, false], "{tape}");
+        let views = stored_f32(&tape, |k| {
             matches!(k, Kernel::Op(TOp::Transpose(_) | TOp::Reshape(_)))
         });
         assert!(views.iter().all(|&s| s) && !views.is_empty(), "{tape}");

@@ -284,7 +284,7 @@ pub fn numbers_of(value: &Value, into: &mut Vec<f64>) {
         Value::Float(x) => into.push(*x),
         Value::Bool(b) => into.push(f64::from(u8::from(*b))),
         Value::Tensor(t) => into.extend(t.iter().copied()),
-        Value::Tensor32(t) => into.extend(t.iter().map(|&x| f64::from(x))),
+        Value::TensorF32(t) => into.extend(t.iter().map(|&x| f64::from(x))),
         Value::Pair(_) => {
             let mut rest = value.clone();
             while let Value::Pair(pair) = rest {

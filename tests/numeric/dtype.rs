@@ -41,7 +41,7 @@ fn case_engine(batch: usize, seed: u64, dtype: &str) -> Engine {
 /// Every tensor in `value` (a tree) is f32; numbers pass.
 fn all_f32(value: &Value) -> Result<(), String> {
     match value {
-        Value::Tensor32(_) | Value::Float(_) | Value::Int(_) => Ok(()),
+        Value::TensorF32(_) | Value::Float(_) | Value::Int(_) => Ok(()),
         Value::Tensor(t) => Err(format!("an f64 tensor of shape {:?}", t.shape())),
         other if other.is_list() => items(other)?.iter().try_for_each(all_f32),
         other => Err(format!("unexpected {other}")),
@@ -192,7 +192,7 @@ fn check_exact(a: &[f32], b: &[f32]) -> Result<(), String> {
             let value = try_eval(&mut engine, &source);
             native::set_native_kernels(true);
             let value = value?;
-            let Value::Tensor32(got) = &value else {
+            let Value::TensorF32(got) = &value else {
                 return Err(format!("{how} {form}: not an f32 tensor: {value}"));
             };
             for (k, (&x, (&p, &q))) in got.iter().zip(a.iter().zip(b)).enumerate() {
@@ -361,7 +361,7 @@ fn derivatives_have_their_variables_types() {
 /// `dtype` of a value already computed.
 fn eval_dtype(engine: &mut Engine, value: &Value) -> String {
     match value {
-        Value::Tensor32(_) => "f32".to_string(),
+        Value::TensorF32(_) => "f32".to_string(),
         Value::Tensor(_) | Value::Float(_) | Value::Int(_) => "f64".to_string(),
         other => {
             let _ = engine;

@@ -153,10 +153,8 @@ fn run_expanded(
         };
     }
     if single {
-        let out = stored(shape, |start, out: &mut [f32]| {
-            task.store_single(start, out)
-        });
-        return Val::Single(std::rc::Rc::new(out));
+        let out = stored(shape, |start, out: &mut [f32]| task.store_f32(start, out));
+        return Val::F32(std::rc::Rc::new(out));
     }
     Val::Array(std::rc::Rc::new(stored(shape, |start, out: &mut [f64]| {
         task.store(start, out)
@@ -188,7 +186,7 @@ pub(super) trait Task: Sync {
 
     /// `store` into f32 storage, for a group whose elements are f32
     /// numbers.
-    fn store_single(&self, start: usize, out: &mut [f32]);
+    fn store_f32(&self, start: usize, out: &mut [f32]);
 
     /// The sum of elements `start..end`, added chunk by chunk in order (so
     /// every way of computing the elements gives the same sum).
@@ -236,7 +234,7 @@ impl Interpreted<'_> {
                 Source::Shifted { data, start } => !inside(*start, start + data.len()),
                 Source::Window { start, end, .. } => !inside(*start, *end),
                 Source::Strided(_) | Source::Cyclic { .. } => source.in_place(at, len).is_none(),
-                Source::Single(_) => true,
+                Source::F32(_) => true,
                 Source::Scalar(_) | Source::Slice(_) => false,
             };
             if crosses {
@@ -291,7 +289,7 @@ impl Task for Interpreted<'_> {
         }
     }
 
-    fn store_single(&self, start: usize, out: &mut [f32]) {
+    fn store_f32(&self, start: usize, out: &mut [f32]) {
         let mut registers = self.registers();
         let mut values = [0.0; CHUNK];
         for (c, block) in out.chunks_mut(self.width).enumerate() {

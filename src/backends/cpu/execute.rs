@@ -5,7 +5,7 @@
 //! size.
 
 use super::elementwise::run_group;
-use super::matmul::{Factor, matmul, product_single};
+use super::matmul::{Factor, matmul, product_f32};
 use super::storage::{PROBED_LENGTH, allow_pool, recycle, reserve};
 use super::structural::structural;
 use crate::backends::BackendError;
@@ -87,9 +87,9 @@ pub(crate) enum Val {
     },
     /// f32 numbers in f32 storage, row-major: an f32 value the tape keeps
     /// in single precision (`Instruction::single`).
-    Single(Rc<ArrayD<f32>>),
+    F32(Rc<ArrayD<f32>>),
     /// f32 storage with its axes permuted (a transpose), not copied.
-    SinglePermuted {
+    F32Permuted {
         base: Rc<ArrayD<f32>>,
         perm: SmallVec<[usize; 4]>,
     },
@@ -97,7 +97,7 @@ pub(crate) enum Val {
     /// a value that lives on), not copied.
     Reshaped { base: Rc<ArrayD<f64>>, shape: Shape },
     /// Row-major f32 storage under another shape, not copied.
-    SingleReshaped { base: Rc<ArrayD<f32>>, shape: Shape },
+    F32Reshaped { base: Rc<ArrayD<f32>>, shape: Shape },
     /// Row-major `base` rolled along its first axis, not made: element `i`
     /// (row-major) is `base`'s element `(i - shift) mod n`, `shift` counted
     /// in elements (`n` the number of elements). Elementwise groups read it
@@ -145,9 +145,9 @@ impl Val {
     /// The view of a value in f32 storage.
     pub(crate) fn single(&self) -> Option<ArrayViewD<'_, f32>> {
         match self {
-            Val::Single(base) => Some(base.view()),
-            Val::SinglePermuted { base, perm } => Some(base.view().permuted_axes(IxDyn(perm))),
-            Val::SingleReshaped { base, shape } => Some(reshaped(base, shape)),
+            Val::F32(base) => Some(base.view()),
+            Val::F32Permuted { base, perm } => Some(base.view().permuted_axes(IxDyn(perm))),
+            Val::F32Reshaped { base, shape } => Some(reshaped(base, shape)),
             _ => None,
         }
     }
@@ -156,7 +156,7 @@ impl Val {
     /// widened: kernels that read it in place ask for `single`).
     pub(crate) fn cow(&self) -> CowArray<'_, f64, IxDyn> {
         match self {
-            Val::Single(_) | Val::SinglePermuted { .. } | Val::SingleReshaped { .. } => {
+            Val::F32(_) | Val::F32Permuted { .. } | Val::F32Reshaped { .. } => {
                 let single = self.single().expect("f32 storage");
                 CowArray::from(super::broadcast::widened(&single))
             }
@@ -262,15 +262,15 @@ fn step(op: &TOp, args: &[&Val], shape: &[usize], single: bool) -> Result<Val, B
                     base: Rc::clone(base),
                     perm: perm.map(|p| inner[p]).collect(),
                 },
-                Val::Single(base) => Val::SinglePermuted {
+                Val::F32(base) => Val::F32Permuted {
                     base: Rc::clone(base),
                     perm: perm.collect(),
                 },
-                Val::SinglePermuted { base, perm: inner } => Val::SinglePermuted {
+                Val::F32Permuted { base, perm: inner } => Val::F32Permuted {
                     base: Rc::clone(base),
                     perm: perm.map(|p| inner[p]).collect(),
                 },
-                Val::SingleReshaped { base, shape } => Val::SinglePermuted {
+                Val::F32Reshaped { base, shape } => Val::F32Permuted {
                     base: Rc::new(super::broadcast::standard(&reshaped(base, shape))),
                     perm: perm.collect(),
                 },
@@ -319,11 +319,11 @@ fn step(op: &TOp, args: &[&Val], shape: &[usize], single: bool) -> Result<Val, B
                 base: Rc::clone(base),
                 shape: target.clone(),
             },
-            Val::Single(base) if base.is_standard_layout() => Val::SingleReshaped {
+            Val::F32(base) if base.is_standard_layout() => Val::F32Reshaped {
                 base: Rc::clone(base),
                 shape: target.clone(),
             },
-            Val::SingleReshaped { base, .. } => Val::SingleReshaped {
+            Val::F32Reshaped { base, .. } => Val::F32Reshaped {
                 base: Rc::clone(base),
                 shape: target.clone(),
             },
@@ -395,7 +395,7 @@ fn reshape_copied(value: &Val, target: &[usize]) -> Val {
     match value.single() {
         Some(single) => {
             let data = super::broadcast::standard(&single);
-            Val::Single(Rc::new(
+            Val::F32(Rc::new(
                 data.into_shape_with_order(IxDyn(target)).expect(TAKES),
             ))
         }
@@ -523,9 +523,9 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
                     single: true,
                 } => {
                     let (a, b) = (factor(args[0]), factor(args[1]));
-                    let product = product_single(&a, &b, (*ta, *tb));
+                    let product = product_f32(&a, &b, (*ta, *tb));
                     match instruction.single {
-                        true => Val::Single(Rc::new(product)),
+                        true => Val::F32(Rc::new(product)),
                         false => {
                             let wide = super::broadcast::widened(&product.view());
                             recycle(Rc::new(product));
@@ -586,9 +586,9 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
                     ..
                 }) => recycle(array),
                 Some(
-                    Val::Single(array)
-                    | Val::SinglePermuted { base: array, .. }
-                    | Val::SingleReshaped { base: array, .. },
+                    Val::F32(array)
+                    | Val::F32Permuted { base: array, .. }
+                    | Val::F32Reshaped { base: array, .. },
                 ) => recycle(array),
                 _ => {}
             }
@@ -625,7 +625,7 @@ fn reshape_in_place(instruction: &Instruction, slots: &mut [Option<Val>]) -> Opt
     let unique = |count: usize, standard: bool, len: usize| count == 1 && standard && len == n;
     match &slots[slot as usize] {
         Some(Val::Array(a)) if unique(Rc::strong_count(a), a.is_standard_layout(), a.len()) => {}
-        Some(Val::Single(a)) if unique(Rc::strong_count(a), a.is_standard_layout(), a.len()) => {}
+        Some(Val::F32(a)) if unique(Rc::strong_count(a), a.is_standard_layout(), a.len()) => {}
         _ => return None,
     }
     let shape = IxDyn(target);
@@ -637,10 +637,10 @@ fn reshape_in_place(instruction: &Instruction, slots: &mut [Option<Val>]) -> Opt
             // A reshape to no axes gives a number, as every operation does.
             Some(Val::from_array(reshaped.expect(TAKES)))
         }
-        Val::Single(array) => {
+        Val::F32(array) => {
             super::measure::dead(array.len() * 4);
             let reshaped = Rc::unwrap_or_clone(array).into_shape_with_order(shape);
-            Some(Val::Single(Rc::new(reshaped.expect(TAKES))))
+            Some(Val::F32(Rc::new(reshaped.expect(TAKES))))
         }
         _ => None,
     }
@@ -650,7 +650,7 @@ fn reshape_in_place(instruction: &Instruction, slots: &mut [Option<Val>]) -> Opt
 /// storage (holding f32 numbers) as it is.
 fn factor<'a>(value: &'a Val) -> Factor<'a> {
     match value.single() {
-        Some(view) => Factor::Single(view),
+        Some(view) => Factor::F32(view),
         None => Factor::Wide(value.cow()),
     }
 }
@@ -660,7 +660,7 @@ fn owned_bytes(value: &Val) -> usize {
     match value {
         Val::Scalar(_) => 8,
         Val::Array(a) => a.len() * 8,
-        Val::Single(a) => a.len() * 4,
+        Val::F32(a) => a.len() * 4,
         _ => 0,
     }
 }

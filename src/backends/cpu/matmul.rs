@@ -44,7 +44,7 @@ pub(crate) enum Factor<'a> {
     /// f64 storage holding f32 numbers: narrowed (exactly) first.
     Wide(CowArray<'a, f64, IxDyn>),
     /// f32 storage, read where it is.
-    Single(ArrayViewD<'a, f32>),
+    F32(ArrayViewD<'a, f32>),
 }
 
 impl Factor<'_> {
@@ -61,7 +61,7 @@ impl Factor<'_> {
                     swapped,
                 )
             }
-            Factor::Single(x) => {
+            Factor::F32(x) => {
                 let (stored, swapped) = stored(x);
                 let shape = stored.shape().to_vec();
                 (Numbers::Stored(stored), shape, swapped)
@@ -87,11 +87,7 @@ impl Numbers<'_> {
 
 /// The product of `a` and `b` (each transposed first when its flag is
 /// set) in f32 arithmetic, as f32 storage.
-pub(crate) fn product_single(
-    a: &Factor<'_>,
-    b: &Factor<'_>,
-    (ta, tb): (bool, bool),
-) -> ArrayD<f32> {
+pub(crate) fn product_f32(a: &Factor<'_>, b: &Factor<'_>, (ta, tb): (bool, bool)) -> ArrayD<f32> {
     let (a_numbers, a_shape, a_swapped) = a.numbers();
     let (b_numbers, b_shape, b_swapped) = b.numbers();
     let left = Layout::new(&a_shape, ta != a_swapped);

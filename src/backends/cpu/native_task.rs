@@ -77,7 +77,7 @@ impl<'a> NativeTask<'a> {
                 | Source::Shifted { .. }
                 | Source::Strided(_)
                 | Source::Cyclic { .. }
-                | Source::Single(_) => f64::NAN,
+                | Source::F32(_) => f64::NAN,
             })
             .collect();
         NativeTask {
@@ -107,7 +107,7 @@ impl<'a> NativeTask<'a> {
                 }
                 // Never inside: `interior` is empty with a strided or f32
                 // source.
-                Source::Strided(_) | Source::Single(_) => &[],
+                Source::Strided(_) | Source::F32(_) => &[],
             })
             .collect();
         self.inside.run(&operands, out);
@@ -140,7 +140,7 @@ impl<'a> NativeTask<'a> {
                         | Source::Window { .. }
                         | Source::Strided(_)
                         | Source::Cyclic { .. }
-                        | Source::Single(_)
+                        | Source::F32(_)
                 );
                 if buffered && place.is_none() {
                     source.fill(at, &mut buffer[..len]);
@@ -184,7 +184,7 @@ impl Task for NativeTask<'_> {
         self.store_using(start, out, &mut Vec::new());
     }
 
-    fn store_single(&self, start: usize, out: &mut [f32]) {
+    fn store_f32(&self, start: usize, out: &mut [f32]) {
         let (mut values, mut buffers) = ([0.0; CHUNK], Vec::new());
         for (c, block) in out.chunks_mut(CHUNK).enumerate() {
             let values = &mut values[..block.len()];

@@ -30,7 +30,7 @@ pub enum Source<'a> {
     Cyclic { data: &'a [f64], shift: usize },
     /// Element `i` is `data[i]` in f32 storage, widened chunk by chunk
     /// into a buffer.
-    Single(&'a [f32]),
+    F32(&'a [f32]),
 }
 
 /// A view of contiguous `data`: element `i` (row-major over `shape`) is
@@ -266,7 +266,7 @@ impl Source<'_> {
                 out[hi - at..].fill(0.0);
             }
             Source::Strided(view) => view.fill(at, out),
-            Source::Single(data) => {
+            Source::F32(data) => {
                 let len = out.len();
                 for (o, &x) in out.iter_mut().zip(&data[at..at + len]) {
                     *o = f64::from(x);
@@ -305,9 +305,9 @@ pub fn expand(operands: &[&Val], shape: &[usize]) -> Vec<Option<ArrayD<f64>>> {
             Val::Full { shape: full, .. } => full[..] == *shape,
             Val::Padded { shape: padded, .. } => padded[..] == *shape,
             Val::Rolled { base, .. } => base.shape() == shape,
-            Val::Single(a) => a.shape() == shape && a.as_slice().is_some(),
-            Val::SinglePermuted { .. } => false,
-            Val::Reshaped { shape: to, .. } | Val::SingleReshaped { shape: to, .. } => {
+            Val::F32(a) => a.shape() == shape && a.as_slice().is_some(),
+            Val::F32Permuted { .. } => false,
+            Val::Reshaped { shape: to, .. } | Val::F32Reshaped { shape: to, .. } => {
                 to[..] == *shape
             }
         };
@@ -444,16 +444,16 @@ pub fn sources<'a>(
             }
             (Val::Full { value, .. }, None) => Source::Scalar(*value),
             (Val::Broadcast { .. }, None) => strided_source(operand, shape),
-            (Val::Permuted { .. } | Val::SinglePermuted { .. }, None) => {
+            (Val::Permuted { .. } | Val::F32Permuted { .. }, None) => {
                 unreachable!("permuted operands are expanded")
             }
-            (Val::Single(a), None) => Source::Single(a.as_slice().expect("checked contiguous")),
+            (Val::F32(a), None) => Source::F32(a.as_slice().expect("checked contiguous")),
             (Val::Reshaped { base, shape: to }, None) if to[..] == *shape => {
                 Source::Slice(base.as_slice().expect("reshaped data is contiguous"))
             }
             (Val::Reshaped { .. }, None) => strided_source(operand, shape),
-            (Val::SingleReshaped { base, .. }, None) => {
-                Source::Single(base.as_slice().expect("reshaped data is contiguous"))
+            (Val::F32Reshaped { base, .. }, None) => {
+                Source::F32(base.as_slice().expect("reshaped data is contiguous"))
             }
             (Val::Rolled { base, shift }, None) => Source::Cyclic {
                 data: base.as_slice().expect("rolled data is contiguous"),
@@ -487,7 +487,7 @@ pub fn interior(sources: &[Source<'_>], n: usize) -> Range<usize> {
             Source::Cyclic { shift, .. } => (0, *shift),
             Source::Scalar(_) | Source::Slice(_) => continue,
             // Read through a buffer everywhere.
-            Source::Strided(_) | Source::Single(_) => (0, 0),
+            Source::Strided(_) | Source::F32(_) => (0, 0),
         };
         range.start = range.start.max(start);
         range.end = range.end.min(end);

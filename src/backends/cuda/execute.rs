@@ -6,11 +6,11 @@
 //! launch and gives the CPU's bits. Values the tape keeps in f32 storage
 //! are held so on the device too (`single`).
 
+use super::f32_storage;
 use super::kernels::F32Storage;
 use super::launch::{self, Launch};
 use super::loops;
 use super::machine::{Arg, Datum, Machine, release};
-use super::single;
 use crate::backends::BackendError;
 use crate::backends::cpu::{apply_chunk, measure};
 use crate::ir::TOp;
@@ -39,12 +39,12 @@ pub fn run<M: Machine>(
                 .collect::<Result<_, _>>()?;
             let op = &instruction.op;
             let shape = &instruction.shape;
-            if single::reads_as_stored(op, &args, instruction.single) {
+            if f32_storage::reads_as_stored(op, &args, instruction.single) {
                 step(machine, op, &args, shape, inputs, instruction.single)?
             } else {
                 let mut wide: SmallVec<[Datum<M::Mem>; 3]> = SmallVec::new();
                 for arg in &args {
-                    wide.push(single::widened(machine, arg)?);
+                    wide.push(f32_storage::widened(machine, arg)?);
                 }
                 let value = {
                     let refs: SmallVec<[&Datum<M::Mem>; 3]> = wide.iter().collect();
@@ -54,7 +54,7 @@ pub fn run<M: Machine>(
                     release(machine, arg);
                 }
                 match value? {
-                    value if instruction.single => single::narrowed(machine, value)?,
+                    value if instruction.single => f32_storage::narrowed(machine, value)?,
                     value => value,
                 }
             }
@@ -94,7 +94,7 @@ pub fn run<M: Machine>(
 /// storage 4 per element).
 fn bytes<M>(value: &Datum<M>) -> usize {
     match value {
-        Datum::Single { .. } => value.len() * 4,
+        Datum::F32 { .. } => value.len() * 4,
         _ => value.len().max(1) * 8,
     }
 }
@@ -263,7 +263,7 @@ fn table_operation<M: Machine>(
             let plan = launch::table(&cuda);
             let mut params: Vec<Arg<'_, M::Mem>> = vec![Arg::Int(cuda.threads as i64)];
             for value in &owned {
-                if let Datum::Device { mem, .. } | Datum::Single { mem, .. } = value {
+                if let Datum::Device { mem, .. } | Datum::F32 { mem, .. } = value {
                     params.push(Arg::Mem(mem));
                 }
             }
@@ -308,7 +308,7 @@ fn kernel<M: Machine>(
     single: bool,
 ) -> Result<Datum<M::Mem>, BackendError> {
     let n: usize = shape.iter().product();
-    let mut out = machine.alloc(if single { single::slots(n) } else { n })?;
+    let mut out = machine.alloc(if single { f32_storage::slots(n) } else { n })?;
     if n > 0 {
         let mut args: Vec<Arg<'_, M::Mem>> = Vec::with_capacity(operands.len() + 1);
         if plan.name == "index" {
@@ -316,7 +316,7 @@ fn kernel<M: Machine>(
         }
         for operand in operands {
             match operand {
-                Datum::Device { mem, .. } | Datum::Single { mem, .. } => args.push(Arg::Mem(mem)),
+                Datum::Device { mem, .. } | Datum::F32 { mem, .. } => args.push(Arg::Mem(mem)),
                 Datum::Host(_) => {
                     return Err(BackendError::new(
                         "a kernel reads a host number as device memory".to_string(),
@@ -372,7 +372,7 @@ fn reshape<M: Machine>(
             mem: mem.clone(),
             shape: shape.into(),
         }),
-        Datum::Single { mem, .. } => Ok(Datum::Single {
+        Datum::F32 { mem, .. } => Ok(Datum::F32 {
             mem: mem.clone(),
             shape: shape.into(),
         }),
@@ -399,7 +399,7 @@ pub fn elementwise<M: Machine>(
         .iter()
         .map(|a| match a {
             Datum::Host(x) => Some(*x),
-            Datum::Device { .. } | Datum::Single { .. } => None,
+            Datum::Device { .. } | Datum::F32 { .. } => None,
         })
         .collect();
     if let Some(numbers) = numbers
@@ -415,7 +415,7 @@ pub fn elementwise<M: Machine>(
         })
         .collect();
     let storage = F32Storage {
-        operands: args.iter().map(|a| a.is_single()).collect(),
+        operands: args.iter().map(|a| a.is_f32()).collect(),
         result: single,
     };
     let plan = launch::group_stored(group, over, &accesses, &storage)
@@ -423,7 +423,7 @@ pub fn elementwise<M: Machine>(
     let n: usize = over.iter().product();
     let out_len: usize = shape.iter().product();
     let slots = if single {
-        single::slots(out_len)
+        f32_storage::slots(out_len)
     } else {
         out_len
     };
@@ -438,7 +438,7 @@ pub fn elementwise<M: Machine>(
         for arg in args {
             params.push(match arg {
                 Datum::Host(x) => Arg::Double(*x),
-                Datum::Device { mem, .. } | Datum::Single { mem, .. } => Arg::Mem(mem),
+                Datum::Device { mem, .. } | Datum::F32 { mem, .. } => Arg::Mem(mem),
             });
         }
         machine.launch(&plan, &params, &mut out)?;
@@ -482,13 +482,13 @@ fn matmul<M: Machine>(
     let mut b = broadcast_to(machine, b, full_b.as_deref())?;
     if f32 {
         for operand in [&mut a, &mut b] {
-            if !operand.is_single() {
+            if !operand.is_f32() {
                 let wide = std::mem::replace(operand, Datum::Host(0.0));
-                *operand = single::narrowed(machine, wide)?;
+                *operand = f32_storage::narrowed(machine, wide)?;
             }
         }
     }
-    let slots = if f32 { single::slots(n) } else { n };
+    let slots = if f32 { f32_storage::slots(n) } else { n };
     let mut out = if call.k == 0 {
         machine.zeros(slots)?
     } else {
@@ -497,8 +497,8 @@ fn matmul<M: Machine>(
     if n > 0
         && call.k > 0
         && let (
-            Datum::Device { mem: ma, .. } | Datum::Single { mem: ma, .. },
-            Datum::Device { mem: mb, .. } | Datum::Single { mem: mb, .. },
+            Datum::Device { mem: ma, .. } | Datum::F32 { mem: ma, .. },
+            Datum::Device { mem: mb, .. } | Datum::F32 { mem: mb, .. },
         ) = (&a, &b)
     {
         // cuBLAS's first operand is the tape's second.
@@ -513,7 +513,7 @@ fn matmul<M: Machine>(
     if single {
         return Ok(product);
     }
-    let wide = single::widened(machine, &product);
+    let wide = f32_storage::widened(machine, &product);
     release(machine, product);
     wide
 }
@@ -529,7 +529,7 @@ fn broadcast_to<M: Machine>(
     };
     let operand = on_device(machine, value)?;
     let op = TOp::Broadcast(shape.into());
-    let single = operand.is_single();
+    let single = operand.is_f32();
     let plan = launch::index(&op, &[operand.shape().to_vec()], shape, single)
         .ok_or_else(|| BackendError::new("no broadcast kernel".to_string()))?;
     let result = kernel(machine, &plan, &[&operand], shape, single);

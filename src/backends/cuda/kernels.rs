@@ -33,7 +33,7 @@ use crate::ir::{CmpOp, RoundOp, TOp};
 use crate::tape::FusedGroup;
 use std::fmt::Write as _;
 
-mod float;
+mod f32_steps;
 
 /// Device functions every kernel starts with: NaN, infinity and `pow`
 /// here, then the device functions of the elementwise table's rows
@@ -159,7 +159,7 @@ pub enum KernelError {
     /// A summing group's one number cannot be f32 storage (it is added
     /// into, in f64, by every block).
     #[error("a summing group's result cannot be f32 storage")]
-    SummingSingle,
+    SummingF32,
     /// A strided operand's strides do not match the group's rank.
     #[error("operand {operand} has {strides} strides for a group of rank {rank}")]
     StrideRank {
@@ -216,7 +216,7 @@ pub fn group_kernel_stored(
     name: &str,
 ) -> Result<String, KernelError> {
     if group.sum_over.is_some() && storage.result {
-        return Err(KernelError::SummingSingle);
+        return Err(KernelError::SummingF32);
     }
     if access.len() != group.inputs {
         return Err(KernelError::OperandCount {
@@ -229,7 +229,7 @@ pub fn group_kernel_stored(
     let in_storage: Vec<bool> = (0..group.inputs)
         .map(|k| storage.operand(k) && access[k] != Access::Uniform)
         .collect();
-    let (float, in_float) = float::plan(group, &in_storage);
+    let (float, in_float) = f32_steps::plan(group, &in_storage);
     let kind = |r: usize| if float[r] { "float" } else { "double" };
     for (k, how) in access.iter().enumerate() {
         // An f32 operand is read through a float pointer.
@@ -269,7 +269,7 @@ pub fn group_kernel_stored(
         let register = group.inputs + s;
         let expr = if in_float[s] {
             let args: Vec<String> = operands.iter().map(|r| format!("r{r}")).collect();
-            float::expression(op, &args)
+            f32_steps::expression(op, &args)
         } else if let TOp::Cast(crate::dtype::DType::F32) = op {
             operands.first().map(|r| format!("(float)r{r}"))
         } else {

@@ -33,7 +33,7 @@ pub fn run_loop<M: Machine>(
         .iter()
         .map(|a| match a {
             Datum::Host(x) => Some(Buf::Scalar(*x)),
-            Datum::Device { .. } | Datum::Single { .. } => None,
+            Datum::Device { .. } | Datum::F32 { .. } => None,
         })
         .collect();
     if let Some(mut numbers) = numbers {
@@ -296,8 +296,8 @@ fn count_held<M>(held: &mut measure::Held, value: &Datum<M>, hold: bool) {
     match (value, hold) {
         (Datum::Host(_), true) => measure::stored(8),
         (Datum::Host(_), false) => measure::released(8),
-        (Datum::Device { mem, shape } | Datum::Single { mem, shape }, hold) => {
-            let width = if value.is_single() { 4 } else { 8 };
+        (Datum::Device { mem, shape } | Datum::F32 { mem, shape }, hold) => {
+            let width = if value.is_f32() { 4 } else { 8 };
             let bytes = shape.iter().product::<usize>() * width;
             let address = Rc::as_ptr(mem) as usize;
             if hold {
@@ -333,7 +333,7 @@ impl<M> Sequence<M> {
             Datum::Host(_) => Err(BackendError::new(
                 "a scanned sequence is a number".to_string(),
             )),
-            Datum::Single { .. } => Err(BackendError::new(
+            Datum::F32 { .. } => Err(BackendError::new(
                 "a scanned sequence in f32 storage".to_string(),
             )),
         }

@@ -106,7 +106,7 @@ pub enum Datum<M> {
     /// two per slot (`single`). Only the executor's own values are kept
     /// so (`Instruction::single`); tape inputs and results, and what a
     /// loop sees, are f64.
-    Single {
+    F32 {
         /// The memory: `single::slots(len)` slots.
         mem: Rc<M>,
         /// The shape.
@@ -122,7 +122,7 @@ impl<M> Clone for Datum<M> {
                 mem: Rc::clone(mem),
                 shape: shape.clone(),
             },
-            Datum::Single { mem, shape } => Datum::Single {
+            Datum::F32 { mem, shape } => Datum::F32 {
                 mem: Rc::clone(mem),
                 shape: shape.clone(),
             },
@@ -135,13 +135,13 @@ impl<M> Datum<M> {
     pub fn shape(&self) -> &[usize] {
         match self {
             Datum::Host(_) => &[],
-            Datum::Device { shape, .. } | Datum::Single { shape, .. } => shape,
+            Datum::Device { shape, .. } | Datum::F32 { shape, .. } => shape,
         }
     }
 
     /// Whether it is held in f32 storage.
-    pub fn is_single(&self) -> bool {
-        matches!(self, Datum::Single { .. })
+    pub fn is_f32(&self) -> bool {
+        matches!(self, Datum::F32 { .. })
     }
 
     /// Its number of elements.
@@ -165,7 +165,7 @@ impl<M> Datum<M> {
     /// Memory of `single::slots(len)` slots holding `shape`'s elements in
     /// f32 storage.
     pub fn single(mem: M, shape: &[usize]) -> Datum<M> {
-        Datum::Single {
+        Datum::F32 {
             mem: Rc::new(mem),
             shape: Shape::from(shape),
         }
@@ -175,7 +175,7 @@ impl<M> Datum<M> {
 /// Gives a dead value's memory back to the machine when no other value
 /// shares it.
 pub fn release<M: Machine>(machine: &M, value: Datum<M::Mem>) {
-    if let Datum::Device { mem, .. } | Datum::Single { mem, .. } = value
+    if let Datum::Device { mem, .. } | Datum::F32 { mem, .. } = value
         && let Ok(mem) = Rc::try_unwrap(mem)
     {
         machine.release(mem);
@@ -187,10 +187,10 @@ pub fn to_host<M: Machine>(machine: &M, value: &Datum<M::Mem>) -> Result<Vec<f64
     match value {
         Datum::Host(x) => Ok(vec![*x]),
         Datum::Device { mem, shape } => machine.download(mem, shape.iter().product()),
-        Datum::Single { mem, shape } => {
+        Datum::F32 { mem, shape } => {
             let len = shape.iter().product();
-            let slots = machine.download(mem, super::single::slots(len))?;
-            let mut numbers: Vec<f64> = super::single::unpacked(&slots)
+            let slots = machine.download(mem, super::f32_storage::slots(len))?;
+            let mut numbers: Vec<f64> = super::f32_storage::unpacked(&slots)
                 .into_iter()
                 .map(f64::from)
                 .collect();

@@ -10,7 +10,7 @@
 //! - `launch`: the plan of one instruction (kernel, grid, cuBLAS call).
 //! - `machine`: what the executor needs from a device, and device values.
 //! - `execute`, `loops`: running tapes and loops on any such machine;
-//!   `single`: values kept in f32 storage on the device.
+//!   `f32_storage`: values kept in f32 storage on the device.
 //! - `device`: the machine over cudarc (context, stream, kernel cache by
 //!   source hash, caching allocator, cuBLAS).
 //! - `runner`: whole tapes on host values (transfers at tape boundaries).
@@ -23,6 +23,7 @@
 
 mod device;
 mod execute;
+mod f32_storage;
 pub mod kernels;
 pub mod launch;
 mod loops;
@@ -32,7 +33,6 @@ mod nccl;
 mod probe;
 pub mod reduce;
 mod runner;
-mod single;
 pub mod special;
 pub mod structural;
 

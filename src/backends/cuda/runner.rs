@@ -37,7 +37,7 @@ pub fn run_on<M: Machine>(
     for value in outputs? {
         let buf = match &value {
             Datum::Host(x) => Buf::Scalar(*x),
-            Datum::Device { shape, .. } | Datum::Single { shape, .. } => {
+            Datum::Device { shape, .. } | Datum::F32 { shape, .. } => {
                 let data = to_host(machine, &value)?;
                 let array = ArrayD::from_shape_vec(IxDyn(shape), data)
                     .map_err(|e| BackendError::new(format!("a result of the wrong size: {e}")))?;

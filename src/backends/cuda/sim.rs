@@ -11,12 +11,12 @@
 //! output unwritten shows; a kernel that writes an operand fails.
 
 use super::execute;
+use super::f32_storage::{packed, unpacked};
 use super::host_sim::{SimArg, Simulator};
 use super::launch::{GemmCall, Launch};
 use super::machine::{Arg, Machine};
 use super::probe::{compile, nvrtc_available, oldest_arch};
 use super::runner::run_on;
-use super::single::{packed, unpacked};
 use crate::backends::cpu::Buf;
 use crate::backends::{Backend, BackendError};
 use crate::tape::Tape;

@@ -78,7 +78,7 @@ impl Signature {
                 Value::Int(n) => Some(Leaf::Int(*n)),
                 Value::Float(_) => Some(Leaf::Number),
                 Value::Tensor(t) => Some(Leaf::Tensor(t.shape().to_vec(), DType::F64)),
-                Value::Tensor32(t) => Some(Leaf::Tensor(t.shape().to_vec(), DType::F32)),
+                Value::TensorF32(t) => Some(Leaf::Tensor(t.shape().to_vec(), DType::F32)),
                 _ => None,
             })
             .collect::<Option<Vec<_>>>()?;

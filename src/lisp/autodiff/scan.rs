@@ -480,7 +480,7 @@ pub fn checkpoint_call(interp: &mut Interp, f: &Value, args: &[Value]) -> EvalRe
 pub(super) fn leaf_shape(leaf: &Value) -> Shape {
     match leaf {
         Value::Tensor(t) => t.shape().into(),
-        Value::Tensor32(t) => t.shape().into(),
+        Value::TensorF32(t) => t.shape().into(),
         Value::Traced(t) => t.shape.clone(),
         _ => Shape::new(),
     }

@@ -46,7 +46,7 @@ fn flatten_at(
         Value::Int(_)
         | Value::Float(_)
         | Value::Tensor(_)
-        | Value::Tensor32(_)
+        | Value::TensorF32(_)
         | Value::Traced(_) => {
             leaves.push(value.clone());
             Ok(Tree::Leaf(leaves.len() - 1))

@@ -67,7 +67,7 @@ impl Apply {
         match value {
             Value::Int(_) | Value::Float(_) => Ok(Shape::new()),
             Value::Tensor(t) => Ok(SmallVec::from_slice(t.shape())),
-            Value::Tensor32(t) => Ok(SmallVec::from_slice(t.shape())),
+            Value::TensorF32(t) => Ok(SmallVec::from_slice(t.shape())),
             Value::Traced(t) => Ok(t.shape.clone()),
             other => Err(EvalError::type_error(format!(
                 "expected a number or tensor, got {} {}",
@@ -119,7 +119,7 @@ impl Apply {
     pub fn tensor_of(&self, value: &Value) -> EvalResult<Value> {
         match value {
             Value::Tensor(_)
-            | Value::Tensor32(_)
+            | Value::TensorF32(_)
             | Value::Traced(_)
             | Value::Int(_)
             | Value::Float(_) => Ok(value.clone()),

@@ -211,7 +211,7 @@ fn hvp(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 fn shape_of(value: &Value) -> Vec<usize> {
     match value {
         Value::Tensor(t) => t.shape().to_vec(),
-        Value::Tensor32(t) => t.shape().to_vec(),
+        Value::TensorF32(t) => t.shape().to_vec(),
         Value::Traced(t) => t.shape.to_vec(),
         _ => Vec::new(),
     }
@@ -269,7 +269,7 @@ pub(crate) fn jacobian_of_function(args: &Args) -> EvalResult<Value> {
             Value::Float(_)
                 | Value::Int(_)
                 | Value::Tensor(_)
-                | Value::Tensor32(_)
+                | Value::TensorF32(_)
                 | Value::Traced(_)
         ) {
             return Err(EvalError::type_error(format!(
@@ -670,7 +670,7 @@ fn scan(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let (step, init) = (&args[0], &args[1]);
     let (n, steps) = match &args[2] {
         Value::Int(n) if *n >= 0 => (*n as usize, Steps::Count(*n as usize)),
-        xs @ (Value::Tensor(_) | Value::Tensor32(_) | Value::Traced(_) | Value::Pair(_)) => {
+        xs @ (Value::Tensor(_) | Value::TensorF32(_) | Value::Traced(_) | Value::Pair(_)) => {
             (sequence_rows(xs), Steps::Over(xs.clone()))
         }
         other => {
@@ -738,7 +738,7 @@ fn while_loop(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 fn sequence_rows(xs: &Value) -> usize {
     match xs {
         Value::Tensor(t) => t.shape().first().copied().unwrap_or(0),
-        Value::Tensor32(t) => t.shape().first().copied().unwrap_or(0),
+        Value::TensorF32(t) => t.shape().first().copied().unwrap_or(0),
         Value::Traced(t) => t.shape.first().copied().unwrap_or(0),
         Value::Pair(_) => xs
             .list_to_vec()
@@ -807,7 +807,7 @@ fn state_bytes(init: &Value) -> EvalResult<usize> {
         .iter()
         .map(|leaf| match leaf {
             Value::Tensor(t) => t.len() * 8,
-            Value::Tensor32(t) => t.len() * 8,
+            Value::TensorF32(t) => t.len() * 8,
             Value::Traced(t) => t.shape.iter().product::<usize>() * 8,
             _ => 8,
         })

@@ -55,7 +55,7 @@ fn number_option(args: &Args, name: &str) -> EvalResult<Option<f64>> {
 /// list of numbers.
 fn sample(value: &Value) -> EvalResult<Vec<f64>> {
     match value {
-        Value::Tensor(_) | Value::Tensor32(_) => Ok(value.as_tensor()?.iter().copied().collect()),
+        Value::Tensor(_) | Value::TensorF32(_) => Ok(value.as_tensor()?.iter().copied().collect()),
         Value::Nil | Value::Pair(_) => list_numbers(value, "the data"),
         other => Err(EvalError::type_error(format!(
             "histogram takes a tensor or a list of numbers, got {} {}",
@@ -84,7 +84,7 @@ fn histogram(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
 /// least `least` rows and columns.
 fn grid(value: &Value, name: &str, least: usize) -> EvalResult<Grid> {
     let array = match value {
-        Value::Tensor(_) | Value::Tensor32(_) => (*value.as_tensor()?).clone(),
+        Value::Tensor(_) | Value::TensorF32(_) => (*value.as_tensor()?).clone(),
         Value::Pair(_) => array_from(value)?,
         other => {
             return Err(EvalError::type_error(format!(

@@ -122,7 +122,7 @@ pub fn eq(a: &Value, b: &Value) -> bool {
         (Value::Str(x), Value::Str(y)) => Rc::ptr_eq(x, y),
         (Value::Pair(x), Value::Pair(y)) => Rc::ptr_eq(x, y),
         (Value::Tensor(x), Value::Tensor(y)) => Rc::ptr_eq(x, y),
-        (Value::Tensor32(x), Value::Tensor32(y)) => Rc::ptr_eq(x, y),
+        (Value::TensorF32(x), Value::TensorF32(y)) => Rc::ptr_eq(x, y),
         (Value::Procedure(x), Value::Procedure(y)) => Rc::ptr_eq(x, y) || same_closure(x, y),
         (Value::Macro(x), Value::Macro(y)) => Rc::ptr_eq(x, y),
         _ => false,
@@ -161,7 +161,7 @@ pub fn equal(a: &Value, b: &Value) -> bool {
                     .all(|(p, q)| p == q || (p.is_nan() && q.is_nan()))
         }
         // Tensors of one type are equal when their elements are.
-        (Value::Tensor32(x), Value::Tensor32(y)) => {
+        (Value::TensorF32(x), Value::TensorF32(y)) => {
             x.shape() == y.shape()
                 && x.iter()
                     .zip(y.iter())
@@ -257,7 +257,7 @@ predicates! {
     is_keyword => |v| matches!(v, Value::Keyword(_));
     is_string => |v| matches!(v, Value::Str(_));
     is_procedure => |v| matches!(v, Value::Procedure(_));
-    is_tensor => |v| matches!(v, Value::Tensor(_) | Value::Tensor32(_));
+    is_tensor => |v| matches!(v, Value::Tensor(_) | Value::TensorF32(_));
 }
 
 /// The built-ins of this family, with their docstrings.

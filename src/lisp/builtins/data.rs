@@ -128,7 +128,7 @@ fn load_npy(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 fn save_npy(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let path = args[1].as_str()?;
     let array = match &args[0] {
-        Value::Tensor32(t) => npy::Array::F32((**t).clone()),
+        Value::TensorF32(t) => npy::Array::F32((**t).clone()),
         other => npy::Array::F64((*other.as_tensor()?).clone()),
     };
     let bytes =
@@ -146,7 +146,7 @@ fn tree_of(value: &Value, path: &str, depth: usize) -> EvalResult<Option<Tree>> 
     Ok(Some(match value {
         Value::Int(n) => Tree::Int(*n),
         Value::Float(x) => Tree::Float(*x),
-        Value::Tensor(_) | Value::Tensor32(_) => Tree::Tensor((*value.as_tensor()?).clone()),
+        Value::Tensor(_) | Value::TensorF32(_) => Tree::Tensor((*value.as_tensor()?).clone()),
         Value::Nil => Tree::List(Vec::new()),
         Value::Pair(_) if value.is_list() => {
             let mut items = Vec::new();

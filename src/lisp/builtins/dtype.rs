@@ -51,8 +51,8 @@ pub fn dtype_named(value: &Value) -> EvalResult<DType> {
 /// which are weak, unchanged).
 pub fn converted(value: &Value, dtype: DType) -> Value {
     match (value, dtype) {
-        (Value::Tensor(t), DType::F32) => Value::Tensor32(Rc::new(crate::dtype::narrow(t))),
-        (Value::Tensor32(t), DType::F64 | DType::Weak) => {
+        (Value::Tensor(t), DType::F32) => Value::TensorF32(Rc::new(crate::dtype::narrow(t))),
+        (Value::TensorF32(t), DType::F64 | DType::Weak) => {
             Value::Tensor(Rc::new(crate::dtype::widen(t)))
         }
         (Value::Pair(_), _) => match value.list_to_vec() {
@@ -79,7 +79,7 @@ fn converted_within(value: &Value, dtype: DType, depth: usize) -> EvalResult<Val
             check_allocation_of(t.shape(), 4)?;
             Ok(converted(value, dtype))
         }
-        (Value::Tensor32(t), DType::F64 | DType::Weak) => {
+        (Value::TensorF32(t), DType::F64 | DType::Weak) => {
             check_allocation_of(t.shape(), 8)?;
             Ok(converted(value, dtype))
         }
@@ -146,7 +146,7 @@ fn holds_f32(values: &[Value]) -> bool {
         }
         budget -= 1;
         match value {
-            Value::Tensor32(_) => return true,
+            Value::TensorF32(_) => return true,
             Value::Pair(pair) => {
                 pending.push(&pair.cdr);
                 pending.push(&pair.car);
@@ -314,7 +314,7 @@ pub fn explicit_dtype(builtin: &Builtin, args: &Args) -> EvalResult<Option<DType
 
 fn dtype_of(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     match &args[0] {
-        Value::Tensor(_) | Value::Tensor32(_) | Value::Traced(_) => {
+        Value::Tensor(_) | Value::TensorF32(_) | Value::Traced(_) => {
             Ok(Value::symbol(value_dtype(&args[0]).strong().name()))
         }
         Value::Int(_) | Value::Float(_) => Ok(Value::symbol("f64")),
@@ -341,7 +341,7 @@ fn astype_value(value: &Value, dtype: DType, depth: usize) -> EvalResult<Value> 
             let id = trace.borrow_mut().graph.cast(id, dtype);
             Ok(crate::lisp::trace::traced(&trace, id))
         }
-        Value::Tensor(_) | Value::Tensor32(_) => converted_checked(value, dtype),
+        Value::Tensor(_) | Value::TensorF32(_) => converted_checked(value, dtype),
         Value::Int(_) | Value::Float(_) => Ok(Value::Float(dtype.round(value.as_f64()?))),
         // A tree of parameters: each leaf converted.
         Value::Pair(_) | Value::Nil => {

@@ -84,12 +84,12 @@ fn nth(_: &mut Interp, args: &Args) -> EvalResult<Value> {
             let k = index_arg(&args[1], t.shape()[0])?;
             Ok(to_value(t.index_axis(Axis(0), k).to_owned()))
         }
-        Value::Tensor32(t) if t.ndim() > 0 => {
+        Value::TensorF32(t) if t.ndim() > 0 => {
             let k = index_arg(&args[1], t.shape()[0])?;
             let row = t.index_axis(Axis(0), k).to_owned();
             Ok(match row.ndim() {
                 0 => Value::Float(f64::from(row.iter().next().copied().unwrap_or(f32::NAN))),
-                _ => Value::Tensor32(Rc::new(row)),
+                _ => Value::TensorF32(Rc::new(row)),
             })
         }
         Value::Str(s) => {
@@ -109,7 +109,7 @@ fn length(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     match &args[0] {
         Value::Str(s) => Ok(Value::Int(s.chars().count() as i64)),
         Value::Tensor(t) if t.ndim() > 0 => Ok(Value::Int(t.shape()[0] as i64)),
-        Value::Tensor32(t) if t.ndim() > 0 => Ok(Value::Int(t.shape()[0] as i64)),
+        Value::TensorF32(t) if t.ndim() > 0 => Ok(Value::Int(t.shape()[0] as i64)),
         // A traced tensor's first axis has a static length (the same on
         // every call of a compiled function of these shapes).
         Value::Traced(t) if !t.shape.is_empty() => Ok(Value::Int(t.shape[0] as i64)),

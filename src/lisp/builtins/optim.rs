@@ -60,10 +60,10 @@ fn adam_update(_: &mut Interp, args: &Args) -> EvalResult<Value> {
         ]));
     }
     if let [
-        Value::Tensor32(p),
-        Value::Tensor32(g),
-        Value::Tensor32(m),
-        Value::Tensor32(v),
+        Value::TensorF32(p),
+        Value::TensorF32(g),
+        Value::TensorF32(m),
+        Value::TensorF32(v),
     ] = leaves
         && [g, m, v].iter().all(|a| a.shape() == p.shape())
     {
@@ -166,7 +166,7 @@ fn single(
     }
     let tensor = |values: Vec<f32>| {
         let array = ArrayD::from_shape_vec(p.raw_dim(), values).expect("one number per element");
-        Value::Tensor32(std::rc::Rc::new(array))
+        Value::TensorF32(std::rc::Rc::new(array))
     };
     Value::list(vec![tensor(p_new), tensor(m_new), tensor(v_new)])
 }

@@ -121,7 +121,7 @@ fn show_inline(
 /// longer than 1 (an n×1 column or 1×n row), or a list of numbers.
 pub(super) fn numbers(value: &Value, what: &str) -> EvalResult<Vec<f64>> {
     match value {
-        Value::Tensor(_) | Value::Tensor32(_) => {
+        Value::Tensor(_) | Value::TensorF32(_) => {
             let t = value.as_tensor()?;
             let long_axes = t.shape().iter().filter(|&&d| d != 1).count();
             if t.ndim() == 0 || t.ndim() > 2 || long_axes > 1 {
@@ -208,7 +208,7 @@ pub(super) fn bounds_option(args: &Args, name: &str) -> EvalResult<Option<(f64, 
     };
     let pair = match value {
         Value::Pair(_) => list_numbers(value, &format!(":{name}")).map_err(|_| bad())?,
-        Value::Tensor(_) | Value::Tensor32(_) => numbers(value, &format!(":{name}"))?,
+        Value::Tensor(_) | Value::TensorF32(_) => numbers(value, &format!(":{name}"))?,
         _ => return Err(bad()),
     };
     match pair[..] {

@@ -63,7 +63,7 @@ struct RuleFunction {
 fn is_numeric(value: &Value) -> bool {
     matches!(
         value,
-        Value::Int(_) | Value::Float(_) | Value::Tensor(_) | Value::Tensor32(_) | Value::Traced(_)
+        Value::Int(_) | Value::Float(_) | Value::Tensor(_) | Value::TensorF32(_) | Value::Traced(_)
     )
 }
 
@@ -543,7 +543,7 @@ fn as_inputs(trace: &TraceRef, value: &Value) -> EvalResult<Value> {
                 .add_input(crate::backends::cpu::Buf::Scalar(*x));
             Ok(traced(trace, id))
         }
-        Value::Tensor(_) | Value::Tensor32(_) => {
+        Value::Tensor(_) | Value::TensorF32(_) => {
             let id = trace.borrow_mut().add_value_input(value)?;
             Ok(traced(trace, id))
         }

@@ -104,7 +104,7 @@ fn vmap(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 fn shape_of(value: &Value, what: &str) -> EvalResult<Vec<usize>> {
     match value {
         Value::Tensor(t) => Ok(t.shape().to_vec()),
-        Value::Tensor32(t) => Ok(t.shape().to_vec()),
+        Value::TensorF32(t) => Ok(t.shape().to_vec()),
         Value::Traced(t) => Ok(t.shape.to_vec()),
         Value::Float(_) | Value::Int(_) => Ok(Vec::new()),
         other => Err(EvalError::type_error(format!(

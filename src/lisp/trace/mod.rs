@@ -367,7 +367,7 @@ pub fn buf_to_value(buf: Buf) -> Value {
 /// are floats.
 pub fn typed_value(buf: Buf, dtype: DType) -> Value {
     match (buf, dtype) {
-        (Buf::Array(a), DType::F32) => Value::Tensor32(Rc::new(crate::dtype::narrow(&a))),
+        (Buf::Array(a), DType::F32) => Value::TensorF32(Rc::new(crate::dtype::narrow(&a))),
         (Buf::Scalar(x), DType::F32) => Value::Float(crate::dtype::round32(x)),
         (buf, _) => buf_to_value(buf),
     }
@@ -390,7 +390,7 @@ pub fn round_buf(buf: Buf) -> Buf {
 pub fn value_dtype(value: &Value) -> DType {
     match value {
         Value::Tensor(_) => DType::F64,
-        Value::Tensor32(_) => DType::F32,
+        Value::TensorF32(_) => DType::F32,
         Value::Traced(t) => t.dtype,
         _ => DType::Weak,
     }
@@ -402,7 +402,7 @@ pub fn value_to_buf(value: &Value) -> EvalResult<Buf> {
         Value::Int(n) => Ok(Buf::Scalar(*n as f64)),
         Value::Float(x) => Ok(Buf::Scalar(*x)),
         Value::Tensor(t) => Ok(Buf::from_array(Rc::clone(t))),
-        Value::Tensor32(t) => Ok(Buf::from_array(Rc::new(crate::dtype::widen(t)))),
+        Value::TensorF32(t) => Ok(Buf::from_array(Rc::new(crate::dtype::widen(t)))),
         Value::Traced(t) => {
             let computed = t.trace.borrow_mut().concrete(t.id);
             computed.map_err(crate::lisp::sites::eval_error)
@@ -510,7 +510,7 @@ pub fn node_of(trace: &TraceRef, value: &Value) -> EvalResult<Id> {
         Value::Int(n) => Ok(trace.borrow_mut().number(*n as f64)),
         Value::Float(x) => Ok(trace.borrow_mut().number(*x)),
         Value::Tensor(t) => Ok(trace.borrow_mut().capture(t)),
-        Value::Tensor32(t) => Ok(trace.borrow_mut().capture32(t)),
+        Value::TensorF32(t) => Ok(trace.borrow_mut().capture32(t)),
         other => Err(EvalError::type_error(format!(
             "expected a number or tensor, got {} {}",
             other.type_name(),

@@ -415,7 +415,7 @@ fn traced_shape(value: &Value) -> Shape {
     match value {
         Value::Traced(t) => t.shape.clone(),
         Value::Tensor(t) => SmallVec::from_slice(t.shape()),
-        Value::Tensor32(t) => SmallVec::from_slice(t.shape()),
+        Value::TensorF32(t) => SmallVec::from_slice(t.shape()),
         _ => Shape::new(),
     }
 }

@@ -251,16 +251,16 @@ proptest! {
         let (va, vb) = (view(&a), view(&b));
         let k = if ta { va.shape()[va.ndim().saturating_sub(2)] } else { va.shape()[va.ndim() - 1] };
         let (wa, wb) = (super::Factor::Wide(va.view().into()), super::Factor::Wide(vb.view().into()));
-        let got = super::product_single(&wa, &wb, (ta, tb)).mapv(f64::from);
+        let got = super::product_f32(&wa, &wb, (ta, tb)).mapv(f64::from);
         let want = matmul(&va, &vb, ta, tb);
         prop_assert_eq!(got.shape(), want.shape());
         // Operands lie in [-2, 2]: each product term is at most 4.
         let bound = (k as f64 + 1.0) * f64::from(f32::EPSILON) * 4.0 * k as f64;
         // The same product from f32 storage.
         let (sa, sb) = (va.mapv(|x| x as f32), vb.mapv(|x| x as f32));
-        let stored = super::product_single(
-            &super::Factor::Single(sa.view()),
-            &super::Factor::Single(sb.view()),
+        let stored = super::product_f32(
+            &super::Factor::F32(sa.view()),
+            &super::Factor::F32(sb.view()),
             (ta, tb),
         );
         prop_assert_eq!(stored.mapv(f64::from), got.clone());

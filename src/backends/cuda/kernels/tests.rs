@@ -339,7 +339,7 @@ fn f32_steps_on_f32_numbers_are_computed_in_float() {
         ..group
     };
     let refused = group_kernel_stored(&summing, &[], &access, &storage, "k");
-    assert_eq!(refused, Err(KernelError::SummingSingle));
+    assert_eq!(refused, Err(KernelError::SummingF32));
 }
 
 #[test]
@@ -360,7 +360,7 @@ fn numpy_functions_have_float_forms_where_cuda_has_them() {
         (m(Math::Rad2deg([id(); 1])), 1, None),
     ] {
         assert_eq!(
-            float::expression(&op, &a[..arity]).as_deref(),
+            f32_steps::expression(&op, &a[..arity]).as_deref(),
             expected,
             "{op:?}"
         );

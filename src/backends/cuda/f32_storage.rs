@@ -53,8 +53,8 @@ pub fn packed(numbers: &[f32]) -> Vec<f64> {
 /// value in the storage `single` asks for; otherwise f32 operands are
 /// widened first and the result narrowed after where `single`.
 pub fn reads_as_stored<M>(kernel: &Kernel, args: &[&Datum<M>], single: bool) -> bool {
-    let all_single = args.iter().all(|a| a.is_single());
-    let none_single = !args.iter().any(|a| a.is_single());
+    let all_single = args.iter().all(|a| a.is_f32());
+    let none_single = !args.iter().any(|a| a.is_f32());
     match kernel {
         // Any mix of operands; the result in either storage but a sum's.
         Kernel::Fused(group) => group.results.len() == 1 && !(single && group.sum_over.is_some()),
@@ -90,7 +90,7 @@ pub fn widened<M: Machine>(
     machine: &M,
     value: &Datum<M::Mem>,
 ) -> Result<Datum<M::Mem>, BackendError> {
-    let Datum::Single { mem, shape } = value else {
+    let Datum::F32 { mem, shape } = value else {
         return Ok(value.clone());
     };
     let n: usize = shape.iter().product();
