@@ -12,10 +12,10 @@
 //! in each operand, ...) apply themselves to the tangents.
 
 use crate::ir::graph::TensorGraph;
+use crate::ir::loops::Scan;
 use crate::ir::math::functions::NO_FUNCTIONS;
 use crate::ir::math::partials::{PartialBuilder, local_partials};
 use crate::ir::op::{CmpOp, ReduceOp, Shape, TOp};
-use crate::ir::scan::Scan;
 use egg::Id;
 use smallvec::SmallVec;
 

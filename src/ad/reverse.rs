@@ -17,7 +17,7 @@ use smallvec::SmallVec;
 /// (A slice of a loop's packed result depends on them only when a part
 /// of the loop's state that does is in it: see `scan::Activity`.)
 pub fn active_nodes(graph: &TensorGraph, from: &[Id], upto: usize) -> Vec<bool> {
-    let mut activity = crate::ir::scan::Activity::new(upto);
+    let mut activity = crate::ir::loops::Activity::new(upto);
     let start = from.iter().map(|&id| usize::from(id)).min().unwrap_or(upto);
     let mut sources = vec![false; upto];
     for &id in from {
@@ -195,7 +195,7 @@ pub fn refusal(graph: &TensorGraph, outputs: &[Id], wrt: &[Id], modes: Modes) ->
 /// each operand's is a slice of it.
 fn scan_pullback(
     graph: &mut TensorGraph,
-    scan: &crate::ir::scan::Scan,
+    scan: &crate::ir::loops::Scan,
     children: &[Id],
     g: Id,
 ) -> SmallVec<[Option<Id>; 3]> {
@@ -253,7 +253,7 @@ fn scan_pullback(
 /// tangent half and zero on its primal half.
 fn scan_vjp_pullback(
     graph: &mut TensorGraph,
-    scan: &crate::ir::scan::Scan,
+    scan: &crate::ir::loops::Scan,
     children: &[Id],
     w: Id,
 ) -> SmallVec<[Option<Id>; 3]> {
@@ -286,7 +286,7 @@ fn scan_vjp_pullback(
         });
     }
     let marks: Vec<bool> = direction[leaves..].iter().map(Option::is_some).collect();
-    let second = crate::ir::scan::Scan::new(super::loops::second_order(scan, &marks));
+    let second = crate::ir::loops::Scan::new(super::loops::second_order(scan, &marks));
     let mut operands: Vec<Id> = children[..leaves].to_vec();
     operands.extend(direction[..leaves].iter().flatten());
     operands.extend(&children[leaves..captures_from]);
@@ -341,7 +341,7 @@ fn piece(graph: &mut TensorGraph, of: Id, start: usize, shape: &[usize]) -> Id {
 /// Which leaves of a packed loop state the cotangent `g` may be nonzero
 /// on: it is read through pads (the adjoints of the slices that unpack the
 /// state) and sums of them; anything else may be nonzero anywhere.
-fn nonzero_leaves(graph: &TensorGraph, g: Id, scan: &crate::ir::scan::ScanSpec) -> Vec<bool> {
+fn nonzero_leaves(graph: &TensorGraph, g: Id, scan: &crate::ir::loops::ScanSpec) -> Vec<bool> {
     let total: usize = scan
         .output_parts()
         .iter()

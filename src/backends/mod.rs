@@ -215,7 +215,7 @@ impl BackendError {
 
     /// A loop running past its step limit: the program's message where it
     /// gave one (`ScanSpec::limit_error`).
-    pub fn step_limit(spec: &crate::ir::scan::ScanSpec) -> BackendError {
+    pub fn step_limit(spec: &crate::ir::loops::ScanSpec) -> BackendError {
         BackendError {
             message: spec.limit_error(),
             site: 0,

@@ -9,11 +9,11 @@
 
 use super::BackendError;
 use crate::host_memory::show;
-use crate::ir::scan::Strategy;
+use crate::ir::loops::Strategy;
 use crate::ir::shape::numel;
 use crate::tape::Tape;
+use crate::tape::loops::LoopTapes;
 use crate::tape::plan::{LoopPlan, MemoryPlan, loop_plan, plan};
-use crate::tape::scan::LoopTapes;
 
 /// Plans below this are run without a look at the system's figures.
 const UNCHECKED_BYTES: usize = 256 << 20;

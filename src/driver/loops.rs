@@ -4,8 +4,8 @@
 
 use crate::egraph::tensor::optimize::{TensorLimits, optimize_body};
 use crate::ir::TNode;
-use crate::ir::scan::{Body, ScanSpec};
-use crate::tape::scan::LoopTapes;
+use crate::ir::loops::{Body, ScanSpec};
+use crate::tape::loops::LoopTapes;
 use egg::Id;
 use rustc_hash::{FxHashMap, FxHasher};
 use std::hash::{Hash, Hasher};

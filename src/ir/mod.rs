@@ -8,7 +8,7 @@
 //!   builder (hash-consing, constant folding); `flat`: the flat scalar
 //!   arena traces record into; `movement`: operations that only move
 //!   elements; `lift`: scalar formulas as tensor programs.
-//! - `scan`: loop bodies and loops as data (`Body`, `ScanSpec`);
+//! - `loops`: loop bodies and loops as data (`Body`, `ScanSpec`);
 //!   `custom`: calls of functions with their own derivative rules, and the
 //!   rules' layout.
 //! - `ops`: the operation table, each operation in one place (shape, CPU
@@ -24,11 +24,11 @@ pub mod dtypes;
 pub mod flat;
 pub mod graph;
 pub mod lift;
+pub mod loops;
 pub mod math;
 pub mod movement;
 pub mod op;
 pub mod ops;
-pub mod scan;
 pub mod shape;
 
 pub use graph::TensorGraph;

@@ -229,11 +229,11 @@ pub enum TOp {
     Op(crate::ir::ops::Op),
     /// A loop (`scan`): operands are the initial state's leaves, then the
     /// captured values; the result is the final state (see `scan`).
-    Scan(super::scan::Scan),
+    Scan(super::loops::Scan),
     /// A loop's reverse: operands are the scan's operands, then the
     /// cotangent of its result; the result is the cotangents of the
     /// initial state's leaves and of the differentiable captures, flat.
-    ScanVjp(super::scan::Scan),
+    ScanVjp(super::loops::Scan),
 }
 
 impl TOp {

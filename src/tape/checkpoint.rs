@@ -20,7 +20,7 @@
 //! (`Schedule::actions`), never held whole: a schedule for 10^8 steps
 //! costs a stack as deep as its snapshots.
 
-pub use crate::ir::scan::Strategy;
+pub use crate::ir::loops::Strategy;
 
 pub mod online;
 

@@ -93,12 +93,12 @@ pub fn compile(
                 }
                 Kernel::Op(op.clone())
             }
-            TOp::Scan(ref spec) => Kernel::Loop(std::sync::Arc::new(super::scan::LoopTapes::new(
+            TOp::Scan(ref spec) => Kernel::Loop(std::sync::Arc::new(super::loops::LoopTapes::new(
                 spec, false,
             ))),
-            TOp::ScanVjp(ref spec) => {
-                Kernel::Loop(std::sync::Arc::new(super::scan::LoopTapes::new(spec, true)))
-            }
+            TOp::ScanVjp(ref spec) => Kernel::Loop(std::sync::Arc::new(
+                super::loops::LoopTapes::new(spec, true),
+            )),
             ref op => Kernel::Op(op.clone()),
         };
         kernels[index] = Some((kernel, args));

@@ -12,7 +12,7 @@
 //! when its size allows, and turns a panic of that crate into an error.
 
 use super::{Kernel, Tape};
-use crate::ir::scan::Scan;
+use crate::ir::loops::Scan;
 use crate::ir::shape::show;
 use crate::ir::{Shape, TNode, TOp};
 use egg::Id;
@@ -282,7 +282,7 @@ fn loop_operand(spec: &Scan, p: usize) -> String {
 }
 
 /// The label of a loop: which loop, its schedule, its bodies' sizes.
-fn loop_label(tapes: &super::scan::LoopTapes, shape: &Shape) -> String {
+fn loop_label(tapes: &super::loops::LoopTapes, shape: &Shape) -> String {
     let spec = &tapes.spec;
     let what = if tapes.reverse { "scan-vjp" } else { "scan" };
     let body = tapes.body.instructions.len();

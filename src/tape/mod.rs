@@ -11,12 +11,12 @@ pub mod checkpoint;
 pub(crate) mod compile;
 pub mod dot;
 mod fuse;
+pub mod loops;
 pub mod plan;
 mod push_pads;
 mod remat;
 pub mod residuals;
 mod rounding;
-pub mod scan;
 mod show;
 mod storage;
 
@@ -70,7 +70,7 @@ pub enum Kernel {
     /// chunks of elements so intermediates never leave the cache.
     Fused(std::sync::Arc<FusedGroup>),
     /// A loop (`scan`) or its reverse, with its compiled bodies.
-    Loop(std::sync::Arc<scan::LoopTapes>),
+    Loop(std::sync::Arc<loops::LoopTapes>),
 }
 
 /// A fused elementwise group: a little register program evaluated per

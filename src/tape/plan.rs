@@ -10,9 +10,9 @@
 //! largest loop's. `tape-stats` reports it as `planned-bytes`; backends
 //! compare it with the memory the process can get before a tape runs.
 
-use super::scan::LoopTapes;
+use super::loops::LoopTapes;
 use super::{Kernel, Tape};
-use crate::ir::scan::Strategy;
+use crate::ir::loops::Strategy;
 use crate::ir::shape::numel;
 
 /// What a tape will hold at its peak.

@@ -21,7 +21,7 @@
 
 use super::Tape;
 use super::compile::compile;
-use crate::ir::scan::Body;
+use crate::ir::loops::Body;
 use crate::ir::{Shape, TNode, TOp};
 use egg::{Id, RecExpr};
 use rustc_hash::FxHashMap;

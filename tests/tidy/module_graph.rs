@@ -136,7 +136,7 @@ fn top_modules(src: &Path) -> BTreeSet<String> {
 }
 
 /// Every `.rs` file under `dir` with its module path (`src/ad/vmap/mod.rs`
-/// is `["ad", "vmap"]`, `src/tape/scan.rs` is `["tape", "scan"]`).
+/// is `["ad", "vmap"]`, `src/tape/loops.rs` is `["tape", "loops"]`).
 fn module_files(
     src: &Path,
     dir: &Path,

@@ -12,7 +12,7 @@
 //! gathered state.
 
 use super::detect::{Deps, Found, dependencies, within};
-use crate::ir::scan::{Body, ScanSpec};
+use crate::ir::loops::{Body, ScanSpec};
 use egg::Id;
 use std::rc::Rc;
 

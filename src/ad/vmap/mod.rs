@@ -16,8 +16,8 @@
 //! nothing of Lisp, tapes or executors (`lisp/autodiff/vmap.rs` traces
 //! the function and hands the program here).
 
+mod loops;
 mod rules;
-mod scan;
 
 use crate::ir::{Shape, TNode, TOp, TensorGraph};
 use egg::Id;

@@ -164,9 +164,9 @@ impl Batcher<'_> {
                 op.batch(self.graph, &ids, &batched, self.size)
                     .ok_or_else(|| BatchError::NoRule(op.name()))
             }
-            TOp::Scan(spec) => super::scan::batch_scan(self.graph, spec, operands, self.size),
+            TOp::Scan(spec) => super::loops::batch_scan(self.graph, spec, operands, self.size),
             TOp::ScanVjp(spec) => {
-                super::scan::batch_scan_vjp(self.graph, spec, operands, self.size)
+                super::loops::batch_scan_vjp(self.graph, spec, operands, self.size)
             }
             TOp::Custom(rule) => {
                 // The value, the arguments, the (batched) stand-ins and

@@ -10,7 +10,7 @@ use super::storage::{PROBED_LENGTH, allow_pool, recycle, reserve};
 use super::structural::structural;
 use crate::backends::BackendError;
 use crate::ir::{Shape, TOp};
-use crate::tape::scan::LoopTapes;
+use crate::tape::loops::LoopTapes;
 use crate::tape::{FusedGroup, Instruction, Kernel, Tape};
 use ndarray::{ArrayD, ArrayViewD, Axis, CowArray, IxDyn, Slice};
 use smallvec::SmallVec;

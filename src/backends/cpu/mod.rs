@@ -41,7 +41,7 @@ use crate::tape::Tape;
 /// initial state's leaves and the captured values (and, for the reverse,
 /// the result's cotangent).
 pub fn run_loop(
-    tapes: &crate::tape::scan::LoopTapes,
+    tapes: &crate::tape::loops::LoopTapes,
     args: &[Buf],
 ) -> Result<Buf, crate::backends::BackendError> {
     if tapes.reverse {

@@ -137,7 +137,7 @@ enum Step {
     /// A loop (`scan`, `while-loop`) run on copies of its operands.
     Loop {
         out: u32,
-        tapes: Arc<crate::tape::scan::LoopTapes>,
+        tapes: Arc<crate::tape::loops::LoopTapes>,
         args: SmallVec<[(View, Shape); 3]>,
     },
     /// Copies a live view into its own slot before its base is written.

@@ -41,7 +41,7 @@
 //! and with them flat loops, off; `EPSILON_NATIVE_DUMP=1` prints the
 //! machine code of each native kernel compiled ([`native_dump`]).
 
-use crate::ir::scan::ScanSpec;
+use crate::ir::loops::ScanSpec;
 use std::cell::Cell;
 
 /// Groups over fewer elements are interpreted: compiling costs about as

@@ -14,7 +14,7 @@ use super::machine::{Arg, Datum, Machine, release};
 use crate::backends::BackendError;
 use crate::backends::cpu::{apply_chunk, measure};
 use crate::ir::TOp;
-use crate::tape::scan::LoopTapes;
+use crate::tape::loops::LoopTapes;
 use crate::tape::{FusedGroup, Kernel, Tape};
 use smallvec::SmallVec;
 

@@ -14,7 +14,7 @@ use crate::ir::{Shape, TOp};
 use crate::tape::checkpoint::Action;
 use crate::tape::checkpoint::online::reverse_online;
 use crate::tape::checkpoint::{Reversal, reverse_with};
-use crate::tape::scan::LoopTapes;
+use crate::tape::loops::LoopTapes;
 use egg::Id;
 use rustc_hash::FxHashMap;
 use std::rc::Rc;

@@ -8,7 +8,7 @@
 //! new captures their cotangents and the enclosing trace carries them
 //! back through the hoisted computation.
 
-use super::scan::Origin;
+use super::loops::Origin;
 use crate::ir::{Shape, TNode, TOp};
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::trace::{TraceRef, buf_to_value, node_of, traced};

@@ -14,8 +14,8 @@
 //! passes (`straight_line`).
 
 mod hoist;
+pub mod loops;
 pub mod replay;
-pub mod scan;
 pub mod tree;
 pub mod vmap;
 

@@ -6,7 +6,7 @@
 //! function is one compiled program; inside `grad`, `jit`, a loop's step
 //! or another `vmap` its batched nodes join the program being traced.
 
-use super::scan::{Origin, captured, leaf_shape, zeros};
+use super::loops::{Origin, captured, leaf_shape, zeros};
 use super::tree::{Tree, flatten, rebuild_in_order};
 use crate::ad::vmap::{Batched, batch_axis_first, batch_program, move_batch_axis, with_batch};
 use crate::ir::Shape;

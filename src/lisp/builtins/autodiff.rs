@@ -6,8 +6,8 @@
 use super::{builtin, with_options};
 use crate::backends::cpu::Buf;
 use crate::egraph::Stop;
-use crate::ir::scan::Strategy;
-use crate::lisp::autodiff::scan::Steps;
+use crate::ir::loops::Strategy;
+use crate::lisp::autodiff::loops::Steps;
 use crate::lisp::autodiff::tree::{flatten, rebuild_in_order};
 use crate::lisp::autodiff::{self, Outcome, Request};
 use crate::lisp::error::{EvalError, EvalResult};
@@ -361,7 +361,7 @@ fn checkpoint(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let f = args[0].clone();
     let name = format!("checkpoint of {}", function_name(&f));
     Ok(native(name, move |interp, call_args| {
-        autodiff::scan::checkpoint_call(interp, &f, call_args)
+        autodiff::loops::checkpoint_call(interp, &f, call_args)
     }))
 }
 
@@ -681,7 +681,7 @@ fn scan(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         }
     };
     let strategy = scan_strategy(args, init, n)?;
-    autodiff::scan::scan(interp, step, init, steps, strategy)
+    autodiff::loops::scan(interp, step, init, steps, strategy)
 }
 
 /// The snapshots a `while-loop` keeps when `:snapshots` is not given.
@@ -716,7 +716,7 @@ fn while_loop(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     let expected = message
         .as_ref()
         .map(|m: &std::sync::Arc<str>| m.replace("{n}", &max_steps.to_string()));
-    autodiff::scan::while_loop(
+    autodiff::loops::while_loop(
         interp,
         &args[0],
         &args[1],

@@ -20,7 +20,7 @@ use crate::backends::cpu::storage::reserve;
 use crate::backends::cpu::{cancel, measure, strategy};
 use crate::ir::Shape;
 use crate::tape::checkpoint::{Action, Reversal, reverse_with};
-use crate::tape::scan::LoopTapes;
+use crate::tape::loops::LoopTapes;
 use ndarray::{ArrayD, IxDyn};
 use smallvec::SmallVec;
 use std::rc::Rc;

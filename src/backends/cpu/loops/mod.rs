@@ -15,7 +15,7 @@ use crate::backends::cpu::{cancel, measure, planned, strategy};
 use crate::tape::checkpoint::Action;
 use crate::tape::checkpoint::online::reverse_online;
 use crate::tape::checkpoint::{Reversal, reverse_with};
-use crate::tape::scan::LoopTapes;
+use crate::tape::loops::LoopTapes;
 use ndarray::{Array1, ArrayD, Axis, IxDyn};
 use std::rc::Rc;
 
@@ -521,7 +521,7 @@ impl Stacked {
     }
 
     /// The stacked parts as arrays of `n` rows.
-    fn finish(self, spec: &crate::ir::scan::ScanSpec) -> Vec<Buf> {
+    fn finish(self, spec: &crate::ir::loops::ScanSpec) -> Vec<Buf> {
         self.data
             .into_iter()
             .zip(&self.lens)

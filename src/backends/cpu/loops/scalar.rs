@@ -11,7 +11,7 @@ use crate::backends::cpu::storage::reserve;
 use crate::backends::cpu::{cancel, measure, native};
 use crate::ir::TOp;
 use crate::tape::checkpoint::{Action, Steps, Strategy};
-use crate::tape::scan::LoopTapes;
+use crate::tape::loops::LoopTapes;
 use crate::tape::{FusedGroup, Kernel as TapeKernel, Tape};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;

@@ -4,7 +4,7 @@
 
 use super::checkpoint::{Schedule, schedule};
 use super::{Tape, compile};
-use crate::ir::scan::{Body, Scan};
+use crate::ir::loops::{Body, Scan};
 use egg::RecExpr;
 use std::sync::OnceLock;
 

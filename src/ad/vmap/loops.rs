@@ -17,7 +17,7 @@
 
 use super::{BatchError, Batched, batch_program, with_batch};
 use crate::egraph::tensor::optimize::optimize_body;
-use crate::ir::scan::{Body, Scan, ScanSpec};
+use crate::ir::loops::{Body, Scan, ScanSpec};
 use crate::ir::{CmpOp, ReduceOp, Shape, TOp, TensorGraph};
 use egg::Id;
 use smallvec::SmallVec;

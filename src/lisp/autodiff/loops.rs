@@ -1,5 +1,5 @@
 //! `(scan step init n)`: the step is traced once, on placeholder states,
-//! into a body program (`ir::scan`), optimized once and
+//! into a body program (`ir::loops`), optimized once and
 //! compiled once; the loop then runs the compiled body `n` times.
 //!
 //! Inside a traced function the loop is one node of the enclosing program,
@@ -14,7 +14,7 @@ use crate::backends::cpu::cancel::with_cancel;
 use crate::backends::cpu::{Buf, run_loop};
 use crate::dtype::DType;
 use crate::egraph::tensor::optimize::TensorLimits;
-use crate::ir::scan::{Body, ScanSpec, Strategy};
+use crate::ir::loops::{Body, ScanSpec, Strategy};
 use crate::ir::shape::show;
 use crate::ir::{Shape, TNode, TOp};
 use crate::lisp::error::{EvalError, EvalResult};
@@ -23,7 +23,7 @@ use crate::lisp::trace::{
     Trace, TraceRef, node_of, traced, typed_value, value_dtype, value_to_buf,
 };
 use crate::lisp::value::Value;
-use crate::tape::scan::LoopTapes;
+use crate::tape::loops::LoopTapes;
 use egg::Id;
 use ndarray::{ArrayD, IxDyn};
 use rustc_hash::FxHashMap;
