@@ -237,10 +237,25 @@ pub struct Row {
     pub builtin: Option<Doc>,
 }
 
+/// The table's macro. A row is
+///
+/// ```text
+/// Variant "lisp-name" (x, y) {
+///     value: <fn(f64, f64) -> f64>,
+///     partials: |b, this| <[Option<Id>; 2], built with the builder b over
+///                          the children x, y and the node this>,
+///     cost: <Cost>, signs: <SignRule>, domain: <Domain>, zero: <Zero>,
+///     cuda: <Spelling>, cuda_f32: <Spelling>,
+///     c: <Spelling>, rust: <Spelling>, python: <Spelling>,
+///     builtin: ("(lisp-name x y)", "docstring") | elsewhere,
+/// }
+/// ```
+///
+/// with one or two operands (`ScalarFn`, `NativeFn` and the slice loops
+/// have those two shapes).
 macro_rules! elementwise {
     (@arity $($arg:ident)+) => { 0 $(+ elementwise!(@one $arg))+ };
     (@one $arg:ident) => { 1 };
-    (@f64 $arg:ident) => { f64 };
     (@scalar ($x:ident) $f:expr) => { ScalarFn::Unary($f) };
     (@scalar ($x:ident, $y:ident) $f:expr) => { ScalarFn::Binary($f) };
     (@native $variant:ident ($x:ident)) => { NativeFn::Unary(native_fns::$variant) };

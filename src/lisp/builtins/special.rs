@@ -2,10 +2,10 @@
 //! `polygamma`, `erf`, `erfc` (scalar operators of the `Math` language,
 //! elementwise on tensors; the built-ins of all but `polygamma`, which
 //! checks its order, come from their rows of the elementwise table) and
-//! `multigammaln` (a composition of `lgamma`).
-//! Each is written over `Apply`, so it runs at once on numbers and tensors
-//! and is recorded inside traced functions (`grad`, `jvp`, `jit`, `scan`),
-//! with the same kernels (`crate::scalar::{gamma, erf}`) either way.
+//! `multigammaln` (a composition of `lgamma`). The two here are written
+//! over `Apply`, so each runs at once on numbers and tensors and is
+//! recorded inside traced functions (`grad`, `jvp`, `jit`, `scan`), with
+//! the same kernels (`crate::scalar::{gamma, erf}`) either way.
 
 use super::apply::Apply;
 use super::builtin;
