@@ -52,7 +52,7 @@ fn a_hand_built_program_has_the_gradient_finite_differences_give() {
     let h = 1e-6;
     for (k, gradient) in grads.iter().enumerate() {
         let g: Vec<f64> = gradient.to_array().iter().copied().collect();
-        for i in 0..x.len() {
+        for (i, &g_i) in g.iter().enumerate() {
             let (mut plus, mut minus) = ((x, y), (x, y));
             if k == 0 {
                 plus.0[i] += h;
@@ -63,10 +63,9 @@ fn a_hand_built_program_has_the_gradient_finite_differences_give() {
             }
             let fd = (value(&plus.0, &plus.1) - value(&minus.0, &minus.1)) / (2.0 * h);
             assert!(
-                (g[i] - fd).abs() < 1e-7,
-                "d/d{} [{i}]: {} vs {fd}",
+                (g_i - fd).abs() < 1e-7,
+                "d/d{} [{i}]: {g_i} vs {fd}",
                 ["x", "y"][k],
-                g[i]
             );
         }
     }

@@ -81,6 +81,19 @@ const NUMPY: &[(&str, &[f64], f64)] = &[
     ("rad2deg", &[-0.5], -28.647_889_756_541_16),
 ];
 
+/// The functions this file checks, by their Lisp names.
+const FUNCTIONS: [&str; 9] = [
+    "square",
+    "cbrt",
+    "exp2",
+    "hypot",
+    "logaddexp",
+    "logaddexp2",
+    "sinc",
+    "deg2rad",
+    "rad2deg",
+];
+
 /// The scalar kernel of `function`.
 fn kernel(function: &str, args: &[f64]) -> f64 {
     match function {
@@ -161,18 +174,7 @@ fn kernels_give_numpys_values_at_chosen_points() {
 #[test]
 fn builtins_evaluate_and_compiled_tapes_give_the_kernels_bits() {
     let mut engine = Engine::new();
-    let functions = [
-        "square",
-        "cbrt",
-        "exp2",
-        "hypot",
-        "logaddexp",
-        "logaddexp2",
-        "sinc",
-        "deg2rad",
-        "rad2deg",
-    ];
-    for function in functions {
+    for function in FUNCTIONS {
         let rows: Vec<&(&str, &[f64], f64)> =
             NUMPY.iter().filter(|(f, _, _)| *f == function).collect();
         let arity = rows[0].1.len();
@@ -352,17 +354,7 @@ fn symbolic_derivatives_print_as_formulas() {
 #[test]
 fn docstrings_name_numpy() {
     let engine = Engine::new();
-    for name in [
-        "square",
-        "cbrt",
-        "exp2",
-        "hypot",
-        "logaddexp",
-        "logaddexp2",
-        "sinc",
-        "deg2rad",
-        "rad2deg",
-    ] {
+    for name in FUNCTIONS {
         let doc = engine
             .doc(name)
             .unwrap_or_else(|| panic!("(doc '{name}) finds nothing"));
