@@ -85,12 +85,41 @@ fn allowance(name: &str) -> f64 {
     }
 }
 
+/// How much the case's answer amplifies rounding in its input, at least
+/// 1. Eigenvectors (and the derivatives of singular values, which are
+/// outer products of singular vectors) move by about `|A| / gap` times
+/// a perturbation of `A`, where `gap` is the smallest distance between
+/// two eigenvalues (singular values): random matrices now and then have
+/// two nearly equal ones, and then f32 is right only to that accuracy.
+fn conditioning(double: &mut Engine, name: &str) -> Result<f64, String> {
+    let spectrum = match name {
+        "eigh" => "(first ((vmap (lambda (s) (eigh s)) :in-axes '(0)) ss))",
+        "svd" => "((vmap (lambda (m) (second (svd m))) :in-axes '(0)) ms)",
+        _ => return Ok(1.0),
+    };
+    let value = try_eval(double, spectrum)?;
+    let spectra = parts(&value)?;
+    let mut worst: f64 = 1.0;
+    for row in spectra[0].rows() {
+        let mut sorted: Vec<f64> = row.iter().copied().collect();
+        sorted.sort_by(f64::total_cmp);
+        let size = sorted.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for pair in sorted.windows(2) {
+            worst = worst.max(size / (pair[1] - pair[0]).max(f64::MIN_POSITIVE));
+        }
+    }
+    Ok(worst)
+}
+
 /// Each case in f32 and f64, batched (compiled) and looped (eager): the
 /// f32 results are f32 tensors within the case's allowance of f32 units.
 fn check_cases(batch: usize, seed: u64) -> Result<(), String> {
     let mut single = case_engine(batch, seed, "f32");
     let mut double = case_engine(batch, seed, "f64");
     for &(name, f, args, axes, gradient) in CASES {
+        // Well separated spectra (|A| / gap below 10) keep the plain
+        // allowance.
+        let allowed = allowance(name) * (conditioning(&mut double, name)? / 10.0).max(1.0);
         let mut forms = vec![
             format!("((vmap {f} :in-axes '{axes}) {args})"),
             format!("(looped {f} '{axes} (list {args}))"),
@@ -112,7 +141,7 @@ fn check_cases(batch: usize, seed: u64) -> Result<(), String> {
                 all_f32(&lo).map_err(|e| format!("{name}: {form}: {e}"))?;
             }
             let gap = scaled_gap(&lo, &hi).map_err(|e| format!("{name}: {e}"))?;
-            if gap > allowance(name) * EPS32 {
+            if gap > allowed * EPS32 {
                 return Err(format!(
                     "{name}: {form}: f32 and f64 differ by {gap:e} ({:.0} f32 units)",
                     gap / EPS32
@@ -126,6 +155,14 @@ fn check_cases(batch: usize, seed: u64) -> Result<(), String> {
 #[test]
 fn every_operation_in_f32_is_f64_rounded() {
     check_cases(3, 5).unwrap();
+}
+
+/// Seed 4307 draws a matrix with eigenvalues 4.2473 and 4.2493: its
+/// eigenvectors are right in f32 only to about |A| / gap = 6,000 units,
+/// and the check allows for that rather than failing.
+#[test]
+fn nearly_equal_eigenvalues_are_allowed_their_conditioning() {
+    check_cases(2, 4307).unwrap();
 }
 
 proptest! {
