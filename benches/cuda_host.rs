@@ -1,28 +1,39 @@
-//! The CUDA backend's host-side cost per tape run, measured without a GPU:
-//! the executor runs W1's and W2's gradient tapes on a machine that does
-//! nothing (no memory, no kernels), so what is timed is the work the host
-//! does on every run on a GPU: copying inputs out of their arrays, planning
-//! each instruction (kernel source, its hash, the launch parameters), and
-//! the bookkeeping of values. A GPU run costs at least this plus the
-//! device's own time. The CPU backend's full run of the same tape is timed
-//! beside it.
+//! The CUDA backend's host-side cost, measured without a GPU: the
+//! executor runs tapes on a machine that does nothing (no memory, no
+//! kernels), so what is timed is the work the host does on a GPU, which
+//! the device's own time adds to.
 //!
-//! Run: `cargo bench --bench cuda_host`.
+//! - the first run of a tape plans its device program (kernel sources,
+//!   their hashes, launch parameters, buffers): `plan`;
+//! - every later run replays it (inputs bound, one call per kernel, the
+//!   bookkeeping of buffers): `replay`;
+//! - a loop replays its body's program once per step: a W4 heat step
+//!   (forward, and the revolve gradient's steps).
+//!
+//! The CPU backend's whole run of the same tape is timed beside the W1 and
+//! W2 gradients. Run: `cargo bench --bench cuda_host`; per-step figures
+//! are printed to stderr.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use epsilon::Engine;
-use epsilon::backends::Backend;
-use epsilon::backends::BackendError;
 use epsilon::backends::cpu::{Buf, Cpu};
 use epsilon::backends::cuda::launch::{GemmCall, Launch};
-use epsilon::backends::cuda::machine::{Arg, Machine};
-use epsilon::backends::cuda::run_on_machine;
+use epsilon::backends::cuda::machine::{Arg, Datum, Machine};
+use epsilon::backends::cuda::program::{self, Kind, Programs};
+use epsilon::backends::{Backend, BackendError, override_backend};
+use epsilon::tape::Tape;
 use ndarray::{ArrayD, IxDyn};
+use std::cell::RefCell;
 use std::hint::black_box;
 use std::rc::Rc;
+use std::time::Instant;
 
-/// A device that does nothing: memory is its length.
-struct Null;
+/// A device that does nothing: memory is its length. It keeps programs,
+/// as a device does.
+#[derive(Default)]
+struct Null {
+    programs: Programs,
+}
 
 impl Machine for Null {
     type Mem = usize;
@@ -68,6 +79,54 @@ impl Machine for Null {
     ) -> Result<(), BackendError> {
         Ok(())
     }
+    fn programs(&self) -> Option<&Programs> {
+        Some(&self.programs)
+    }
+}
+
+/// A backend that keeps every tape it is asked to run (and runs it on
+/// the CPU).
+#[derive(Default)]
+struct Capture {
+    tapes: RefCell<Vec<(Tape, Vec<Buf>)>>,
+}
+
+impl Backend for Capture {
+    fn name(&self) -> &'static str {
+        "capture"
+    }
+    fn run(&self, tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
+        self.tapes
+            .borrow_mut()
+            .push((tape.clone(), inputs.to_vec()));
+        Cpu.run(tape, inputs)
+    }
+}
+
+/// The largest tape (by instructions) `call` runs after `setup`, and its
+/// inputs.
+fn captured(setup: &str, call: &str) -> (Tape, Vec<Buf>) {
+    let mut eps = Engine::new();
+    eps.eval(setup).expect("the setup runs");
+    let capture = Rc::new(Capture::default());
+    override_backend(Some(capture.clone()));
+    let result = eps.eval(call);
+    override_backend(None);
+    result.expect("the call runs");
+    let mut tapes = capture.tapes.take();
+    tapes.sort_by_key(|(tape, _)| tape.instructions.len());
+    tapes.pop().expect("the call ran a tape")
+}
+
+/// Host inputs as device values on the null device.
+fn on_null(inputs: &[Buf]) -> Vec<Datum<usize>> {
+    inputs
+        .iter()
+        .map(|input| match input {
+            Buf::Scalar(x) => Datum::Host(*x),
+            Buf::Array(array) => Datum::device(array.len(), array.shape()),
+        })
+        .collect()
 }
 
 fn inputs(shapes: &[&[usize]]) -> Vec<Buf> {
@@ -84,54 +143,112 @@ fn inputs(shapes: &[&[usize]]) -> Vec<Buf> {
         .collect()
 }
 
-fn workload(c: &mut Criterion, name: &str, source: &str, shapes: &[&[usize]]) {
-    let mut eps = Engine::new();
-    let compiled = eps
-        .compile_grad(source, shapes)
-        .expect("the workload compiles");
-    let tape = compiled.tape();
-    let args = inputs(shapes);
+/// Planning and replaying `tape` on the null device.
+fn plan_and_replay(c: &mut Criterion, name: &str, tape: &Tape, args: &[Buf], cpu: bool) {
+    let null = Null::default();
+    let values = on_null(args);
+    let signature: Vec<Kind> = values.iter().map(Kind::of).collect();
+    let program = program::plan(tape, &signature).expect("the tape plans");
     eprintln!(
-        "{name}: {} instructions, {} fused groups",
-        tape.stats.instructions, tape.stats.fused_groups
+        "{name}: {} instructions, {} fused groups; its device program: {} commands, {} kernels",
+        tape.stats.instructions,
+        tape.stats.fused_groups,
+        program.commands.len(),
+        program.kernels()
     );
     let mut group = c.benchmark_group(name);
     group.sample_size(20);
-    group.bench_function("cuda executor, host side only", |b| {
-        b.iter(|| run_on_machine(&Null, tape, black_box(&args)).unwrap())
+    group.bench_function("plan (first run on a device)", |b| {
+        b.iter(|| program::plan(black_box(tape), &signature).unwrap())
     });
-    group.bench_function("cpu backend, whole run", |b| {
-        b.iter(|| Cpu.run(tape, black_box(&args)).unwrap())
+    group.bench_function("replay (later runs), host side only", |b| {
+        b.iter(|| program::run(&null, black_box(tape), &values).unwrap())
     });
+    if cpu {
+        group.bench_function("cpu backend, whole run", |b| {
+            b.iter(|| Cpu.run(tape, black_box(args)).unwrap())
+        });
+    }
     group.finish();
 }
 
+/// A loop's host time per step on the null device: the median of five
+/// runs of `tape`, over `steps`.
+fn per_step(name: &str, tape: &Tape, args: &[Buf], steps: usize) {
+    let null = Null::default();
+    let values = on_null(args);
+    program::run(&null, tape, &values).expect("runs");
+    let mut times: Vec<f64> = (0..5)
+        .map(|_| {
+            let started = Instant::now();
+            program::run(&null, tape, &values).unwrap();
+            started.elapsed().as_secs_f64() / steps as f64
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    eprintln!(
+        "{name}: {:.2} µs of host time per step (median of 5 runs of {steps} steps)",
+        times[2] * 1e6
+    );
+}
+
 fn benches(c: &mut Criterion) {
-    workload(
+    let mut eps = Engine::new();
+    let w1 = eps
+        .compile_grad(
+            "(lambda (x) (let ((a (slice x 0 -1)) (b (slice x 1)))
+               (sum (+ (* 100.0 (pow (- b (* a a)) 2)) (pow (- 1.0 a) 2)))))",
+            &[&[1_000_000]],
+        )
+        .expect("W1 compiles");
+    plan_and_replay(
         c,
         "w1_rosenbrock_1e6_grad",
-        "(lambda (x) (let ((a (slice x 0 -1)) (b (slice x 1)))
-           (sum (+ (* 100.0 (pow (- b (* a a)) 2)) (pow (- 1.0 a) 2)))))",
-        &[&[1_000_000]],
+        w1.tape(),
+        &inputs(&[&[1_000_000]]),
+        true,
     );
-    workload(
-        c,
-        "w2_mlp_step_grad",
-        "(lambda (w1 b1 w2 b2 w3 b3 x y)
-           (let* ((h1 (tanh (+ (matmul x w1) b1)))
-                  (h2 (tanh (+ (matmul h1 w2) b2)))
-                  (logits (+ (matmul h2 w3) b3)))
-             (neg (mean (sum (* y (log-softmax logits :axis 1)) :axis 1)))))",
-        &[
-            &[784, 512],
-            &[512],
-            &[512, 512],
-            &[512],
-            &[512, 10],
-            &[10],
-            &[256, 784],
-            &[256, 10],
-        ],
+    let w2_shapes: &[&[usize]] = &[
+        &[784, 512],
+        &[512],
+        &[512, 512],
+        &[512],
+        &[512, 10],
+        &[10],
+        &[256, 784],
+        &[256, 10],
+    ];
+    let w2 = eps
+        .compile_grad(
+            "(lambda (w1 b1 w2 b2 w3 b3 x y)
+               (let* ((h1 (tanh (+ (matmul x w1) b1)))
+                      (h2 (tanh (+ (matmul h1 w2) b2)))
+                      (logits (+ (matmul h2 w3) b3)))
+                 (neg (mean (sum (* y (log-softmax logits :axis 1)) :axis 1)))))",
+            w2_shapes,
+        )
+        .expect("W2 compiles");
+    plan_and_replay(c, "w2_mlp_step_grad", w2.tape(), &inputs(w2_shapes), true);
+    let ba = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/linalg/ba.lisp"))
+        .expect("bench/linalg/ba.lisp");
+    let (ba_jacobian, ba_inputs) = captured(&ba, "(ba-jacobian cams points)");
+    plan_and_replay(c, "ba_jacobian", &ba_jacobian, &ba_inputs, false);
+    let heat = "(define N 10000) (define T 1000) (define alpha 0.25)
+        (define u0 (sin (* 3.0 (linspace 0.0 1.0 N))))
+        (define (heat-step a) (lambda (u i) (+ u (* a (- (+ (roll u 1) (roll u -1)) (* 2.0 u))))))
+        (define (forward u0 a) (sum (pow (scan (heat-step a) u0 T :checkpoint 'store-all) 2)))
+        (define (loss u0 a) (sum (pow (scan (heat-step a) u0 T :checkpoint 'revolve :snapshots 100) 2)))
+        (define g (grad loss :wrt '(0 1)))";
+    let (forward, forward_inputs) = captured(heat, "((jit forward) u0 alpha)");
+    per_step("w4_heat_forward_step", &forward, &forward_inputs, 1000);
+    let (gradient, gradient_inputs) = captured(heat, "(g u0 alpha)");
+    // Revolve with 100 snapshots over 1000 steps: about 2 forward steps
+    // and one reverse step per step.
+    per_step(
+        "w4_heat_revolve_gradient_step",
+        &gradient,
+        &gradient_inputs,
+        1000,
     );
 }
 

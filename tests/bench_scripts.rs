@@ -52,6 +52,7 @@ const SMOKE_RUNS: &[Smoke] = &[
         3,
     ),
     smoke("bench/linalg/time.lisp", &["--backend", "cpu", "smoke"], 8),
+    smoke("bench/gpu/arrays.lisp", &["--backend", "cpu", "smoke"], 2),
     smoke("bench/loops/long-body.lisp", &["smoke"], 2),
     Smoke {
         script: "bench/loops/long-body.lisp",

@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-os.environ["JAX_PLATFORMS"] = "cpu"
+os.environ.setdefault("JAX_PLATFORMS", "cpu")  # JAX_PLATFORMS=cuda times the GPU
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

@@ -4,7 +4,8 @@
 //! native kernels (`cpu::strategy` chooses how each program runs); `cuda`
 //! implements it over device memory (its `Machine` is the device layer
 //! underneath, which a simulated device also implements for tests).
-//! `select` and `run` pick the backend for the process.
+//! `select` and `run` pick the backend for the process; `device_stats`
+//! counts what a device did.
 //!
 //! **Architecture invariant:** backends know tapes (`crate::tape`) and the
 //! IR's operations, never e-graphs, differentiation requests or Lisp.
@@ -12,6 +13,7 @@
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod device_stats;
 pub mod preflight;
 
 use crate::ir::shape::show;

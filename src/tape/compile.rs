@@ -245,6 +245,7 @@ fn schedule(
         output_shapes: roots.iter().map(|&r| shapes[r].clone()).collect(),
         output_dtypes: vec![crate::dtype::DType::F64; roots.len()],
         stats,
+        id: super::fresh_id(),
     }
 }
 

@@ -91,7 +91,7 @@ pub struct FusedGroup {
 }
 
 /// A compiled program.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Tape {
     /// Instructions in execution order.
     pub instructions: Vec<Instruction>,
@@ -108,6 +108,33 @@ pub struct Tape {
     pub output_dtypes: Vec<crate::dtype::DType>,
     /// Statistics computed when compiling.
     pub stats: TapeStats,
+    /// A number no other tape of this process has, a clone included
+    /// (backends key what they prepare for a tape by it: a clone may be
+    /// changed, so it is a new tape).
+    pub id: u64,
+}
+
+/// The next `Tape::id`.
+static NEXT_TAPE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A fresh `Tape::id`.
+pub fn fresh_id() -> u64 {
+    NEXT_TAPE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+impl Clone for Tape {
+    fn clone(&self) -> Tape {
+        Tape {
+            instructions: self.instructions.clone(),
+            slots: self.slots,
+            input_shapes: self.input_shapes.clone(),
+            outputs: self.outputs.clone(),
+            output_shapes: self.output_shapes.clone(),
+            output_dtypes: self.output_dtypes.clone(),
+            stats: self.stats.clone(),
+            id: fresh_id(),
+        }
+    }
 }
 
 /// What compiling found.

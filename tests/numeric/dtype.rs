@@ -85,8 +85,8 @@ fn allowance(name: &str) -> f64 {
     }
 }
 
-/// How much the case's answer amplifies rounding in its input, at least
-/// 1. Eigenvectors (and the derivatives of singular values, which are
+/// How much the case's answer amplifies rounding in its input (never
+/// less than one). Eigenvectors (and the derivatives of singular values, which are
 /// outer products of singular vectors) move by about `|A| / gap` times
 /// a perturbation of `A`, where `gap` is the smallest distance between
 /// two eigenvalues (singular values): random matrices now and then have

@@ -19,7 +19,7 @@ use super::probe::{
     CudaUnavailable, Device, compile, compile_binary, needs_binaries, nvrtc_arch, nvrtc_available,
     probe,
 };
-use crate::backends::BackendError;
+use crate::backends::{BackendError, device_stats};
 use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
 use cudarc::driver::{
@@ -50,6 +50,10 @@ pub struct CudaDevice {
     /// paid again on every run.
     kernels: RefCell<Kernels>,
     cache: RefCell<Cache>,
+    /// Bytes taken from the driver and not given back.
+    held: std::cell::Cell<usize>,
+    /// The device programs planned on this device.
+    programs: super::program::Programs,
     /// The NCCL communicator, made at the first allreduce that uses it.
     #[cfg(feature = "nccl")]
     nccl: super::nccl::Communicator,
@@ -140,6 +144,8 @@ impl CudaDevice {
             target,
             kernels: RefCell::default(),
             cache: RefCell::default(),
+            held: std::cell::Cell::new(0),
+            programs: super::program::Programs::default(),
             #[cfg(feature = "nccl")]
             nccl: super::nccl::Communicator::default(),
         };
@@ -286,16 +292,22 @@ impl Machine for CudaDevice {
         }
         // SAFETY: every kernel writes all of its output before it is read.
         let fresh = unsafe { self.stream.alloc::<f64>(len) };
-        match fresh {
-            Ok(mem) => Ok(mem),
+        let mem = match fresh {
+            Ok(mem) => mem,
             Err(_) => {
                 // Out of memory: give the cache back to the driver, retry.
-                self.cache.borrow_mut().free.clear();
-                self.cache.borrow_mut().bytes = 0;
+                let mut cache = self.cache.borrow_mut();
+                cache.free.clear();
+                self.held.set(self.held.get().saturating_sub(cache.bytes));
+                cache.bytes = 0;
+                drop(cache);
                 // SAFETY: as above.
-                unsafe { self.stream.alloc::<f64>(len) }.map_err(driver_error)
+                unsafe { self.stream.alloc::<f64>(len) }.map_err(driver_error)?
             }
-        }
+        };
+        self.held.set(self.held.get() + len * 8);
+        device_stats::holding(self.held.get());
+        Ok(mem)
     }
 
     fn zeros(&self, len: usize) -> Result<CudaSlice<f64>, BackendError> {
@@ -305,6 +317,7 @@ impl Machine for CudaDevice {
     }
 
     fn upload(&self, data: &[f64]) -> Result<CudaSlice<f64>, BackendError> {
+        device_stats::uploaded(data.len() * 8);
         let mut mem = self.alloc(data.len())?;
         if !data.is_empty() {
             self.stream
@@ -315,6 +328,7 @@ impl Machine for CudaDevice {
     }
 
     fn download(&self, mem: &CudaSlice<f64>, len: usize) -> Result<Vec<f64>, BackendError> {
+        device_stats::downloaded(len * 8);
         let mut data = vec![0.0; len];
         if len > 0 {
             self.stream
@@ -332,6 +346,7 @@ impl Machine for CudaDevice {
         out: &mut CudaSlice<f64>,
     ) -> Result<(), BackendError> {
         let function = self.function(launch)?;
+        device_stats::launched();
         // Numbers are passed by reference to where they live.
         let ints: Vec<i64> = args
             .iter()
@@ -369,6 +384,7 @@ impl Machine for CudaDevice {
         c: &mut CudaSlice<f64>,
         single: bool,
     ) -> Result<(), BackendError> {
+        device_stats::library_call();
         if !single {
             return self.blas_gemm(call, 1.0f64, a, b, c);
         }
@@ -417,12 +433,20 @@ impl Machine for CudaDevice {
             .allreduce(&self.stream, self.info.count, src, out, shape, reduction)
     }
 
+    fn programs(&self) -> Option<&super::program::Programs> {
+        Some(&self.programs)
+    }
+
     fn release(&self, mem: CudaSlice<f64>) {
         let mut cache = self.cache.borrow_mut();
         let bytes = mem.len() * 8;
         if cache.bytes + bytes <= CACHE_BYTES {
             cache.bytes += bytes;
             cache.free.entry(mem.len()).or_default().push(mem);
+        } else {
+            // Dropped: back to the driver.
+            self.held.set(self.held.get().saturating_sub(bytes));
+            device_stats::holding(self.held.get());
         }
     }
 }

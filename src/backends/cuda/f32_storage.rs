@@ -1,7 +1,7 @@
 //! f32 storage on the device. A value the tape keeps in f32 storage
 //! (`Instruction::single`, decided by `tape::storage`) is held as f32
 //! numbers packed two per 8-byte slot of device memory
-//! ([`Datum::Single`]): half the bytes written by the kernel making it and
+//! (`Datum::F32`): half the bytes written by the kernel making it and
 //! read by its users. Elementwise kernels and groups, f32 matrix products
 //! (sgemm) and the operations that move elements read and write it
 //! directly; any other kernel gets its f32 operands widened first, and a
@@ -9,9 +9,6 @@
 //! f32 storage ([`reads_as_stored`] decides). The numbers are f32 ones
 //! either way, so the storage changes no result.
 
-use super::launch;
-use super::machine::{Arg, Datum, Machine, release};
-use crate::backends::BackendError;
 use crate::ir::TOp;
 use crate::tape::Kernel;
 
@@ -52,9 +49,10 @@ pub fn packed(numbers: &[f32]) -> Vec<f64> {
 /// Whether `kernel` runs on its operands as they are stored and makes its
 /// value in the storage `single` asks for; otherwise f32 operands are
 /// widened first and the result narrowed after where `single`.
-pub fn reads_as_stored<M>(kernel: &Kernel, args: &[&Datum<M>], single: bool) -> bool {
-    let all_single = args.iter().all(|a| a.is_f32());
-    let none_single = !args.iter().any(|a| a.is_f32());
+/// `stored` says, per operand, whether it is in f32 storage.
+pub fn reads_as_stored(kernel: &Kernel, stored: &[bool], single: bool) -> bool {
+    let all_single = stored.iter().all(|&f| f);
+    let none_single = !stored.iter().any(|&f| f);
     match kernel {
         // Any mix of operands; the result in either storage but a sum's.
         Kernel::Fused(group) => group.results.len() == 1 && !(single && group.sum_over.is_some()),
@@ -75,49 +73,11 @@ pub fn reads_as_stored<M>(kernel: &Kernel, args: &[&Datum<M>], single: bool) -> 
             | TOp::Concat(_),
         ) => {
             if single {
-                all_single && !args.is_empty()
+                all_single && !stored.is_empty()
             } else {
                 none_single
             }
         }
         _ => none_single && !single,
     }
-}
-
-/// `value` in f64 storage: f32 storage widened into new memory, anything
-/// else shared.
-pub fn widened<M: Machine>(
-    machine: &M,
-    value: &Datum<M::Mem>,
-) -> Result<Datum<M::Mem>, BackendError> {
-    let Datum::F32 { mem, shape } = value else {
-        return Ok(value.clone());
-    };
-    let n: usize = shape.iter().product();
-    let mut out = machine.alloc(n)?;
-    if n > 0 {
-        let args = [Arg::Int(n as i64), Arg::Mem(&**mem)];
-        machine.launch(&launch::convert(n, true), &args, &mut out)?;
-    }
-    Ok(Datum::device(out, shape))
-}
-
-/// `value` (f32 numbers) in f32 storage; f64 memory is released. A host
-/// number stays one.
-pub fn narrowed<M: Machine>(
-    machine: &M,
-    value: Datum<M::Mem>,
-) -> Result<Datum<M::Mem>, BackendError> {
-    let Datum::Device { mem, shape } = &value else {
-        return Ok(value);
-    };
-    let n: usize = shape.iter().product();
-    let mut out = machine.alloc(slots(n))?;
-    if n > 0 {
-        let args = [Arg::Int(n as i64), Arg::Mem(&**mem)];
-        machine.launch(&launch::convert(n, false), &args, &mut out)?;
-    }
-    let single = Datum::single(out, shape);
-    release(machine, value);
-    Ok(single)
 }

@@ -67,6 +67,13 @@ pub trait Machine {
         len: usize,
     ) -> Result<(), BackendError>;
 
+    /// The device programs planned on this machine, kept so that a tape's
+    /// later runs replay its program; `None`: a program is planned for
+    /// every run.
+    fn programs(&self) -> Option<&super::program::Programs> {
+        None
+    }
+
     /// Takes back memory no value uses any more (kept for reuse).
     fn release(&self, mem: Self::Mem) {
         drop(mem);

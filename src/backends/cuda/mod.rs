@@ -9,7 +9,9 @@
 //!   ...), after `crate::scalar`'s.
 //! - `launch`: the plan of one instruction (kernel, grid, cuBLAS call).
 //! - `machine`: what the executor needs from a device, and device values.
-//! - `execute`, `loops`: running tapes and loops on any such machine;
+//! - `program`: a tape planned once into a device program (commands over
+//!   registers and buffers) and replayed; `execute`, `loops`: running
+//!   tapes and loops on any machine through their programs;
 //!   `f32_storage`: values kept in f32 storage on the device.
 //! - `device`: the machine over cudarc (context, stream, kernel cache by
 //!   source hash, caching allocator, cuBLAS).
@@ -31,6 +33,7 @@ pub mod machine;
 #[cfg(feature = "nccl")]
 mod nccl;
 mod probe;
+pub mod program;
 pub mod reduce;
 mod runner;
 pub mod special;

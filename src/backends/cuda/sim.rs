@@ -18,7 +18,7 @@ use super::machine::{Arg, Machine};
 use super::probe::{compile, nvrtc_available, oldest_arch};
 use super::runner::run_on;
 use crate::backends::cpu::Buf;
-use crate::backends::{Backend, BackendError};
+use crate::backends::{Backend, BackendError, device_stats};
 use crate::tape::Tape;
 use std::cell::{Cell, RefCell};
 
@@ -35,6 +35,8 @@ pub struct SimMachine {
     pub gemms: Cell<usize>,
     /// Kernels already compiled by NVRTC (by source hash).
     compiled: RefCell<std::collections::HashSet<u64>>,
+    /// The device programs planned on it.
+    programs: super::program::Programs,
 }
 
 impl SimMachine {
@@ -47,6 +49,7 @@ impl SimMachine {
             launches: Cell::new(0),
             gemms: Cell::new(0),
             compiled: RefCell::default(),
+            programs: super::program::Programs::default(),
         })
     }
 
@@ -129,13 +132,19 @@ impl Machine for SimMachine {
         Ok(vec![0.0; len])
     }
 
+    fn programs(&self) -> Option<&super::program::Programs> {
+        Some(&self.programs)
+    }
+
     fn upload(&self, data: &[f64]) -> Result<Vec<f64>, BackendError> {
         self.uploads.set(self.uploads.get() + 1);
+        device_stats::uploaded(data.len() * 8);
         Ok(data.to_vec())
     }
 
     fn download(&self, mem: &Vec<f64>, len: usize) -> Result<Vec<f64>, BackendError> {
         self.downloads.set(self.downloads.get() + 1);
+        device_stats::downloaded(len * 8);
         mem.get(..len)
             .map(<[f64]>::to_vec)
             .ok_or_else(|| BackendError::new(format!("download of {len} from {}", mem.len())))
@@ -148,6 +157,7 @@ impl Machine for SimMachine {
         out: &mut Vec<f64>,
     ) -> Result<(), BackendError> {
         self.launches.set(self.launches.get() + 1);
+        device_stats::launched();
         // What a GPU would compile: each distinct kernel through NVRTC,
         // where the library is present.
         if nvrtc_available() && self.compiled.borrow_mut().insert(launch.key) {
@@ -210,6 +220,7 @@ impl Machine for SimMachine {
         single: bool,
     ) -> Result<(), BackendError> {
         self.gemms.set(self.gemms.get() + 1);
+        device_stats::library_call();
         if !single {
             let product = column_major_gemm(call, a, b).map_err(BackendError::new)?;
             let len = c.len().min(product.len());

@@ -59,6 +59,26 @@ fn set_backend(_: &mut Interp, args: &Args) -> EvalResult<Value> {
         .map_err(EvalError::range)
 }
 
+/// What the device did since the last call, as an association list.
+fn device_stats(_: &mut Interp, _: &Args) -> EvalResult<Value> {
+    let stats = crate::backends::device_stats::take();
+    let entry = |name: &str, value: Value| Value::list([Value::symbol(name), value]);
+    let int = |n: u64| Value::Int(n as i64);
+    Ok(Value::list([
+        entry("kernel-launches", int(stats.kernel_launches)),
+        entry("library-calls", int(stats.library_calls)),
+        entry("graph-launches", int(stats.graph_launches)),
+        entry("programs-planned", int(stats.programs_planned)),
+        entry(
+            "planning-ms",
+            Value::Float(stats.planning.as_secs_f64() * 1e3),
+        ),
+        entry("bytes-to-device", int(stats.bytes_to_device)),
+        entry("bytes-to-host", int(stats.bytes_to_host)),
+        entry("device-memory-bytes", int(stats.memory_held)),
+    ]))
+}
+
 fn dynamic_wind(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     interp.apply(&args[0], Vec::new())?;
     let result = interp.apply(&args[1], Vec::new());
@@ -240,6 +260,7 @@ pub const BUILTINS: &[Builtin] = &[
     builtin("set-backend!", "(set-backend! 'cpu) or 'cuda or 'auto", "Chooses where numeric tapes run and gives the backend chosen. 'auto is CUDA where a GPU can be used, else the CPU; 'cuda says what is missing here (driver library, device, NVRTC, cuBLAS).", 1, Some(1), set_backend),
     builtin("dynamic-wind", "(dynamic-wind before thunk after)", "Calls before, thunk and after (functions of no arguments) in turn and gives thunk's value; after runs even when thunk raises an error, which then goes on unchanged. For cleanup such as finishing a progress bar.", 3, Some(3), dynamic_wind),
     builtin("clock", "(clock)", "Monotonic time in seconds, as a float.", 0, Some(0), clock),
+    builtin("device-stats", "(device-stats)", "What the device did since the last call, as an association list: kernel-launches, library-calls (cuBLAS), graph-launches, programs-planned (a tape's first run on the device for the kinds of its inputs; later runs replay the program), planning-ms (host time spent planning), bytes-to-device, bytes-to-host, and device-memory-bytes held now. All zero on the CPU.", 0, Some(0), device_stats),
     builtin("sync", "(sync)", "Waits for queued device work to finish (nothing to wait for on the CPU).", 0, Some(0), sync),
     builtin("read", "(read string)", "The first datum written in string, unevaluated: (read \"(+ 1 2)\") is the list (+ 1 2).", 1, Some(1), read),
     builtin("eval", "(eval datum)", "Evaluates a datum as code, at the top level.", 1, Some(1), eval),

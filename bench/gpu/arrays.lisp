@@ -1,0 +1,60 @@
+;; The array workloads of the GPU targets, timed on whichever backend the
+;; command line chose (bench/gpu/run.sh runs it with --backend cuda):
+;;
+;;   epsilon run bench/gpu/arrays.lisp --backend cuda [smoke]
+;;
+;; W1: the Rosenbrock gradient at n = 10^6 (bench/numeric/w1-rosenbrock.lisp;
+;; JAX: bench/reference/numeric_workloads.py W1). W4: the heat equation's
+;; gradient, N = T = 10^4, revolve with 100 snapshots
+;; (bench/numeric/w4-heat.lisp; JAX: bench/reference/heat_w4.py scan).
+;; Each line: workload, name, median_ms, min_ms, reps, as time.lisp
+;; prints them. With `smoke`: n = 1000, N = 100, T = 50, one call each.
+
+(define smoke? (member "smoke" *args*))
+
+(define (median-of xs)
+  (let* ((sorted (sort xs)) (n (length sorted)))
+    (if (= (mod n 2) 1)
+        (nth sorted (quotient n 2))
+        (* 0.5 (+ (nth sorted (- (quotient n 2) 1)) (nth sorted (quotient n 2)))))))
+
+(define least-calls (if smoke? 1 5))
+(define least-seconds (if smoke? 0.0 1.0))
+
+(define (time-calls workload name thunk)
+  (thunk)
+  (thunk)
+  (let ((start (clock)))
+    (let loop ((times '()))
+      (if (and (>= (length times) least-calls)
+               (or (>= (- (clock) start) least-seconds) (>= (length times) 100)))
+          (println workload name "median_ms" (* 1000 (median-of times))
+                   "min_ms" (* 1000 (apply min times)) "reps" (length times))
+          (let ((t0 (clock)))
+            (thunk)
+            (loop (cons (- (clock) t0) times)))))))
+
+(define n (if smoke? 1000 1000000))
+(define x (linspace -1.0 1.0 n))
+(define (rosenbrock x)
+  (let ((a (slice x 0 -1)) (b (slice x 1)))
+    (sum (+ (* 100.0 (pow (- b (* a a)) 2)) (pow (- 1.0 a) 2)))))
+(define rosenbrock-grad (grad rosenbrock))
+(time-calls "W1" "grad" (lambda () (rosenbrock-grad x)))
+
+(define N (if smoke? 100 10000))
+(define T (if smoke? 50 10000))
+(define u0 (sin (* 3.0 (linspace 0.0 1.0 N))))
+(define (heat-step a)
+  (lambda (u i) (+ u (* a (- (+ (roll u 1) (roll u -1)) (* 2.0 u))))))
+(define (heat-loss u0 a)
+  (let ((u (scan (heat-step a) u0 T :checkpoint 'revolve :snapshots 100)))
+    (sum (* u u))))
+(define heat-grad (grad heat-loss :wrt '(0 1)))
+(time-calls "W4" "revolve" (lambda () (heat-grad u0 0.25)))
+(println "W4 value grad_u0_sum" (sum (first (heat-grad u0 0.25))))
+
+(when smoke?
+  (load "../smoke.lisp")
+  (smoke-check "W1 gradient against finite differences" (check-grad rosenbrock (list x)) 1e-5)
+  (smoke-check "W4 gradient against finite differences" (check-grad heat-loss (list u0 0.25)) 1e-6))

@@ -1,0 +1,219 @@
+//! Planning without a device: every buffer a command reads or writes was
+//! made before and not yet given back, each made buffer is given back
+//! once or handed to the caller, and a replay on a machine that does
+//! nothing takes and gives back memory as the plan says.
+
+use super::*;
+use crate::backends::cpu::storage::tests::{attention, compiled};
+use std::cell::Cell;
+
+/// Walks `program`'s commands as a machine would, checking that buffers
+/// are made before use and given back at most once; the buffers alive at
+/// the end.
+fn check_buffers(program: &Program) -> Result<Vec<bool>, String> {
+    let mut alive = vec![false; program.buffers];
+    for value in &program.inputs {
+        if let Some(b) = value.buffer() {
+            alive[b as usize] = true;
+        }
+    }
+    let read = |alive: &[bool], b: Buffer, what: &str| -> Result<(), String> {
+        if alive[b as usize] {
+            Ok(())
+        } else {
+            Err(format!("{what} reads buffer {b}, which is not alive"))
+        }
+    };
+    for (k, command) in program.commands.iter().enumerate() {
+        let at = format!("command {k} ({command:?})");
+        match command {
+            Command::Alloc { buffer, .. } => {
+                if alive[*buffer as usize] {
+                    return Err(format!("{at} makes a buffer that is alive"));
+                }
+                alive[*buffer as usize] = true;
+            }
+            Command::Release(b) => {
+                read(&alive, *b, &at)?;
+                alive[*b as usize] = false;
+            }
+            Command::Launch { operands, out, .. } => {
+                for operand in operands {
+                    if let Operand::Buffer(b) = operand {
+                        read(&alive, *b, &at)?;
+                        if b == out {
+                            return Err(format!("{at} reads its own output"));
+                        }
+                    }
+                }
+                read(&alive, *out, &at)?;
+            }
+            Command::Gemm {
+                operands: (a, b),
+                out,
+                ..
+            } => {
+                for buffer in [a, b, out] {
+                    read(&alive, *buffer, &at)?;
+                }
+            }
+            Command::Copy { src, dst, .. } => {
+                read(&alive, *src, &at)?;
+                read(&alive, *dst, &at)?;
+            }
+            Command::Loop { operands, out, .. } | Command::OnHost { operands, out, .. } => {
+                for b in operands.iter().filter_map(Place::buffer) {
+                    read(&alive, b, &at)?;
+                }
+                if let Some(b) = out.buffer() {
+                    alive[b as usize] = true;
+                }
+            }
+            Command::Allreduce { operand, out, .. } => {
+                if let Some(b) = operand.buffer() {
+                    read(&alive, b, &at)?;
+                }
+                if let Some(b) = out.buffer() {
+                    alive[b as usize] = true;
+                }
+            }
+            Command::Host { .. } | Command::Measure { .. } => {}
+        }
+    }
+    for value in &program.outputs {
+        if let Some(b) = value.buffer() {
+            read(&alive, b, "a result")?;
+        }
+    }
+    Ok(alive)
+}
+
+#[test]
+fn every_buffer_is_made_before_use_and_given_back_once() {
+    // An attention block and its gradient, with f32 storage: products,
+    // views, groups, reductions, widening and narrowing.
+    let (graph, roots) = attention(2, 8, 16, 2);
+    let tape = compiled(&graph, &roots, 5);
+    for kinds in [[Kind::Device; 5], [Kind::F32; 5]] {
+        let program = plan(&tape, &kinds).unwrap();
+        let alive = check_buffers(&program).unwrap();
+        // What is alive at the end is an input or a result.
+        let kept: Vec<Buffer> = program
+            .inputs
+            .iter()
+            .chain(&program.outputs)
+            .filter_map(Place::buffer)
+            .collect();
+        for (b, alive) in alive.iter().enumerate() {
+            assert!(
+                !alive || kept.contains(&(b as Buffer)),
+                "buffer {b} is never given back"
+            );
+        }
+        assert!(program.kernels() >= tape.stats.fused_groups);
+    }
+}
+
+/// A machine that does nothing: memory is its length; it counts what it
+/// is asked for.
+#[derive(Default)]
+struct Counting {
+    taken: Cell<usize>,
+    given_back: Cell<usize>,
+    launches: Cell<usize>,
+    programs: Programs,
+}
+
+impl Machine for Counting {
+    type Mem = usize;
+
+    fn alloc(&self, len: usize) -> Result<usize, BackendError> {
+        self.taken.set(self.taken.get() + 1);
+        Ok(len)
+    }
+    fn zeros(&self, len: usize) -> Result<usize, BackendError> {
+        self.alloc(len)
+    }
+    fn upload(&self, data: &[f64]) -> Result<usize, BackendError> {
+        self.alloc(data.len())
+    }
+    fn download(&self, _: &usize, len: usize) -> Result<Vec<f64>, BackendError> {
+        Ok(vec![0.0; len])
+    }
+    fn launch(
+        &self,
+        _: &Launch,
+        _: &[crate::backends::cuda::machine::Arg<'_, usize>],
+        _: &mut usize,
+    ) -> Result<(), BackendError> {
+        self.launches.set(self.launches.get() + 1);
+        Ok(())
+    }
+    fn gemm(
+        &self,
+        _: &GemmCall,
+        _: (&usize, &usize),
+        _: &mut usize,
+        _: bool,
+    ) -> Result<(), BackendError> {
+        self.launches.set(self.launches.get() + 1);
+        Ok(())
+    }
+    fn copy(
+        &self,
+        _: &usize,
+        _: usize,
+        _: &mut usize,
+        _: usize,
+        _: usize,
+    ) -> Result<(), BackendError> {
+        Ok(())
+    }
+    fn programs(&self) -> Option<&Programs> {
+        Some(&self.programs)
+    }
+    fn release(&self, _: usize) {
+        self.given_back.set(self.given_back.get() + 1);
+    }
+}
+
+#[test]
+fn a_replay_plans_nothing_and_gives_back_all_it_takes() {
+    let (graph, roots) = attention(2, 8, 16, 2);
+    let tape = compiled(&graph, &roots, 5);
+    let machine = Counting::default();
+    let inputs: Vec<Datum<usize>> = tape
+        .input_shapes
+        .iter()
+        .map(|shape| Datum::device(shape.iter().product(), shape))
+        .collect();
+    crate::backends::device_stats::take();
+    let mut launches = Vec::new();
+    for _ in 0..3 {
+        let (taken, back) = (machine.taken.get(), machine.given_back.get());
+        let before = machine.launches.get();
+        let outputs = run(&machine, &tape, &inputs).unwrap();
+        assert_eq!(outputs.len(), tape.outputs.len());
+        for output in outputs {
+            crate::backends::cuda::machine::release(&machine, output);
+        }
+        assert_eq!(
+            machine.taken.get() - taken,
+            machine.given_back.get() - back,
+            "every buffer taken is given back once the results are"
+        );
+        launches.push(machine.launches.get() - before);
+    }
+    let stats = crate::backends::device_stats::take();
+    assert_eq!(stats.programs_planned, 1, "planned at the first run only");
+    assert_eq!(machine.programs.len(), 1);
+    assert!(launches[0] > 0 && launches.iter().all(|&n| n == launches[0]));
+    // Other input kinds are another program.
+    let single: Vec<Datum<usize>> = tape
+        .input_shapes
+        .iter()
+        .map(|shape| Datum::single(shape.iter().product::<usize>().div_ceil(2), shape))
+        .collect();
+    run(&machine, &tape, &single).unwrap();
+    assert_eq!(machine.programs.len(), 2);
+}

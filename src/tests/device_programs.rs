@@ -1,0 +1,135 @@
+//! Device programs on the simulated device: a replay gives the first
+//! run's bits and plans nothing; a loop's steps replay its body's program;
+//! `device-stats` counts what happened. Skipped with a message without a
+//! host C++ compiler.
+
+use crate::backends::cpu::{Buf, Cpu};
+use crate::backends::cuda::sim::SimMachine;
+use crate::backends::{Backend, device_stats, override_backend};
+use crate::{Engine, Value};
+use ndarray::{ArrayD, IxDyn};
+use std::rc::Rc;
+
+fn simulated() -> Option<Rc<SimMachine>> {
+    let machine = SimMachine::new().map(Rc::new);
+    if machine.is_none() {
+        eprintln!("skipped: no host C++ compiler to simulate the device with");
+    }
+    machine
+}
+
+fn array(shape: &[usize], seed: f64) -> Buf {
+    let n: usize = shape.iter().product();
+    let data = (0..n).map(|i| (seed + i as f64 * 0.37).sin()).collect();
+    Buf::from_array(Rc::new(ArrayD::from_shape_vec(IxDyn(shape), data).unwrap()))
+}
+
+fn bits(outputs: &[Buf]) -> Vec<Vec<u64>> {
+    outputs
+        .iter()
+        .map(|b| b.to_array().iter().map(|x| x.to_bits()).collect())
+        .collect()
+}
+
+#[test]
+fn a_replay_gives_the_first_runs_bits_and_plans_nothing() {
+    let Some(machine) = simulated() else { return };
+    let mut engine = Engine::new();
+    let compiled = engine
+        .compile_grad(
+            "(lambda (w x) (sum (tanh (+ (matmul x w) (* 0.5 (sum w :axis 0))))))",
+            &[&[3, 4], &[5, 3]],
+        )
+        .unwrap();
+    let tape = compiled.tape();
+    let inputs = [array(&[3, 4], 0.1), array(&[5, 3], 0.7)];
+    device_stats::take();
+    let first = machine.run(tape, &inputs).unwrap();
+    let planned = device_stats::take();
+    assert_eq!(planned.programs_planned, 1);
+    assert!(planned.kernel_launches > 0 && planned.library_calls > 0);
+    for _ in 0..2 {
+        let again = machine.run(tape, &inputs).unwrap();
+        assert_eq!(bits(&again), bits(&first), "a replay equals the first run");
+        let replayed = device_stats::take();
+        assert_eq!(replayed.programs_planned, 0);
+        assert_eq!(replayed.planning, std::time::Duration::ZERO);
+        assert_eq!(replayed.kernel_launches, planned.kernel_launches);
+        assert_eq!(replayed.bytes_to_device, planned.bytes_to_device);
+    }
+    let cpu = Cpu.run(tape, &inputs).unwrap();
+    for (got, want) in first.iter().zip(&cpu) {
+        for (g, w) in got.to_array().iter().zip(want.to_array().iter()) {
+            assert!((g - w).abs() <= 1e-12 * w.abs().max(1.0), "{g} vs {w}");
+        }
+    }
+}
+
+#[test]
+fn a_loops_steps_replay_its_body_and_device_stats_says_so() {
+    let Some(machine) = simulated() else { return };
+    let mut engine = Engine::new();
+    engine
+        .eval(
+            "(define u0 (sin (linspace 0 3 40)))
+             (define (loss u0 a) (sum (* u0 (scan (lambda (u i) (+ u (* a (- (roll u 1) u)))) u0 12))))
+             (define g (grad loss :wrt '(0 1)))",
+        )
+        .unwrap();
+    override_backend(None);
+    let want = engine.eval("(g u0 0.3)").unwrap();
+    override_backend(Some(machine.clone()));
+    engine.eval("(device-stats)").unwrap();
+    let first = engine.eval("(g u0 0.3)");
+    let stats = engine.eval("(device-stats)");
+    let again = engine.eval("(g u0 0.3)");
+    let replayed = engine.eval("(device-stats)");
+    override_backend(None);
+    let (first, stats, again, replayed) = (
+        first.unwrap(),
+        stats.unwrap(),
+        again.unwrap(),
+        replayed.unwrap(),
+    );
+    eprintln!("first call: {stats}\nsecond call: {replayed}");
+    assert_eq!(format!("{first}"), format!("{again}"));
+    // The numbers printed agree with the CPU's to rounding.
+    let numbers = |v: &Value| -> Vec<f64> {
+        format!("{v}")
+            .split(|c: char| !(c.is_ascii_digit() || "-.e".contains(c)))
+            .filter_map(|t| t.parse().ok())
+            .collect()
+    };
+    let (got, expected) = (numbers(&first), numbers(&want));
+    assert!(
+        got.len() > 40 && got.len() == expected.len(),
+        "{first} vs {want}"
+    );
+    for (g, w) in got.iter().zip(&expected) {
+        assert!((g - w).abs() <= 1e-9 * w.abs().max(1.0), "{g} vs {w}");
+    }
+    let entry = |stats: &Value, name: &str| -> f64 {
+        let text = format!("{stats}");
+        let start = text
+            .find(&format!("({name} "))
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+            + name.len()
+            + 2;
+        let end = start + text[start..].find(')').unwrap();
+        text[start..end].parse().unwrap()
+    };
+    // The tape, the loop's step and the step's reverse: a few programs,
+    // not one per step.
+    let planned = entry(&stats, "programs-planned");
+    assert!(
+        (2.0..=6.0).contains(&planned),
+        "{planned} programs: {stats}"
+    );
+    assert!(entry(&stats, "kernel-launches") >= 24.0, "{stats}");
+    assert_eq!(entry(&replayed, "programs-planned"), 0.0, "{replayed}");
+    assert_eq!(entry(&replayed, "planning-ms"), 0.0, "{replayed}");
+    assert_eq!(
+        entry(&replayed, "kernel-launches"),
+        entry(&stats, "kernel-launches")
+    );
+}
