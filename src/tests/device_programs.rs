@@ -133,3 +133,38 @@ fn a_loops_steps_replay_its_body_and_device_stats_says_so() {
         entry(&stats, "kernel-launches")
     );
 }
+
+#[test]
+fn tape_stats_counts_the_kernels_a_replay_launches() {
+    let Some(machine) = simulated() else { return };
+    let mut engine = Engine::new();
+    engine
+        .eval(
+            "(define x (linspace -1 1 50))
+             (define (f x) (sum (* (tanh x) (exp (* 0.5 x)))))
+             (define g (grad f))",
+        )
+        .unwrap();
+    let planned = engine
+        .eval("(second (assoc 'device-kernels (tape-stats f (list x))))")
+        .unwrap();
+    let Value::Int(planned) = planned else {
+        panic!("device-kernels is {planned}")
+    };
+    override_backend(Some(machine.clone()));
+    let ran = engine.eval("(g x) (g x) (device-stats) (g x) (device-stats)");
+    override_backend(None);
+    let ran = format!("{}", ran.unwrap());
+    let count = |name: &str| -> i64 {
+        let start = ran.find(&format!("({name} ")).unwrap() + name.len() + 2;
+        ran[start..start + ran[start..].find(')').unwrap()]
+            .parse()
+            .unwrap()
+    };
+    assert!(planned > 0);
+    assert_eq!(
+        count("kernel-launches") + count("library-calls"),
+        planned,
+        "{ran}"
+    );
+}

@@ -70,6 +70,11 @@ pub enum Access {
     /// A device array read through strides (in elements) over the group's
     /// shape: 0 for a broadcast axis, any value for a transposed view.
     Strided(Vec<isize>),
+    /// A device array read at a C expression of the element's coordinates
+    /// `c0, c1, ...` over the group's shape (an index map folded into the
+    /// group: a slice, a roll, a pad, their compositions), where a C
+    /// condition on them holds (0 elsewhere; `None`: everywhere).
+    Mapped(String, Option<String>),
 }
 
 /// A number as a CUDA C literal that reads back to the same `f64`.
@@ -248,6 +253,14 @@ pub fn group_kernel_stored(
                 params.push(format!("const double a{k}"));
                 let _ = writeln!(body, "        const double r{k} = a{k};");
             }
+            Access::Mapped(offset, condition) => {
+                params.push(format!("const double* __restrict__ a{k}"));
+                let read = match condition {
+                    None => format!("{array}[{offset}]"),
+                    Some(condition) => format!("({condition}) ? {array}[{offset}] : ({kind})0"),
+                };
+                let _ = writeln!(body, "        const {kind} r{k} = {read};");
+            }
             Access::Strided(strides) => {
                 if strides.len() != shape.len() {
                     return Err(KernelError::StrideRank {
@@ -317,6 +330,19 @@ pub fn group_kernel_stored(
     source.push_str(
         "    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;\n         i += (long long)gridDim.x * blockDim.x) {\n",
     );
+    if access.iter().any(|a| matches!(a, Access::Mapped(..))) {
+        // The element's coordinates, for the mapped operands.
+        let mut inner = 1usize;
+        let mut declarations = Vec::new();
+        for (k, dim) in shape.iter().enumerate().rev() {
+            declarations.push(format!(
+                "        const long long c{k} = (i / {inner}LL) % {dim}LL;\n"
+            ));
+            inner *= dim;
+        }
+        declarations.reverse();
+        source.push_str(&declarations.concat());
+    }
     source.push_str(&body);
     for (k, r) in group.results.iter().enumerate() {
         if summing {

@@ -7,7 +7,10 @@
 //! same shapes and layouts is compiled once per process.
 
 use super::kernels::{Access, F32Storage, KernelError, group_kernel_stored, prelude};
-use super::reduce::{self, arg_extreme_kernel, reduction_kernel};
+use super::reduce::{
+    self, arg_extreme_kernel, block_arg_extreme_kernel, lane_reduction_kernel, reduction_kernel,
+    split_reduction_kernel,
+};
 use super::structural::index_kernel_stored;
 use crate::ir::{ReduceOp, TOp};
 use crate::tape::FusedGroup;
@@ -174,24 +177,69 @@ pub fn table(kernel: &crate::ir::ops::CudaKernel) -> Launch {
     )
 }
 
-/// A reduction of `shape` over `axes`: one block per output element.
-pub fn reduction(op: ReduceOp, shape: &[usize], axes: &[usize]) -> Launch {
-    let source = reduction_kernel(op, shape, axes, "reduce");
-    Launch::new(
-        "reduce",
-        source,
-        reduce::outputs(shape, axes),
-        reduce::BLOCK as u32,
-        false,
-    )
+/// A reduction as launches: one kernel from the operand to the result,
+/// or (a lane split over several blocks) a kernel from the operand to
+/// `partials` partial results and a second from those to the result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReductionLaunches {
+    /// The first kernel (reading the operand).
+    pub first: Launch,
+    /// The number of partial results and the kernel combining them.
+    pub combine: Option<(usize, Launch)>,
 }
 
-/// The index of the maximum or minimum along `axis` (or of all elements).
+/// A reduction of `shape` over `axes`, as [`reduce::strategy`] says.
+pub fn reduction(op: ReduceOp, shape: &[usize], axes: &[usize]) -> ReductionLaunches {
+    let outputs = reduce::outputs(shape, axes);
+    match reduce::strategy(shape, axes) {
+        reduce::Strategy::ThreadPerOutput => ReductionLaunches {
+            first: Launch::new(
+                "reduce",
+                lane_reduction_kernel(op, shape, axes, "reduce"),
+                blocks(outputs),
+                THREADS,
+                false,
+            ),
+            combine: None,
+        },
+        reduce::Strategy::Blocks { parts: 1 } => ReductionLaunches {
+            first: Launch::new(
+                "reduce",
+                reduction_kernel(op, shape, axes, "reduce"),
+                outputs,
+                reduce::BLOCK as u32,
+                false,
+            ),
+            combine: None,
+        },
+        reduce::Strategy::Blocks { parts } => {
+            let partials = [outputs, parts];
+            ReductionLaunches {
+                first: Launch::new(
+                    "reduce",
+                    split_reduction_kernel(op, shape, axes, parts, "reduce"),
+                    outputs * parts,
+                    reduce::BLOCK as u32,
+                    false,
+                ),
+                combine: Some((outputs * parts, reduction(op, &partials, &[1]).first)),
+            }
+        }
+    }
+}
+
+/// The index of the maximum or minimum along `axis` (or of all elements):
+/// a thread per output for short lanes, a block per output for long ones.
 pub fn arg_extreme(max: bool, shape: &[usize], axis: Option<usize>) -> Launch {
-    let outputs = match axis {
-        Some(axis) => shape.iter().product::<usize>() / shape[axis].max(1),
-        None => 1,
+    let len = match axis {
+        Some(axis) => shape[axis],
+        None => shape.iter().product(),
     };
+    let outputs = shape.iter().product::<usize>() / len.max(1);
+    if len > reduce::LONG_ARG_LANE {
+        let source = block_arg_extreme_kernel(max, shape, axis, "arg_extreme");
+        return Launch::new("arg_extreme", source, outputs, reduce::BLOCK as u32, false);
+    }
     let source = arg_extreme_kernel(max, shape, axis, "arg_extreme");
     Launch::new("arg_extreme", source, blocks(outputs), THREADS, false)
 }
@@ -203,6 +251,15 @@ pub fn index(op: &TOp, inputs: &[Vec<usize>], output: &[usize], single: bool) ->
     let source = index_kernel_stored(op, inputs, output, "index", single)?;
     let n: usize = output.iter().product();
     Some(Launch::new("index", source, blocks(n), THREADS, false))
+}
+
+/// A composed index map materialized: each element of `output` read from
+/// the operand at the C expression `offset` of its coordinates where
+/// `condition` holds (0 elsewhere), in f32 storage when `single`.
+pub fn mapped(offset: &str, condition: Option<&str>, output: &[usize], single: bool) -> Launch {
+    let source = super::structural::mapped_kernel(offset, condition, output, "index", single);
+    let n: usize = output.iter().product();
+    Launch::new("index", source, blocks(n), THREADS, false)
 }
 
 /// A matrix product as cuBLAS sees it. cuBLAS is column-major and the

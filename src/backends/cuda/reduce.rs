@@ -2,12 +2,23 @@
 //! of axes; `mean`, `logsumexp` and `softmax` reach the tape as these plus
 //! elementwise groups).
 //!
-//! One block per output element: its threads stride over the reduced
-//! elements, then combine through warp shuffles and shared memory. Many
-//! outputs (a row-wise sum) give many blocks; one output (a full sum)
-//! gives one block whose threads share the work. The shape and axes are
-//! written into the source, so an input offset is a sum of constant
-//! divisions and remainders.
+//! Three ways, chosen by [`strategy`] from the numbers of outputs and of
+//! elements reduced into each:
+//!
+//! - a short lane (32 elements or fewer): one thread per output, in a
+//!   grid-stride loop (a block per output would leave most threads idle);
+//! - many outputs: one block per output, its threads striding over the
+//!   reduced elements, then combining through warp shuffles and shared
+//!   memory;
+//! - few outputs of long lanes (a full sum): each output's lane split
+//!   over several blocks, each writing a partial result, and a second
+//!   kernel combining the partials, so the whole device takes part. No
+//!   atomics: the result does not depend on the order blocks finish in.
+//!
+//! `argmax` and `argmin` take a thread per output for short lanes and a
+//! block per output for long ones. The shape and axes are written into
+//! the source, so an input offset is a sum of constant divisions and
+//! remainders.
 
 use super::kernels::prelude;
 use crate::ir::ReduceOp;
@@ -26,6 +37,24 @@ fn combine(op: ReduceOp) -> (&'static str, &'static str) {
         ReduceOp::Max => ("eps_max(a, b)", "(-eps_inf())"),
         ReduceOp::Min => ("eps_min(a, b)", "eps_inf()"),
     }
+}
+
+/// The kept axes of `shape` and how many elements each output reduces.
+fn lanes(shape: &[usize], axes: &[usize]) -> (Vec<usize>, usize) {
+    let kept = (0..shape.len()).filter(|k| !axes.contains(k)).collect();
+    (kept, axes.iter().map(|&a| shape[a]).product())
+}
+
+/// The start of a reduction kernel's source (the prelude and `{name}_combine`),
+/// and `op`'s identity.
+fn head(op: ReduceOp, name: &str) -> (String, &'static str) {
+    let (expr, identity) = combine(op);
+    let mut source = String::from(prelude());
+    let _ = write!(
+        source,
+        "\n__device__ __forceinline__ double {name}_combine(double a, double b) {{ return {expr}; }}\n"
+    );
+    (source, identity)
 }
 
 /// The offset of an element whose coordinates along `axes` of `shape`
@@ -53,25 +82,75 @@ fn offset(shape: &[usize], axes: &[usize], var: &str) -> String {
     }
 }
 
+/// Lanes this short or shorter are reduced by one thread each.
+pub const SHORT_LANE: usize = 32;
+
+/// Elements each thread of a split lane should reduce, at least.
+const PER_THREAD: usize = 16;
+
+/// Blocks a split reduction aims to fill the device with.
+const TARGET_BLOCKS: usize = 2048;
+
+/// How a reduction runs (see the module's documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// One thread per output.
+    ThreadPerOutput,
+    /// `parts` blocks per output (1: a block per output; more: partial
+    /// results, combined by a second kernel).
+    Blocks {
+        /// Blocks per output.
+        parts: usize,
+    },
+}
+
+/// How the reduction of `shape` over `axes` runs.
+pub fn strategy(shape: &[usize], axes: &[usize]) -> Strategy {
+    let reduced: usize = axes.iter().map(|&a| shape[a]).product();
+    let outputs = outputs(shape, axes).max(1);
+    if reduced <= SHORT_LANE {
+        return Strategy::ThreadPerOutput;
+    }
+    let by_work = reduced.div_ceil(BLOCK * PER_THREAD);
+    let by_device = TARGET_BLOCKS.div_ceil(outputs);
+    Strategy::Blocks {
+        parts: by_work.min(by_device).max(1),
+    }
+}
+
 /// The CUDA C source of kernel `name` reducing `shape` with `op` over
 /// `axes` (sorted, distinct). Parameters: the input (`const double*`,
 /// row-major) and the output (`double*`, the kept axes row-major). Launch
 /// it with one block of [`BLOCK`] threads per output element.
 pub fn reduction_kernel(op: ReduceOp, shape: &[usize], axes: &[usize], name: &str) -> String {
-    let kept: Vec<usize> = (0..shape.len()).filter(|k| !axes.contains(k)).collect();
-    let reduced_count: usize = axes.iter().map(|&a| shape[a]).product();
-    let (expr, identity) = combine(op);
-    let mut source = String::from(prelude());
+    split_reduction_kernel(op, shape, axes, 1, name)
+}
+
+/// The CUDA C source of kernel `name` reducing `shape` with `op` over
+/// `axes` with `parts` blocks per output: block `b` reduces part `b %
+/// parts` of output `b / parts`'s lane and writes its result at `b` (with
+/// `parts` 1, the output itself). Launch it with `outputs * parts` blocks
+/// of [`BLOCK`] threads.
+pub fn split_reduction_kernel(
+    op: ReduceOp,
+    shape: &[usize],
+    axes: &[usize],
+    parts: usize,
+    name: &str,
+) -> String {
+    let (kept, reduced_count) = lanes(shape, axes);
+    let parts = parts.max(1);
+    let (mut source, identity) = head(op, name);
     let _ = write!(
         source,
         r#"
-__device__ __forceinline__ double {name}_combine(double a, double b) {{ return {expr}; }}
-
 extern "C" __global__ void {name}(const double* __restrict__ x, double* __restrict__ out) {{
-    const long long o = blockIdx.x;
+    const long long o = blockIdx.x / {parts}LL;
+    const long long part = blockIdx.x % {parts}LL;
     const long long base = {base};
     double acc = {identity};
-    for (long long r = threadIdx.x; r < {reduced_count}LL; r += blockDim.x) {{
+    for (long long r = part * blockDim.x + threadIdx.x; r < {reduced_count}LL;
+         r += {parts}LL * blockDim.x) {{
         acc = {name}_combine(acc, x[base + {inner}]);
     }}
     for (int offset = 16; offset > 0; offset /= 2) {{
@@ -86,7 +165,35 @@ extern "C" __global__ void {name}(const double* __restrict__ x, double* __restri
         for (int offset = 16; offset > 0; offset /= 2) {{
             acc = {name}_combine(acc, __shfl_down_sync(0xffffffffu, acc, offset));
         }}
-        if (lane == 0) out[o] = acc;
+        if (lane == 0) out[blockIdx.x] = acc;
+    }}
+}}
+"#,
+        base = offset(shape, &kept, "o"),
+        inner = offset(shape, axes, "r"),
+    );
+    source
+}
+
+/// The CUDA C source of kernel `name` reducing `shape` with `op` over
+/// `axes` with one thread per output, in a grid-stride loop: for short
+/// lanes. Parameters as [`reduction_kernel`]'s.
+pub fn lane_reduction_kernel(op: ReduceOp, shape: &[usize], axes: &[usize], name: &str) -> String {
+    let (kept, reduced_count) = lanes(shape, axes);
+    let count = outputs(shape, axes);
+    let (mut source, identity) = head(op, name);
+    let _ = write!(
+        source,
+        r#"
+extern "C" __global__ void {name}(const double* __restrict__ x, double* __restrict__ out) {{
+    for (long long o = blockIdx.x * (long long)blockDim.x + threadIdx.x; o < {count}LL;
+         o += (long long)gridDim.x * blockDim.x) {{
+        const long long base = {base};
+        double acc = {identity};
+        for (long long r = 0; r < {reduced_count}LL; ++r) {{
+            acc = {name}_combine(acc, x[base + {inner}]);
+        }}
+        out[o] = acc;
     }}
 }}
 "#,
@@ -148,6 +255,93 @@ extern "C" __global__ void {name}(const double* __restrict__ x, double* __restri
     source
 }
 
+/// Lanes longer than this get a block each in `argmax`/`argmin`.
+pub const LONG_ARG_LANE: usize = 64;
+
+/// The CUDA C source of kernel `name` giving, with one block of [`BLOCK`]
+/// threads per output, the index of the maximum (`max`) or minimum of
+/// each lane of `shape` along `axis`, or of all elements (`None`): the
+/// first NaN wins, then the first extreme, as in
+/// [`arg_extreme_kernel`]. Each thread keeps the best of its elements,
+/// then the block combines them, ties going to the lower index. Launch it
+/// with one block per output.
+pub fn block_arg_extreme_kernel(
+    max: bool,
+    shape: &[usize],
+    axis: Option<usize>,
+    name: &str,
+) -> String {
+    let total: usize = shape.iter().product();
+    let (len, inner) = match axis {
+        Some(axis) => (shape[axis], shape[axis + 1..].iter().product::<usize>()),
+        None => (total, 1),
+    };
+    let inner = inner.max(1);
+    let strictly = if max { ">" } else { "<" };
+    let mut source = String::from(prelude());
+    let _ = write!(
+        source,
+        r#"
+// Whether (v, i) wins over (w, j): a NaN first, then the extreme, then the
+// lower index; j < 0 is no candidate yet.
+__device__ __forceinline__ bool {name}_wins(double v, long long i, double w, long long j) {{
+    if (i < 0) return false;
+    if (j < 0) return true;
+    if (isnan(w)) return isnan(v) && i < j;
+    if (isnan(v)) return true;
+    if (v {strictly} w) return true;
+    return v == w && i < j;
+}}
+
+extern "C" __global__ void {name}(const double* __restrict__ x, double* __restrict__ out) {{
+    const long long o = blockIdx.x;
+    const long long base = (o / {inner}LL) * {lane}LL + o % {inner}LL;
+    long long best = -1;
+    double best_value = 0.0;
+    for (long long r = threadIdx.x; r < {len}LL; r += blockDim.x) {{
+        const double v = x[base + r * {inner}LL];
+        if ({name}_wins(v, r, best_value, best)) {{
+            best = r;
+            best_value = v;
+        }}
+    }}
+    for (int offset = 16; offset > 0; offset /= 2) {{
+        const double v = __shfl_down_sync(0xffffffffu, best_value, offset);
+        const long long i = __shfl_down_sync(0xffffffffu, best, offset);
+        if ({name}_wins(v, i, best_value, best)) {{
+            best = i;
+            best_value = v;
+        }}
+    }}
+    __shared__ double warp_values[32];
+    __shared__ long long warp_indices[32];
+    const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (lane == 0) {{
+        warp_values[warp] = best_value;
+        warp_indices[warp] = best;
+    }}
+    __syncthreads();
+    if (warp == 0) {{
+        const bool present = lane < (blockDim.x + 31) / 32;
+        best_value = present ? warp_values[lane] : 0.0;
+        best = present ? warp_indices[lane] : -1;
+        for (int offset = 16; offset > 0; offset /= 2) {{
+            const double v = __shfl_down_sync(0xffffffffu, best_value, offset);
+            const long long i = __shfl_down_sync(0xffffffffu, best, offset);
+            if ({name}_wins(v, i, best_value, best)) {{
+                best = i;
+                best_value = v;
+            }}
+        }}
+        if (lane == 0) out[o] = best < 0 ? 0.0 : (double)best;
+    }}
+}}
+"#,
+        lane = len * inner,
+    );
+    source
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,8 +377,14 @@ mod tests {
                 source.contains("r < 5LL"),
                 "{op:?}: five reduced elements per row"
             );
-            assert!(source.contains("out[o] = acc;"));
+            assert!(source.contains("out[blockIdx.x] = acc;"));
+            let lanes = lane_reduction_kernel(op, &[4, 5], &[1], "red");
+            assert!(lanes.contains(&format!("return {expr};")), "{op:?}");
+            assert!(lanes.contains("r < 5LL; ++r") && lanes.contains("out[o] = acc;"));
         }
+        // A split reduction: each block a part of its output's lane.
+        let split = split_reduction_kernel(ReduceOp::Sum, &[100_000], &[0], 25, "red");
+        assert!(split.contains("blockIdx.x / 25LL") && split.contains("r += 25LL * blockDim.x"));
     }
 
     #[test]

@@ -141,6 +141,39 @@ pub fn index_kernel_stored(
         }
         _ => return None,
     };
+    Some(moving_kernel(&read, inputs.len(), output, name, single))
+}
+
+/// The CUDA C source of kernel `name` writing each element `i` of an
+/// array of `output` shape from operand `x0` at the C expression
+/// `offset` of its coordinates `c0, c1, ...` where `condition` holds, 0
+/// elsewhere (a composed index map). Parameters as [`index_kernel`]'s
+/// with one operand.
+pub fn mapped_kernel(
+    offset: &str,
+    condition: Option<&str>,
+    output: &[usize],
+    name: &str,
+    single: bool,
+) -> String {
+    let read = match condition {
+        None => format!("x0[{offset}]"),
+        Some(condition) => format!("({condition}) ? x0[{offset}] : 0.0"),
+    };
+    moving_kernel(&read, 1, output, name, single)
+}
+
+/// The kernel of an operation that moves elements: each output element
+/// `i` is `read`, an expression of its coordinates and of the `operands`
+/// arrays `x0, x1, ...`.
+fn moving_kernel(
+    read: &str,
+    operands: usize,
+    output: &[usize],
+    name: &str,
+    single: bool,
+) -> String {
+    let inputs = vec![(); operands];
     let mut params = vec!["const long long n".to_string()];
     let mut views = String::new();
     if single {
@@ -165,7 +198,7 @@ pub fn index_kernel_stored(
         params.join(", "),
         coordinates(output),
     );
-    Some(source)
+    source
 }
 
 #[cfg(test)]

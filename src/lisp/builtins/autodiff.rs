@@ -551,7 +551,36 @@ fn tape_stats(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
             "cache-misses",
             Value::Int(interp.numeric.driver.tapes.misses as i64),
         ),
+        entry("device-kernels", device_kernels(&compiled.tape)),
+        entry("device-graph", Value::Bool(false)),
     ]))
+}
+
+/// The kernel launches and library calls of the tape's device program
+/// (what a GPU replays per run; loops count once), planned here for
+/// numbers where the tape takes numbers and arrays elsewhere; #f in a
+/// build without CUDA or for a tape the CUDA backend cannot run.
+fn device_kernels(tape: &crate::tape::Tape) -> Value {
+    #[cfg(feature = "cuda")]
+    {
+        use crate::backends::cuda::program::{Kind, plan};
+        let kinds: Vec<Kind> = tape
+            .input_shapes
+            .iter()
+            .map(|shape| {
+                if shape.is_empty() {
+                    Kind::Host
+                } else {
+                    Kind::Device
+                }
+            })
+            .collect();
+        if let Ok(program) = plan(tape, &kinds) {
+            return Value::Int(program.kernels() as i64);
+        }
+    }
+    let _ = tape;
+    Value::Bool(false)
 }
 
 fn stop_name(stop: Stop) -> &'static str {
@@ -909,7 +938,7 @@ pub const BUILTINS: &[Builtin] = &[
     builtin(
         "tape-stats",
         "(tape-stats f args)",
-        "An association list describing the compiled gradient tape of f at args: instructions, stored and recomputed values, peak bytes (planned-bytes: what a run needs with its loops' snapshots, checked against the memory the process can get before a tape runs), flops, cache use.",
+        "An association list describing the compiled gradient tape of f at args: instructions, stored and recomputed values, peak bytes (planned-bytes: what a run needs with its loops' snapshots, checked against the memory the process can get before a tape runs), flops, cache use, and its device program on a GPU (device-kernels: kernel launches and library calls per run; device-graph: whether it runs as one CUDA graph).",
         2,
         Some(2),
         tape_stats,

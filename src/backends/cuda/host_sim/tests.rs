@@ -8,6 +8,7 @@
 use super::{SimArg, Simulator};
 use crate::backends::cpu::{Buf, eval_op};
 use crate::backends::cuda::kernels::{Access, group_kernel};
+use crate::backends::cuda::launch;
 use crate::backends::cuda::reduce::{self, reduction_kernel};
 use crate::backends::cuda::structural::index_kernel;
 use crate::ir::math::language::Math;
@@ -90,8 +91,12 @@ fn a_summing_group_adds_every_element_across_blocks() {
 #[test]
 fn reductions_agree_with_the_cpu_backend() {
     let Some(mut sim) = simulator() else { return };
-    let cases: [(&[usize], &[usize]); 6] = [
+    // A thread per output (short lanes), a block per output, and a full
+    // reduction split over five blocks and combined.
+    let cases: [(&[usize], &[usize]); 8] = [
         (&[5, 7, 3], &[1]),
+        (&[20_000], &[0]),
+        (&[40, 100], &[1]),
         (&[5, 7, 3], &[0, 2]),
         (&[5, 7, 3], &[0, 1, 2]),
         (&[1000], &[0]),
@@ -105,26 +110,36 @@ fn reductions_agree_with_the_cpu_backend() {
                 .filter(|k| !axes.contains(k))
                 .map(|k| shape[k])
                 .collect();
-            let source = reduction_kernel(op, shape, axes, "reduce");
+            let plan = launch::reduction(op, shape, axes);
             let cpu = TOp::Reduce {
                 op,
                 axes: axes.iter().map(|&a| a as u8).collect(),
                 keepdims: false,
             };
-            let grid = reduce::outputs(shape, axes);
+            let outputs = reduce::outputs(shape, axes);
             let mut run = |x: &[f64]| -> (Vec<f64>, Vec<f64>) {
-                // The output starts as NaN: every element must be written.
-                let mut buffers = vec![x.to_vec(), vec![f64::NAN; grid]];
-                sim.launch(
-                    &source,
-                    "reduce",
-                    grid as u32,
-                    reduce::BLOCK as u32,
-                    &[SimArg::Buffer(0), SimArg::Buffer(1)],
-                    &mut buffers,
-                )
-                .unwrap_or_else(|e| panic!("{op:?} over {axes:?} of {shape:?}: {e}"));
-                (buffers.swap_remove(1), on_cpu(&cpu, &[(shape, x)], &kept))
+                // Every output starts as NaN: every element must be
+                // written. A split reduction writes partials first.
+                let mut stages =
+                    vec![(&plan.first, plan.combine.as_ref().map_or(outputs, |c| c.0))];
+                if let Some((_, combine)) = &plan.combine {
+                    stages.push((combine, outputs));
+                }
+                let mut input = x.to_vec();
+                for (launch, len) in stages {
+                    let mut buffers = vec![input, vec![f64::NAN; len]];
+                    sim.launch(
+                        &launch.source,
+                        launch.name,
+                        launch.grid,
+                        launch.block,
+                        &[SimArg::Buffer(0), SimArg::Buffer(1)],
+                        &mut buffers,
+                    )
+                    .unwrap_or_else(|e| panic!("{op:?} over {axes:?} of {shape:?}: {e}"));
+                    input = buffers.swap_remove(1);
+                }
+                (input, on_cpu(&cpu, &[(shape, x)], &kept))
             };
             // Positive values near 1, so that products of 1000 stay normal.
             let x = values(n, |i| 0.8 + 0.45 * (1.7 * i).sin());
@@ -151,6 +166,62 @@ fn reductions_agree_with_the_cpu_backend() {
                         "{op:?} with a NaN over {axes:?} of {shape:?}, output {o}: {got} for {want}"
                     );
                 }
+            }
+        }
+    }
+}
+
+#[test]
+fn arg_extremes_agree_with_the_cpu_backend_nans_and_ties_included() {
+    let Some(mut sim) = simulator() else { return };
+    // Short lanes (a thread per output) and long ones (a block per
+    // output), along an axis and over all elements.
+    let cases: [(&[usize], Option<usize>); 4] = [
+        (&[6, 9], Some(1)),
+        (&[3, 300], Some(1)),
+        (&[300, 2], Some(0)),
+        (&[1000], None),
+    ];
+    for max in [true, false] {
+        for (shape, axis) in cases {
+            let n: usize = shape.iter().product();
+            let plan = launch::arg_extreme(max, shape, axis);
+            let cpu = TOp::ArgExtreme {
+                max,
+                axis: axis.map(|a| a as u8),
+            };
+            let out_shape: Vec<usize> = match axis {
+                Some(a) => (0..shape.len())
+                    .filter(|&k| k != a)
+                    .map(|k| shape[k])
+                    .collect(),
+                None => Vec::new(),
+            };
+            let outputs: usize = out_shape.iter().product();
+            // Ties (values repeat every 7), then NaNs among them.
+            let mut x = values(n, |i| ((i as usize % 7) as f64 - 3.0).abs());
+            for with_nan in [false, true] {
+                if with_nan {
+                    x[n / 2] = f64::NAN;
+                    x[n / 2 + 3] = f64::NAN;
+                }
+                let mut buffers = vec![x.clone(), vec![f64::NAN; outputs]];
+                sim.launch(
+                    &plan.source,
+                    plan.name,
+                    plan.grid,
+                    plan.block,
+                    &[SimArg::Buffer(0), SimArg::Buffer(1)],
+                    &mut buffers,
+                )
+                .unwrap_or_else(|e| panic!("{shape:?} along {axis:?}: {e}"));
+                let want = on_cpu(&cpu, &[(shape, &x)], &out_shape);
+                assert_eq!(
+                    buffers[1],
+                    want,
+                    "{} of {shape:?} along {axis:?}, NaNs: {with_nan}",
+                    if max { "argmax" } else { "argmin" }
+                );
             }
         }
     }

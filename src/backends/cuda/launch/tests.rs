@@ -146,8 +146,16 @@ fn launches_cover_their_elements_and_are_keyed_by_source() {
         row(5),
         "a broadcast operand's shape is in the source"
     );
+    // Short lanes: a thread per output; long ones: a block per output;
+    // few long ones: split over blocks and combined.
     let r = reduction(ReduceOp::Sum, &[6, 7], &[1]);
-    assert_eq!((r.grid, r.block), (6, reduce::BLOCK as u32));
+    assert_eq!((r.first.grid, r.first.block, r.combine), (1, THREADS, None));
+    let r = reduction(ReduceOp::Sum, &[3000, 70], &[1]);
+    assert_eq!((r.first.grid, r.combine), (3000, None));
+    let r = reduction(ReduceOp::Max, &[1_000_000], &[0]);
+    let (partials, combine) = r.combine.expect("a full reduction is split");
+    assert_eq!((r.first.grid as usize, partials), (245, 245));
+    assert_eq!((combine.grid, combine.block), (1, reduce::BLOCK as u32));
     let mut summing = single_step(
         &TOp::Map(crate::ir::math::language::Math::Exp([egg::Id::from(0)])),
         1,
@@ -156,6 +164,8 @@ fn launches_cover_their_elements_and_are_keyed_by_source() {
     let s = group(&summing, &[50], &[Access::Elementwise]).unwrap();
     assert!(s.zeroed, "a summing group adds into a zeroed output");
     assert_eq!(arg_extreme(true, &[6, 7], Some(1)).grid, 1);
+    let long = arg_extreme(false, &[6, 700], Some(1));
+    assert_eq!((long.grid, long.block), (6, reduce::BLOCK as u32));
 }
 
 #[test]

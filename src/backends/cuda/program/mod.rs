@@ -20,6 +20,7 @@
 
 mod plan;
 mod replay;
+pub mod views;
 
 pub use plan::{elementwise, plan};
 pub use replay::{on_host, replay};
@@ -63,6 +64,16 @@ pub enum Place {
         /// The shape.
         shape: Shape,
     },
+    /// An index map of a buffer, not materialized (planning only: fused
+    /// groups read through it, anything else gets it materialized).
+    View {
+        /// The memory read.
+        buffer: Buffer,
+        /// Whether it holds f32 storage.
+        single: bool,
+        /// The map.
+        view: Rc<views::View>,
+    },
 }
 
 impl Place {
@@ -71,19 +82,22 @@ impl Place {
         match self {
             Place::Host(_) => &[],
             Place::Device { shape, .. } | Place::F32 { shape, .. } => shape,
+            Place::View { view, .. } => &view.shape,
         }
     }
 
     /// Whether it is held in f32 storage.
     pub fn is_f32(&self) -> bool {
-        matches!(self, Place::F32 { .. })
+        matches!(self, Place::F32 { .. } | Place::View { single: true, .. })
     }
 
-    /// Its buffer, for a device value.
+    /// Its buffer, for a device value (for a view, the memory it reads).
     pub fn buffer(&self) -> Option<Buffer> {
         match self {
             Place::Host(_) => None,
-            Place::Device { buffer, .. } | Place::F32 { buffer, .. } => Some(*buffer),
+            Place::Device { buffer, .. }
+            | Place::F32 { buffer, .. }
+            | Place::View { buffer, .. } => Some(*buffer),
         }
     }
 }

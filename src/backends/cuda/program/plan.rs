@@ -12,15 +12,17 @@
 //! frees its slots. Inputs' buffers belong to the caller and results'
 //! buffers go to it.
 
+use super::views::{self, View};
 use super::{Buffer, Command, Kind, Operand, Place, Program, Register};
 use crate::backends::BackendError;
 use crate::backends::cuda::f32_storage;
-use crate::backends::cuda::kernels::F32Storage;
+use crate::backends::cuda::kernels::{Access, F32Storage};
 use crate::backends::cuda::launch::{self, Launch};
 use crate::ir::TOp;
 use crate::tape::loops::LoopTapes;
 use crate::tape::{FusedGroup, Instruction, Kernel, Tape};
 use smallvec::SmallVec;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -35,6 +37,18 @@ pub fn plan(tape: &Tape, signature: &[Kind]) -> Result<Program, BackendError> {
         .collect();
     let mut slots: Vec<Option<Place>> = vec![None; tape.slots];
     for instruction in &tape.instructions {
+        if !accepts_views(&instruction.op) {
+            for &s in &instruction.args {
+                let slot = &mut slots[s as usize];
+                if matches!(slot, Some(Place::View { .. }))
+                    && let Some(view) = slot.take()
+                {
+                    let solid = planner.materialized(&view);
+                    planner.drop_value(view);
+                    slots[s as usize] = Some(solid);
+                }
+            }
+        }
         let args: SmallVec<[Place; 3]> = instruction
             .args
             .iter()
@@ -69,8 +83,8 @@ pub fn plan(tape: &Tape, signature: &[Kind]) -> Result<Program, BackendError> {
             let value = slots[s as usize]
                 .clone()
                 .ok_or_else(|| BackendError::new(format!("output slot {s} was never written")))?;
-            planner.retain(&value);
-            Ok(value)
+            // A result is memory of its own (a view is materialized).
+            Ok(planner.materialized(&value))
         })
         .collect::<Result<Vec<_>, BackendError>>()?;
     let mut dead = 0;
@@ -119,9 +133,27 @@ pub fn elementwise(
 /// storage 4 per element).
 fn bytes(value: &Place) -> usize {
     let len: usize = value.shape().iter().product();
-    match value {
-        Place::F32 { .. } => len * 4,
-        _ => len.max(1) * 8,
+    match value.is_f32() {
+        true => len * 4,
+        false => len.max(1) * 8,
+    }
+}
+
+/// Whether `kernel` reads index maps of its operands as they are (a fused
+/// group reads through them, an index map composes with them, an alias
+/// passes them on); any other kernel gets them materialized first.
+fn accepts_views(kernel: &Kernel) -> bool {
+    match kernel {
+        Kernel::Fused(_) => true,
+        Kernel::Op(op) => {
+            op.is_elementwise()
+                || views::is_view(op)
+                || matches!(
+                    op,
+                    TOp::StopGradient | TOp::Tag(_) | TOp::Linearized | TOp::Custom(_)
+                )
+        }
+        _ => false,
     }
 }
 
@@ -303,7 +335,13 @@ impl Planner {
                             ));
                         }
                         let plan = launch::reduction(*op, operand.shape(), &axes);
-                        self.kernel(plan, &[operand], shape, false)
+                        let Some((partials, combine)) = plan.combine else {
+                            return self.kernel(plan.first, &[operand], shape, false);
+                        };
+                        let parts = self.kernel(plan.first, &[operand], &[partials], false)?;
+                        let result = self.kernel(combine, &[&parts], shape, false);
+                        self.drop_value(parts);
+                        result
                     }
                 }
             }
@@ -318,6 +356,27 @@ impl Planner {
             TOp::Scan(spec) | TOp::ScanVjp(spec) => {
                 let tapes = Arc::new(LoopTapes::new(spec, matches!(op, TOp::ScanVjp(_))));
                 Ok(self.run_loop(tapes, args, shape))
+            }
+            op if views::is_view(op) && !matches!(args.first(), None | Some(Place::Host(_))) => {
+                let (buffer, stored, base) = match &args[0] {
+                    Place::Device { buffer, shape } => (*buffer, false, View::of(shape)),
+                    Place::F32 { buffer, shape } => (*buffer, true, View::of(shape)),
+                    Place::View {
+                        buffer,
+                        single,
+                        view,
+                    } => (*buffer, *single, (**view).clone()),
+                    Place::Host(_) => unreachable!("numbers are moved by kernels"),
+                };
+                let view = base.then(op, shape).ok_or_else(|| {
+                    BackendError::new(format!("{op:?} is not an index map of one operand"))
+                })?;
+                self.retain(&args[0]);
+                Ok(Place::View {
+                    buffer,
+                    single: stored,
+                    view: Rc::new(view),
+                })
             }
             TOp::Op(table) => Ok(self.table_operation(table, args, shape)),
             TOp::Concat(axis) if args.len() > CONCAT_OPERANDS => {
@@ -461,7 +520,8 @@ impl Planner {
         if plan.name == "index" {
             params.push(Operand::Int(n as i64));
         }
-        for operand in operands {
+        let solid: Vec<Place> = operands.iter().map(|o| self.materialized(o)).collect();
+        for operand in &solid {
             let buffer = operand.buffer().ok_or_else(|| {
                 BackendError::new("a kernel reads a host number as device memory".to_string())
             })?;
@@ -475,15 +535,47 @@ impl Planner {
                 out,
             });
         }
+        for operand in solid {
+            self.drop_value(operand);
+        }
         Ok(stored(out, shape, single))
     }
 
-    /// A value as device memory: a number becomes a one-element array.
+    /// A value as device memory of its own: a number becomes a
+    /// one-element array, an index map is materialized.
     fn on_device(&mut self, value: &Place) -> Place {
         match value {
             Place::Host(r) => self.filled(Operand::Register(*r), &[]),
-            device => self.share(device),
+            device => self.materialized(device),
         }
+    }
+
+    /// An index map materialized by one kernel into a new buffer; any
+    /// other value shared.
+    fn materialized(&mut self, value: &Place) -> Place {
+        let Place::View {
+            buffer,
+            single,
+            view,
+        } = value
+        else {
+            return self.share(value);
+        };
+        let n: usize = view.shape.iter().product();
+        let out = self.alloc(if *single { f32_storage::slots(n) } else { n }, false);
+        if n > 0 {
+            self.commands.push(Command::Launch {
+                launch: launch::mapped(
+                    &view.offset(&view.shape),
+                    view.condition(&view.shape).as_deref(),
+                    &view.shape,
+                    *single,
+                ),
+                operands: SmallVec::from_slice(&[Operand::Int(n as i64), Operand::Buffer(*buffer)]),
+                out,
+            });
+        }
+        stored(out, &view.shape, *single)
     }
 
     /// `x` everywhere in a device array of `shape`.
@@ -516,6 +608,12 @@ impl Planner {
                 buffer: *buffer,
                 shape: shape.into(),
             }),
+            Place::View { .. } => {
+                let solid = self.materialized(value);
+                let reshaped = self.reshape(&solid, shape);
+                self.drop_value(solid);
+                reshaped
+            }
         }
     }
 
@@ -557,6 +655,7 @@ impl Planner {
             .iter()
             .map(|a| match a {
                 Place::Host(_) => launch::access(None, over),
+                Place::View { view, .. } => Access::Mapped(view.offset(over), view.condition(over)),
                 device => launch::access(Some(device.shape()), over),
             })
             .collect();
@@ -580,9 +679,9 @@ impl Planner {
             for arg in args {
                 operands.push(match arg {
                     Place::Host(r) => Operand::Register(*r),
-                    Place::Device { buffer, .. } | Place::F32 { buffer, .. } => {
-                        Operand::Buffer(*buffer)
-                    }
+                    Place::Device { buffer, .. }
+                    | Place::F32 { buffer, .. }
+                    | Place::View { buffer, .. } => Operand::Buffer(*buffer),
                 });
             }
             self.commands.push(Command::Launch {
@@ -665,6 +764,12 @@ impl Planner {
     /// `value` in f64 storage: f32 storage widened into a new buffer,
     /// anything else shared.
     fn widened(&mut self, value: &Place) -> Place {
+        if let Place::View { single: true, .. } = value {
+            let solid = self.materialized(value);
+            let wide = self.widened(&solid);
+            self.drop_value(solid);
+            return wide;
+        }
         let Place::F32 { buffer, shape } = value else {
             return self.share(value);
         };
@@ -686,6 +791,11 @@ impl Planner {
     /// `value` (f32 numbers) in f32 storage; its f64 buffer loses a user. A
     /// number stays one, f32 storage stays as it is.
     fn narrowed(&mut self, value: Place) -> Place {
+        if let Place::View { single: false, .. } = value {
+            let solid = self.materialized(&value);
+            self.drop_value(value);
+            return self.narrowed(solid);
+        }
         let Place::Device { buffer, shape } = &value else {
             return value;
         };

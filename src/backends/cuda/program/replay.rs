@@ -95,6 +95,11 @@ impl<M: Machine> State<'_, M> {
                 mem: self.shared(*buffer)?,
                 shape: shape.clone(),
             },
+            Place::View { .. } => {
+                return Err(BackendError::new(
+                    "an index map reached a replay unmaterialized".to_string(),
+                ));
+            }
         })
     }
 
@@ -121,6 +126,11 @@ impl<M: Machine> State<'_, M> {
                 let len = shape.iter().product::<usize>();
                 let mem = self.machine.upload(&vec![x; len])?;
                 self.put(*buffer, Rc::new(mem));
+            }
+            (Place::View { .. }, _) => {
+                return Err(BackendError::new(
+                    "a result delivered to an index map".to_string(),
+                ));
             }
         }
         Ok(())

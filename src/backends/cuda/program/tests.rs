@@ -217,3 +217,55 @@ fn a_replay_plans_nothing_and_gives_back_all_it_takes() {
     run(&machine, &tape, &single).unwrap();
     assert_eq!(machine.programs.len(), 2);
 }
+
+#[test]
+fn index_maps_feeding_a_group_are_read_through_not_materialized() {
+    use crate::dtype::DType;
+    use crate::ir::math::language::Math;
+    use crate::ir::math::partials::PartialBuilder;
+    use crate::ir::{TOp, TensorGraph};
+    // sum((x[0:39] - roll(x[1:40], 1))^2 * broadcast(transpose(m)))
+    let mut graph = TensorGraph::new();
+    let x = graph.input(0, &[40], DType::F64);
+    let m = graph.input(1, &[39, 1], DType::F64);
+    let a = graph.add_valid(
+        TOp::Slice {
+            axis: 0,
+            start: 0,
+            end: 39,
+        },
+        &[x],
+    );
+    let b = graph.add_valid(
+        TOp::Slice {
+            axis: 0,
+            start: 1,
+            end: 40,
+        },
+        &[x],
+    );
+    let r = graph.add_valid(TOp::Roll { axis: 0, shift: 1 }, &[b]);
+    let d = graph.map(Math::Sub([a, r]), &[a, r]);
+    let t = graph.add_valid(TOp::Transpose([1, 0].into_iter().collect()), &[m]);
+    let t = graph.reshape(t, &[39]);
+    let w = graph.mul(d, d);
+    let w = graph.mul(w, t);
+    let loss = graph.sum_axes(w, &[0], false);
+    let tape = compiled(&graph, &[loss], 2);
+    let program = plan(&tape, &[Kind::Device, Kind::Device]).unwrap();
+    let names: Vec<&str> = program
+        .commands
+        .iter()
+        .filter_map(|c| match c {
+            Command::Launch { launch, .. } => Some(launch.name),
+            _ => None,
+        })
+        .collect();
+    // The slices and the roll are read by the group; the transpose of a
+    // column is materialized only because a reshape follows it.
+    assert!(
+        names.iter().filter(|n| **n == "index").count() <= 1,
+        "{names:?}\n{tape}"
+    );
+    check_buffers(&program).unwrap();
+}
