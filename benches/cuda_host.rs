@@ -6,7 +6,9 @@
 //! - the first run of a tape plans its device program (kernel sources,
 //!   their hashes, launch parameters, buffers): `plan`;
 //! - every later run replays it (inputs bound, one call per kernel, the
-//!   bookkeeping of buffers): `replay`;
+//!   bookkeeping of buffers): `replay`; or, on a device that captures
+//!   graphs, copies the inputs in, launches the graph and copies the
+//!   results out: `graph replay`;
 //! - a loop replays its body's program once per step: a W4 heat step
 //!   (forward, and the revolve gradient's steps).
 //!
@@ -32,11 +34,14 @@ use std::time::Instant;
 /// as a device does.
 #[derive(Default)]
 struct Null {
-    programs: Programs,
+    programs: Programs<Null>,
+    /// Whether it captures graphs (as a CUDA device does).
+    graphs: bool,
 }
 
 impl Machine for Null {
     type Mem = usize;
+    type Graph = ();
 
     fn alloc(&self, len: usize) -> Result<usize, BackendError> {
         Ok(len)
@@ -79,8 +84,21 @@ impl Machine for Null {
     ) -> Result<(), BackendError> {
         Ok(())
     }
-    fn programs(&self) -> Option<&Programs> {
+    fn programs(&self) -> Option<&Programs<Null>> {
         Some(&self.programs)
+    }
+    fn clear(&self, _: &mut usize) -> Result<(), BackendError> {
+        Ok(())
+    }
+    fn begin_capture(&self) -> Result<bool, BackendError> {
+        Ok(self.graphs)
+    }
+    fn end_capture(&self) -> Result<Option<()>, BackendError> {
+        Ok(Some(()))
+    }
+    fn launch_graph(&self, graph: &()) -> Result<(), BackendError> {
+        black_box(graph);
+        Ok(())
     }
 }
 
@@ -163,6 +181,13 @@ fn plan_and_replay(c: &mut Criterion, name: &str, tape: &Tape, args: &[Buf], cpu
     });
     group.bench_function("replay (later runs), host side only", |b| {
         b.iter(|| program::run(&null, black_box(tape), &values).unwrap())
+    });
+    let graphs = Null {
+        graphs: true,
+        ..Null::default()
+    };
+    group.bench_function("graph replay (later runs), host side only", |b| {
+        b.iter(|| program::run(&graphs, black_box(tape), &values).unwrap())
     });
     if cpu {
         group.bench_function("cpu backend, whole run", |b| {

@@ -1,7 +1,8 @@
 //! Device programs on the simulated device: a replay gives the first
-//! run's bits and plans nothing; a loop's steps replay its body's program;
-//! `device-stats` counts what happened. Skipped with a message without a
-//! host C++ compiler.
+//! run's bits and plans nothing; from the second run a program runs as a
+//! captured graph, with the same bits and results in memory of their own;
+//! a loop's steps replay its body's program; `device-stats` counts what
+//! happened. Skipped with a message without a host C++ compiler.
 
 use crate::backends::cpu::{Buf, Cpu};
 use crate::backends::cuda::sim::SimMachine;
@@ -48,13 +49,16 @@ fn a_replay_gives_the_first_runs_bits_and_plans_nothing() {
     let planned = device_stats::take();
     assert_eq!(planned.programs_planned, 1);
     assert!(planned.kernel_launches > 0 && planned.library_calls > 0);
+    // The second run captures the program as a graph and launches it; the
+    // third launches it again: no kernel is launched one by one.
     for _ in 0..2 {
         let again = machine.run(tape, &inputs).unwrap();
         assert_eq!(bits(&again), bits(&first), "a replay equals the first run");
         let replayed = device_stats::take();
         assert_eq!(replayed.programs_planned, 0);
         assert_eq!(replayed.planning, std::time::Duration::ZERO);
-        assert_eq!(replayed.kernel_launches, planned.kernel_launches);
+        assert_eq!((replayed.kernel_launches, replayed.library_calls), (0, 0));
+        assert_eq!(replayed.graph_launches, 1);
         assert_eq!(replayed.bytes_to_device, planned.bytes_to_device);
     }
     let cpu = Cpu.run(tape, &inputs).unwrap();
@@ -152,7 +156,9 @@ fn tape_stats_counts_the_kernels_a_replay_launches() {
         panic!("device-kernels is {planned}")
     };
     override_backend(Some(machine.clone()));
-    let ran = engine.eval("(g x) (g x) (device-stats) (g x) (device-stats)");
+    // The first run launches every kernel one by one (later runs launch
+    // a graph).
+    let ran = engine.eval("(device-stats) (g x) (device-stats)");
     override_backend(None);
     let ran = format!("{}", ran.unwrap());
     let count = |name: &str| -> i64 {
@@ -167,4 +173,40 @@ fn tape_stats_counts_the_kernels_a_replay_launches() {
         planned,
         "{ran}"
     );
+}
+
+#[test]
+fn a_graph_keeps_its_memory_and_hands_out_results_of_their_own() {
+    let Some(machine) = simulated() else { return };
+    let mut engine = Engine::new();
+    let compiled = engine
+        .compile_grad(
+            "(lambda (x y) (sum (* (sin (slice x 1)) (exp (* y (slice x 0 -1))))))",
+            &[&[30], &[29]],
+        )
+        .unwrap();
+    let tape = compiled.tape();
+    let at = |seed: f64| [array(&[30], seed), array(&[29], seed + 0.5)];
+    let want = |seed: f64| Cpu.run(tape, &at(seed)).unwrap();
+    device_stats::take();
+    // First run plain, second captured (and launched), third launched.
+    let first = machine.run(tape, &at(0.1)).unwrap();
+    let second = machine.run(tape, &at(0.2)).unwrap();
+    let third = machine.run(tape, &at(0.3)).unwrap();
+    let stats = device_stats::take();
+    assert_eq!(stats.graph_launches, 2, "{stats:?}");
+    for (got, seed) in [(&first, 0.1), (&second, 0.2), (&third, 0.3)] {
+        for (g, w) in got.iter().zip(&want(seed)) {
+            for (g, w) in g.to_array().iter().zip(w.to_array().iter()) {
+                assert!(
+                    (g - w).abs() <= 1e-12 * w.abs().max(1.0),
+                    "{g} vs {w} at {seed}"
+                );
+            }
+        }
+    }
+    // The second run's results were not overwritten by the third.
+    assert_ne!(bits(&second), bits(&third));
+    let again = machine.run(tape, &at(0.2)).unwrap();
+    assert_eq!(bits(&again), bits(&second));
 }

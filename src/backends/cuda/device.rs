@@ -23,8 +23,8 @@ use crate::backends::{BackendError, device_stats};
 use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig,
-    PushKernelArg,
+    CudaContext, CudaFunction, CudaGraph, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
+    LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::Ptx;
 use rustc_hash::FxHashMap;
@@ -53,7 +53,7 @@ pub struct CudaDevice {
     /// Bytes taken from the driver and not given back.
     held: std::cell::Cell<usize>,
     /// The device programs planned on this device.
-    programs: super::program::Programs,
+    programs: super::program::Programs<CudaDevice>,
     /// The NCCL communicator, made at the first allreduce that uses it.
     #[cfg(feature = "nccl")]
     nccl: super::nccl::Communicator,
@@ -121,7 +121,9 @@ impl CudaDevice {
         // its order alone keeps uses of memory apart; per-buffer events
         // (two per allocation) would only add cost.
         unsafe { context.disable_event_tracking() };
-        let stream = context.default_stream();
+        // A stream of its own: the default stream cannot be captured into
+        // a graph.
+        let stream = context.new_stream().map_err(|e| failed(&e))?;
         let blas = ManuallyDrop::new(CudaBlas::new(stream.clone()).map_err(|e| failed(&e))?);
         let arch = nvrtc_arch(major, minor)?;
         let target = if binaries {
@@ -280,6 +282,7 @@ fn int(x: usize) -> Result<i32, BackendError> {
 
 impl Machine for CudaDevice {
     type Mem = CudaSlice<f64>;
+    type Graph = CudaGraph;
 
     fn alloc(&self, len: usize) -> Result<CudaSlice<f64>, BackendError> {
         let len = len.max(1);
@@ -433,8 +436,36 @@ impl Machine for CudaDevice {
             .allreduce(&self.stream, self.info.count, src, out, shape, reduction)
     }
 
-    fn programs(&self) -> Option<&super::program::Programs> {
+    fn programs(&self) -> Option<&super::program::Programs<CudaDevice>> {
         Some(&self.programs)
+    }
+
+    fn clear(&self, mem: &mut CudaSlice<f64>) -> Result<(), BackendError> {
+        self.stream.memset_zeros(mem).map_err(driver_error)
+    }
+
+    fn begin_capture(&self) -> Result<bool, BackendError> {
+        use cudarc::driver::sys::CUstreamCaptureMode;
+        match self
+            .stream
+            .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        {
+            Ok(()) => Ok(true),
+            // A driver that cannot capture: plain replays.
+            Err(_) => Ok(false),
+        }
+    }
+
+    fn end_capture(&self) -> Result<Option<CudaGraph>, BackendError> {
+        use cudarc::driver::sys::CUgraphInstantiate_flags;
+        self.stream
+            .end_capture(CUgraphInstantiate_flags(0))
+            .map_err(driver_error)
+    }
+
+    fn launch_graph(&self, graph: &CudaGraph) -> Result<(), BackendError> {
+        device_stats::graph_launched();
+        graph.launch().map_err(driver_error)
     }
 
     fn release(&self, mem: CudaSlice<f64>) {

@@ -24,6 +24,9 @@ pub trait Machine {
     /// Device memory of some number of `f64`s.
     type Mem;
 
+    /// Work captured once and replayed with one launch (a CUDA graph).
+    type Graph;
+
     /// Memory for `len` numbers (contents arbitrary), from the cache of
     /// released memory where it has some of that length.
     fn alloc(&self, len: usize) -> Result<Self::Mem, BackendError>;
@@ -70,9 +73,36 @@ pub trait Machine {
     /// The device programs planned on this machine, kept so that a tape's
     /// later runs replay its program; `None`: a program is planned for
     /// every run.
-    fn programs(&self) -> Option<&super::program::Programs> {
+    fn programs(&self) -> Option<&super::program::Programs<Self>>
+    where
+        Self: Sized,
+    {
         None
     }
+
+    /// Sets `mem` to zeros (queued like a kernel, so it can be captured).
+    fn clear(&self, mem: &mut Self::Mem) -> Result<(), BackendError>;
+
+    /// From now on, work queued (launches, products, copies, clears) is
+    /// recorded into a graph rather than run, until [`end_capture`]; no
+    /// memory may be taken or copied to or from the host meanwhile.
+    /// `false` where the machine cannot capture (nothing changes then).
+    ///
+    /// [`end_capture`]: Machine::end_capture
+    fn begin_capture(&self) -> Result<bool, BackendError> {
+        Ok(false)
+    }
+
+    /// The graph of the work queued since [`begin_capture`], which it
+    /// did not run; `None` where nothing could be captured.
+    ///
+    /// [`begin_capture`]: Machine::begin_capture
+    fn end_capture(&self) -> Result<Option<Self::Graph>, BackendError> {
+        Ok(None)
+    }
+
+    /// Runs a captured graph: its work on the memory it was captured with.
+    fn launch_graph(&self, graph: &Self::Graph) -> Result<(), BackendError>;
 
     /// Takes back memory no value uses any more (kept for reuse).
     fn release(&self, mem: Self::Mem) {

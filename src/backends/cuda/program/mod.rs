@@ -18,10 +18,12 @@
 //! of the body's program), an operation without a kernel copies its
 //! operands to the host and its result back.
 
+mod graphs;
 mod plan;
 mod replay;
 pub mod views;
 
+pub use graphs::graphs_enabled;
 pub use plan::{elementwise, plan};
 pub use replay::{on_host, replay};
 
@@ -224,6 +226,11 @@ pub struct Program {
     pub inputs: Vec<Place>,
     /// Where each result is found.
     pub outputs: Vec<Place>,
+    /// Whether its device work can be captured as one graph: no loops or
+    /// host operations among its commands, no kernel parameter read from
+    /// a register that changes from run to run, and enough kernels for a
+    /// graph to pay.
+    pub graphable: bool,
 }
 
 impl Program {
@@ -265,27 +272,56 @@ pub type Signature = SmallVec<[Kind; 8]>;
 /// The most programs a machine keeps; past it, the cache starts again.
 const MOST_PROGRAMS: usize = 4096;
 
-/// A machine's programs, by tape and input kinds.
-#[derive(Default)]
-pub struct Programs {
-    planned: RefCell<FxHashMap<(u64, Signature), Rc<Program>>>,
+/// A program's key: its tape's id and its inputs' kinds.
+type ProgramKey = (u64, Signature);
+
+/// A machine's programs, by tape and input kinds, each with its graph
+/// once captured.
+pub struct Programs<M: Machine> {
+    planned: RefCell<FxHashMap<ProgramKey, Rc<Entry<M>>>>,
+    /// Device memory the captured graphs hold, in bytes.
+    held: std::cell::Cell<usize>,
 }
 
-impl Programs {
+impl<M: Machine> Default for Programs<M> {
+    fn default() -> Self {
+        Programs {
+            planned: RefCell::default(),
+            held: std::cell::Cell::new(0),
+        }
+    }
+}
+
+/// A program and what a machine made of it.
+pub struct Entry<M: Machine> {
+    /// The program.
+    pub program: Program,
+    /// Runs so far.
+    runs: std::cell::Cell<u64>,
+    /// Its graph, once captured.
+    graph: RefCell<graphs::GraphState<M>>,
+}
+
+impl<M: Machine> Programs<M> {
     /// The program of `tape` for inputs of `signature`, planned now if it
     /// was not before.
-    pub fn get(&self, tape: &Tape, signature: &Signature) -> Result<Rc<Program>, BackendError> {
+    pub fn get(&self, tape: &Tape, signature: &Signature) -> Result<Rc<Entry<M>>, BackendError> {
         let key = (tape.id, signature.clone());
-        if let Some(program) = self.planned.borrow().get(&key) {
-            return Ok(Rc::clone(program));
+        if let Some(entry) = self.planned.borrow().get(&key) {
+            return Ok(Rc::clone(entry));
         }
-        let program = Rc::new(plan(tape, signature)?);
+        let entry = Rc::new(Entry {
+            program: plan(tape, signature)?,
+            runs: std::cell::Cell::new(0),
+            graph: RefCell::new(graphs::GraphState::NotYet),
+        });
         let mut planned = self.planned.borrow_mut();
         if planned.len() >= MOST_PROGRAMS {
             planned.clear();
+            self.held.set(0);
         }
-        planned.insert(key, Rc::clone(&program));
-        Ok(program)
+        planned.insert(key, Rc::clone(&entry));
+        Ok(entry)
     }
 
     /// How many programs are kept.
@@ -300,7 +336,8 @@ impl Programs {
 }
 
 /// Runs `tape` on `inputs` (one per tape input, of its input shapes): the
-/// machine's program for them, planned at the first run.
+/// machine's program for them, planned at the first run, captured as a
+/// graph at the second where it can be, replayed after.
 pub fn run<M: Machine>(
     machine: &M,
     tape: &Tape,
@@ -308,11 +345,13 @@ pub fn run<M: Machine>(
 ) -> Result<Vec<Datum<M::Mem>>, BackendError> {
     crate::backends::check_inputs(tape, inputs.iter().map(Datum::shape))?;
     let signature: Signature = inputs.iter().map(Kind::of).collect();
-    let program = match machine.programs() {
-        Some(programs) => programs.get(tape, &signature)?,
-        None => Rc::new(plan(tape, &signature)?),
-    };
-    replay(machine, &program, inputs)
+    match machine.programs() {
+        Some(programs) => {
+            let entry = programs.get(tape, &signature)?;
+            graphs::run(machine, programs, &entry, inputs)
+        }
+        None => replay(machine, &plan(tape, &signature)?, inputs),
+    }
 }
 
 #[cfg(test)]

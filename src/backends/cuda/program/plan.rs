@@ -94,12 +94,14 @@ pub fn plan(tape: &Tape, signature: &[Kind]) -> Result<Program, BackendError> {
     }
     planner.commands.push(Command::Measure { alive: 0, dead });
     crate::backends::device_stats::planned(started.elapsed());
+    let graphable = super::graphs::graphable(&planner.commands, &inputs);
     Ok(Program {
         commands: planner.commands,
         registers: planner.registers,
         buffers: planner.buffers.len(),
         inputs,
         outputs,
+        graphable,
     })
 }
 
@@ -126,6 +128,7 @@ pub fn elementwise(
         buffers: planner.buffers.len(),
         inputs,
         outputs: vec![result],
+        graphable: false,
     })
 }
 
