@@ -9,8 +9,9 @@
 //!   bookkeeping of buffers): `replay`; or, on a device that captures
 //!   graphs, copies the inputs in, launches the graph and copies the
 //!   results out: `graph replay`;
-//! - a loop replays its body's program once per step: a W4 heat step
-//!   (forward, and the revolve gradient's steps).
+//! - a loop replays its body's program once per step, or launches one
+//!   graph per 32 steps where it can: a W4 heat step (forward, and the
+//!   revolve gradient's steps).
 //!
 //! The CPU backend's whole run of the same tape is timed beside the W1 and
 //! W2 gradients. Run: `cargo bench --bench cuda_host`; per-step figures
@@ -199,8 +200,11 @@ fn plan_and_replay(c: &mut Criterion, name: &str, tape: &Tape, args: &[Buf], cpu
 
 /// A loop's host time per step on the null device: the median of five
 /// runs of `tape`, over `steps`.
-fn per_step(name: &str, tape: &Tape, args: &[Buf], steps: usize) {
-    let null = Null::default();
+fn per_step(name: &str, tape: &Tape, args: &[Buf], steps: usize, graphs: bool) {
+    let null = Null {
+        graphs,
+        ..Null::default()
+    };
     let values = on_null(args);
     program::run(&null, tape, &values).expect("runs");
     let mut times: Vec<f64> = (0..5)
@@ -212,7 +216,8 @@ fn per_step(name: &str, tape: &Tape, args: &[Buf], steps: usize) {
         .collect();
     times.sort_by(f64::total_cmp);
     eprintln!(
-        "{name}: {:.2} µs of host time per step (median of 5 runs of {steps} steps)",
+        "{name}{}: {:.3} µs of host time per step (median of 5 runs of {steps} steps)",
+        if graphs { ", steps in graphs" } else { "" },
         times[2] * 1e6
     );
 }
@@ -265,16 +270,27 @@ fn benches(c: &mut Criterion) {
         (define (loss u0 a) (sum (pow (scan (heat-step a) u0 T :checkpoint 'revolve :snapshots 100) 2)))
         (define g (grad loss :wrt '(0 1)))";
     let (forward, forward_inputs) = captured(heat, "((jit forward) u0 alpha)");
-    per_step("w4_heat_forward_step", &forward, &forward_inputs, 1000);
+    for graphs in [false, true] {
+        per_step(
+            "w4_heat_forward_step",
+            &forward,
+            &forward_inputs,
+            1000,
+            graphs,
+        );
+    }
     let (gradient, gradient_inputs) = captured(heat, "(g u0 alpha)");
     // Revolve with 100 snapshots over 1000 steps: about 2 forward steps
     // and one reverse step per step.
-    per_step(
-        "w4_heat_revolve_gradient_step",
-        &gradient,
-        &gradient_inputs,
-        1000,
-    );
+    for graphs in [false, true] {
+        per_step(
+            "w4_heat_revolve_gradient_step",
+            &gradient,
+            &gradient_inputs,
+            1000,
+            graphs,
+        );
+    }
 }
 
 criterion_group!(cuda_host, benches);

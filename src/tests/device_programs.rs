@@ -210,3 +210,44 @@ fn a_graph_keeps_its_memory_and_hands_out_results_of_their_own() {
     let again = machine.run(tape, &at(0.2)).unwrap();
     assert_eq!(bits(&again), bits(&second));
 }
+
+#[test]
+fn groups_of_loop_steps_run_as_one_graph_each() {
+    let Some(machine) = simulated() else { return };
+    let mut engine = Engine::new();
+    engine
+        .eval(
+            "(define u0 (sin (linspace 0 3 24)))
+             (define (heat u0 a) (scan (lambda (u i) (+ u (* a (- (+ (roll u 1) (roll u -1)) (* 2 u))))) u0 70))
+             (define (loss u0 a)
+               (sum (* u0 (scan (lambda (u i) (+ u (* a (- (+ (roll u 1) (roll u -1)) (* 2 u))))) u0 70
+                                :checkpoint 'revolve :snapshots 2))))
+             (define g (grad loss :wrt '(0 1)))",
+        )
+        .unwrap();
+    override_backend(None);
+    let want = engine
+        .eval("(list (heat u0 0.2) (g u0 0.2) (heat u0 0.35))")
+        .unwrap();
+    override_backend(Some(machine.clone()));
+    device_stats::take();
+    let got = engine.eval("(list (heat u0 0.2) (g u0 0.2) (heat u0 0.35))");
+    let stats = device_stats::take();
+    override_backend(None);
+    let got = got.unwrap();
+    let numbers = |v: &Value| -> Vec<f64> {
+        format!("{v}")
+            .split(|c: char| !(c.is_ascii_digit() || "-.e".contains(c)))
+            .filter_map(|t| t.parse().ok())
+            .collect()
+    };
+    let (got, want) = (numbers(&got), numbers(&want));
+    assert!(got.len() > 2 * 24 && got.len() == want.len(), "{got:?}");
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-9 * w.abs().max(1.0), "{g} vs {w}");
+    }
+    // 70 steps forward: two graphs of 32 steps and 6 steps one by one;
+    // the gradient's sweeps from its two snapshots advance by groups too;
+    // the loop called again with another number captures again.
+    assert!(stats.graph_launches >= 3, "{stats:?}");
+}

@@ -14,7 +14,7 @@
 //! graphs off.
 
 use super::replay::{on_host, replay};
-use super::{Buffer, Command, Entry, Operand, Place, Program, Programs};
+use super::{Buffer, Command, Entry, Operand, Place, Program, Programs, Register};
 use crate::backends::BackendError;
 use crate::backends::cpu::measure;
 use crate::backends::cuda::f32_storage;
@@ -57,14 +57,24 @@ pub struct Captured<M: Machine> {
     place: Vec<usize>,
     /// Slots of each place.
     lens: Vec<usize>,
+    /// Numbers of input registers written into the graph's kernel
+    /// parameters (a loop's captured numbers), by register.
+    baked: Vec<(Register, f64)>,
 }
 
 /// Whether commands (of a program with these inputs) can be captured.
 pub fn graphable(commands: &[Command], inputs: &[Place]) -> bool {
+    steady(commands, inputs, &[]).is_some_and(|kernels| kernels >= GRAPH_MIN_KERNELS)
+}
+
+/// The kernels of commands whose device work does not change from run to
+/// run but through the numbers of the registers `fixed` (`None` where it
+/// may change otherwise).
+fn steady(commands: &[Command], inputs: &[Place], fixed: &[Register]) -> Option<usize> {
     let mut varying: Vec<u32> = inputs
         .iter()
         .filter_map(|p| match p {
-            Place::Host(r) => Some(*r),
+            Place::Host(r) if !fixed.contains(r) => Some(*r),
             _ => None,
         })
         .collect();
@@ -72,7 +82,7 @@ pub fn graphable(commands: &[Command], inputs: &[Place]) -> bool {
     for command in commands {
         match command {
             Command::Loop { .. } | Command::OnHost { .. } | Command::Allreduce { .. } => {
-                return false;
+                return None;
             }
             Command::Host { out, .. } => varying.push(*out),
             Command::Launch { operands, .. } => {
@@ -81,14 +91,14 @@ pub fn graphable(commands: &[Command], inputs: &[Place]) -> bool {
                     .iter()
                     .any(|o| matches!(o, Operand::Register(r) if varying.contains(r)));
                 if reads_varying {
-                    return false;
+                    return None;
                 }
             }
             Command::Gemm { .. } => kernels += 1,
             _ => {}
         }
     }
-    kernels >= GRAPH_MIN_KERNELS
+    Some(kernels)
 }
 
 /// Runs `entry`'s program: a plain replay at the first run and wherever
@@ -179,7 +189,7 @@ fn capture<M: Machine>(
         memory.push(Some(machine.alloc(len)?));
     }
     let graph = if machine.begin_capture()? {
-        let recorded = record(machine, program, &place, &mut memory);
+        let recorded = record(machine, program, &program.registers, &place, &mut memory);
         let graph = machine.end_capture();
         recorded?;
         graph?
@@ -198,7 +208,230 @@ fn capture<M: Machine>(
         memory,
         place,
         lens,
+        baked: Vec::new(),
     }))
+}
+
+/// Steps of a loop captured in one graph.
+const STEPS_PER_GRAPH: usize = 32;
+
+/// Runs up to `steps` steps of a loop whose step is `tape`: the first
+/// `carried` inputs are the state, which the step's results replace;
+/// the others (the step index among them) stay. Where the step can be
+/// captured (its device work the same at every step, the state on the
+/// device, its results the next state and nothing else), whole groups of
+/// [`STEPS_PER_GRAPH`] steps run as one graph launch each; the steps
+/// done are returned (0 where none could be), the caller runs the rest.
+pub fn run_steps<M: Machine>(
+    machine: &M,
+    tape: &crate::tape::Tape,
+    inputs: &mut [Datum<M::Mem>],
+    carried: usize,
+    steps: usize,
+) -> Result<usize, BackendError> {
+    let Some(programs) = machine.programs() else {
+        return Ok(0);
+    };
+    if steps < STEPS_PER_GRAPH || !graphs_enabled() {
+        return Ok(0);
+    }
+    let signature: super::Signature = inputs.iter().map(super::Kind::of).collect();
+    let entry = programs.get(tape, &signature)?;
+    let program = &entry.program;
+    // The numbers the steps read but the index: written into the graph,
+    // which is captured again when they change (a loop called again with
+    // other numbers).
+    let baked: Vec<(Register, f64)> = program
+        .inputs
+        .iter()
+        .zip(inputs.iter())
+        .enumerate()
+        .filter_map(|(k, (bound, input))| match (bound, input) {
+            (Place::Host(r), Datum::Host(x)) if k != carried => Some((*r, *x)),
+            _ => None,
+        })
+        .collect();
+    let mut state = entry.steps.borrow_mut();
+    let stale = matches!(&*state, GraphState::Captured(c) if !same_numbers(&c.baked, &baked));
+    if stale && let GraphState::Captured(old) = std::mem::replace(&mut *state, GraphState::NotYet) {
+        programs
+            .held
+            .set(programs.held.get().saturating_sub(old.bytes()));
+    }
+    if let GraphState::NotYet = *state {
+        *state = match steppable(program, carried, &baked) {
+            true => match capture_steps(machine, programs, program, carried, &baked)? {
+                Some(captured) => GraphState::Captured(captured),
+                None => GraphState::Refused,
+            },
+            false => GraphState::Refused,
+        };
+    }
+    let GraphState::Captured(captured) = &mut *state else {
+        return Ok(0);
+    };
+    // Every device input in place (the state and what the steps read).
+    for (bound, input) in program.inputs.iter().zip(inputs.iter()) {
+        if let (
+            Place::Device { buffer, .. } | Place::F32 { buffer, .. },
+            Datum::Device { mem, .. } | Datum::F32 { mem, .. },
+        ) = (bound, input)
+        {
+            let p = captured.place[*buffer as usize];
+            let dst = captured.memory[p]
+                .as_mut()
+                .ok_or_else(|| BackendError::new("a graph's memory is missing"))?;
+            machine.copy(mem, 0, dst, 0, captured.lens[p])?;
+        }
+    }
+    let mut done = 0;
+    while done + STEPS_PER_GRAPH <= steps {
+        if crate::backends::cpu::cancel::requested() {
+            break;
+        }
+        machine.launch_graph(&captured.graph)?;
+        done += STEPS_PER_GRAPH;
+    }
+    // The state, out of the graph's memory into memory of its own.
+    for (bound, slot) in program.inputs.iter().zip(inputs.iter_mut()).take(carried) {
+        let Some(buffer) = bound.buffer() else {
+            continue;
+        };
+        let p = captured.place[buffer as usize];
+        let len = captured.lens[p];
+        let mut fresh = machine.alloc(len)?;
+        let src = captured.memory[p]
+            .as_ref()
+            .ok_or_else(|| BackendError::new("a graph's memory is missing"))?;
+        machine.copy(src, 0, &mut fresh, 0, len)?;
+        let shape = slot.shape().to_vec();
+        let next = match slot.is_f32() {
+            true => Datum::single(fresh, &shape),
+            false => Datum::device(fresh, &shape),
+        };
+        let old = std::mem::replace(slot, next);
+        crate::backends::cuda::machine::release(machine, old);
+    }
+    Ok(done)
+}
+
+/// Whether a loop step's program can run many steps in one graph: its
+/// device work the same every step, its results exactly the next state
+/// (the first `carried` inputs, on the device, of the same kinds and
+/// shapes), each in a buffer of its own.
+fn steppable(program: &Program, carried: usize, baked: &[(Register, f64)]) -> bool {
+    let fixed: Vec<Register> = baked.iter().map(|(r, _)| *r).collect();
+    steady(&program.commands, &program.inputs, &fixed).is_some()
+        && program.outputs.len() == carried
+        && program.inputs.len() > carried
+        && program
+            .outputs
+            .iter()
+            .zip(&program.inputs)
+            .all(|(out, input)| {
+                out.shape() == input.shape()
+                    && out.is_f32() == input.is_f32()
+                    && out.buffer().is_some()
+                    && input.buffer().is_some()
+                    && !program.inputs.iter().any(|i| i.buffer() == out.buffer())
+            })
+        && {
+            let mut seen: Vec<Buffer> = program.outputs.iter().filter_map(Place::buffer).collect();
+            seen.sort_unstable();
+            seen.windows(2).all(|w| w[0] != w[1])
+        }
+}
+
+/// Captures [`STEPS_PER_GRAPH`] steps: each step's work, then its results
+/// copied into the state's places for the next.
+fn capture_steps<M: Machine>(
+    machine: &M,
+    programs: &Programs<M>,
+    program: &Program,
+    carried: usize,
+    baked: &[(Register, f64)],
+) -> Result<Option<Captured<M>>, BackendError> {
+    let mut registers = program.registers.clone();
+    for (r, x) in baked {
+        registers[*r as usize] = *x;
+    }
+    let (place, lens) = places(program);
+    let bytes: usize = lens.iter().sum::<usize>() * 8;
+    if programs.held.get() + bytes > GRAPH_BYTES {
+        return Ok(None);
+    }
+    let mut memory = Vec::with_capacity(lens.len());
+    for &len in &lens {
+        memory.push(Some(machine.alloc(len)?));
+    }
+    let moves: Vec<(usize, usize)> = program
+        .outputs
+        .iter()
+        .zip(&program.inputs)
+        .take(carried)
+        .filter_map(|(out, input)| {
+            Some((
+                place[out.buffer()? as usize],
+                place[input.buffer()? as usize],
+            ))
+        })
+        .collect();
+    let graph = if machine.begin_capture()? {
+        let mut recorded = Ok(());
+        for _ in 0..STEPS_PER_GRAPH {
+            recorded = record(machine, program, &registers, &place, &mut memory).and_then(|()| {
+                for &(from, to) in &moves {
+                    let mut written = memory[to]
+                        .take()
+                        .ok_or_else(|| BackendError::new("a graph's memory is missing"))?;
+                    let result = match memory[from].as_ref() {
+                        Some(src) => machine.copy(src, 0, &mut written, 0, lens[to]),
+                        None => Err(BackendError::new("a graph's memory is missing")),
+                    };
+                    memory[to] = Some(written);
+                    result?;
+                }
+                Ok(())
+            });
+            if recorded.is_err() {
+                break;
+            }
+        }
+        let graph = machine.end_capture();
+        recorded?;
+        graph?
+    } else {
+        None
+    };
+    let Some(graph) = graph else {
+        for mem in memory.into_iter().flatten() {
+            machine.release(mem);
+        }
+        return Ok(None);
+    };
+    programs.held.set(programs.held.get() + bytes);
+    Ok(Some(Captured {
+        graph,
+        memory,
+        place,
+        lens,
+        baked: baked.to_vec(),
+    }))
+}
+
+/// Whether two sets of baked numbers are the same, bit for bit.
+fn same_numbers(a: &[(Register, f64)], b: &[(Register, f64)]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|((r, x), (q, y))| r == q && x.to_bits() == y.to_bits())
+}
+
+impl<M: Machine> Captured<M> {
+    /// The device memory it holds, in bytes.
+    fn bytes(&self) -> usize {
+        self.lens.iter().sum::<usize>() * 8
+    }
 }
 
 /// Queues `program`'s device work on the captured memory (while the
@@ -206,6 +439,7 @@ fn capture<M: Machine>(
 fn record<M: Machine>(
     machine: &M,
     program: &Program,
+    registers: &[f64],
     place: &[usize],
     memory: &mut [Option<M::Mem>],
 ) -> Result<(), BackendError> {
@@ -234,7 +468,7 @@ fn record<M: Machine>(
                     for operand in operands {
                         args.push(match operand {
                             Operand::Int(x) => Arg::Int(*x),
-                            Operand::Register(r) => Arg::Double(program.registers[*r as usize]),
+                            Operand::Register(r) => Arg::Double(registers[*r as usize]),
                             Operand::Buffer(b) => {
                                 Arg::Mem(memory[place[*b as usize]].as_ref().ok_or_else(missing)?)
                             }

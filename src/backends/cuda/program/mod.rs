@@ -23,7 +23,7 @@ mod plan;
 mod replay;
 pub mod views;
 
-pub use graphs::graphs_enabled;
+pub use graphs::{graphs_enabled, run_steps};
 pub use plan::{elementwise, plan};
 pub use replay::{on_host, replay};
 
@@ -300,6 +300,8 @@ pub struct Entry<M: Machine> {
     runs: std::cell::Cell<u64>,
     /// Its graph, once captured.
     graph: RefCell<graphs::GraphState<M>>,
+    /// As a loop's step: many steps in one graph, once captured.
+    steps: RefCell<graphs::GraphState<M>>,
 }
 
 impl<M: Machine> Programs<M> {
@@ -314,6 +316,7 @@ impl<M: Machine> Programs<M> {
             program: plan(tape, signature)?,
             runs: std::cell::Cell::new(0),
             graph: RefCell::new(graphs::GraphState::NotYet),
+            steps: RefCell::new(graphs::GraphState::NotYet),
         });
         let mut planned = self.planned.borrow_mut();
         if planned.len() >= MOST_PROGRAMS {
