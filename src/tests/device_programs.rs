@@ -251,3 +251,26 @@ fn groups_of_loop_steps_run_as_one_graph_each() {
     // the loop called again with another number captures again.
     assert!(stats.graph_launches >= 3, "{stats:?}");
 }
+
+#[test]
+fn a_graph_takes_empty_arrays_in_and_out() {
+    let Some(machine) = simulated() else { return };
+    let mut engine = Engine::new();
+    // Four kernels or more, one input and one result of no elements.
+    let compiled = engine
+        .compile_grad(
+            "(lambda (x e) (+ (sum (exp (sin x))) (sum (* (cos x) (tanh x))) (sum (* 2 e))))",
+            &[&[5], &[0]],
+        )
+        .unwrap();
+    let tape = compiled.tape();
+    let inputs = [array(&[5], 0.3), array(&[0], 0.0)];
+    device_stats::take();
+    let runs: Vec<_> = (0..3)
+        .map(|_| machine.run(tape, &inputs).unwrap())
+        .collect();
+    assert_eq!(device_stats::take().graph_launches, 2);
+    assert_eq!(bits(&runs[1]), bits(&runs[0]));
+    assert_eq!(bits(&runs[2]), bits(&runs[0]));
+    assert!(runs[2].iter().any(|b| b.to_array().is_empty()));
+}

@@ -13,7 +13,7 @@
 //! it, programs replay without a graph. `EPSILON_CUDA_GRAPHS=0` turns
 //! graphs off.
 
-use super::replay::{on_host, replay};
+use super::replay::{host_step, replay};
 use super::{Buffer, Command, Entry, Operand, Place, Program, Programs, Register};
 use crate::backends::BackendError;
 use crate::backends::cpu::measure;
@@ -131,6 +131,15 @@ pub fn run<M: Machine>(
     }
 }
 
+/// The 8-byte slots a device value fills (f32 storage: two numbers each).
+fn slots_of(value: &Place) -> usize {
+    let n: usize = value.shape().iter().product();
+    match value.is_f32() {
+        true => f32_storage::slots(n),
+        false => n,
+    }
+}
+
 /// The slots of memory each buffer needs and where it lives: buffers
 /// whose lives do not overlap share a place of their length.
 fn places(program: &Program) -> (Vec<usize>, Vec<usize>) {
@@ -142,16 +151,10 @@ fn places(program: &Program) -> (Vec<usize>, Vec<usize>) {
         lens.len() - 1
     };
     for input in &program.inputs {
-        let (Place::Device { buffer, shape } | Place::F32 { buffer, shape }) = input else {
+        let (Place::Device { buffer, .. } | Place::F32 { buffer, .. }) = input else {
             continue;
         };
-        let n: usize = shape.iter().product();
-        let len = if input.is_f32() {
-            f32_storage::slots(n)
-        } else {
-            n
-        };
-        place[*buffer as usize] = new_place(&mut lens, len);
+        place[*buffer as usize] = new_place(&mut lens, slots_of(input));
     }
     for command in &program.commands {
         match command {
@@ -179,6 +182,22 @@ fn capture<M: Machine>(
     programs: &Programs<M>,
     program: &Program,
 ) -> Result<Option<Captured<M>>, BackendError> {
+    captured_with(machine, programs, program, &[], |place, _, memory| {
+        record(machine, program, &program.registers, place, memory)
+    })
+}
+
+/// A graph of the work `work` queues on memory of the program's own
+/// (given each buffer's place, each place's slots, and the memory);
+/// `None` where the machine cannot capture or the memory would pass the
+/// bound. `baked` are the numbers written into it.
+fn captured_with<M: Machine>(
+    machine: &M,
+    programs: &Programs<M>,
+    program: &Program,
+    baked: &[(Register, f64)],
+    work: impl FnOnce(&[usize], &[usize], &mut [Option<M::Mem>]) -> Result<(), BackendError>,
+) -> Result<Option<Captured<M>>, BackendError> {
     let (place, lens) = places(program);
     let bytes: usize = lens.iter().sum::<usize>() * 8;
     if programs.held.get() + bytes > GRAPH_BYTES {
@@ -189,7 +208,7 @@ fn capture<M: Machine>(
         memory.push(Some(machine.alloc(len)?));
     }
     let graph = if machine.begin_capture()? {
-        let recorded = record(machine, program, &program.registers, &place, &mut memory);
+        let recorded = work(&place, &lens, &mut memory);
         let graph = machine.end_capture();
         recorded?;
         graph?
@@ -208,7 +227,7 @@ fn capture<M: Machine>(
         memory,
         place,
         lens,
-        baked: Vec::new(),
+        baked: baked.to_vec(),
     }))
 }
 
@@ -281,7 +300,10 @@ pub fn run_steps<M: Machine>(
             let dst = captured.memory[p]
                 .as_mut()
                 .ok_or_else(|| BackendError::new("a graph's memory is missing"))?;
-            machine.copy(mem, 0, dst, 0, captured.lens[p])?;
+            let len = slots_of(bound);
+            if len > 0 {
+                machine.copy(mem, 0, dst, 0, len)?;
+            }
         }
     }
     let mut done = 0;
@@ -298,12 +320,14 @@ pub fn run_steps<M: Machine>(
             continue;
         };
         let p = captured.place[buffer as usize];
-        let len = captured.lens[p];
+        let len = slots_of(bound);
         let mut fresh = machine.alloc(len)?;
         let src = captured.memory[p]
             .as_ref()
             .ok_or_else(|| BackendError::new("a graph's memory is missing"))?;
-        machine.copy(src, 0, &mut fresh, 0, len)?;
+        if len > 0 {
+            machine.copy(src, 0, &mut fresh, 0, len)?;
+        }
         let shape = slot.shape().to_vec();
         let next = match slot.is_f32() {
             true => Datum::single(fresh, &shape),
@@ -355,68 +379,34 @@ fn capture_steps<M: Machine>(
     for (r, x) in baked {
         registers[*r as usize] = *x;
     }
-    let (place, lens) = places(program);
-    let bytes: usize = lens.iter().sum::<usize>() * 8;
-    if programs.held.get() + bytes > GRAPH_BYTES {
-        return Ok(None);
-    }
-    let mut memory = Vec::with_capacity(lens.len());
-    for &len in &lens {
-        memory.push(Some(machine.alloc(len)?));
-    }
-    let moves: Vec<(usize, usize)> = program
-        .outputs
-        .iter()
-        .zip(&program.inputs)
-        .take(carried)
-        .filter_map(|(out, input)| {
-            Some((
-                place[out.buffer()? as usize],
-                place[input.buffer()? as usize],
-            ))
-        })
-        .collect();
-    let graph = if machine.begin_capture()? {
-        let mut recorded = Ok(());
+    captured_with(machine, programs, program, baked, |place, lens, memory| {
+        let moves: Vec<(usize, usize)> = program
+            .outputs
+            .iter()
+            .zip(&program.inputs)
+            .take(carried)
+            .filter_map(|(out, input)| {
+                Some((
+                    place[out.buffer()? as usize],
+                    place[input.buffer()? as usize],
+                ))
+            })
+            .collect();
+        let missing = || BackendError::new("a graph's memory is missing");
         for _ in 0..STEPS_PER_GRAPH {
-            recorded = record(machine, program, &registers, &place, &mut memory).and_then(|()| {
-                for &(from, to) in &moves {
-                    let mut written = memory[to]
-                        .take()
-                        .ok_or_else(|| BackendError::new("a graph's memory is missing"))?;
-                    let result = match memory[from].as_ref() {
-                        Some(src) => machine.copy(src, 0, &mut written, 0, lens[to]),
-                        None => Err(BackendError::new("a graph's memory is missing")),
-                    };
-                    memory[to] = Some(written);
-                    result?;
-                }
-                Ok(())
-            });
-            if recorded.is_err() {
-                break;
+            record(machine, program, &registers, place, memory)?;
+            for &(from, to) in &moves {
+                let mut written = memory[to].take().ok_or_else(missing)?;
+                let result = match memory[from].as_ref() {
+                    Some(src) => machine.copy(src, 0, &mut written, 0, lens[to]),
+                    None => Err(missing()),
+                };
+                memory[to] = Some(written);
+                result?;
             }
         }
-        let graph = machine.end_capture();
-        recorded?;
-        graph?
-    } else {
-        None
-    };
-    let Some(graph) = graph else {
-        for mem in memory.into_iter().flatten() {
-            machine.release(mem);
-        }
-        return Ok(None);
-    };
-    programs.held.set(programs.held.get() + bytes);
-    Ok(Some(Captured {
-        graph,
-        memory,
-        place,
-        lens,
-        baked: baked.to_vec(),
-    }))
+        Ok(())
+    })
 }
 
 /// Whether two sets of baked numbers are the same, bit for bit.
@@ -540,7 +530,10 @@ fn launch<M: Machine>(
                 let dst = captured.memory[p]
                     .as_mut()
                     .ok_or_else(|| BackendError::new("a graph's memory is missing"))?;
-                machine.copy(mem, 0, dst, 0, captured.lens[p])?;
+                let len = slots_of(bound);
+                if len > 0 {
+                    machine.copy(mem, 0, dst, 0, len)?;
+                }
                 external.insert(*buffer, Rc::clone(mem));
             }
             _ => {
@@ -557,11 +550,7 @@ fn launch<M: Machine>(
                 group,
                 operands,
                 out,
-            } => {
-                let numbers: SmallVec<[f64; 4]> =
-                    operands.iter().map(|r| registers[*r as usize]).collect();
-                registers[*out as usize] = on_host(group, &numbers);
-            }
+            } => host_step(&mut registers, group, operands, *out),
             Command::Measure { alive, dead } => {
                 measure::alive(*alive);
                 measure::dead(*dead);
@@ -588,12 +577,14 @@ fn launch<M: Machine>(
                 Some(mem) => Rc::clone(mem),
                 None => {
                     let p = captured.place[buffer as usize];
-                    let len = captured.lens[p];
+                    let len = slots_of(output);
                     let mut fresh = machine.alloc(len)?;
                     let src = captured.memory[p]
                         .as_ref()
                         .ok_or_else(|| BackendError::new("a graph's memory is missing"))?;
-                    machine.copy(src, 0, &mut fresh, 0, len)?;
+                    if len > 0 {
+                        machine.copy(src, 0, &mut fresh, 0, len)?;
+                    }
                     Rc::new(fresh)
                 }
             };

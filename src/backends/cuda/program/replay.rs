@@ -214,13 +214,7 @@ impl<M: Machine> State<'_, M> {
                 group,
                 operands,
                 out,
-            } => {
-                let numbers: SmallVec<[f64; 4]> = operands
-                    .iter()
-                    .map(|r| self.registers[*r as usize])
-                    .collect();
-                self.registers[*out as usize] = on_host(group, &numbers);
-            }
+            } => host_step(&mut self.registers, group, operands, *out),
             Command::Loop {
                 tapes,
                 operands,
@@ -294,6 +288,12 @@ impl<M: Machine> State<'_, M> {
 
 fn shared_output() -> BackendError {
     BackendError::new("a kernel's output is shared with another value".to_string())
+}
+
+/// A `Command::Host`: `group` on the registers `operands`, into `out`.
+pub fn host_step(registers: &mut [f64], group: &FusedGroup, operands: &[u32], out: u32) {
+    let numbers: SmallVec<[f64; 4]> = operands.iter().map(|r| registers[*r as usize]).collect();
+    registers[out as usize] = on_host(group, &numbers);
 }
 
 /// A group evaluated on numbers, on the host, step by step as the CPU
