@@ -155,6 +155,10 @@ fn tape_stats_counts_the_kernels_a_replay_launches() {
     let Value::Int(planned) = planned else {
         panic!("device-kernels is {planned}")
     };
+    let graph = engine
+        .eval("(second (assoc 'device-graph (tape-stats f (list x))))")
+        .unwrap();
+    assert_eq!(format!("{graph}"), if planned >= 4 { "#t" } else { "#f" });
     override_backend(Some(machine.clone()));
     // The first run launches every kernel one by one (later runs launch
     // a graph).

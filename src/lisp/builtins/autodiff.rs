@@ -503,6 +503,7 @@ fn tape_stats(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         .compiled
         .ok_or_else(|| EvalError::type_error("tape-stats inside a traced function has no tape"))?;
     let stats = &compiled.tape.stats;
+    let (device_kernels, device_graph) = device_program(&compiled.tape);
     let entry = |name: &str, value: Value| Value::list([Value::symbol(name), value]);
     let int = |n: usize| Value::Int(n as i64);
     Ok(Value::list([
@@ -551,16 +552,17 @@ fn tape_stats(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
             "cache-misses",
             Value::Int(interp.numeric.driver.tapes.misses as i64),
         ),
-        entry("device-kernels", device_kernels(&compiled.tape)),
-        entry("device-graph", Value::Bool(false)),
+        entry("device-kernels", device_kernels),
+        entry("device-graph", device_graph),
     ]))
 }
 
-/// The kernel launches and library calls of the tape's device program
-/// (what a GPU replays per run; loops count once), planned here for
-/// numbers where the tape takes numbers and arrays elsewhere; #f in a
-/// build without CUDA or for a tape the CUDA backend cannot run.
-fn device_kernels(tape: &crate::tape::Tape) -> Value {
+/// The tape's device program as `tape-stats` shows it: its kernel
+/// launches and library calls per run (a loop's steps counted once), and
+/// whether it runs as one CUDA graph from its second run; planned here,
+/// for numbers where the tape takes numbers and arrays elsewhere. Both
+/// #f in a build without CUDA or for a tape the CUDA backend cannot run.
+fn device_program(tape: &crate::tape::Tape) -> (Value, Value) {
     #[cfg(feature = "cuda")]
     {
         use crate::backends::cuda::program::{Kind, plan};
@@ -576,11 +578,14 @@ fn device_kernels(tape: &crate::tape::Tape) -> Value {
             })
             .collect();
         if let Ok(program) = plan(tape, &kinds) {
-            return Value::Int(program.kernels() as i64);
+            return (
+                Value::Int(program.kernels() as i64),
+                Value::Bool(program.graphable),
+            );
         }
     }
     let _ = tape;
-    Value::Bool(false)
+    (Value::Bool(false), Value::Bool(false))
 }
 
 fn stop_name(stop: Stop) -> &'static str {
@@ -938,7 +943,7 @@ pub const BUILTINS: &[Builtin] = &[
     builtin(
         "tape-stats",
         "(tape-stats f args)",
-        "An association list describing the compiled gradient tape of f at args: instructions, stored and recomputed values, peak bytes (planned-bytes: what a run needs with its loops' snapshots, checked against the memory the process can get before a tape runs), flops, cache use, and its device program on a GPU (device-kernels: kernel launches and library calls per run; device-graph: whether it runs as one CUDA graph).",
+        "An association list describing the compiled gradient tape of f at args: instructions, stored and recomputed values, peak bytes (planned-bytes: what a run needs with its loops' snapshots, checked against the memory the process can get before a tape runs), flops, cache use, and its device program on a GPU (device-kernels: kernel launches and library calls per run; device-graph: whether it runs as one CUDA graph from its second run).",
         2,
         Some(2),
         tape_stats,
