@@ -296,14 +296,7 @@ pub fn run_steps<M: Machine>(
             Datum::Device { mem, .. } | Datum::F32 { mem, .. },
         ) = (bound, input)
         {
-            let p = captured.place[*buffer as usize];
-            let dst = captured.memory[p]
-                .as_mut()
-                .ok_or_else(|| BackendError::new("a graph's memory is missing"))?;
-            let len = slots_of(bound);
-            if len > 0 {
-                machine.copy(mem, 0, dst, 0, len)?;
-            }
+            captured.copy_in(machine, *buffer, bound, mem)?;
         }
     }
     let mut done = 0;
@@ -319,15 +312,7 @@ pub fn run_steps<M: Machine>(
         let Some(buffer) = bound.buffer() else {
             continue;
         };
-        let p = captured.place[buffer as usize];
-        let len = slots_of(bound);
-        let mut fresh = machine.alloc(len)?;
-        let src = captured.memory[p]
-            .as_ref()
-            .ok_or_else(|| BackendError::new("a graph's memory is missing"))?;
-        if len > 0 {
-            machine.copy(src, 0, &mut fresh, 0, len)?;
-        }
+        let fresh = captured.copy_out(machine, buffer, bound)?;
         let shape = slot.shape().to_vec();
         let next = match slot.is_f32() {
             true => Datum::single(fresh, &shape),
@@ -421,6 +406,38 @@ impl<M: Machine> Captured<M> {
     /// The device memory it holds, in bytes.
     fn bytes(&self) -> usize {
         self.lens.iter().sum::<usize>() * 8
+    }
+
+    /// Copies `mem`, the caller's value bound at `place`, into the
+    /// graph's memory of `buffer`.
+    fn copy_in(
+        &mut self,
+        machine: &M,
+        buffer: Buffer,
+        place: &Place,
+        mem: &M::Mem,
+    ) -> Result<(), BackendError> {
+        let dst = self.memory[self.place[buffer as usize]]
+            .as_mut()
+            .ok_or_else(|| BackendError::new("a graph's memory is missing"))?;
+        match slots_of(place) {
+            0 => Ok(()),
+            len => machine.copy(mem, 0, dst, 0, len),
+        }
+    }
+
+    /// The value at `place` in the graph's memory of `buffer`, copied into
+    /// memory of its own.
+    fn copy_out(&self, machine: &M, buffer: Buffer, place: &Place) -> Result<M::Mem, BackendError> {
+        let len = slots_of(place);
+        let mut fresh = machine.alloc(len)?;
+        let src = self.memory[self.place[buffer as usize]]
+            .as_ref()
+            .ok_or_else(|| BackendError::new("a graph's memory is missing"))?;
+        if len > 0 {
+            machine.copy(src, 0, &mut fresh, 0, len)?;
+        }
+        Ok(fresh)
     }
 }
 
@@ -526,14 +543,7 @@ fn launch<M: Machine>(
                 Place::Device { buffer, .. } | Place::F32 { buffer, .. },
                 Datum::Device { mem, .. } | Datum::F32 { mem, .. },
             ) => {
-                let p = captured.place[*buffer as usize];
-                let dst = captured.memory[p]
-                    .as_mut()
-                    .ok_or_else(|| BackendError::new("a graph's memory is missing"))?;
-                let len = slots_of(bound);
-                if len > 0 {
-                    machine.copy(mem, 0, dst, 0, len)?;
-                }
+                captured.copy_in(machine, *buffer, bound, mem)?;
                 external.insert(*buffer, Rc::clone(mem));
             }
             _ => {
@@ -575,18 +585,7 @@ fn launch<M: Machine>(
             // An input given back is the caller's own memory.
             let mem = match external.get(&buffer) {
                 Some(mem) => Rc::clone(mem),
-                None => {
-                    let p = captured.place[buffer as usize];
-                    let len = slots_of(output);
-                    let mut fresh = machine.alloc(len)?;
-                    let src = captured.memory[p]
-                        .as_ref()
-                        .ok_or_else(|| BackendError::new("a graph's memory is missing"))?;
-                    if len > 0 {
-                        machine.copy(src, 0, &mut fresh, 0, len)?;
-                    }
-                    Rc::new(fresh)
-                }
+                None => Rc::new(captured.copy_out(machine, buffer, output)?),
             };
             Ok(match single {
                 true => Datum::F32 {
