@@ -10,29 +10,9 @@
 ;; Each line: workload, name, median_ms, min_ms, reps, as time.lisp
 ;; prints them. With `smoke`: n = 1000, N = 100, T = 50, one call each.
 
-(define smoke? (member "smoke" *args*))
-
-(define (median-of xs)
-  (let* ((sorted (sort xs)) (n (length sorted)))
-    (if (= (mod n 2) 1)
-        (nth sorted (quotient n 2))
-        (* 0.5 (+ (nth sorted (- (quotient n 2) 1)) (nth sorted (quotient n 2)))))))
-
+(load "../timing.lisp")
 (define least-calls (if smoke? 1 5))
-(define least-seconds (if smoke? 0.0 1.0))
-
-(define (time-calls workload name thunk)
-  (thunk)
-  (thunk)
-  (let ((start (clock)))
-    (let loop ((times '()))
-      (if (and (>= (length times) least-calls)
-               (or (>= (- (clock) start) least-seconds) (>= (length times) 100)))
-          (println workload name "median_ms" (* 1000 (median-of times))
-                   "min_ms" (* 1000 (apply min times)) "reps" (length times))
-          (let ((t0 (clock)))
-            (thunk)
-            (loop (cons (- (clock) t0) times)))))))
+(define most-calls 100)
 
 (define n (if smoke? 1000 1000000))
 (define x (linspace -1.0 1.0 n))
