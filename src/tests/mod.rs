@@ -3,6 +3,8 @@
 //! device programs, and straight-line programs against tapes.
 
 #[cfg(feature = "cuda")]
+mod device_linalg;
+#[cfg(feature = "cuda")]
 mod device_programs;
 #[cfg(feature = "cuda")]
 mod simulated_device;

@@ -200,7 +200,7 @@ pub const DEVICE_CASES: &[(&str, &str)] = &[
          (list ((value-and-grad f) x) ((value-and-grad g) x))",
     ),
     (
-        "linear algebra on the host",
+        "linear algebra: factors and solves",
         "(define b (randn '(2 4 4))) (define r (randn '(2 4 3)))
          (define (f b r) (let* ((a (+ (matmul b (transpose b '(0 2 1))) (* 4 (eye 4))))
                                (l (cholesky a)))
@@ -239,7 +239,7 @@ pub const DEVICE_CASES: &[(&str, &str)] = &[
          (list ((value-and-grad f) x) ((hessian (lambda (v) (f v))) (slice (flatten x) 0 5)))",
     ),
     (
-        "dense linear algebra (run on the host)",
+        "dense linear algebra: determinants, spectra, least squares, matrix-exp",
         "(define a (randn '(2 4 4))) (define t (randn '(5 3))) (define b (randn '(5)))
          (define (f a t) (+ (sum (det a)) (sum (second (slogdet (+ a (* 6 (eye 4))))))
                             (sum (* (car (eigh a)) (car (eigh a)))) (sum (* (second (svd t)) (second (svd t))))

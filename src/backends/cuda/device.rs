@@ -13,6 +13,8 @@
 //! library and a device of its own (`nccl.rs`); NCCL's presence is
 //! checked the same way.
 
+mod solver;
+
 use super::launch::{GemmCall, Launch};
 use super::machine::{Arg, Machine};
 use super::probe::{
@@ -54,6 +56,9 @@ pub struct CudaDevice {
     held: std::cell::Cell<usize>,
     /// The device programs planned on this device.
     programs: super::program::Programs<CudaDevice>,
+    /// cuSOLVER's handle (never dropped, as `blas`), made at the first
+    /// solver routine.
+    solver: std::cell::OnceCell<solver::SolverHandle>,
     /// The NCCL communicator, made at the first allreduce that uses it.
     #[cfg(feature = "nccl")]
     nccl: super::nccl::Communicator,
@@ -148,6 +153,7 @@ impl CudaDevice {
             cache: RefCell::default(),
             held: std::cell::Cell::new(0),
             programs: super::program::Programs::default(),
+            solver: std::cell::OnceCell::new(),
             #[cfg(feature = "nccl")]
             nccl: super::nccl::Communicator::default(),
         };
@@ -405,6 +411,16 @@ impl Machine for CudaDevice {
             return Err(BackendError::new("f32 storage smaller than its slots"));
         };
         self.blas_gemm(call, 1.0f32, &a, &b, &mut c)
+    }
+
+    fn routine(
+        &self,
+        routine: &crate::ir::ops::solver::Routine,
+        reads: &[&CudaSlice<f64>],
+        writes: &mut [&mut CudaSlice<f64>],
+    ) -> Result<(), BackendError> {
+        device_stats::library_call();
+        self.run_routine(routine, reads, writes)
     }
 
     fn copy(

@@ -6,6 +6,7 @@
 use super::launch::{GemmCall, Launch};
 use crate::backends::BackendError;
 use crate::ir::Shape;
+use crate::ir::ops::solver::Routine;
 use std::rc::Rc;
 
 /// A kernel parameter.
@@ -59,6 +60,21 @@ pub trait Machine {
         c: &mut Self::Mem,
         single: bool,
     ) -> Result<(), BackendError>;
+
+    /// Runs a routine of the solver library on `reads` and, in place,
+    /// `writes` (see [`Routine`] for what each holds). Not captured into
+    /// graphs: a program holding one is replayed command by command.
+    fn routine(
+        &self,
+        routine: &Routine,
+        reads: &[&Self::Mem],
+        writes: &mut [&mut Self::Mem],
+    ) -> Result<(), BackendError> {
+        let _ = (reads, writes);
+        Err(BackendError::new(format!(
+            "this device has no solver library for {routine:?}"
+        )))
+    }
 
     /// Copies `len` numbers of `src` from `from` into `dst` at `to`.
     fn copy(

@@ -46,6 +46,8 @@ mod host_sim;
 #[cfg(test)]
 pub(crate) mod sim;
 #[cfg(test)]
+mod sim_solver;
+#[cfg(test)]
 mod tests;
 
 pub use probe::{

@@ -33,6 +33,8 @@ pub struct SimMachine {
     pub launches: Cell<usize>,
     /// Matrix products.
     pub gemms: Cell<usize>,
+    /// Solver routines.
+    pub routines: Cell<usize>,
     /// Kernels already compiled by NVRTC (by source hash).
     compiled: RefCell<std::collections::HashSet<u64>>,
     /// Graphs launched.
@@ -134,6 +136,7 @@ impl SimMachine {
             downloads: Cell::new(0),
             launches: Cell::new(0),
             gemms: Cell::new(0),
+            routines: Cell::new(0),
             compiled: RefCell::default(),
             graph_launches: Cell::new(0),
             programs: super::program::Programs::default(),
@@ -281,6 +284,20 @@ impl Machine for SimMachine {
         self.gemms.set(self.gemms.get() + 1);
         device_stats::library_call();
         run_gemm(call, (a, b), c, single)
+    }
+
+    fn routine(
+        &self,
+        routine: &crate::ir::ops::solver::Routine,
+        reads: &[&Vec<f64>],
+        writes: &mut [&mut Vec<f64>],
+    ) -> Result<(), BackendError> {
+        self.outside_capture("a solver routine")?;
+        self.routines.set(self.routines.get() + 1);
+        device_stats::library_call();
+        let reads: Vec<&[f64]> = reads.iter().map(|r| r.as_slice()).collect();
+        super::sim_solver::run(routine, &reads, writes)
+            .map_err(|e| BackendError::new(format!("simulated {routine:?}: {e}")))
     }
 
     fn copy(

@@ -561,6 +561,38 @@ impl Definition for IndexSet {
         operand != 1
     }
 
+    fn cuda(&self, operands: &[&[usize]], _shape: &[usize]) -> Option<CudaKernel> {
+        let (outer, len, inner) = split(operands[0], self.axis);
+        let m: usize = operands[1].iter().product();
+        // One thread per lane (o, i) sets the positions in order, so the
+        // last of repeated positions wins; a position out of range makes
+        // the lane NaN (the CPU reports it).
+        Some(CudaKernel {
+            name: "index_set",
+            source: format!(
+                "extern \"C\" __global__ void index_set(long long n, const double* t, const double* idx, const double* v, double* out) {{
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (long long)gridDim.x * blockDim.x) {{
+        long long i = e % {inner}LL, o = e / {inner}LL;
+        for (long long j = 0; j < {m}LL; j++) {{
+            double k = idx[j];
+            if (k < 0.0) k += {len}.0;
+            if (!(k >= 0.0 && k < {len}.0 && k == floor(k))) {{
+                for (long long r = 0; r < {len}LL; r++) out[(o * {len}LL + r) * {inner}LL + i] = eps_nan();
+                break;
+            }}
+            out[(o * {len}LL + (long long)k) * {inner}LL + i] = v[(o * {m}LL + j) * {inner}LL + i];
+        }}
+    }}
+}}
+",
+                inner = inner.max(1),
+            ),
+            threads: if len == 0 { 0 } else { outer * inner },
+            zeroed: false,
+            copy_first: true,
+        })
+    }
+
     fn vjp(&self, rules: &mut Rules<'_>, _node: Id, operands: &[Id], g: Id) -> Pulled {
         let (idx, values) = (operands[1], operands[2]);
         let value_shape = rules.shape(values);
@@ -642,6 +674,10 @@ impl Definition for IndexSet {
     }
 }
 
+/// The longest index list whose last occurrences are found on a device
+/// (each position is compared with every later one).
+const LAST_OCCURRENCE_ON_DEVICE: usize = 1 << 14;
+
 /// For each element of an index tensor (in row-major order), 1.0 where no
 /// later element names the same position along an axis of length `len`,
 /// else 0.0. Not differentiable (the indices carry no derivative).
@@ -678,6 +714,39 @@ impl Definition for LastOccurrence {
 
     fn differentiable(&self, _operand: usize) -> bool {
         false
+    }
+
+    fn cuda(&self, operands: &[&[usize]], _shape: &[usize]) -> Option<CudaKernel> {
+        // Each position compared with every later one: for index lists of
+        // modest length (longer ones run on the host).
+        let m: usize = operands[0].iter().product();
+        if m > LAST_OCCURRENCE_ON_DEVICE {
+            return None;
+        }
+        let len = self.len;
+        Some(CudaKernel {
+            name: "last_occurrence",
+            source: format!(
+                "extern \"C\" __global__ void last_occurrence(long long n, const double* idx, double* out) {{
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (long long)gridDim.x * blockDim.x) {{
+        double k = idx[e];
+        if (k < 0.0) k += {len}.0;
+        if (!(k >= 0.0 && k < {len}.0 && k == floor(k))) {{ out[e] = eps_nan(); continue; }}
+        double last = 1.0;
+        for (long long j = e + 1; j < n; j++) {{
+            double other = idx[j];
+            if (other < 0.0) other += {len}.0;
+            if (other == k) {{ last = 0.0; break; }}
+        }}
+        out[e] = last;
+    }}
+}}
+"
+            ),
+            threads: m,
+            zeroed: false,
+            copy_first: false,
+        })
     }
 
     fn vjp(&self, _rules: &mut Rules<'_>, _node: Id, _operands: &[Id], _g: Id) -> Pulled {

@@ -33,6 +33,7 @@ pub mod reads;
 pub mod reduction;
 mod rules;
 pub mod sequence;
+pub mod solver;
 
 pub use rules::{Pulled, Rules};
 
@@ -193,6 +194,15 @@ pub trait Definition {
     /// A CUDA kernel, or `None` to run the CPU kernel on the host (the
     /// operands are copied to the host and the result back).
     fn cuda(&self, operands: &[&[usize]], shape: &[usize]) -> Option<CudaKernel> {
+        let _ = (operands, shape);
+        None
+    }
+
+    /// The operation as routines of a device's solver library and small
+    /// kernels ([`solver::DeviceSolve`]), for the dense linear algebra
+    /// that has no single kernel; `None`: the `cuda` kernel, else the
+    /// CPU kernel on the host.
+    fn device_solve(&self, operands: &[&[usize]], shape: &[usize]) -> Option<solver::DeviceSolve> {
         let _ = (operands, shape);
         None
     }
@@ -400,6 +410,16 @@ impl Op {
     /// [`Definition::device_allreduce`]).
     pub fn device_allreduce(&self) -> Option<crate::distributed::Reduction> {
         self.definition().device_allreduce()
+    }
+
+    /// The operation as device solver routines (see
+    /// [`Definition::device_solve`]).
+    pub fn device_solve(
+        &self,
+        operands: &[&[usize]],
+        shape: &[usize],
+    ) -> Option<solver::DeviceSolve> {
+        self.definition().device_solve(operands, shape)
     }
 
     /// A tensor-language operation of this entry.

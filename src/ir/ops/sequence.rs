@@ -9,7 +9,7 @@
 //! `prod / x` is not).
 
 use super::indexing::array;
-use super::{Definition, Op, OpError, Pulled, Rules};
+use super::{CudaKernel, Definition, Op, OpError, Pulled, Rules};
 use crate::ir::shape::{ShapeError, broadcasts_to, show};
 use crate::ir::{Shape, TOp, TensorGraph};
 use egg::Id;
@@ -124,6 +124,56 @@ impl Definition for Recurrence {
         }
         let data = out.into_raw_vec_and_offset().0;
         array(shape, data)
+    }
+
+    fn cuda(&self, operands: &[&[usize]], shape: &[usize]) -> Option<CudaKernel> {
+        let (outer, len, inner) = super::indexing::split(shape, self.axis);
+        // The factors' flat position of the result's element `p`, reading
+        // broadcast axes at stride 0.
+        let a = operands[0];
+        let offset = shape.len() - a.len();
+        let mut position = String::from("        long long rest = p, at = 0;\n");
+        let mut stride = 1usize;
+        let mut strides = vec![0usize; shape.len()];
+        for d in (0..a.len()).rev() {
+            strides[d + offset] = if a[d] == 1 { 0 } else { stride };
+            stride *= a[d];
+        }
+        for d in (0..shape.len()).rev() {
+            position.push_str(&format!(
+                "        at += (rest % {dim}LL) * {step}LL; rest /= {dim}LL;\n",
+                dim = shape[d].max(1),
+                step = strides[d]
+            ));
+        }
+        // The element before `k` in the recurrence's order.
+        let step = if self.reverse { "k + 1" } else { "k - 1" };
+        Some(CudaKernel {
+            name: "recurrence",
+            source: format!(
+                "extern \"C\" __global__ void recurrence(long long n, const double* a, const double* b, double* out) {{
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (long long)gridDim.x * blockDim.x) {{
+        long long o = e / {inner}LL, i = e % {inner}LL;
+        for (long long j = 0; j < {len}LL; j++) {{
+            long long k = {reverse} ? {last}LL - j : j;
+            long long p = (o * {len}LL + k) * {inner}LL + i;
+            double h = b[p];
+            if (j > 0) {{
+{position}                h += a[at] * out[(o * {len}LL + ({step})) * {inner}LL + i];
+            }}
+            out[p] = h;
+        }}
+    }}
+}}
+",
+                inner = inner.max(1),
+                reverse = if self.reverse { 1 } else { 0 },
+                last = len.saturating_sub(1),
+            ),
+            threads: if len == 0 { 0 } else { outer * inner },
+            zeroed: false,
+            copy_first: false,
+        })
     }
 
     fn vjp(&self, rules: &mut Rules<'_>, node: Id, operands: &[Id], g: Id) -> Pulled {
@@ -263,6 +313,26 @@ impl Definition for Flip {
         view.invert_axis(Axis(usize::from(self.axis)));
         let data: Vec<f64> = view.as_standard_layout().iter().copied().collect();
         array(shape, data)
+    }
+
+    fn cuda(&self, _operands: &[&[usize]], shape: &[usize]) -> Option<CudaKernel> {
+        let (_, len, inner) = super::indexing::split(shape, self.axis);
+        let (len, inner) = (len.max(1), inner.max(1));
+        Some(CudaKernel {
+            name: "flip",
+            source: format!(
+                "extern \"C\" __global__ void flip(long long n, const double* x, double* out) {{
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (long long)gridDim.x * blockDim.x) {{
+        long long i = e % {inner}LL, k = (e / {inner}LL) % {len}LL, o = e / ({inner}LL * {len}LL);
+        out[e] = x[(o * {len}LL + ({len}LL - 1 - k)) * {inner}LL + i];
+    }}
+}}
+"
+            ),
+            threads: shape.iter().product(),
+            zeroed: false,
+            copy_first: false,
+        })
     }
 
     fn vjp(&self, rules: &mut Rules<'_>, _node: Id, _operands: &[Id], g: Id) -> Pulled {

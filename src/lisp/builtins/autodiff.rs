@@ -503,7 +503,7 @@ fn tape_stats(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         .compiled
         .ok_or_else(|| EvalError::type_error("tape-stats inside a traced function has no tape"))?;
     let stats = &compiled.tape.stats;
-    let (device_kernels, device_graph) = device_program(&compiled.tape);
+    let (device_kernels, device_graph, device_host_ops) = device_program(&compiled.tape);
     let entry = |name: &str, value: Value| Value::list([Value::symbol(name), value]);
     let int = |n: usize| Value::Int(n as i64);
     Ok(Value::list([
@@ -554,15 +554,18 @@ fn tape_stats(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         ),
         entry("device-kernels", device_kernels),
         entry("device-graph", device_graph),
+        entry("device-host-ops", device_host_ops),
     ]))
 }
 
 /// The tape's device program as `tape-stats` shows it: its kernel
-/// launches and library calls per run (a loop's steps counted once), and
-/// whether it runs as one CUDA graph from its second run; planned here,
-/// for numbers where the tape takes numbers and arrays elsewhere. Both
-/// #f in a build without CUDA or for a tape the CUDA backend cannot run.
-fn device_program(tape: &crate::tape::Tape) -> (Value, Value) {
+/// launches and library calls per run (a loop's steps counted once),
+/// whether it runs as one CUDA graph from its second run, and how many of
+/// its operations run on the host (operands copied there and back);
+/// planned here, for numbers where the tape takes numbers and arrays
+/// elsewhere. All #f in a build without CUDA or for a tape the CUDA
+/// backend cannot run.
+fn device_program(tape: &crate::tape::Tape) -> (Value, Value, Value) {
     #[cfg(feature = "cuda")]
     {
         use crate::backends::cuda::program::{Kind, plan};
@@ -581,11 +584,12 @@ fn device_program(tape: &crate::tape::Tape) -> (Value, Value) {
             return (
                 Value::Int(program.kernels() as i64),
                 Value::Bool(program.graphable),
+                Value::Int(program.on_host() as i64),
             );
         }
     }
     let _ = tape;
-    (Value::Bool(false), Value::Bool(false))
+    (Value::Bool(false), Value::Bool(false), Value::Bool(false))
 }
 
 fn stop_name(stop: Stop) -> &'static str {
@@ -943,7 +947,7 @@ pub const BUILTINS: &[Builtin] = &[
     builtin(
         "tape-stats",
         "(tape-stats f args)",
-        "An association list describing the compiled gradient tape of f at args: instructions, stored and recomputed values, peak bytes (planned-bytes: what a run needs with its loops' snapshots, checked against the memory the process can get before a tape runs), flops, cache use, and its device program on a GPU (device-kernels: kernel launches and library calls per run; device-graph: whether it runs as one CUDA graph from its second run).",
+        "An association list describing the compiled gradient tape of f at args: instructions, stored and recomputed values, peak bytes (planned-bytes: what a run needs with its loops' snapshots, checked against the memory the process can get before a tape runs), flops, cache use, and its device program on a GPU (device-kernels: kernel launches and library calls per run; device-graph: whether it runs as one CUDA graph from its second run; device-host-ops: operations whose operands go to the host and back, 0 when all of it runs on the device).",
         2,
         Some(2),
         tape_stats,

@@ -81,7 +81,11 @@ fn steady(commands: &[Command], inputs: &[Place], fixed: &[Register]) -> Option<
     let mut kernels = 0;
     for command in commands {
         match command {
-            Command::Loop { .. } | Command::OnHost { .. } | Command::Allreduce { .. } => {
+            Command::Loop { .. }
+            | Command::OnHost { .. }
+            | Command::Allreduce { .. }
+            | Command::Routine { .. }
+            | Command::Check { .. } => {
                 return None;
             }
             Command::Host { out, .. } => varying.push(*out),

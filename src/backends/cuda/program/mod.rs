@@ -162,6 +162,29 @@ pub enum Command {
         /// How many slots.
         len: usize,
     },
+    /// A routine of the machine's solver library (cuSOLVER, cuBLAS),
+    /// in place on `writes`.
+    Routine {
+        /// The routine.
+        routine: crate::ir::ops::solver::Routine,
+        /// What it reads.
+        reads: SmallVec<[Buffer; 2]>,
+        /// What it writes.
+        writes: SmallVec<[Buffer; 5]>,
+    },
+    /// Failure codes an operation's device work wrote into `codes`, read
+    /// once the program's work is queued: the first non-zero one is the
+    /// run's error.
+    Check {
+        /// The operation (its name and where it was called).
+        op: crate::ir::ops::Op,
+        /// The buffer of codes (kept to the end of the run).
+        codes: Buffer,
+        /// How many records.
+        count: usize,
+        /// What a code means.
+        failure: crate::ir::ops::solver::Failure,
+    },
     /// Host arithmetic: a group on numbers.
     Host {
         /// The group.
@@ -234,12 +257,26 @@ pub struct Program {
 }
 
 impl Program {
-    /// Kernel launches and cuBLAS calls per replay (loops' steps not
-    /// counted).
+    /// Kernel launches and library calls (cuBLAS, cuSOLVER) per replay
+    /// (loops' steps not counted).
     pub fn kernels(&self) -> usize {
         self.commands
             .iter()
-            .filter(|c| matches!(c, Command::Launch { .. } | Command::Gemm { .. }))
+            .filter(|c| {
+                matches!(
+                    c,
+                    Command::Launch { .. } | Command::Gemm { .. } | Command::Routine { .. }
+                )
+            })
+            .count()
+    }
+
+    /// Operations run on the host (operands copied there and back) per
+    /// replay.
+    pub fn on_host(&self) -> usize {
+        self.commands
+            .iter()
+            .filter(|c| matches!(c, Command::OnHost { .. }))
             .count()
     }
 }

@@ -19,6 +19,7 @@ use crate::backends::cuda::f32_storage;
 use crate::backends::cuda::kernels::{Access, F32Storage};
 use crate::backends::cuda::launch::{self, Launch};
 use crate::ir::TOp;
+use crate::ir::ops::solver::{DeviceSolve, Slot, Step as SolveStep};
 use crate::tape::loops::LoopTapes;
 use crate::tape::{FusedGroup, Instruction, Kernel, Tape};
 use smallvec::SmallVec;
@@ -433,6 +434,12 @@ impl Planner {
     ) -> Place {
         let shapes: Vec<&[usize]> = args.iter().map(Place::shape).collect();
         let n: usize = shape.iter().product();
+        let matrices = args
+            .iter()
+            .all(|a| !a.is_f32() && !matches!(a, Place::Host(_)));
+        if matrices && let Some(solve) = op.device_solve(&shapes, shape) {
+            return self.device_solve(op, &solve, args, shape);
+        }
         if let Some(cuda) = op.cuda(&shapes, shape) {
             let owned: Vec<Place> = args.iter().map(|a| self.on_device(a)).collect();
             let out = self.alloc(n, cuda.zeroed);
@@ -482,6 +489,92 @@ impl Planner {
             }),
         }
         out
+    }
+
+    /// An operation as solver routines and kernels on the device
+    /// (`DeviceSolve`): the result and scratch buffers taken, each step a
+    /// command, the failure codes checked at the end of the run.
+    fn device_solve(
+        &mut self,
+        op: &crate::ir::ops::Op,
+        solve: &DeviceSolve,
+        args: &[Place],
+        shape: &[usize],
+    ) -> Place {
+        let owned: Vec<Place> = args.iter().map(|a| self.on_device(a)).collect();
+        let zeroed = |slot: Slot| {
+            solve.steps.iter().any(|step| {
+                matches!(step, SolveStep::Kernel { kernel, writes, .. } if kernel.zeroed && *writes == slot)
+            })
+        };
+        let out = self.alloc(shape.iter().product::<usize>().max(1), zeroed(Slot::Out));
+        let scratch: Vec<Buffer> = (0..solve.scratch.len())
+            .map(|k| self.alloc(solve.scratch[k], zeroed(Slot::Scratch(k as u8))))
+            .collect();
+        let buffer = |slot: &Slot| match *slot {
+            Slot::Operand(k) => owned[k as usize].buffer().unwrap_or(out),
+            Slot::Out => out,
+            Slot::Scratch(k) => scratch[k as usize],
+        };
+        for step in &solve.steps {
+            let command = match step {
+                SolveStep::Kernel {
+                    kernel,
+                    reads,
+                    writes,
+                } => {
+                    if kernel.threads == 0 {
+                        continue;
+                    }
+                    let mut operands: SmallVec<[Operand; 6]> =
+                        SmallVec::from_elem(Operand::Int(kernel.threads as i64), 1);
+                    operands.extend(reads.iter().map(|r| Operand::Buffer(buffer(r))));
+                    Command::Launch {
+                        launch: launch::table(kernel),
+                        operands,
+                        out: buffer(writes),
+                    }
+                }
+                SolveStep::Copy { from, at, to, len } => Command::Copy {
+                    src: buffer(from),
+                    from: *at,
+                    dst: buffer(to),
+                    to: 0,
+                    len: *len,
+                },
+                SolveStep::Routine {
+                    routine,
+                    reads,
+                    writes,
+                } => Command::Routine {
+                    routine: *routine,
+                    reads: reads.iter().map(buffer).collect(),
+                    writes: writes.iter().map(buffer).collect(),
+                },
+                SolveStep::Check {
+                    codes,
+                    count,
+                    failure,
+                } => Command::Check {
+                    op: op.clone(),
+                    codes: buffer(codes),
+                    count: *count,
+                    failure: *failure,
+                },
+            };
+            self.commands.push(command);
+        }
+        for buffer in scratch {
+            self.buffers[buffer as usize].users = 0;
+            self.commands.push(Command::Release(buffer));
+        }
+        for value in owned {
+            self.drop_value(value);
+        }
+        Place::Device {
+            buffer: out,
+            shape: shape.into(),
+        }
     }
 
     /// Where a result the host or a loop makes goes: a register for a

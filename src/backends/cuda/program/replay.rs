@@ -21,6 +21,7 @@ pub fn replay<M: Machine>(
         machine,
         registers: program.registers.clone(),
         buffers: (0..program.buffers).map(|_| None).collect(),
+        checks: Vec::new(),
     };
     for (place, input) in program.inputs.iter().zip(inputs) {
         match (place, input) {
@@ -40,6 +41,12 @@ pub fn replay<M: Machine>(
         .commands
         .iter()
         .try_for_each(|command| state.run(command));
+    // A failure the device recorded comes before any later error, as the
+    // CPU would have stopped there.
+    let ran = match (state.checked(), ran) {
+        (Err(failure), _) => Err(failure),
+        (Ok(()), ran) => ran,
+    };
     let outputs = ran.and_then(|()| {
         program
             .outputs
@@ -49,7 +56,8 @@ pub fn replay<M: Machine>(
     });
     // Memory no result holds goes back to the machine (after an error
     // too); inputs stay the caller's.
-    for mem in state.buffers.into_iter().flatten() {
+    let checked = state.checks.into_iter().map(|check| check.codes);
+    for mem in state.buffers.into_iter().flatten().chain(checked) {
         if let Ok(mem) = Rc::try_unwrap(mem) {
             machine.release(mem);
         }
@@ -57,14 +65,37 @@ pub fn replay<M: Machine>(
     outputs
 }
 
-/// A replay under way: the registers and the buffers' memory.
+/// A replay under way: the registers, the buffers' memory and the
+/// failure codes to read at the end.
 struct State<'a, M: Machine> {
     machine: &'a M,
     registers: Vec<f64>,
     buffers: Vec<Option<Rc<M::Mem>>>,
+    checks: Vec<Check<M::Mem>>,
+}
+
+/// Failure codes an operation's device work wrote (`Command::Check`).
+struct Check<Mem> {
+    op: crate::ir::ops::Op,
+    codes: Rc<Mem>,
+    count: usize,
+    failure: crate::ir::ops::solver::Failure,
 }
 
 impl<M: Machine> State<'_, M> {
+    /// The first failure the device recorded, in program order (one copy
+    /// to the host per check, after the work is queued).
+    fn checked(&self) -> Result<(), BackendError> {
+        for check in &self.checks {
+            let slots = check.failure.slots(check.count);
+            let codes = self.machine.download(&check.codes, slots)?;
+            if let Some(error) = check.failure.error(&codes, check.count) {
+                return Err(BackendError::from_op(&check.op, error));
+            }
+        }
+        Ok(())
+    }
+
     /// The memory of `buffer`.
     fn mem(&self, buffer: u32) -> Result<&M::Mem, BackendError> {
         self.buffers[buffer as usize]
@@ -209,6 +240,46 @@ impl<M: Machine> State<'_, M> {
                 };
                 self.put(*dst, written);
                 result?;
+            }
+            Command::Routine {
+                routine,
+                reads,
+                writes,
+            } => {
+                let mut taken: SmallVec<[Rc<M::Mem>; 5]> = SmallVec::new();
+                for &b in writes {
+                    taken.push(self.take(b)?);
+                }
+                let result = {
+                    let mut inputs: SmallVec<[&M::Mem; 2]> = SmallVec::new();
+                    for &b in reads {
+                        inputs.push(self.mem(b)?);
+                    }
+                    let outputs: Option<SmallVec<[&mut M::Mem; 5]>> =
+                        taken.iter_mut().map(Rc::get_mut).collect();
+                    match outputs {
+                        Some(mut outputs) => machine.routine(routine, &inputs, &mut outputs),
+                        None => Err(shared_output()),
+                    }
+                };
+                for (&b, mem) in writes.iter().zip(taken) {
+                    self.put(b, mem);
+                }
+                result?;
+            }
+            Command::Check {
+                op,
+                codes,
+                count,
+                failure,
+            } => {
+                let codes = self.shared(*codes)?;
+                self.checks.push(Check {
+                    op: op.clone(),
+                    codes,
+                    count: *count,
+                    failure: *failure,
+                });
             }
             Command::Host {
                 group,

@@ -77,6 +77,12 @@ fn check_buffers(program: &Program) -> Result<Vec<bool>, String> {
                     alive[b as usize] = true;
                 }
             }
+            Command::Routine { reads, writes, .. } => {
+                for b in reads.iter().chain(writes) {
+                    read(&alive, *b, &at)?;
+                }
+            }
+            Command::Check { codes, .. } => read(&alive, *codes, &at)?,
             Command::Host { .. } | Command::Measure { .. } => {}
         }
     }

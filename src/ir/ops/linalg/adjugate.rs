@@ -206,6 +206,14 @@ impl Definition for Adjugate {
         crate::ir::ops::batching::leading_axes(graph, op, operands, batched, &[2], size)
     }
 
+    fn device_solve(
+        &self,
+        operands: &[&[usize]],
+        _shape: &[usize],
+    ) -> Option<crate::ir::ops::solver::DeviceSolve> {
+        super::device::adjugate(operands[0])
+    }
+
     fn site(&self) -> Site {
         self.site
     }

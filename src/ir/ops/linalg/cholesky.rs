@@ -152,6 +152,14 @@ impl Definition for Cholesky {
         crate::ir::ops::batching::leading_axes(graph, op, operands, batched, &[2], size)
     }
 
+    fn device_solve(
+        &self,
+        operands: &[&[usize]],
+        _shape: &[usize],
+    ) -> Option<crate::ir::ops::solver::DeviceSolve> {
+        super::device::cholesky(operands[0])
+    }
+
     fn site(&self) -> Site {
         self.site
     }

@@ -171,6 +171,14 @@ impl Definition for Det {
         crate::ir::ops::batching::leading_axes(graph, op, operands, batched, &[2], size)
     }
 
+    fn device_solve(
+        &self,
+        operands: &[&[usize]],
+        _shape: &[usize],
+    ) -> Option<crate::ir::ops::solver::DeviceSolve> {
+        super::device::det(operands[0])
+    }
+
     fn site(&self) -> Site {
         self.site
     }
@@ -259,6 +267,14 @@ impl Definition for Slogdet {
         Some(crate::ir::ops::batching::repacked(
             graph, node, &parts, size,
         ))
+    }
+
+    fn device_solve(
+        &self,
+        operands: &[&[usize]],
+        _shape: &[usize],
+    ) -> Option<crate::ir::ops::solver::DeviceSolve> {
+        super::device::slogdet(operands[0])
     }
 
     fn site(&self) -> Site {

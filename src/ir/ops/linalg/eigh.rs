@@ -188,6 +188,14 @@ impl Definition for Eigh {
         ))
     }
 
+    fn device_solve(
+        &self,
+        operands: &[&[usize]],
+        _shape: &[usize],
+    ) -> Option<crate::ir::ops::solver::DeviceSolve> {
+        super::device::eigh(operands[0])
+    }
+
     fn site(&self) -> Site {
         self.site
     }

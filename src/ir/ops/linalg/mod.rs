@@ -20,6 +20,7 @@
 mod adjugate;
 mod cholesky;
 mod det;
+pub mod device;
 mod eigh;
 mod expm;
 mod lu;

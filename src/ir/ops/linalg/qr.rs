@@ -293,6 +293,14 @@ impl Definition for Qr {
         ))
     }
 
+    fn device_solve(
+        &self,
+        operands: &[&[usize]],
+        _shape: &[usize],
+    ) -> Option<crate::ir::ops::solver::DeviceSolve> {
+        super::device::qr(operands[0])
+    }
+
     fn site(&self) -> Site {
         self.site
     }
@@ -387,6 +395,14 @@ impl Definition for FullRank {
     ) -> Option<Id> {
         let op = crate::ir::ops::Op::FullRank(self.clone());
         crate::ir::ops::batching::leading_axes(graph, op, operands, batched, &[2], size)
+    }
+
+    fn device_solve(
+        &self,
+        operands: &[&[usize]],
+        _shape: &[usize],
+    ) -> Option<crate::ir::ops::solver::DeviceSolve> {
+        super::device::full_rank(operands[0], self.size)
     }
 
     fn site(&self) -> Site {

@@ -310,6 +310,20 @@ impl Definition for TriangularSolve {
         )
     }
 
+    fn device_solve(
+        &self,
+        operands: &[&[usize]],
+        _shape: &[usize],
+    ) -> Option<crate::ir::ops::solver::DeviceSolve> {
+        super::device::triangular_solve(
+            operands[0],
+            operands[1],
+            self.lower,
+            self.transpose,
+            self.vector,
+        )
+    }
+
     fn site(&self) -> Site {
         self.site
     }
@@ -435,6 +449,14 @@ impl Definition for Solve {
             &[2, if self.vector { 1 } else { 2 }],
             size,
         )
+    }
+
+    fn device_solve(
+        &self,
+        operands: &[&[usize]],
+        _shape: &[usize],
+    ) -> Option<crate::ir::ops::solver::DeviceSolve> {
+        super::device::solve(operands[0], operands[1], self.transpose, self.vector)
     }
 
     fn site(&self) -> Site {

@@ -273,6 +273,14 @@ impl Definition for Svd {
         ))
     }
 
+    fn device_solve(
+        &self,
+        operands: &[&[usize]],
+        _shape: &[usize],
+    ) -> Option<crate::ir::ops::solver::DeviceSolve> {
+        super::device::svd(operands[0])
+    }
+
     fn site(&self) -> Site {
         self.site
     }

@@ -8,7 +8,7 @@ use super::matrix_dims;
 use crate::ir::Shape;
 use crate::ir::TensorGraph;
 use crate::ir::ops::indexing::array;
-use crate::ir::ops::{Definition, Op, OpError, Pulled, Rules};
+use crate::ir::ops::{CudaKernel, Definition, Op, OpError, Pulled, Rules};
 use crate::ir::shape::{ShapeError, show};
 use egg::Id;
 use ndarray::{ArrayD, ArrayViewD};
@@ -62,6 +62,32 @@ impl Definition for Triangle {
             }
         }
         array(shape, data)
+    }
+
+    fn cuda(&self, operands: &[&[usize]], shape: &[usize]) -> Option<CudaKernel> {
+        let (rows, cols) = matrix_dims(operands[0], "triangle").ok()?;
+        let (rows, cols) = (rows.max(1), cols.max(1));
+        let keep = if self.lower {
+            "j <= i + k"
+        } else {
+            "j >= i + k"
+        };
+        Some(CudaKernel {
+            name: "triangle",
+            source: format!(
+                "extern \"C\" __global__ void triangle(long long n, const double* x, double* out) {{
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (long long)gridDim.x * blockDim.x) {{
+        long long j = e % {cols}LL, i = (e / {cols}LL) % {rows}LL, k = {k}LL;
+        out[e] = ({keep}) ? x[e] : 0.0;
+    }}
+}}
+",
+                k = self.k
+            ),
+            threads: shape.iter().product(),
+            zeroed: false,
+            copy_first: false,
+        })
     }
 
     fn vjp(&self, rules: &mut Rules<'_>, _node: Id, _operands: &[Id], g: Id) -> Pulled {
@@ -140,6 +166,27 @@ impl Definition for Diagonal {
             out.extend((0..k).map(|i| matrix[i * cols + i]));
         }
         array(shape, out)
+    }
+
+    fn cuda(&self, operands: &[&[usize]], shape: &[usize]) -> Option<CudaKernel> {
+        let (rows, cols) = matrix_dims(operands[0], "diagonal").ok()?;
+        let k = rows.min(cols).max(1);
+        Some(CudaKernel {
+            name: "diagonal",
+            source: format!(
+                "extern \"C\" __global__ void diagonal(long long n, const double* x, double* out) {{
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (long long)gridDim.x * blockDim.x) {{
+        out[e] = x[(e / {k}LL) * {size}LL + (e % {k}LL) * {step}LL];
+    }}
+}}
+",
+                size = rows * cols,
+                step = cols + 1
+            ),
+            threads: shape.iter().product(),
+            zeroed: false,
+            copy_first: false,
+        })
     }
 
     fn vjp(&self, rules: &mut Rules<'_>, _node: Id, operands: &[Id], g: Id) -> Pulled {
@@ -241,6 +288,26 @@ impl Definition for Diag {
             }
         }
         array(shape, out)
+    }
+
+    fn cuda(&self, _operands: &[&[usize]], shape: &[usize]) -> Option<CudaKernel> {
+        let (rows, cols) = (self.rows.max(1), self.cols.max(1));
+        let k = self.rows.min(self.cols).max(1);
+        Some(CudaKernel {
+            name: "diag",
+            source: format!(
+                "extern \"C\" __global__ void diag(long long n, const double* v, double* out) {{
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (long long)gridDim.x * blockDim.x) {{
+        long long j = e % {cols}LL, i = (e / {cols}LL) % {rows}LL;
+        out[e] = i == j ? v[(e / ({rows}LL * {cols}LL)) * {k}LL + i] : 0.0;
+    }}
+}}
+"
+            ),
+            threads: shape.iter().product(),
+            zeroed: false,
+            copy_first: false,
+        })
     }
 
     fn vjp(&self, rules: &mut Rules<'_>, _node: Id, _operands: &[Id], g: Id) -> Pulled {
