@@ -125,18 +125,18 @@ fn spectral_and_orthogonal_factorizations_run_on_the_device() {
         &machine,
         &format!(
             "{SETUP}
-             (define (f a t y)
+             (define (f a t y m)
                (let ((e (eigh (spd a))) (tall (svd t)) (wide (svd (transpose t)))
                      (q (qr t)) (qw (qr (transpose t))))
                  (+ (sum (* (first e) (first e))) (sum (* (second e) (second e) (tanh (second e))))
                     (sum (second tall)) (sum (* (first tall) (sin (first tall))))
                     (sum (* (third wide) (cos (third wide)))) (sum (second wide))
                     (sum (* (first q) (exp (first q)))) (sum (second q)) (sum (* (second qw) (second qw)))
-                    (sum (lstsq t y)))))"
+                    (sum (lstsq t y)) (sum (matrix-exp (* 0.3 a))) (sum (* m (matrix-exp (* 3 m)))))))"
         ),
         "f",
-        "a t y",
-        "(0 1 2)",
+        "a t y m",
+        "(0 1 2 3)",
     );
     assert!(routines > 0, "no solver routine ran");
 }

@@ -58,6 +58,20 @@ pub enum Step {
         /// How many numbers.
         len: usize,
     },
+    /// The row-major products `out = a b` of `batch` pairs of `n x n`
+    /// matrices (one batched `gemm`).
+    Product {
+        /// The left factors.
+        a: Slot,
+        /// The right factors.
+        b: Slot,
+        /// The products.
+        out: Slot,
+        /// The side.
+        n: usize,
+        /// How many products.
+        batch: usize,
+    },
     /// A routine of the solver library (see [`Routine`] for what each
     /// reads and writes).
     Routine {
@@ -115,6 +129,18 @@ impl DeviceSolve {
         });
     }
 
+    /// Appends the products `out = a b` of `batch` pairs of `n x n`
+    /// matrices.
+    pub fn product(&mut self, a: Slot, b: Slot, out: Slot, n: usize, batch: usize) {
+        self.steps.push(Step::Product {
+            a,
+            b,
+            out,
+            n,
+            batch,
+        });
+    }
+
     /// Appends a copy of the first `len` numbers of `from`.
     pub fn copy(&mut self, from: Slot, to: Slot, len: usize) {
         self.copy_from(from, 0, to, len);
@@ -147,6 +173,19 @@ impl DeviceSolve {
                     kernel,
                     reads: reads.into_iter().map(map).collect(),
                     writes: map(writes),
+                },
+                Step::Product {
+                    a,
+                    b,
+                    out,
+                    n,
+                    batch,
+                } => Step::Product {
+                    a: map(a),
+                    b: map(b),
+                    out: map(out),
+                    n,
+                    batch,
                 },
                 Step::Copy { from, at, to, len } => Step::Copy {
                     from: map(from),
@@ -328,6 +367,9 @@ pub enum Failure {
     SingularTriangle,
     /// An iteration that did not converge; the text names it.
     NotConverged(&'static str),
+    /// `getrf`'s `info` for the denominator of `matrix-exp`'s Padé
+    /// approximant.
+    PadeSingular,
     /// A rank-deficient triangular factor: three numbers per matrix (the
     /// diagonal index + 1 or 0, the entry, the tolerance), as doubles.
     RankDeficient,
@@ -391,6 +433,10 @@ impl Failure {
                 code - 1
             ),
             Failure::NotConverged(what) => format!("the {what} iteration did not converge"),
+            Failure::PadeSingular => format!(
+                "the Padé denominator is singular (pivot {}); the matrix is too large to exponentiate",
+                code - 1
+            ),
             Failure::RankDeficient => "the matrix is rank deficient".to_string(),
         }
     }

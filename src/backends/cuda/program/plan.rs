@@ -535,6 +535,33 @@ impl Planner {
                         out: buffer(writes),
                     }
                 }
+                SolveStep::Product {
+                    a,
+                    b,
+                    out,
+                    n,
+                    batch,
+                } => Command::Gemm {
+                    // Row-major `a b` is column-major `bᵀ aᵀ`.
+                    call: launch::GemmCall {
+                        transa: false,
+                        transb: false,
+                        m: *n,
+                        n: *n,
+                        k: *n,
+                        lda: *n,
+                        ldb: *n,
+                        ldc: *n,
+                        batch: *batch,
+                        stride_a: n * n,
+                        stride_b: n * n,
+                        stride_c: n * n,
+                        broadcast: [None, None],
+                    },
+                    operands: (buffer(b), buffer(a)),
+                    out: buffer(out),
+                    single: false,
+                },
                 SolveStep::Copy { from, at, to, len } => Command::Copy {
                     src: buffer(from),
                     from: *at,

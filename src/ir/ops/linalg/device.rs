@@ -686,3 +686,168 @@ pub fn adjugate(a: &[usize]) -> Option<DeviceSolve> {
     solve.kernel(adjugate_product(count, n), &[packed, weights], Slot::Out);
     Some(solve)
 }
+
+/// `out = identity · I + Σ weights[k] · terms[k]` of each `n x n`
+/// matrix, summed in that order (as the CPU's `combine`).
+fn combination(count: usize, n: usize, weights: &[f64], identity: f64) -> CudaKernel {
+    const NAMES: [&str; 4] = ["t0", "t1", "t2", "t3"];
+    let mut body = format!(
+        "        long long i = (e / {n}LL) % {n}LL, j = e % {n}LL;
+        double total = i == j ? {identity:e} : 0.0;
+"
+    );
+    for (k, w) in weights.iter().enumerate() {
+        body.push_str(&format!(
+            "        total = total + {w:e} * {}[e];\n",
+            NAMES[k]
+        ));
+    }
+    body.push_str("        out[e] = total;");
+    kernel("combination", count * n * n, &NAMES[..weights.len()], &body)
+}
+
+/// `x + sign · y`, elementwise.
+fn sum_of(len: usize, sign: f64) -> CudaKernel {
+    kernel(
+        "sum_of",
+        len,
+        &["x", "y"],
+        &format!("        out[e] = x[e] + {sign:e} * y[e];"),
+    )
+}
+
+/// Per matrix, the squarings `s` of scaling and squaring: the smallest
+/// `s >= 0` with `|a|₁ / 2^s` at most the degree-13 bound.
+fn expm_squarings(count: usize, n: usize) -> CudaKernel {
+    kernel(
+        "expm_squarings",
+        count,
+        &["a"],
+        &format!(
+            "        const double* m = a + e * {n}LL * {n}LL;
+        double norm = 0.0;
+        for (long long j = 0; j < {n}LL; j++) {{
+            double column = 0.0;
+            for (long long i = 0; i < {n}LL; i++) column += fabs(m[i * {n}LL + j]);
+            norm = fmax(norm, column);
+        }}
+        out[e] = fmax(ceil(log2(norm / {theta:e})), 0.0);",
+            theta = super::expm::THETA[4].1,
+        ),
+    )
+}
+
+/// `a / 2^s` of each matrix.
+fn expm_scaled(count: usize, n: usize) -> CudaKernel {
+    kernel(
+        "expm_scaled",
+        count * n * n,
+        &["a", "s"],
+        &format!("        out[e] = ldexp(a[e], -(int)s[e / ({n}LL * {n}LL)]);"),
+    )
+}
+
+/// Each matrix of `r` squared `s` times, by one block of threads per
+/// matrix (a product per squaring, the block in step between them):
+/// `out` holds the results, then room for the products.
+fn expm_squared(count: usize, n: usize) -> CudaKernel {
+    let size = n * n;
+    CudaKernel {
+        name: "expm_squared",
+        source: format!(
+            "extern \"C\" __global__ void expm_squared(long long n, const double* r, const double* s, double* out) {{
+    for (long long b = blockIdx.x; b < {count}LL; b += gridDim.x) {{
+        double* x = out + b * {size}LL;
+        double* y = out + {count}LL * {size}LL + b * {size}LL;
+        for (long long e = threadIdx.x; e < {size}LL; e += blockDim.x) x[e] = r[b * {size}LL + e];
+        __syncthreads();
+        int times = (int)s[b];
+        for (int t = 0; t < times; t++) {{
+            for (long long e = threadIdx.x; e < {size}LL; e += blockDim.x) {{
+                long long i = e / {n}LL, j = e % {n}LL;
+                double total = 0.0;
+                for (long long k = 0; k < {n}LL; k++) total += x[i * {n}LL + k] * x[k * {n}LL + j];
+                y[e] = total;
+            }}
+            __syncthreads();
+            double* swap = x; x = y; y = swap;
+        }}
+        if (times % 2 == 1) {{
+            for (long long e = threadIdx.x; e < {size}LL; e += blockDim.x) y[e] = x[e];
+        }}
+        __syncthreads();
+    }}
+}}
+"
+        ),
+        threads: count * 256,
+        zeroed: false,
+        copy_first: false,
+    }
+}
+
+/// `matrix-exp`: scaling and squaring with the degree-13 Padé
+/// approximant for every matrix (`s` from the 1-norm as on the CPU, which
+/// takes a lower degree instead for matrices of small norm), the
+/// denominator solved through `getrf`/`getrs`, the squarings by one block
+/// per matrix.
+pub fn matrix_exp(a: &[usize]) -> Option<DeviceSolve> {
+    let (count, n) = square(a);
+    if count * n == 0 {
+        return None;
+    }
+    let size = count * n * n;
+    let b = super::expm::coefficients(13);
+    let mut solve = DeviceSolve::default();
+    let finite = solve.scratch(int_slots(count));
+    solve.kernel(not_finite(count, n * n), &[A], finite);
+    let squarings = solve.scratch(count);
+    solve.kernel(expm_squarings(count, n), &[A], squarings);
+    let x = solve.scratch(size);
+    solve.kernel(expm_scaled(count, n), &[A, squarings], x);
+    let matrix = |solve: &mut DeviceSolve| solve.scratch(size);
+    let (a2, a4, a6) = (matrix(&mut solve), matrix(&mut solve), matrix(&mut solve));
+    solve.product(x, x, a2, n, count);
+    solve.product(a2, a2, a4, n, count);
+    solve.product(a4, a2, a6, n, count);
+    // One of u, v: a6 (Σ high) + (Σ low + identity), times x for u.
+    let half = |solve: &mut DeviceSolve, high: [f64; 3], low: [f64; 3], identity: f64| {
+        let (h, g, l, sum) = (matrix(solve), matrix(solve), matrix(solve), matrix(solve));
+        solve.kernel(combination(count, n, &high, 0.0), &[a6, a4, a2], h);
+        solve.product(a6, h, g, n, count);
+        solve.kernel(combination(count, n, &low, identity), &[a6, a4, a2], l);
+        solve.kernel(sum_of(size, 1.0), &[g, l], sum);
+        sum
+    };
+    let inner = half(&mut solve, [b[13], b[11], b[9]], [b[7], b[5], b[3]], b[1]);
+    let v = half(&mut solve, [b[12], b[10], b[8]], [b[6], b[4], b[2]], b[0]);
+    let u = matrix(&mut solve);
+    solve.product(x, inner, u, n, count);
+    let (numerator, denominator) = (matrix(&mut solve), matrix(&mut solve));
+    solve.kernel(sum_of(size, 1.0), &[v, u], numerator);
+    solve.kernel(sum_of(size, -1.0), &[v, u], denominator);
+    // denominator⁻¹ numerator: the LU of the stored transpose solves with
+    // the transposed solve, on the right-hand sides made column-major.
+    let lu = factored_from(&mut solve, count, n, denominator, 0);
+    let (rhs, info, r) = (
+        matrix(&mut solve),
+        solve.scratch(int_slots(count)),
+        matrix(&mut solve),
+    );
+    solve.kernel(transposed(count, n, n), &[numerator], rhs);
+    let routine = Routine::LuSolve {
+        n,
+        nrhs: n,
+        batch: count,
+        transpose: true,
+        shared: false,
+    };
+    solve.routine(routine, &[lu.lu, lu.pivots], &[rhs, info]);
+    solve.kernel(transposed(count, n, n), &[rhs], r);
+    let squared = solve.scratch(2 * size);
+    solve.kernel(expm_squared(count, n), &[r, squarings], squared);
+    solve.copy(squared, Slot::Out, size);
+    solve.check(finite, count, Failure::NotFinite);
+    solve.check(lu.info, count, Failure::PadeSingular);
+    Some(solve)
+}

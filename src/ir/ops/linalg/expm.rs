@@ -34,7 +34,7 @@ pub struct MatrixExp {
 
 /// The largest 1-norms for which the Padé approximants of degree 3, 5,
 /// 7, 9 and 13 are accurate to double precision (Higham 2005, table 2.3).
-const THETA: [(usize, f64); 5] = [
+pub(super) const THETA: [(usize, f64); 5] = [
     (3, 1.495_585_217_958_292e-2),
     (5, 2.539_398_330_063_23e-1),
     (7, 9.504_178_996_162_932e-1),
@@ -43,7 +43,7 @@ const THETA: [(usize, f64); 5] = [
 ];
 
 /// The coefficients `b_0..b_m` of the degree-`m` Padé approximant.
-fn coefficients(m: usize) -> &'static [f64] {
+pub(super) fn coefficients(m: usize) -> &'static [f64] {
     match m {
         3 => &[120.0, 60.0, 12.0, 1.0],
         5 => &[30240.0, 15120.0, 3360.0, 420.0, 30.0, 1.0],
@@ -325,6 +325,14 @@ impl Definition for MatrixExp {
     ) -> Option<Id> {
         let op = crate::ir::ops::Op::MatrixExp(self.clone());
         crate::ir::ops::batching::leading_axes(graph, op, operands, batched, &[2], size)
+    }
+
+    fn device_solve(
+        &self,
+        operands: &[&[usize]],
+        _shape: &[usize],
+    ) -> Option<crate::ir::ops::solver::DeviceSolve> {
+        super::device::matrix_exp(operands[0])
     }
 
     fn site(&self) -> Site {
