@@ -13,8 +13,11 @@
 //!   graph per 32 steps where it can: a W4 heat step (forward, and the
 //!   revolve gradient's steps).
 //!
-//! The CPU backend's whole run of the same tape is timed beside the W1 and
-//! W2 gradients. Run: `cargo bench --bench cuda_host`; per-step figures
+//! The GP negative log-likelihood's value and gradient (n = 1000: a
+//! Cholesky factor, triangular solves, a log-determinant) is planned and
+//! replayed the same way, its linear algebra as solver routines. The CPU
+//! backend's whole run of the same tape is timed beside the W1 and W2
+//! gradients. Run: `cargo bench --bench cuda_host`; per-step figures
 //! are printed to stderr.
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -24,6 +27,7 @@ use epsilon::backends::cuda::launch::{GemmCall, Launch};
 use epsilon::backends::cuda::machine::{Arg, Datum, Machine};
 use epsilon::backends::cuda::program::{self, Kind, Programs};
 use epsilon::backends::{Backend, BackendError, override_backend};
+use epsilon::ir::ops::solver::Routine;
 use epsilon::tape::Tape;
 use ndarray::{ArrayD, IxDyn};
 use std::cell::RefCell;
@@ -83,6 +87,15 @@ impl Machine for Null {
         _: usize,
         _: usize,
     ) -> Result<(), BackendError> {
+        Ok(())
+    }
+    fn routine(
+        &self,
+        routine: &Routine,
+        _: &[&usize],
+        _: &mut [&mut usize],
+    ) -> Result<(), BackendError> {
+        black_box(routine);
         Ok(())
     }
     fn programs(&self) -> Option<&Programs<Null>> {
@@ -263,6 +276,11 @@ fn benches(c: &mut Criterion) {
         .expect("bench/linalg/ba.lisp");
     let (ba_jacobian, ba_inputs) = captured(&ba, "(ba-jacobian cams points)");
     plan_and_replay(c, "ba_jacobian", &ba_jacobian, &ba_inputs, false);
+    let gp = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/linalg/gp.lisp"))
+        .expect("bench/linalg/gp.lisp");
+    let gp = format!("(define *args* '()) {gp}");
+    let (gp_tape, gp_inputs) = captured(&gp, "(gp-vgrad theta)");
+    plan_and_replay(c, "gp_value_and_grad", &gp_tape, &gp_inputs, false);
     let heat = "(define N 10000) (define T 1000) (define alpha 0.25)
         (define u0 (sin (* 3.0 (linspace 0.0 1.0 N))))
         (define (heat-step a) (lambda (u i) (+ u (* a (- (+ (roll u 1) (roll u -1)) (* 2.0 u))))))

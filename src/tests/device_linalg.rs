@@ -4,6 +4,7 @@
 //! CPU backend at random matrices, batched and single, and its failures
 //! read as the CPU's. Skipped with a message without a host C++ compiler.
 
+use super::simulated_device::errors_after;
 use crate::backends::cuda::sim::SimMachine;
 use crate::backends::override_backend;
 use crate::{Engine, Value};
@@ -141,21 +142,6 @@ fn spectral_and_orthogonal_factorizations_run_on_the_device() {
     assert!(routines > 0, "no solver routine ran");
 }
 
-/// The error `call` gives on the CPU and on the device.
-fn errors(machine: &Rc<SimMachine>, setup: &str, call: &str) -> (String, String) {
-    let mut engine = Engine::new();
-    engine.eval(setup).unwrap();
-    override_backend(None);
-    let cpu = engine.eval(call).map(|v| v.to_string());
-    override_backend(Some(machine.clone()));
-    let device = engine.eval(call).map(|v| v.to_string());
-    override_backend(None);
-    match (cpu, device) {
-        (Err(c), Err(d)) => (c.to_string(), d.to_string()),
-        (c, d) => panic!("{call}: expected errors, got {c:?} on the CPU and {d:?} on the device"),
-    }
-}
-
 #[test]
 fn failures_on_the_device_read_as_on_the_cpu() {
     let Some(machine) = simulated() else { return };
@@ -171,10 +157,10 @@ fn failures_on_the_device_read_as_on_the_cpu() {
         "(sol singular)",
         "(eig with-nan)",
     ] {
-        let (cpu, device) = errors(&machine, setup, call);
+        let (cpu, device) = errors_after(&machine, setup, "", call);
         assert_eq!(device, cpu, "{call}");
     }
-    let (cpu, device) = errors(&machine, setup, "(chol bad)");
+    let (cpu, device) = errors_after(&machine, setup, "", "(chol bad)");
     assert!(
         cpu.contains("not positive definite") && cpu.contains("matrix 1 of the batch"),
         "{cpu}"

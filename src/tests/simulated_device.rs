@@ -146,3 +146,54 @@ fn agree(got: &[crate::backends::cpu::Buf], want: &[crate::backends::cpu::Buf], 
         }
     }
 }
+
+/// The error `call` gives on the CPU and on the simulated device (after
+/// `warm`, calls that run the same tape without error, so that the
+/// failing run replays its program or launches its graph).
+pub(super) fn errors_after(
+    machine: &Rc<SimMachine>,
+    setup: &str,
+    warm: &str,
+    call: &str,
+) -> (String, String) {
+    let mut engine = Engine::new();
+    engine.eval(setup).unwrap();
+    override_backend(None);
+    let cpu = engine.eval(call).map(|v| v.to_string());
+    override_backend(Some(machine.clone()));
+    engine.eval(warm).unwrap();
+    let device = engine.eval(call).map(|v| v.to_string());
+    override_backend(None);
+    match (cpu, device) {
+        (Err(c), Err(d)) => (c.to_string(), d.to_string()),
+        (c, d) => panic!("{call}: expected errors, got {c:?} on the CPU and {d:?} on the device"),
+    }
+}
+
+#[test]
+fn bad_positions_are_the_cpus_errors_on_the_device_in_graphs_too() {
+    let Some(machine) = simulated() else { return };
+    let setup = "(define x (randn '(5 3)))
+                 (define good (tensor '(0 4 -1 2)))
+                 (define (f x idx) (sum (* (gather x idx) (tanh (gather x idx)) (exp (gather x idx)))))
+                 (define g (grad f))
+                 (define (h x idx) (sum (index-set x idx (zeros '(4 3)))))
+                 (define (t x idx) (sum (take-along x (reshape idx '(4 1)) :axis 0)))";
+    let warm = "(g x good) (g x good) (g x good) (h x good) (h x good) (t x good)";
+    let graphs = machine.graph_launches.get();
+    for call in [
+        "(g x (tensor '(0 5 1 2)))",
+        "(g x (tensor '(0 1.5 1 2)))",
+        "(g x (tensor '(0 -6 1 2)))",
+        "(h x (tensor '(0 1 7 2)))",
+        "(t x (tensor '(0 1 9 2)))",
+    ] {
+        let (cpu, device) = errors_after(&machine, setup, warm, call);
+        assert_eq!(device, cpu, "{call}");
+        assert!(cpu.contains("index "), "{cpu}");
+    }
+    assert!(
+        machine.graph_launches.get() > graphs,
+        "no run launched a graph"
+    );
+}

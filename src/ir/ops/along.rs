@@ -171,6 +171,10 @@ impl Definition for TakeAlong {
         operand == 0
     }
 
+    fn positions(&self, operands: &[&[usize]]) -> Option<(usize, usize)> {
+        Some((1, *operands[0].get(usize::from(self.axis))?))
+    }
+
     fn vjp(&self, rules: &mut Rules<'_>, _node: Id, operands: &[Id], g: Id) -> Pulled {
         let (t, idx) = (operands[0], operands[1]);
         let shape = rules.shape(t);
@@ -317,6 +321,10 @@ impl Definition for PutAlongAdd {
 
     fn differentiable(&self, operand: usize) -> bool {
         operand != 1
+    }
+
+    fn positions(&self, operands: &[&[usize]]) -> Option<(usize, usize)> {
+        Some((1, *operands[0].get(usize::from(self.axis))?))
     }
 
     fn vjp(&self, rules: &mut Rules<'_>, _node: Id, operands: &[Id], g: Id) -> Pulled {

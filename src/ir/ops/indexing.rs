@@ -109,6 +109,10 @@ impl Definition for Gather {
         operand == 0
     }
 
+    fn positions(&self, operands: &[&[usize]]) -> Option<(usize, usize)> {
+        Some((1, *operands[0].get(usize::from(self.axis))?))
+    }
+
     fn vjp(&self, rules: &mut Rules<'_>, _node: Id, operands: &[Id], g: Id) -> Pulled {
         let (t, idx) = (operands[0], operands[1]);
         let shape = rules.shape(t);
@@ -322,6 +326,10 @@ impl Definition for ScatterAdd {
 
     fn differentiable(&self, operand: usize) -> bool {
         operand != 1
+    }
+
+    fn positions(&self, operands: &[&[usize]]) -> Option<(usize, usize)> {
+        Some((1, *operands[0].get(usize::from(self.axis))?))
     }
 
     fn vjp(&self, rules: &mut Rules<'_>, _node: Id, operands: &[Id], g: Id) -> Pulled {
@@ -593,6 +601,10 @@ impl Definition for IndexSet {
         })
     }
 
+    fn positions(&self, operands: &[&[usize]]) -> Option<(usize, usize)> {
+        Some((1, *operands[0].get(usize::from(self.axis))?))
+    }
+
     fn vjp(&self, rules: &mut Rules<'_>, _node: Id, operands: &[Id], g: Id) -> Pulled {
         let (idx, values) = (operands[1], operands[2]);
         let value_shape = rules.shape(values);
@@ -747,6 +759,10 @@ impl Definition for LastOccurrence {
             zeroed: false,
             copy_first: false,
         })
+    }
+
+    fn positions(&self, _operands: &[&[usize]]) -> Option<(usize, usize)> {
+        Some((0, self.len))
     }
 
     fn vjp(&self, _rules: &mut Rules<'_>, _node: Id, _operands: &[Id], _g: Id) -> Pulled {

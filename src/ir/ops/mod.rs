@@ -213,6 +213,14 @@ pub trait Definition {
         Site::default()
     }
 
+    /// The operand holding positions along an axis (`gather`,
+    /// `take-along`, ...) and that axis's length, so that a device checks
+    /// them as the CPU kernel does.
+    fn positions(&self, operands: &[&[usize]]) -> Option<(usize, usize)> {
+        let _ = operands;
+        None
+    }
+
     /// For an allreduce across ranks: its reduction, so that a device
     /// with a collective library (NCCL) may run it on device memory
     /// instead of the host kernel.
@@ -410,6 +418,12 @@ impl Op {
     /// [`Definition::device_allreduce`]).
     pub fn device_allreduce(&self) -> Option<crate::distributed::Reduction> {
         self.definition().device_allreduce()
+    }
+
+    /// The operand holding positions and the length of their axis (see
+    /// [`Definition::positions`]).
+    pub fn positions(&self, operands: &[&[usize]]) -> Option<(usize, usize)> {
+        self.definition().positions(operands)
     }
 
     /// The operation as device solver routines (see

@@ -370,6 +370,13 @@ pub enum Failure {
     /// `getrf`'s `info` for the denominator of `matrix-exp`'s Padé
     /// approximant.
     PadeSingular,
+    /// A position out of range or not whole, along an axis of `len`
+    /// elements: two numbers (the position's index + 1 or 0, the
+    /// position), written by [`position_check`].
+    BadIndex {
+        /// The axis's length.
+        len: usize,
+    },
     /// A rank-deficient triangular factor: three numbers per matrix (the
     /// diagonal index + 1 or 0, the entry, the tolerance), as doubles.
     RankDeficient,
@@ -381,6 +388,7 @@ impl Failure {
     pub fn slots(&self, count: usize) -> usize {
         match self {
             Failure::RankDeficient => 3 * count,
+            Failure::BadIndex { .. } => 2 * count,
             _ => int_slots(count),
         }
     }
@@ -390,6 +398,18 @@ impl Failure {
     /// kernels label it.
     pub fn error(&self, codes: &[f64], count: usize) -> Option<super::OpError> {
         let (b, message) = match self {
+            Failure::BadIndex { len } => {
+                let (index, k) = (codes.first()?, codes.get(1)?);
+                if *index == 0.0 {
+                    return None;
+                }
+                let message = if k.fract() != 0.0 || !k.is_finite() {
+                    format!("index {k} is not a whole number")
+                } else {
+                    format!("index {k} is out of range for an axis of length {len}")
+                };
+                return Some(super::OpError::new(message));
+            }
             Failure::RankDeficient => (0..count).find_map(|b| {
                 let record = codes.get(3 * b..3 * b + 3)?;
                 let index = record[0];
@@ -438,7 +458,48 @@ impl Failure {
                 code - 1
             ),
             Failure::RankDeficient => "the matrix is rank deficient".to_string(),
+            Failure::BadIndex { len } => {
+                format!("an index is out of range for an axis of length {len}")
+            }
         }
+    }
+}
+
+/// A kernel finding the first of `count` positions (`idx`, row-major)
+/// that is not a whole number in `-len..len` (negative ones counting from
+/// the end): one block of 256 threads, each scanning every 256th
+/// position, the smallest found by a reduction in shared memory. It
+/// writes the position's index + 1 (0: none) and the position, the
+/// record of [`Failure::BadIndex`].
+pub fn position_check(count: usize, len: usize) -> CudaKernel {
+    CudaKernel {
+        name: "position_check",
+        source: format!(
+            "extern \"C\" __global__ void position_check(long long n, const double* idx, double* out) {{
+    __shared__ long long first[256];
+    long long t = threadIdx.x, mine = {count}LL;
+    for (long long j = t; j < {count}LL; j += 256) {{
+        double k = idx[j];
+        double at = k < 0.0 ? k + {len}.0 : k;
+        if (!(isfinite(k) && k == floor(k) && at >= 0.0 && at < {len}.0)) {{ mine = j; break; }}
+    }}
+    first[t] = mine;
+    __syncthreads();
+    for (long long half = 128; half > 0; half /= 2) {{
+        if (t < half && first[t + half] < first[t]) first[t] = first[t + half];
+        __syncthreads();
+    }}
+    if (t == 0) {{
+        long long j = first[0];
+        out[0] = j < {count}LL ? (double)(j + 1) : 0.0;
+        out[1] = j < {count}LL ? idx[j] : 0.0;
+    }}
+}}
+"
+        ),
+        threads: 256,
+        zeroed: false,
+        copy_first: false,
     }
 }
 

@@ -84,8 +84,7 @@ fn steady(commands: &[Command], inputs: &[Place], fixed: &[Register]) -> Option<
             Command::Loop { .. }
             | Command::OnHost { .. }
             | Command::Allreduce { .. }
-            | Command::Routine { .. }
-            | Command::Check { .. } => {
+            | Command::Routine { .. } => {
                 return None;
             }
             Command::Host { out, .. } => varying.push(*out),
@@ -335,6 +334,11 @@ pub fn run_steps<M: Machine>(
 fn steppable(program: &Program, carried: usize, baked: &[(Register, f64)]) -> bool {
     let fixed: Vec<Register> = baked.iter().map(|(r, _)| *r).collect();
     steady(&program.commands, &program.inputs, &fixed).is_some()
+        // Failure codes are read after each launch, not after each step.
+        && !program
+            .commands
+            .iter()
+            .any(|c| matches!(c, Command::Check { .. }))
         && program.outputs.len() == carried
         && program.inputs.len() > carried
         && program
@@ -572,6 +576,22 @@ fn launch<M: Machine>(
             _ => {}
         }
     }
+    let mut checks = Vec::new();
+    for command in &program.commands {
+        if let Command::Check {
+            op,
+            codes,
+            count,
+            failure,
+        } = command
+        {
+            let mem = captured.memory[captured.place[*codes as usize]]
+                .as_ref()
+                .ok_or_else(|| BackendError::new("a graph's memory is missing"))?;
+            checks.push((op, mem, *count, *failure));
+        }
+    }
+    super::replay::first_failure(machine, &checks)?;
     program
         .outputs
         .iter()

@@ -19,7 +19,7 @@ use crate::backends::cuda::f32_storage;
 use crate::backends::cuda::kernels::{Access, F32Storage};
 use crate::backends::cuda::launch::{self, Launch};
 use crate::ir::TOp;
-use crate::ir::ops::solver::{DeviceSolve, Slot, Step as SolveStep};
+use crate::ir::ops::solver::{DeviceSolve, Failure, Slot, Step as SolveStep};
 use crate::tape::loops::LoopTapes;
 use crate::tape::{FusedGroup, Instruction, Kernel, Tape};
 use smallvec::SmallVec;
@@ -92,6 +92,9 @@ pub fn plan(tape: &Tape, signature: &[Kind]) -> Result<Program, BackendError> {
     for value in slots.into_iter().flatten() {
         dead += bytes(&value);
         planner.drop_value(value);
+    }
+    for buffer in std::mem::take(&mut planner.held) {
+        planner.commands.push(Command::Release(buffer));
     }
     planner.commands.push(Command::Measure { alive: 0, dead });
     crate::backends::device_stats::planned(started.elapsed());
@@ -175,6 +178,11 @@ struct Planner {
     commands: Vec<Command>,
     registers: Vec<f64>,
     buffers: Vec<BufferState>,
+    /// Buffers of failure codes, read at the end of a run and given back
+    /// only then.
+    held: Vec<Buffer>,
+    /// Position buffers already checked, with their axis length.
+    checked: Vec<(Buffer, usize)>,
 }
 
 impl Planner {
@@ -464,6 +472,11 @@ impl Planner {
                     out,
                 });
             }
+            if let Some((k, len)) = op.positions(&shapes)
+                && let Some(positions) = owned.get(k)
+            {
+                self.check_positions(op, positions, len);
+            }
             for value in owned {
                 self.drop_value(value);
             }
@@ -591,9 +604,21 @@ impl Planner {
             };
             self.commands.push(command);
         }
+        let checked: Vec<Buffer> = solve
+            .steps
+            .iter()
+            .filter_map(|step| match step {
+                SolveStep::Check { codes, .. } => Some(buffer(codes)),
+                _ => None,
+            })
+            .collect();
         for buffer in scratch {
             self.buffers[buffer as usize].users = 0;
-            self.commands.push(Command::Release(buffer));
+            if checked.contains(&buffer) {
+                self.held.push(buffer);
+            } else {
+                self.commands.push(Command::Release(buffer));
+            }
         }
         for value in owned {
             self.drop_value(value);
@@ -602,6 +627,38 @@ impl Planner {
             buffer: out,
             shape: shape.into(),
         }
+    }
+
+    /// A check that every position in `positions` is whole and in range
+    /// for an axis of `len` elements, read at the end of the run (the
+    /// kernel reading them writes NaN or skips a bad one).
+    fn check_positions(&mut self, op: &crate::ir::ops::Op, positions: &Place, len: usize) {
+        let count: usize = positions.shape().iter().product();
+        let Some(source) = positions.buffer().filter(|_| count > 0) else {
+            return;
+        };
+        if self.checked.contains(&(source, len)) {
+            return;
+        }
+        self.checked.push((source, len));
+        let failure = Failure::BadIndex { len };
+        let codes = self.alloc(failure.slots(1), false);
+        let kernel = crate::ir::ops::solver::position_check(count, len);
+        self.commands.push(Command::Launch {
+            launch: launch::table(&kernel),
+            operands: SmallVec::from_slice(&[
+                Operand::Int(kernel.threads as i64),
+                Operand::Buffer(source),
+            ]),
+            out: codes,
+        });
+        self.commands.push(Command::Check {
+            op: op.clone(),
+            codes,
+            count: 1,
+            failure,
+        });
+        self.held.push(codes);
     }
 
     /// Where a result the host or a loop makes goes: a register for a

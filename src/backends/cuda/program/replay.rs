@@ -7,6 +7,7 @@ use crate::backends::BackendError;
 use crate::backends::cpu::{apply_chunk, measure};
 use crate::backends::cuda::loops;
 use crate::backends::cuda::machine::{Arg, Datum, Machine, from_host, to_host};
+use crate::ir::ops::solver::Failure;
 use crate::tape::FusedGroup;
 use smallvec::SmallVec;
 use std::rc::Rc;
@@ -79,21 +80,18 @@ struct Check<Mem> {
     op: crate::ir::ops::Op,
     codes: Rc<Mem>,
     count: usize,
-    failure: crate::ir::ops::solver::Failure,
+    failure: Failure,
 }
 
 impl<M: Machine> State<'_, M> {
-    /// The first failure the device recorded, in program order (one copy
-    /// to the host per check, after the work is queued).
+    /// The first failure the device recorded, in program order.
     fn checked(&self) -> Result<(), BackendError> {
-        for check in &self.checks {
-            let slots = check.failure.slots(check.count);
-            let codes = self.machine.download(&check.codes, slots)?;
-            if let Some(error) = check.failure.error(&codes, check.count) {
-                return Err(BackendError::from_op(&check.op, error));
-            }
-        }
-        Ok(())
+        let checks: Vec<(&crate::ir::ops::Op, &M::Mem, usize, Failure)> = self
+            .checks
+            .iter()
+            .map(|c| (&c.op, &*c.codes, c.count, c.failure))
+            .collect();
+        first_failure(self.machine, &checks)
     }
 
     /// The memory of `buffer`.
@@ -359,6 +357,41 @@ impl<M: Machine> State<'_, M> {
 
 fn shared_output() -> BackendError {
     BackendError::new("a kernel's output is shared with another value".to_string())
+}
+
+/// The first failure among `checks` (an operation, its codes, their
+/// count and meaning), in order: the codes gathered into one buffer on the
+/// device and copied to the host at once.
+pub fn first_failure<M: Machine>(
+    machine: &M,
+    checks: &[(&crate::ir::ops::Op, &M::Mem, usize, Failure)],
+) -> Result<(), BackendError> {
+    let read = match checks {
+        [] => return Ok(()),
+        [(_, codes, count, failure)] => machine.download(codes, failure.slots(*count))?,
+        _ => {
+            let total = checks.iter().map(|(_, _, n, f)| f.slots(*n)).sum();
+            let mut gathered = machine.alloc(total)?;
+            let mut at = 0;
+            for (_, codes, count, failure) in checks {
+                let len = failure.slots(*count);
+                machine.copy(codes, 0, &mut gathered, at, len)?;
+                at += len;
+            }
+            let read = machine.download(&gathered, total);
+            machine.release(gathered);
+            read?
+        }
+    };
+    let mut at = 0;
+    for (op, _, count, failure) in checks {
+        let len = failure.slots(*count);
+        if let Some(error) = failure.error(&read[at..at + len], *count) {
+            return Err(BackendError::from_op(op, error));
+        }
+        at += len;
+    }
+    Ok(())
 }
 
 /// A `Command::Host`: `group` on the registers `operands`, into `out`.
