@@ -186,3 +186,25 @@ fn sequences_triangles_and_index_set_run_on_the_device() {
     );
     assert_eq!(routines, 0);
 }
+
+#[test]
+fn stacks_and_square_matrices_factor_on_the_device_too() {
+    let Some(machine) = simulated() else { return };
+    let routines = agrees(
+        &machine,
+        "(define s (randn '(2 3 4 3))) (define w (randn '(2 3 5)))
+         (define q (randn '(5 5))) (define rhs (randn '(3)))
+         (define (f s w q rhs)
+           (let ((tall (svd s)) (wide (qr w)) (square (svd q)) (e (eigh (+ q (transpose q)))))
+             (+ (sum (* (first tall) (sin (first tall)))) (sum (second tall))
+                (sum (* (third tall) (third tall) (cos (third tall))))
+                (sum (* (first wide) (exp (first wide)))) (sum (second wide))
+                (sum (second square)) (sum (* (first square) (tanh (third square))))
+                (sum (first e)) (sum (* (second e) (exp (second e))))
+                (sum (lstsq (index w 0) rhs)) (second (slogdet (+ (* 5 (eye 5)) q))))))",
+        "f",
+        "s w q rhs",
+        "(0 1 2 3)",
+    );
+    assert!(routines > 0, "no solver routine ran");
+}
