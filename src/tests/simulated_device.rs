@@ -197,3 +197,47 @@ fn bad_positions_are_the_cpus_errors_on_the_device_in_graphs_too() {
         "no run launched a graph"
     );
 }
+
+#[test]
+fn a_while_loop_reads_its_conditions_once_per_group_of_steps() {
+    let Some(machine) = simulated() else { return };
+    // 17 steps: groups of 1, 2, 4, 8 and 16 steps, the last one stopping
+    // within; then the state. Far fewer copies than one per step.
+    let (up, down, _) = transfers(
+        &machine,
+        "(define s0 (tensor '(0.5 1.0 1.5)))
+         (define (f s0) (while-loop (lambda (s) (< (sum s) 54)) (lambda (s) (+ s 1)) s0))",
+        "((jit f) s0)",
+    );
+    assert_eq!(up, 1, "the state goes up once");
+    assert_eq!(down, 6, "copies to the host for 17 steps");
+    // A step run past the stop fails (the Cholesky factor of 0), but the
+    // loop had stopped: the CPU's state, no error. The gradient goes
+    // through the reverse, which reads the condition at every step.
+    for call in ["((jit g) s0)", "((grad (lambda (s0) (sum (g s0)))) s0)"] {
+        transfers(
+            &machine,
+            "(define s0 (tensor '(0.0 1.0)))
+             (define (g s0)
+               (while-loop (lambda (s) (< (index s 0) 3))
+                           (lambda (s) (+ s 1 (* 0 (sum (cholesky (* (- 3 (index s 0)) (eye 2)))))))
+                           s0))",
+            call,
+        );
+    }
+    // Stopping at once, and reaching :max-steps with the condition true.
+    transfers(
+        &machine,
+        "(define s0 (tensor '(5.0)))
+         (define (f s0) (while-loop (lambda (s) (< (sum s) 3)) (lambda (s) (* 2 s)) s0))",
+        "((jit f) s0)",
+    );
+    let (cpu, device) = errors_after(
+        &machine,
+        "(define s0 (tensor '(1.0)))
+         (define (f s0) (while-loop (lambda (s) (> (sum s) 0)) (lambda (s) (+ s 1)) s0 :max-steps 40))",
+        "",
+        "((jit f) s0)",
+    );
+    assert_eq!(device, cpu);
+}

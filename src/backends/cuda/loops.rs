@@ -70,11 +70,7 @@ fn forward<M: Machine>(
     let xs = Sequences::read(machine, tapes, args)?;
     let mut inputs = body_inputs(tapes, &args[..leaves], &args[leaves + spec.xs.len()..]);
     if tapes.condition.is_some() {
-        let mut i = 0;
-        while go_on(machine, tapes, &mut inputs, i)? {
-            advance(machine, tapes, &mut inputs, &xs, None, i, i + 1)?;
-            i += 1;
-        }
+        run_while(machine, tapes, &mut inputs, &xs)?;
         return pack(machine, &inputs[..leaves]);
     }
     let mut ys = Stacked::new(machine, spec.n, &spec.ys)?;
@@ -85,6 +81,134 @@ fn forward<M: Machine>(
     let mut parts = inputs[..leaves].to_vec();
     parts.extend(ys.finish(machine)?);
     flat(machine, &parts)
+}
+
+/// The most steps a `while-loop` runs before reading their conditions.
+const MOST_STEPS_AHEAD: usize = 32;
+
+/// The most bytes of states a `while-loop` keeps while running ahead.
+const BYTES_AHEAD: usize = 64 << 20;
+
+/// Runs a `while-loop`'s steps on the state in `inputs`, reading the
+/// condition back once per group of steps rather than once per step: a
+/// group evaluates the condition and runs the step several times (1, 2,
+/// 4, ... up to 32 steps, as long as the states kept fit in 64 MiB),
+/// keeping each state and each condition on the device, then reads the
+/// group's conditions in one copy. Where one is false the state goes back
+/// to the state it was computed on; a step run past that point is
+/// discarded, its failure too, so results and errors are the CPU's.
+fn run_while<M: Machine>(
+    machine: &M,
+    tapes: &LoopTapes,
+    inputs: &mut [Datum<M::Mem>],
+    xs: &Sequences<M::Mem>,
+) -> Result<(), BackendError> {
+    let (leaves, limit) = (tapes.spec.leaves.len(), tapes.spec.n);
+    let Some(condition) = &tapes.condition else {
+        return Ok(());
+    };
+    let state_bytes: usize = inputs[..leaves].iter().map(|d| d.len() * 8).sum();
+    let (mut i, mut group) = (0usize, 1usize);
+    loop {
+        if cancel::requested() {
+            return Ok(());
+        }
+        if i >= limit {
+            // One more condition, as the CPU reads it: true is the error.
+            go_on(machine, tapes, inputs, i)?;
+            return Ok(());
+        }
+        let fits = (BYTES_AHEAD / state_bytes.max(1)).max(1);
+        let steps = group.min(limit - i).min(fits);
+        let mut states: Vec<Vec<Datum<M::Mem>>> = Vec::with_capacity(steps);
+        let mut conditions: Vec<Datum<M::Mem>> = Vec::with_capacity(steps);
+        let mut failure = None;
+        for j in 0..steps {
+            states.push(inputs[..leaves].to_vec());
+            inputs[leaves] = Datum::Host((i + j) as f64);
+            let outputs = match execute::run(machine, condition, inputs) {
+                Ok(outputs) => outputs,
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            };
+            let mut outputs = outputs.into_iter();
+            let value = match (outputs.next(), outputs.next()) {
+                (Some(value), None) if value.len() == 1 => value,
+                _ => {
+                    return Err(BackendError::new(
+                        "a while-loop's condition must give one number (a comparison)".to_string(),
+                    ));
+                }
+            };
+            let known_false = matches!(value, Datum::Host(x) if x == 0.0);
+            conditions.push(value);
+            if known_false {
+                break;
+            }
+            if let Err(e) = advance(machine, tapes, inputs, xs, None, i + j, i + j + 1) {
+                failure = Some(e);
+                break;
+            }
+        }
+        let values = numbers(machine, &conditions)?;
+        conditions.into_iter().for_each(|c| release(machine, c));
+        if let Some(stop) = values.iter().position(|&c| c == 0.0) {
+            let kept = std::mem::take(&mut states[stop]);
+            for (slot, value) in inputs[..leaves].iter_mut().zip(kept) {
+                let old = std::mem::replace(slot, value);
+                release(machine, old);
+            }
+            states
+                .into_iter()
+                .flatten()
+                .for_each(|v| release(machine, v));
+            return Ok(());
+        }
+        states
+            .into_iter()
+            .flatten()
+            .for_each(|v| release(machine, v));
+        if let Some(failure) = failure {
+            return Err(failure);
+        }
+        i += values.len();
+        group = (group * 2).min(MOST_STEPS_AHEAD);
+    }
+}
+
+/// The numbers of one-element values, read in one copy from the device.
+fn numbers<M: Machine>(machine: &M, values: &[Datum<M::Mem>]) -> Result<Vec<f64>, BackendError> {
+    let on_device: Vec<&M::Mem> = values
+        .iter()
+        .filter_map(|v| match v {
+            Datum::Device { mem, .. } => Some(&**mem),
+            _ => None,
+        })
+        .collect();
+    let read = match on_device.len() {
+        0 => Vec::new(),
+        1 => machine.download(on_device[0], 1)?,
+        count => {
+            let mut gathered = machine.alloc(count)?;
+            for (k, mem) in on_device.iter().enumerate() {
+                machine.copy(mem, 0, &mut gathered, k, 1)?;
+            }
+            let read = machine.download(&gathered, count);
+            machine.release(gathered);
+            read?
+        }
+    };
+    let mut read = read.into_iter();
+    values
+        .iter()
+        .map(|v| match v {
+            Datum::Host(x) => Ok(*x),
+            Datum::Device { .. } => Ok(read.next().unwrap_or(f64::NAN)),
+            Datum::F32 { .. } => Ok(to_host(machine, v)?[0]),
+        })
+        .collect()
 }
 
 /// Whether a `while-loop` whose working inputs hold state `i` runs step
