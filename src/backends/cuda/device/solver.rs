@@ -75,6 +75,24 @@ impl CudaDevice {
         self.alloc(usize::try_from(lwork).unwrap_or(0).max(1))
     }
 
+    /// `call(b, workspace)` for each of `batch` matrices, sharing one
+    /// workspace of `lwork` numbers, each status checked (`what` names
+    /// the routine); the workspace goes back to the cache in any case.
+    fn each_matrix(
+        &self,
+        lwork: c_int,
+        batch: usize,
+        what: &str,
+        mut call: impl FnMut(usize, *mut f64) -> cusolverStatus_t,
+    ) -> Result<(), BackendError> {
+        use crate::backends::cuda::machine::Machine;
+        let work = self.workspace(lwork)?;
+        let wp = at::<f64>(self.address(&work), 0);
+        let result = (0..batch).try_for_each(|b| check(call(b, wp), what));
+        self.release(work);
+        result
+    }
+
     /// Runs `routine` (see `Machine::routine`).
     pub(super) fn run_routine(
         &self,
@@ -125,24 +143,18 @@ impl CudaDevice {
                         ),
                         "potrf_bufferSize",
                     )?;
-                    let work = self.workspace(lwork)?;
-                    let wp = at::<f64>(self.address(&work), 0);
-                    for b in 0..batch {
-                        check(
-                            solver::cusolverDnDpotrf(
-                                handle,
-                                fill(upper),
-                                ni,
-                                at(w[0], b * n * n),
-                                ni,
-                                wp,
-                                lwork,
-                                at(w[1], b),
-                            ),
-                            "potrf",
-                        )?;
-                    }
-                    self.release(work);
+                    self.each_matrix(lwork, batch, "potrf", |b, wp| {
+                        solver::cusolverDnDpotrf(
+                            handle,
+                            fill(upper),
+                            ni,
+                            at(w[0], b * n * n),
+                            ni,
+                            wp,
+                            lwork,
+                            at(w[1], b),
+                        )
+                    })?;
                 }
                 Routine::Lu { n, batch } => {
                     let ni = int(n)?;
@@ -158,24 +170,18 @@ impl CudaDevice {
                         ),
                         "getrf_bufferSize",
                     )?;
-                    let work = self.workspace(lwork)?;
-                    let wp = at::<f64>(self.address(&work), 0);
-                    for b in 0..batch {
-                        check(
-                            solver::cusolverDnDgetrf(
-                                handle,
-                                ni,
-                                ni,
-                                at(w[0], b * n * n),
-                                ni,
-                                wp,
-                                at(w[1], b * n),
-                                at(w[2], b),
-                            ),
-                            "getrf",
-                        )?;
-                    }
-                    self.release(work);
+                    self.each_matrix(lwork, batch, "getrf", |b, wp| {
+                        solver::cusolverDnDgetrf(
+                            handle,
+                            ni,
+                            ni,
+                            at(w[0], b * n * n),
+                            ni,
+                            wp,
+                            at(w[1], b * n),
+                            at(w[2], b),
+                        )
+                    })?;
                 }
                 Routine::LuSolve {
                     n,
@@ -222,25 +228,19 @@ impl CudaDevice {
                         ),
                         "geqrf_bufferSize",
                     )?;
-                    let work = self.workspace(lwork)?;
-                    let wp = at::<f64>(self.address(&work), 0);
-                    for b in 0..batch {
-                        check(
-                            solver::cusolverDnDgeqrf(
-                                handle,
-                                mi,
-                                ni,
-                                at(w[0], b * m * n),
-                                mi,
-                                at(w[1], b * k),
-                                wp,
-                                lwork,
-                                at(w[2], b),
-                            ),
-                            "geqrf",
-                        )?;
-                    }
-                    self.release(work);
+                    self.each_matrix(lwork, batch, "geqrf", |b, wp| {
+                        solver::cusolverDnDgeqrf(
+                            handle,
+                            mi,
+                            ni,
+                            at(w[0], b * m * n),
+                            mi,
+                            at(w[1], b * k),
+                            wp,
+                            lwork,
+                            at(w[2], b),
+                        )
+                    })?;
                 }
                 Routine::QrBasis { m, n, batch } => {
                     let k = m.min(n);
@@ -259,26 +259,20 @@ impl CudaDevice {
                         ),
                         "orgqr_bufferSize",
                     )?;
-                    let work = self.workspace(lwork)?;
-                    let wp = at::<f64>(self.address(&work), 0);
-                    for b in 0..batch {
-                        check(
-                            solver::cusolverDnDorgqr(
-                                handle,
-                                mi,
-                                ki,
-                                ki,
-                                at(w[0], b * m * n),
-                                mi,
-                                at(r[0], b * k),
-                                wp,
-                                lwork,
-                                at(w[1], b),
-                            ),
-                            "orgqr",
-                        )?;
-                    }
-                    self.release(work);
+                    self.each_matrix(lwork, batch, "orgqr", |b, wp| {
+                        solver::cusolverDnDorgqr(
+                            handle,
+                            mi,
+                            ki,
+                            ki,
+                            at(w[0], b * m * n),
+                            mi,
+                            at(r[0], b * k),
+                            wp,
+                            lwork,
+                            at(w[1], b),
+                        )
+                    })?;
                 }
                 Routine::Eigh { n, batch } => {
                     let ni = int(n)?;
@@ -298,26 +292,20 @@ impl CudaDevice {
                         ),
                         "syevd_bufferSize",
                     )?;
-                    let work = self.workspace(lwork)?;
-                    let wp = at::<f64>(self.address(&work), 0);
-                    for b in 0..batch {
-                        check(
-                            solver::cusolverDnDsyevd(
-                                handle,
-                                vectors,
-                                lower,
-                                ni,
-                                at(w[0], b * n * n),
-                                ni,
-                                at(w[1], b * n),
-                                wp,
-                                lwork,
-                                at(w[2], b),
-                            ),
-                            "syevd",
-                        )?;
-                    }
-                    self.release(work);
+                    self.each_matrix(lwork, batch, "syevd", |b, wp| {
+                        solver::cusolverDnDsyevd(
+                            handle,
+                            vectors,
+                            lower,
+                            ni,
+                            at(w[0], b * n * n),
+                            ni,
+                            at(w[1], b * n),
+                            wp,
+                            lwork,
+                            at(w[2], b),
+                        )
+                    })?;
                 }
                 Routine::Svd { m, n, batch } => {
                     let (mi, ni) = (int(m)?, int(n)?);
@@ -326,38 +314,31 @@ impl CudaDevice {
                         solver::cusolverDnDgesvd_bufferSize(handle, mi, ni, &mut lwork),
                         "gesvd_bufferSize",
                     )?;
-                    let work = self.workspace(lwork)?;
                     let rwork = self.alloc(n.max(1))?;
-                    let (wp, rp) = (
-                        at::<f64>(self.address(&work), 0),
-                        at::<f64>(self.address(&rwork), 0),
-                    );
+                    let rp = at::<f64>(self.address(&rwork), 0);
                     let thin = b'S' as std::ffi::c_schar;
-                    for b in 0..batch {
-                        check(
-                            solver::cusolverDnDgesvd(
-                                handle,
-                                thin,
-                                thin,
-                                mi,
-                                ni,
-                                at(w[0], b * m * n),
-                                mi,
-                                at(w[1], b * n),
-                                at(w[2], b * m * n),
-                                mi,
-                                at(w[3], b * n * n),
-                                ni,
-                                wp,
-                                lwork,
-                                rp,
-                                at(w[4], b),
-                            ),
-                            "gesvd",
-                        )?;
-                    }
-                    self.release(work);
+                    let done = self.each_matrix(lwork, batch, "gesvd", |b, wp| {
+                        solver::cusolverDnDgesvd(
+                            handle,
+                            thin,
+                            thin,
+                            mi,
+                            ni,
+                            at(w[0], b * m * n),
+                            mi,
+                            at(w[1], b * n),
+                            at(w[2], b * m * n),
+                            mi,
+                            at(w[3], b * n * n),
+                            ni,
+                            wp,
+                            lwork,
+                            rp,
+                            at(w[4], b),
+                        )
+                    });
                     self.release(rwork);
+                    done?;
                 }
                 Routine::TriangularSolve { .. } => unreachable!("handled above"),
             }
