@@ -591,7 +591,9 @@ fn launch<M: Machine>(
             checks.push((op, mem, *count, *failure));
         }
     }
-    super::replay::first_failure(machine, &checks)?;
+    if let Some(failure) = super::replay::first_failure(machine, &checks)? {
+        return Err(failure);
+    }
     program
         .outputs
         .iter()

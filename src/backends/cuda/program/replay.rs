@@ -45,8 +45,10 @@ pub fn replay<M: Machine>(
     // A failure the device recorded comes before any later error, as the
     // CPU would have stopped there.
     let ran = match (state.checked(), ran) {
-        (Err(failure), _) => Err(failure),
-        (Ok(()), ran) => ran,
+        (Ok(Some(failure)), _) => Err(failure),
+        (Ok(None), ran) => ran,
+        // Codes that cannot be read: the run's own error, if it has one.
+        (Err(unread), ran) => ran.and(Err(unread)),
     };
     let outputs = ran.and_then(|()| {
         program
@@ -85,7 +87,7 @@ struct Check<Mem> {
 
 impl<M: Machine> State<'_, M> {
     /// The first failure the device recorded, in program order.
-    fn checked(&self) -> Result<(), BackendError> {
+    fn checked(&self) -> Result<Option<BackendError>, BackendError> {
         let checks: Vec<(&crate::ir::ops::Op, &M::Mem, usize, Failure)> = self
             .checks
             .iter()
@@ -361,13 +363,14 @@ fn shared_output() -> BackendError {
 
 /// The first failure among `checks` (an operation, its codes, their
 /// count and meaning), in order: the codes gathered into one buffer on the
-/// device and copied to the host at once.
+/// device and copied to the host at once. `Err`: the codes could not be
+/// read.
 pub fn first_failure<M: Machine>(
     machine: &M,
     checks: &[(&crate::ir::ops::Op, &M::Mem, usize, Failure)],
-) -> Result<(), BackendError> {
+) -> Result<Option<BackendError>, BackendError> {
     let read = match checks {
-        [] => return Ok(()),
+        [] => return Ok(None),
         [(_, codes, count, failure)] => machine.download(codes, failure.slots(*count))?,
         _ => {
             let total = checks.iter().map(|(_, _, n, f)| f.slots(*n)).sum();
@@ -387,11 +390,11 @@ pub fn first_failure<M: Machine>(
     for (op, _, count, failure) in checks {
         let len = failure.slots(*count);
         if let Some(error) = failure.error(&read[at..at + len], *count) {
-            return Err(BackendError::from_op(op, error));
+            return Ok(Some(BackendError::from_op(op, error)));
         }
         at += len;
     }
-    Ok(())
+    Ok(None)
 }
 
 /// A `Command::Host`: `group` on the registers `operands`, into `out`.
