@@ -208,3 +208,21 @@ fn stacks_and_square_matrices_factor_on_the_device_too() {
     );
     assert!(routines > 0, "no solver routine ran");
 }
+
+#[test]
+fn solves_whose_batches_broadcast_run_on_the_device() {
+    let Some(machine) = simulated() else { return };
+    let routines = agrees(
+        &machine,
+        "(define a (randn '(3 1 4 4))) (define b (randn '(1 2 4 2))) (define v (randn '(4)))
+         (define (f a b v)
+           (let* ((m (+ a (* 5 (eye 4)))) (l (tril (+ (* 0.2 a) (* 3 (eye 4))))))
+             (+ (sum (* b (solve m b))) (sum (solve m v))
+                (sum (sin (triangular-solve l b :lower #t)))
+                (sum (triangular-solve l v :lower #t :transpose #t)))))",
+        "f",
+        "a b v",
+        "(0 1 2)",
+    );
+    assert!(routines > 0, "no solver routine ran");
+}

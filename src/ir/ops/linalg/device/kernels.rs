@@ -96,6 +96,41 @@ pub(super) fn repeated(count: usize, size: usize) -> CudaKernel {
     )
 }
 
+/// The matrices (of `size` numbers) of an operand whose batch axes
+/// `from` broadcast to `to` (aligned at the right, an axis of 1 repeated),
+/// one for each index of `to` in order.
+pub(super) fn broadcast_batches(to: &[usize], from: &[usize], size: usize) -> CudaKernel {
+    let count: usize = to.iter().product();
+    let offset = to.len() - from.len();
+    // The source's index, axis by axis from the last: the output's index
+    // along the axis where the source has it, 0 where it is repeated.
+    let mut body = format!(
+        "        long long m = e / {size}LL, rest = m, source = 0, stride = 1;
+"
+    );
+    for axis in (0..to.len()).rev() {
+        let len = to[axis];
+        body.push_str(&format!(
+            "        {{ long long i = rest % {len}LL; rest /= {len}LL;"
+        ));
+        if axis >= offset {
+            let own = from[axis - offset];
+            if own == len {
+                body.push_str(" source += i * stride;");
+            }
+            body.push_str(&format!(" stride *= {own}LL;"));
+        }
+        body.push_str(
+            " }
+",
+        );
+    }
+    body.push_str(&format!(
+        "        out[e] = x[source * {size}LL + e % {size}LL];"
+    ));
+    kernel("broadcast_batches", count * size, &["x"], &body)
+}
+
 /// Zeros above the diagonal of each row-major `n x n` matrix, in place.
 pub(super) fn zero_upper(count: usize, n: usize) -> CudaKernel {
     kernel(

@@ -11,9 +11,10 @@
 //! column-major solve from the right, and the LU factors of `aᵀ` solve
 //! `a` with the transposed solve.
 //!
-//! Each function returns `None` for empty matrices (nothing to compute)
-//! and for operand batches that broadcast against each other other than
-//! one matrix shared by the whole batch; those run the CPU kernel.
+//! Each function returns `None` for empty matrices (nothing to compute);
+//! those run the CPU kernel. Operand batches that broadcast against each
+//! other are repeated to the full batch on the device first, except one
+//! matrix shared by the whole batch, which the routines read as it is.
 
 mod kernels;
 
@@ -24,13 +25,13 @@ use kernels::*;
 const A: Slot = Slot::Operand(0);
 const B: Slot = Slot::Operand(1);
 
-/// Fills `to` with `count` right-hand sides of `size` numbers from `b`,
-/// which holds them all or (`b_count` 1) one for all.
-fn right_hand_sides(solve: &mut DeviceSolve, b_count: usize, count: usize, size: usize, to: Slot) {
-    if b_count == count {
-        solve.copy(B, to, count * size);
+/// Fills `to` with the `count` right-hand sides of `size` numbers in
+/// `batches.b`, which holds them all or one for all.
+fn right_hand_sides(solve: &mut DeviceSolve, batches: &Batches, size: usize, to: Slot) {
+    if batches.b_count == batches.count {
+        solve.copy(batches.b, to, batches.count * size);
     } else {
-        solve.kernel(repeated(count, size), &[B], to);
+        solve.kernel(repeated(batches.count, size), &[batches.b], to);
     }
 }
 
@@ -65,15 +66,36 @@ pub fn cholesky(a: &[usize]) -> Option<DeviceSolve> {
     Some(solve)
 }
 
-/// The matrices of a solve's operands: `(matrices in a, right-hand
-/// sides in b, solves, n, columns of each right-hand side)`, or `None`
-/// when the batches broadcast other than an operand that is one matrix
-/// (or right-hand side) for the whole batch.
+/// The operands of a solve as the device solves them: `a`'s matrices and
+/// the right-hand sides, each either one for every solve or one shared
+/// by the whole batch.
+struct Batches {
+    /// Where `a`'s matrices are.
+    a: Slot,
+    /// Where the right-hand sides are.
+    b: Slot,
+    /// Matrices in `a` (1: shared).
+    a_count: usize,
+    /// Right-hand sides in `b` (1: shared).
+    b_count: usize,
+    /// Solves.
+    count: usize,
+    /// The side of `a`.
+    n: usize,
+    /// Columns of each right-hand side.
+    columns: usize,
+}
+
+/// The operands of a solve of `a` (shape) and `b`: an operand whose
+/// batch axes broadcast other than as one matrix for the whole batch
+/// (`[3 1]` against `[1 4]`) is first repeated to the full batch by a
+/// kernel. `None` for an empty solve.
 fn solve_batches(
+    solve: &mut DeviceSolve,
     a: &[usize],
     b: &[usize],
     vector: bool,
-) -> Option<(usize, usize, usize, usize, usize)> {
+) -> Option<Batches> {
     let (a_count, n) = square(a);
     let core = if vector { 1 } else { 2 };
     let b_lead = &b[..b.len() - core];
@@ -82,11 +104,28 @@ fn solve_batches(
     let a_lead = leading(a);
     let out_lead = crate::ir::shape::broadcast(&a_lead, b_lead).ok()?;
     let count: usize = out_lead.iter().product();
-    let fits = |lead: &[usize], own: usize| *lead == out_lead[..] || own == 1;
-    if !fits(&a_lead, a_count) || !fits(b_lead, b_count) || count * n * columns == 0 {
+    if count * n * columns == 0 {
         return None;
     }
-    Some((a_count, b_count, count, n, columns))
+    let mut operand = |slot: Slot, lead: &[usize], own: usize, size: usize| {
+        if *lead == out_lead[..] || own == 1 {
+            return (slot, own);
+        }
+        let full = solve.scratch(count * size);
+        solve.kernel(broadcast_batches(&out_lead, lead, size), &[slot], full);
+        (full, count)
+    };
+    let (a_slot, a_count) = operand(A, &a_lead, a_count, n * n);
+    let (b_slot, b_count) = operand(B, b_lead, b_count, n * columns);
+    Some(Batches {
+        a: a_slot,
+        b: b_slot,
+        a_count,
+        b_count,
+        count,
+        n,
+        columns,
+    })
 }
 
 /// `triangular-solve`: `op(a) x = b` is `xᵀ op(a)ᵀ = bᵀ`, the solve from
@@ -99,11 +138,12 @@ pub fn triangular_solve(
     transpose: bool,
     vector: bool,
 ) -> Option<DeviceSolve> {
-    let (a_count, b_count, count, n, columns) = solve_batches(a, b, vector)?;
     let mut solve = DeviceSolve::default();
+    let batches = solve_batches(&mut solve, a, b, vector)?;
+    let (a_count, count, n, columns) = (batches.a_count, batches.count, batches.n, batches.columns);
     let zero = solve.scratch(int_slots(a_count));
-    solve.kernel(zero_diagonal(a_count, n), &[A], zero);
-    right_hand_sides(&mut solve, b_count, count, n * columns, Slot::Out);
+    solve.kernel(zero_diagonal(a_count, n), &[batches.a], zero);
+    right_hand_sides(&mut solve, &batches, n * columns, Slot::Out);
     let routine = Routine::TriangularSolve {
         m: columns,
         n,
@@ -112,7 +152,7 @@ pub fn triangular_solve(
         transpose,
         shared: a_count == 1 && count > 1,
     };
-    solve.routine(routine, &[A], &[Slot::Out]);
+    solve.routine(routine, &[batches.a], &[Slot::Out]);
     solve.check(zero, a_count, Failure::SingularTriangle);
     Some(solve)
 }
@@ -156,17 +196,18 @@ fn factored_from(
 /// `solve`: `getrf` of the stored `aᵀ`, then `getrs` with the other
 /// transpose on the right-hand sides made column-major.
 pub fn solve(a: &[usize], b: &[usize], transpose: bool, vector: bool) -> Option<DeviceSolve> {
-    let (a_count, b_count, count, n, columns) = solve_batches(a, b, vector)?;
     let mut solve = DeviceSolve::default();
-    let lu = factored(&mut solve, a_count, n);
+    let batches = solve_batches(&mut solve, a, b, vector)?;
+    let (a_count, count, n, columns) = (batches.a_count, batches.count, batches.n, batches.columns);
+    let lu = factored_from(&mut solve, a_count, n, batches.a, 0);
     let info = solve.scratch(int_slots(count));
     let rhs = if columns == 1 {
-        right_hand_sides(&mut solve, b_count, count, n, Slot::Out);
+        right_hand_sides(&mut solve, &batches, n, Slot::Out);
         Slot::Out
     } else {
         let rhs = solve.scratch(count * n * columns);
-        let prepare = repeated_transposed(count, b_count, n, columns);
-        solve.kernel(prepare, &[B], rhs);
+        let prepare = repeated_transposed(count, batches.b_count, n, columns);
+        solve.kernel(prepare, &[batches.b], rhs);
         rhs
     };
     let routine = Routine::LuSolve {
