@@ -239,13 +239,16 @@ pub const DEVICE_CASES: &[(&str, &str)] = &[
          (list ((value-and-grad f) x) ((hessian (lambda (v) (f v))) (slice (flatten x) 0 5)))",
     ),
     (
-        "dense linear algebra: determinants, spectra, least squares, matrix-exp",
+        "dense linear algebra: determinants, spectra, least squares, matrix-exp, stacks of SVDs, a shared triangle",
         "(define a (randn '(2 4 4))) (define t (randn '(5 3))) (define b (randn '(5)))
-         (define (f a t) (+ (sum (det a)) (sum (second (slogdet (+ a (* 6 (eye 4))))))
+         (define s (randn '(3 5 4))) (define r (randn '(3 4 2)))
+         (define (f a t s) (+ (sum (det a)) (sum (second (slogdet (+ a (* 6 (eye 4))))))
                             (sum (* (car (eigh a)) (car (eigh a)))) (sum (* (second (svd t)) (second (svd t))))
                             (sum (* (second (qr t)) (second (qr t)))) (sum (lstsq t b))
-                            (sum (matrix-exp (* 0.5 a)))))
-         (list (f a t) ((grad f :wrt '(0 1)) a t))",
+                            (sum (matrix-exp (* 0.5 a)))
+                            (sum (* (first (svd s)) (sin (first (svd s))))) (sum (second (svd s)))
+                            (sum (triangular-solve (+ (* 3 (eye 4)) (triu (index a 0))) r :lower #f))))
+         (list (f a t s) ((grad f :wrt '(0 1 2)) a t s))",
     ),
     (
         "custom rules: a defvjp solve, a defjvp transposed, in a loop",

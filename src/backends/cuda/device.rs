@@ -13,6 +13,7 @@
 //! library and a device of its own (`nccl.rs`); NCCL's presence is
 //! checked the same way.
 
+mod batched;
 mod solver;
 
 use super::launch::{GemmCall, Launch};

@@ -186,6 +186,15 @@ fn cholesky(a: &mut [f64], n: usize, upper: bool) -> i32 {
             } else {
                 a[i + j * n] = l[i * n + j];
             }
+            // The other triangle is not defined after the routine (the
+            // batched variant works in it): NaN, so no kernel reads it.
+            if i != j {
+                if upper {
+                    a[i + j * n] = f64::NAN;
+                } else {
+                    a[j + i * n] = f64::NAN;
+                }
+            }
         }
     }
     0

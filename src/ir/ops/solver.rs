@@ -240,8 +240,8 @@ impl DeviceSolve {
 pub enum Routine {
     /// `potrf`: writes `[a, info]`. Each `n x n` matrix of `a` is factored
     /// in place, `a = uᵀu` in its upper triangle when `upper` (else
-    /// `a = l lᵀ` in its lower triangle); the other triangle is left as
-    /// it was. `info`: 0, or `i` when the leading `i x i` block is not
+    /// `a = l lᵀ` in its lower triangle); the other triangle is not
+    /// defined after (the batched routine uses it as workspace). `info`: 0, or `i` when the leading `i x i` block is not
     /// positive definite.
     Cholesky {
         /// The side.

@@ -2,8 +2,10 @@
 //! LAPACK functions (`potrf`, `getrf`, `getrs`, `geqrf`, `orgqr`,
 //! `syevd`, `gesvd`) and cuBLAS's `trsm`, on the device's one stream.
 //!
-//! A batch runs as one call per matrix at its offset; workspace comes from
-//! the device's cache (stream order keeps its reuse safe). The handle is
+//! A stack of small matrices runs as one call of the batched variant
+//! (`batched`); otherwise a batch runs as one call per matrix at its
+//! offset, workspace from the device's cache (stream order keeps its
+//! reuse safe). The handle is
 //! made at the first routine; where the cuSOLVER library cannot be loaded
 //! the routine is an error naming it. This code has not yet run on a GPU:
 //! the simulated device (`sim_solver`) checks the layouts it assumes.
@@ -44,7 +46,7 @@ fn fill(upper: bool) -> cublasFillMode_t {
 
 impl CudaDevice {
     /// The cuSOLVER handle, made at first use.
-    fn solver(&self) -> Result<&DnHandle, BackendError> {
+    pub(super) fn solver(&self) -> Result<&DnHandle, BackendError> {
         let handle = self.solver.get_or_init(|| {
             // SAFETY: `is_culib_present` only tries to open the library.
             if !unsafe { solver::is_culib_present() } {
@@ -64,13 +66,13 @@ impl CudaDevice {
     }
 
     /// The device address of `mem`.
-    fn address(&self, mem: &CudaSlice<f64>) -> u64 {
+    pub(super) fn address(&self, mem: &CudaSlice<f64>) -> u64 {
         let (ptr, _sync) = mem.device_ptr(&self.stream);
         ptr
     }
 
     /// Workspace of `lwork` numbers.
-    fn workspace(&self, lwork: c_int) -> Result<CudaSlice<f64>, BackendError> {
+    pub(super) fn workspace(&self, lwork: c_int) -> Result<CudaSlice<f64>, BackendError> {
         use crate::backends::cuda::machine::Machine;
         self.alloc(usize::try_from(lwork).unwrap_or(0).max(1))
     }
@@ -109,6 +111,9 @@ impl CudaDevice {
                 "{routine:?} writes {needed} buffers, got {}",
                 w.len()
             )));
+        }
+        if self.run_batched(routine, &r, &w)? {
+            return Ok(());
         }
         if let Routine::TriangularSolve {
             m,
