@@ -609,11 +609,15 @@ fn advance<M: Machine>(
 ) -> Result<(), BackendError> {
     let leaves = tapes.spec.leaves.len();
     let mut from = from;
-    if tapes.spec.ys.is_empty() && tapes.spec.xs.is_empty() && to > from {
+    if to > from {
         // Whole groups of steps as one graph launch each, where the step
         // allows.
         inputs[leaves] = Datum::Host(from as f64);
-        from += super::program::run_steps(machine, &tapes.body, inputs, leaves, to - from)?;
+        xs.set_rows(machine, &mut inputs[leaves + 1..], from)?;
+        if let Some(rows) = device_rows(tapes, xs, ys.as_deref_mut(), from) {
+            from +=
+                super::program::run_steps(machine, &tapes.body, inputs, leaves, to - from, rows)?;
+        }
     }
     for i in from..to {
         if i.is_multiple_of(64) && cancel::requested() {
@@ -637,6 +641,39 @@ fn advance<M: Machine>(
         }
     }
     Ok(())
+}
+
+/// The loop's sequences and stacks as rows in device memory from step
+/// `first` (stacks `None` where `ys` is not given: the outputs are
+/// dropped), or `None` where one is numbers or f32 storage.
+fn device_rows<'a, M>(
+    tapes: &LoopTapes,
+    xs: &'a Sequences<M>,
+    ys: Option<&'a mut Stacked<M>>,
+    first: usize,
+) -> Option<super::program::Rows<'a, M>> {
+    let xs = xs
+        .rows
+        .iter()
+        .map(|seq| match seq {
+            Sequence::Rows { mem, step } => Some((&**mem, step.iter().product())),
+            Sequence::Numbers(_) => None,
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let ys = match ys {
+        Some(stacked) => stacked
+            .parts
+            .iter_mut()
+            .map(|(mem, _, len)| Some((Some(mem.as_mut()?), *len)))
+            .collect::<Option<Vec<_>>>()?,
+        None => tapes
+            .spec
+            .ys
+            .iter()
+            .map(|shape| (!shape.is_empty()).then(|| (None, shape.iter().product())))
+            .collect::<Option<Vec<_>>>()?,
+    };
+    Some(super::program::Rows { first, xs, ys })
 }
 
 /// A state as the scan's result: one leaf as it is, several flattened and

@@ -50,16 +50,19 @@ pub enum GraphState<M: Machine> {
 /// A captured program: the graph and the memory it runs on.
 pub struct Captured<M: Machine> {
     /// The graph (dropped before its memory).
-    graph: M::Graph,
+    pub(super) graph: M::Graph,
     /// The memory, by place: each buffer's memory is `memory[place[b]]`.
-    memory: Vec<Option<M::Mem>>,
+    pub(super) memory: Vec<Option<M::Mem>>,
     /// Per buffer, its place in `memory`.
-    place: Vec<usize>,
+    pub(super) place: Vec<usize>,
     /// Slots of each place.
-    lens: Vec<usize>,
+    pub(super) lens: Vec<usize>,
     /// Numbers of input registers written into the graph's kernel
     /// parameters (a loop's captured numbers), by register.
-    baked: Vec<(Register, f64)>,
+    pub(super) baked: Vec<(Register, f64)>,
+    /// The place of the first of the memory areas outside the program's
+    /// buffers (`stages` of [`captured_with`]), the others following.
+    pub(super) first_stage: usize,
 }
 
 /// Whether commands (of a program with these inputs) can be captured.
@@ -70,7 +73,7 @@ pub fn graphable(commands: &[Command], inputs: &[Place]) -> bool {
 /// The kernels of commands whose device work does not change from run to
 /// run but through the numbers of the registers `fixed` (`None` where it
 /// may change otherwise).
-fn steady(commands: &[Command], inputs: &[Place], fixed: &[Register]) -> Option<usize> {
+pub(super) fn steady(commands: &[Command], inputs: &[Place], fixed: &[Register]) -> Option<usize> {
     let mut varying: Vec<u32> = inputs
         .iter()
         .filter_map(|p| match p {
@@ -135,7 +138,7 @@ pub fn run<M: Machine>(
 }
 
 /// The 8-byte slots a device value fills (f32 storage: two numbers each).
-fn slots_of(value: &Place) -> usize {
+pub(super) fn slots_of(value: &Place) -> usize {
     let n: usize = value.shape().iter().product();
     match value.is_f32() {
         true => f32_storage::slots(n),
@@ -185,7 +188,7 @@ fn capture<M: Machine>(
     programs: &Programs<M>,
     program: &Program,
 ) -> Result<Option<Captured<M>>, BackendError> {
-    captured_with(machine, programs, program, &[], |place, _, memory| {
+    captured_with(machine, programs, program, &[], &[], |place, _, memory| {
         record(machine, program, &program.registers, place, memory)
     })
 }
@@ -193,15 +196,20 @@ fn capture<M: Machine>(
 /// A graph of the work `work` queues on memory of the program's own
 /// (given each buffer's place, each place's slots, and the memory);
 /// `None` where the machine cannot capture or the memory would pass the
-/// bound. `baked` are the numbers written into it.
-fn captured_with<M: Machine>(
+/// bound. `baked` are the numbers written into it; `stages` the slots of
+/// memory areas it keeps besides the program's buffers (placed after
+/// them, from [`Captured::first_stage`]).
+pub(super) fn captured_with<M: Machine>(
     machine: &M,
     programs: &Programs<M>,
     program: &Program,
     baked: &[(Register, f64)],
+    stages: &[usize],
     work: impl FnOnce(&[usize], &[usize], &mut [Option<M::Mem>]) -> Result<(), BackendError>,
 ) -> Result<Option<Captured<M>>, BackendError> {
-    let (place, lens) = places(program);
+    let (place, mut lens) = places(program);
+    let first_stage = lens.len();
+    lens.extend(stages.iter().map(|&len| len.max(1)));
     let bytes: usize = lens.iter().sum::<usize>() * 8;
     if programs.held.get() + bytes > GRAPH_BYTES {
         return Ok(None);
@@ -231,179 +239,12 @@ fn captured_with<M: Machine>(
         place,
         lens,
         baked: baked.to_vec(),
+        first_stage,
     }))
 }
 
-/// Steps of a loop captured in one graph.
-const STEPS_PER_GRAPH: usize = 32;
-
-/// Runs up to `steps` steps of a loop whose step is `tape`: the first
-/// `carried` inputs are the state, which the step's results replace;
-/// the others (the step index among them) stay. Where the step can be
-/// captured (its device work the same at every step, the state on the
-/// device, its results the next state and nothing else), whole groups of
-/// [`STEPS_PER_GRAPH`] steps run as one graph launch each; the steps
-/// done are returned (0 where none could be), the caller runs the rest.
-pub fn run_steps<M: Machine>(
-    machine: &M,
-    tape: &crate::tape::Tape,
-    inputs: &mut [Datum<M::Mem>],
-    carried: usize,
-    steps: usize,
-) -> Result<usize, BackendError> {
-    let Some(programs) = machine.programs() else {
-        return Ok(0);
-    };
-    if steps < STEPS_PER_GRAPH || !graphs_enabled() {
-        return Ok(0);
-    }
-    let signature: super::Signature = inputs.iter().map(super::Kind::of).collect();
-    let entry = programs.get(tape, &signature)?;
-    let program = &entry.program;
-    // The numbers the steps read but the index: written into the graph,
-    // which is captured again when they change (a loop called again with
-    // other numbers).
-    let baked: Vec<(Register, f64)> = program
-        .inputs
-        .iter()
-        .zip(inputs.iter())
-        .enumerate()
-        .filter_map(|(k, (bound, input))| match (bound, input) {
-            (Place::Host(r), Datum::Host(x)) if k != carried => Some((*r, *x)),
-            _ => None,
-        })
-        .collect();
-    let mut state = entry.steps.borrow_mut();
-    let stale = matches!(&*state, GraphState::Captured(c) if !same_numbers(&c.baked, &baked));
-    if stale && let GraphState::Captured(old) = std::mem::replace(&mut *state, GraphState::NotYet) {
-        programs
-            .held
-            .set(programs.held.get().saturating_sub(old.bytes()));
-    }
-    if let GraphState::NotYet = *state {
-        *state = match steppable(program, carried, &baked) {
-            true => match capture_steps(machine, programs, program, carried, &baked)? {
-                Some(captured) => GraphState::Captured(captured),
-                None => GraphState::Refused,
-            },
-            false => GraphState::Refused,
-        };
-    }
-    let GraphState::Captured(captured) = &mut *state else {
-        return Ok(0);
-    };
-    // Every device input in place (the state and what the steps read).
-    for (bound, input) in program.inputs.iter().zip(inputs.iter()) {
-        if let (
-            Place::Device { buffer, .. } | Place::F32 { buffer, .. },
-            Datum::Device { mem, .. } | Datum::F32 { mem, .. },
-        ) = (bound, input)
-        {
-            captured.copy_in(machine, *buffer, bound, mem)?;
-        }
-    }
-    let mut done = 0;
-    while done + STEPS_PER_GRAPH <= steps {
-        if crate::backends::cpu::cancel::requested() {
-            break;
-        }
-        machine.launch_graph(&captured.graph)?;
-        done += STEPS_PER_GRAPH;
-    }
-    // The state, out of the graph's memory into memory of its own.
-    for (bound, slot) in program.inputs.iter().zip(inputs.iter_mut()).take(carried) {
-        let Some(buffer) = bound.buffer() else {
-            continue;
-        };
-        let fresh = captured.copy_out(machine, buffer, bound)?;
-        let shape = slot.shape().to_vec();
-        let next = match slot.is_f32() {
-            true => Datum::single(fresh, &shape),
-            false => Datum::device(fresh, &shape),
-        };
-        let old = std::mem::replace(slot, next);
-        crate::backends::cuda::machine::release(machine, old);
-    }
-    Ok(done)
-}
-
-/// Whether a loop step's program can run many steps in one graph: its
-/// device work the same every step, its results exactly the next state
-/// (the first `carried` inputs, on the device, of the same kinds and
-/// shapes), each in a buffer of its own.
-fn steppable(program: &Program, carried: usize, baked: &[(Register, f64)]) -> bool {
-    let fixed: Vec<Register> = baked.iter().map(|(r, _)| *r).collect();
-    steady(&program.commands, &program.inputs, &fixed).is_some()
-        // Failure codes are read after each launch, not after each step.
-        && !program
-            .commands
-            .iter()
-            .any(|c| matches!(c, Command::Check { .. }))
-        && program.outputs.len() == carried
-        && program.inputs.len() > carried
-        && program
-            .outputs
-            .iter()
-            .zip(&program.inputs)
-            .all(|(out, input)| {
-                out.shape() == input.shape()
-                    && out.is_f32() == input.is_f32()
-                    && out.buffer().is_some()
-                    && input.buffer().is_some()
-                    && !program.inputs.iter().any(|i| i.buffer() == out.buffer())
-            })
-        && {
-            let mut seen: Vec<Buffer> = program.outputs.iter().filter_map(Place::buffer).collect();
-            seen.sort_unstable();
-            seen.windows(2).all(|w| w[0] != w[1])
-        }
-}
-
-/// Captures [`STEPS_PER_GRAPH`] steps: each step's work, then its results
-/// copied into the state's places for the next.
-fn capture_steps<M: Machine>(
-    machine: &M,
-    programs: &Programs<M>,
-    program: &Program,
-    carried: usize,
-    baked: &[(Register, f64)],
-) -> Result<Option<Captured<M>>, BackendError> {
-    let mut registers = program.registers.clone();
-    for (r, x) in baked {
-        registers[*r as usize] = *x;
-    }
-    captured_with(machine, programs, program, baked, |place, lens, memory| {
-        let moves: Vec<(usize, usize)> = program
-            .outputs
-            .iter()
-            .zip(&program.inputs)
-            .take(carried)
-            .filter_map(|(out, input)| {
-                Some((
-                    place[out.buffer()? as usize],
-                    place[input.buffer()? as usize],
-                ))
-            })
-            .collect();
-        let missing = || BackendError::new("a graph's memory is missing");
-        for _ in 0..STEPS_PER_GRAPH {
-            record(machine, program, &registers, place, memory)?;
-            for &(from, to) in &moves {
-                let mut written = memory[to].take().ok_or_else(missing)?;
-                let result = match memory[from].as_ref() {
-                    Some(src) => machine.copy(src, 0, &mut written, 0, lens[to]),
-                    None => Err(missing()),
-                };
-                memory[to] = Some(written);
-                result?;
-            }
-        }
-        Ok(())
-    })
-}
-
 /// Whether two sets of baked numbers are the same, bit for bit.
-fn same_numbers(a: &[(Register, f64)], b: &[(Register, f64)]) -> bool {
+pub(super) fn same_numbers(a: &[(Register, f64)], b: &[(Register, f64)]) -> bool {
     a.len() == b.len()
         && a.iter()
             .zip(b)
@@ -412,13 +253,13 @@ fn same_numbers(a: &[(Register, f64)], b: &[(Register, f64)]) -> bool {
 
 impl<M: Machine> Captured<M> {
     /// The device memory it holds, in bytes.
-    fn bytes(&self) -> usize {
+    pub(super) fn bytes(&self) -> usize {
         self.lens.iter().sum::<usize>() * 8
     }
 
     /// Copies `mem`, the caller's value bound at `place`, into the
     /// graph's memory of `buffer`.
-    fn copy_in(
+    pub(super) fn copy_in(
         &mut self,
         machine: &M,
         buffer: Buffer,
@@ -436,7 +277,12 @@ impl<M: Machine> Captured<M> {
 
     /// The value at `place` in the graph's memory of `buffer`, copied into
     /// memory of its own.
-    fn copy_out(&self, machine: &M, buffer: Buffer, place: &Place) -> Result<M::Mem, BackendError> {
+    pub(super) fn copy_out(
+        &self,
+        machine: &M,
+        buffer: Buffer,
+        place: &Place,
+    ) -> Result<M::Mem, BackendError> {
         let len = slots_of(place);
         let mut fresh = machine.alloc(len)?;
         let src = self.memory[self.place[buffer as usize]]
@@ -451,7 +297,7 @@ impl<M: Machine> Captured<M> {
 
 /// Queues `program`'s device work on the captured memory (while the
 /// machine records it).
-fn record<M: Machine>(
+pub(super) fn record<M: Machine>(
     machine: &M,
     program: &Program,
     registers: &[f64],

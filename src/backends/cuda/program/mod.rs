@@ -21,11 +21,13 @@
 mod graphs;
 mod plan;
 mod replay;
+mod steps;
 pub mod views;
 
-pub use graphs::{graphs_enabled, run_steps};
+pub use graphs::graphs_enabled;
 pub use plan::{elementwise, plan};
 pub use replay::{on_host, replay};
+pub use steps::{Rows, run_steps};
 
 use super::launch::{GemmCall, Launch};
 use super::machine::{Datum, Machine};
