@@ -229,19 +229,37 @@ pub fn reduction(op: ReduceOp, shape: &[usize], axes: &[usize]) -> ReductionLaun
 }
 
 /// The index of the maximum or minimum along `axis` (or of all elements):
-/// a thread per output for short lanes, a block per output for long ones.
-pub fn arg_extreme(max: bool, shape: &[usize], axis: Option<usize>) -> Launch {
+/// a thread per output for short lanes, a block per output for long ones,
+/// and for few long lanes each split over several blocks, whose winners
+/// (a value and an index each) a second kernel combines.
+pub fn arg_extreme(max: bool, shape: &[usize], axis: Option<usize>) -> ReductionLaunches {
     let len = match axis {
         Some(axis) => shape[axis],
         None => shape.iter().product(),
     };
     let outputs = shape.iter().product::<usize>() / len.max(1);
-    if len > reduce::LONG_ARG_LANE {
-        let source = block_arg_extreme_kernel(max, shape, axis, "arg_extreme");
-        return Launch::new("arg_extreme", source, outputs, reduce::BLOCK as u32, false);
+    if len <= reduce::LONG_ARG_LANE {
+        let source = arg_extreme_kernel(max, shape, axis, "arg_extreme");
+        return ReductionLaunches {
+            first: Launch::new("arg_extreme", source, blocks(outputs), THREADS, false),
+            combine: None,
+        };
     }
-    let source = arg_extreme_kernel(max, shape, axis, "arg_extreme");
-    Launch::new("arg_extreme", source, blocks(outputs), THREADS, false)
+    let parts = reduce::arg_extreme_parts(shape, axis);
+    let source = block_arg_extreme_kernel(max, shape, axis, parts, "arg_extreme");
+    let first = Launch::new(
+        "arg_extreme",
+        source,
+        outputs * parts,
+        reduce::BLOCK as u32,
+        false,
+    );
+    let combine = (parts > 1).then(|| {
+        let source = reduce::arg_extreme_combine_kernel(max, parts, "arg_combine");
+        let launch = Launch::new("arg_combine", source, outputs, reduce::BLOCK as u32, false);
+        (2 * outputs * parts, launch)
+    });
+    ReductionLaunches { first, combine }
 }
 
 /// An operation that moves elements (broadcast, transpose, slice, pad,

@@ -15,8 +15,10 @@
 //!   kernel combining the partials, so the whole device takes part. No
 //!   atomics: the result does not depend on the order blocks finish in.
 //!
-//! `argmax` and `argmin` take a thread per output for short lanes and a
-//! block per output for long ones. The shape and axes are written into
+//! `argmax` and `argmin` take a thread per output for short lanes, a
+//! block per output for long ones, and for few long lanes (over all
+//! elements) each lane split over several blocks whose winners a second
+//! kernel combines. The shape and axes are written into
 //! the source, so an input offset is a sum of constant divisions and
 //! remainders.
 
@@ -258,32 +260,32 @@ extern "C" __global__ void {name}(const double* __restrict__ x, double* __restri
 /// Lanes longer than this get a block each in `argmax`/`argmin`.
 pub const LONG_ARG_LANE: usize = 64;
 
-/// The CUDA C source of kernel `name` giving, with one block of [`BLOCK`]
-/// threads per output, the index of the maximum (`max`) or minimum of
-/// each lane of `shape` along `axis`, or of all elements (`None`): the
-/// first NaN wins, then the first extreme, as in
-/// [`arg_extreme_kernel`]. Each thread keeps the best of its elements,
-/// then the block combines them, ties going to the lower index. Launch it
-/// with one block per output.
-pub fn block_arg_extreme_kernel(
-    max: bool,
-    shape: &[usize],
-    axis: Option<usize>,
-    name: &str,
-) -> String {
-    let total: usize = shape.iter().product();
-    let (len, inner) = match axis {
-        Some(axis) => (shape[axis], shape[axis + 1..].iter().product::<usize>()),
-        None => (total, 1),
-    };
-    let inner = inner.max(1);
+/// Blocks each output's lane is split over in `argmax`/`argmin` (as for
+/// a reduction: 1 unless the outputs are too few to fill the device).
+pub fn arg_extreme_parts(shape: &[usize], axis: Option<usize>) -> usize {
+    match axis {
+        Some(axis) => match strategy(shape, &[axis]) {
+            Strategy::Blocks { parts } => parts,
+            Strategy::ThreadPerOutput => 1,
+        },
+        None => {
+            let all: Vec<usize> = (0..shape.len()).collect();
+            match strategy(shape, &all) {
+                Strategy::Blocks { parts } => parts,
+                Strategy::ThreadPerOutput => 1,
+            }
+        }
+    }
+}
+
+/// The device function `{name}_wins(v, i, w, j)`: whether element `i`
+/// of value `v` wins over element `j` of value `w` for the maximum
+/// (`max`) or minimum: a NaN first, then the extreme, then the lower
+/// index; an index below 0 is no candidate.
+fn arg_wins(max: bool, name: &str) -> String {
     let strictly = if max { ">" } else { "<" };
-    let mut source = String::from(prelude());
-    let _ = write!(
-        source,
+    format!(
         r#"
-// Whether (v, i) wins over (w, j): a NaN first, then the extreme, then the
-// lower index; j < 0 is no candidate yet.
 __device__ __forceinline__ bool {name}_wins(double v, long long i, double w, long long j) {{
     if (i < 0) return false;
     if (j < 0) return true;
@@ -292,20 +294,16 @@ __device__ __forceinline__ bool {name}_wins(double v, long long i, double w, lon
     if (v {strictly} w) return true;
     return v == w && i < j;
 }}
+"#
+    )
+}
 
-extern "C" __global__ void {name}(const double* __restrict__ x, double* __restrict__ out) {{
-    const long long o = blockIdx.x;
-    const long long base = (o / {inner}LL) * {lane}LL + o % {inner}LL;
-    long long best = -1;
-    double best_value = 0.0;
-    for (long long r = threadIdx.x; r < {len}LL; r += blockDim.x) {{
-        const double v = x[base + r * {inner}LL];
-        if ({name}_wins(v, r, best_value, best)) {{
-            best = r;
-            best_value = v;
-        }}
-    }}
-    for (int offset = 16; offset > 0; offset /= 2) {{
+/// The end of a block's `argmax`: each thread's `best` and `best_value`
+/// combined through warp shuffles and shared memory, then `write` run by
+/// the block's first thread with the block's winner.
+fn arg_block_combine(name: &str, write: &str) -> String {
+    format!(
+        r#"    for (int offset = 16; offset > 0; offset /= 2) {{
         const double v = __shfl_down_sync(0xffffffffu, best_value, offset);
         const long long i = __shfl_down_sync(0xffffffffu, best, offset);
         if ({name}_wins(v, i, best_value, best)) {{
@@ -333,13 +331,98 @@ extern "C" __global__ void {name}(const double* __restrict__ x, double* __restri
                 best_value = v;
             }}
         }}
-        if (lane == 0) out[o] = best < 0 ? 0.0 : (double)best;
+        if (lane == 0) {{ {write} }}
     }}
-}}
+"#
+    )
+}
+
+/// A kernel `name` of one block per output (or per part of one): each
+/// thread runs the loop `each` (whose body defines the candidate `v` of
+/// index `i`) after the lines `head`, keeping its best candidate; the
+/// block combines them and its first thread runs `write`.
+fn arg_block_kernel(max: bool, name: &str, head: &str, each: &str, write: &str) -> String {
+    let mut source = String::from(prelude());
+    source.push_str(&arg_wins(max, name));
+    let _ = write!(
+        source,
+        r#"
+extern "C" __global__ void {name}(const double* __restrict__ x, double* __restrict__ out) {{
+{head}
+    long long best = -1;
+    double best_value = 0.0;
+    {each}
+        if ({name}_wins(v, i, best_value, best)) {{
+            best = i;
+            best_value = v;
+        }}
+    }}
+{combine}}}
 "#,
-        lane = len * inner,
+        combine = arg_block_combine(name, write),
     );
     source
+}
+
+/// The CUDA C source of kernel `name` giving the index of the maximum
+/// (`max`) or minimum of each lane of `shape` along `axis`, or of all
+/// elements (`None`), with each lane split over `parts` blocks of
+/// [`BLOCK`] threads: the first NaN wins, then the first extreme, as in
+/// [`arg_extreme_kernel`]. Each thread keeps the best of its elements,
+/// then the block combines them, ties going to the lower index. With one
+/// part the block writes the index; with several each block writes its
+/// winner as a pair (value, index, or index -1 where its part is empty)
+/// for [`arg_extreme_combine_kernel`]. Launch it with `parts` blocks per
+/// output.
+pub fn block_arg_extreme_kernel(
+    max: bool,
+    shape: &[usize],
+    axis: Option<usize>,
+    parts: usize,
+    name: &str,
+) -> String {
+    let total: usize = shape.iter().product();
+    let (len, inner) = match axis {
+        Some(axis) => (shape[axis], shape[axis + 1..].iter().product::<usize>()),
+        None => (total, 1),
+    };
+    let inner = inner.max(1);
+    let parts = parts.max(1);
+    let write = if parts == 1 {
+        "out[o] = best < 0 ? 0.0 : (double)best;"
+    } else {
+        "out[2 * blockIdx.x] = best_value; out[2 * blockIdx.x + 1] = (double)best;"
+    };
+    let head = format!(
+        "    const long long o = blockIdx.x / {parts}LL, part = blockIdx.x % {parts}LL;
+    const long long base = (o / {inner}LL) * {lane}LL + o % {inner}LL;",
+        lane = len * inner
+    );
+    let each = format!(
+        "for (long long i = part * blockDim.x + threadIdx.x; i < {len}LL; i += {parts}LL * blockDim.x) {{
+        const double v = x[base + i * {inner}LL];"
+    );
+    arg_block_kernel(max, name, &head, &each, write)
+}
+
+/// The CUDA C source of kernel `name` combining the `parts` winners of
+/// each lane that [`block_arg_extreme_kernel`] wrote as pairs into the
+/// index of the lane's winner. Launch it with one block of [`BLOCK`]
+/// threads per output.
+pub fn arg_extreme_combine_kernel(max: bool, parts: usize, name: &str) -> String {
+    let each = format!(
+        "for (long long p = threadIdx.x; p < {parts}LL; p += blockDim.x) {{
+        const double v = x[2 * (o * {parts}LL + p)];
+        const long long i = (long long)x[2 * (o * {parts}LL + p) + 1];"
+    );
+    let write = "out[o] = best < 0 ? 0.0 : (double)best;";
+    arg_block_kernel(
+        max,
+        name,
+        "    const long long o = blockIdx.x;",
+        &each,
+        write,
+    )
 }
 
 #[cfg(test)]

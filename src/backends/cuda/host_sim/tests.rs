@@ -88,6 +88,35 @@ fn a_summing_group_adds_every_element_across_blocks() {
     }
 }
 
+/// The `outputs` results of a reduction's launches on `x`: its first
+/// kernel, then the combining one where there is one. Every output starts
+/// as NaN, so every element must be written.
+fn run_stages(
+    sim: &mut Simulator,
+    plan: &launch::ReductionLaunches,
+    outputs: usize,
+    x: &[f64],
+) -> Result<Vec<f64>, String> {
+    let mut stages = vec![(&plan.first, plan.combine.as_ref().map_or(outputs, |c| c.0))];
+    if let Some((_, combine)) = &plan.combine {
+        stages.push((combine, outputs));
+    }
+    let mut input = x.to_vec();
+    for (launch, len) in stages {
+        let mut buffers = vec![input, vec![f64::NAN; len]];
+        sim.launch(
+            &launch.source,
+            launch.name,
+            launch.grid,
+            launch.block,
+            &[SimArg::Buffer(0), SimArg::Buffer(1)],
+            &mut buffers,
+        )?;
+        input = buffers.swap_remove(1);
+    }
+    Ok(input)
+}
+
 #[test]
 fn reductions_agree_with_the_cpu_backend() {
     let Some(mut sim) = simulator() else { return };
@@ -120,26 +149,9 @@ fn reductions_agree_with_the_cpu_backend() {
             let mut run = |x: &[f64]| -> (Vec<f64>, Vec<f64>) {
                 // Every output starts as NaN: every element must be
                 // written. A split reduction writes partials first.
-                let mut stages =
-                    vec![(&plan.first, plan.combine.as_ref().map_or(outputs, |c| c.0))];
-                if let Some((_, combine)) = &plan.combine {
-                    stages.push((combine, outputs));
-                }
-                let mut input = x.to_vec();
-                for (launch, len) in stages {
-                    let mut buffers = vec![input, vec![f64::NAN; len]];
-                    sim.launch(
-                        &launch.source,
-                        launch.name,
-                        launch.grid,
-                        launch.block,
-                        &[SimArg::Buffer(0), SimArg::Buffer(1)],
-                        &mut buffers,
-                    )
+                let got = run_stages(&mut sim, &plan, outputs, x)
                     .unwrap_or_else(|e| panic!("{op:?} over {axes:?} of {shape:?}: {e}"));
-                    input = buffers.swap_remove(1);
-                }
-                (input, on_cpu(&cpu, &[(shape, x)], &kept))
+                (got, on_cpu(&cpu, &[(shape, x)], &kept))
             };
             // Positive values near 1, so that products of 1000 stay normal.
             let x = values(n, |i| 0.8 + 0.45 * (1.7 * i).sin());
@@ -174,13 +186,16 @@ fn reductions_agree_with_the_cpu_backend() {
 #[test]
 fn arg_extremes_agree_with_the_cpu_backend_nans_and_ties_included() {
     let Some(mut sim) = simulator() else { return };
-    // Short lanes (a thread per output) and long ones (a block per
-    // output), along an axis and over all elements.
-    let cases: [(&[usize], Option<usize>); 4] = [
+    // Short lanes (a thread per output), long ones (a block per output),
+    // and few long lanes (each split over several blocks, combined by a
+    // second kernel), along an axis and over all elements.
+    let cases: [(&[usize], Option<usize>); 6] = [
         (&[6, 9], Some(1)),
         (&[3, 300], Some(1)),
         (&[300, 2], Some(0)),
         (&[1000], None),
+        (&[20_000], None),
+        (&[2, 9_000], Some(1)),
     ];
     for max in [true, false] {
         for (shape, axis) in cases {
@@ -205,19 +220,11 @@ fn arg_extremes_agree_with_the_cpu_backend_nans_and_ties_included() {
                     x[n / 2] = f64::NAN;
                     x[n / 2 + 3] = f64::NAN;
                 }
-                let mut buffers = vec![x.clone(), vec![f64::NAN; outputs]];
-                sim.launch(
-                    &plan.source,
-                    plan.name,
-                    plan.grid,
-                    plan.block,
-                    &[SimArg::Buffer(0), SimArg::Buffer(1)],
-                    &mut buffers,
-                )
-                .unwrap_or_else(|e| panic!("{shape:?} along {axis:?}: {e}"));
+                let got = run_stages(&mut sim, &plan, outputs, &x)
+                    .unwrap_or_else(|e| panic!("{shape:?} along {axis:?}: {e}"));
                 let want = on_cpu(&cpu, &[(shape, &x)], &out_shape);
                 assert_eq!(
-                    buffers[1],
+                    got,
                     want,
                     "{} of {shape:?} along {axis:?}, NaNs: {with_nan}",
                     if max { "argmax" } else { "argmin" }

@@ -163,9 +163,18 @@ fn launches_cover_their_elements_and_are_keyed_by_source() {
     summing.sum_over = Some(smallvec![50]);
     let s = group(&summing, &[50], &[Access::Elementwise]).unwrap();
     assert!(s.zeroed, "a summing group adds into a zeroed output");
-    assert_eq!(arg_extreme(true, &[6, 7], Some(1)).grid, 1);
+    assert_eq!(arg_extreme(true, &[6, 7], Some(1)).first.grid, 1);
     let long = arg_extreme(false, &[6, 700], Some(1));
-    assert_eq!((long.grid, long.block), (6, reduce::BLOCK as u32));
+    assert_eq!(
+        (long.first.grid, long.first.block),
+        (6, reduce::BLOCK as u32)
+    );
+    assert!(long.combine.is_none());
+    // All of a million elements: 245 blocks, their winners as pairs.
+    let all = arg_extreme(true, &[1000, 1000], None);
+    let (partials, combine) = all.combine.expect("a full argmax is split");
+    assert_eq!((all.first.grid as usize, partials), (245, 2 * 245));
+    assert_eq!((combine.grid, combine.block), (1, reduce::BLOCK as u32));
 }
 
 #[test]
@@ -176,10 +185,15 @@ fn every_planned_kernel_compiles_with_nvrtc() {
         (&[6usize, 7][..], Some(1)),
         (&[6, 7], Some(0)),
         (&[5, 2, 3], None),
+        (&[6, 700], Some(1)),
+        (&[100_000], None),
     ] {
         for max in [true, false] {
             let plan = arg_extreme(max, shape, axis);
-            compiles_if_nvrtc_is_present(&plan.source, "arg-extreme");
+            compiles_if_nvrtc_is_present(&plan.first.source, "arg-extreme");
+            if let Some((_, combine)) = &plan.combine {
+                compiles_if_nvrtc_is_present(&combine.source, "arg-extreme combine");
+            }
         }
     }
 }

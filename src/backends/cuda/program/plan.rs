@@ -348,13 +348,7 @@ impl Planner {
                             ));
                         }
                         let plan = launch::reduction(*op, operand.shape(), &axes);
-                        let Some((partials, combine)) = plan.combine else {
-                            return self.kernel(plan.first, &[operand], shape, false);
-                        };
-                        let parts = self.kernel(plan.first, &[operand], &[partials], false)?;
-                        let result = self.kernel(combine, &[&parts], shape, false);
-                        self.drop_value(parts);
-                        result
+                        self.reduction(plan, operand, shape)
                     }
                 }
             }
@@ -363,7 +357,7 @@ impl Planner {
                 operand => {
                     let axis = axis.map(usize::from);
                     let plan = launch::arg_extreme(*max, operand.shape(), axis);
-                    self.kernel(plan, &[operand], shape, false)
+                    self.reduction(plan, operand, shape)
                 }
             },
             TOp::Scan(spec) | TOp::ScanVjp(spec) => {
@@ -527,6 +521,23 @@ impl Planner {
             out: out.clone(),
         });
         out
+    }
+
+    /// A reduction (or `argmax`) of `operand` into `shape`: one kernel, or
+    /// a kernel into partial results and one combining them.
+    fn reduction(
+        &mut self,
+        plan: launch::ReductionLaunches,
+        operand: &Place,
+        shape: &[usize],
+    ) -> Result<Place, BackendError> {
+        let Some((partials, combine)) = plan.combine else {
+            return self.kernel(plan.first, &[operand], shape, false);
+        };
+        let parts = self.kernel(plan.first, &[operand], &[partials], false)?;
+        let result = self.kernel(combine, &[&parts], shape, false);
+        self.drop_value(parts);
+        result
     }
 
     /// A kernel whose parameters are its operands' memory then the output
