@@ -96,6 +96,17 @@ pub fn jvp(
         .collect()
 }
 
+/// The tangent of node `id` alone from its operands' tangents (`None`:
+/// zero; unbatched): its operation's forward rule, appended to the graph.
+pub(super) fn tangent_of(graph: &mut TensorGraph, id: Id, tangents: &[Option<Id>]) -> Id {
+    let mut sweep = Sweep { graph, batch: None };
+    let masked = vec![false; tangents.len()];
+    let outer = sweep.graph.set_deriving(Some((id, false)));
+    let tangent = sweep.push_forward(id, tangents, &masked);
+    sweep.graph.set_deriving(outer);
+    tangent
+}
+
 /// Whether `op` selects among its operands elementwise (`where`, `max`,
 /// `min`, `relu`): where an operand is not taken its partial is 0, and
 /// the derivative there is 0 whatever flows beside it.

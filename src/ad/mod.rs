@@ -5,6 +5,8 @@
 //! - `reverse`: the reverse sweep (`vjp`), which modes a request needs
 //!   (`Modes`) and why a program cannot be differentiated (`refusal`).
 //! - `forward`: the forward sweep (`jvp`), batched over tangents.
+//! - `taylor`: Taylor mode, the coefficients of a curve through the
+//!   program (`jet`).
 //! - `custom_sweep`: calls of functions with their own rules (`defvjp`,
 //!   `defjvp`), each rule transposed into the other mode.
 //! - `request`: what a differentiation request asks (`Request`).
@@ -24,6 +26,7 @@ pub mod loops;
 pub mod request;
 pub mod reverse;
 pub mod sparse;
+pub mod taylor;
 pub mod vmap;
 
 pub use forward::jvp;

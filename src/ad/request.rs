@@ -1,12 +1,14 @@
 //! What a differentiation request asks of a traced program: the function's
 //! value, a gradient, a vector-Jacobian or Jacobian-vector product, a
-//! Hessian(-vector) product, a dense Jacobian, or batches of directional
-//! derivatives; which sweeps each runs and which arguments it
+//! Hessian(-vector) product, a dense Jacobian, batches of directional
+//! derivatives, or Taylor coefficients; which sweeps each runs and which arguments it
 //! differentiates; and the derivative nodes it appends to a recorded
 //! program (`derivative_roots`, over any [`Recording`]).
 
 use super::forward::jvp;
 use super::reverse::{Modes, refusal, vjp};
+use super::taylor::{derivative_scales, taylor};
+use crate::ir::math::partials::PartialBuilder;
 use crate::ir::shape::show;
 use crate::ir::{Shape, TOp, TensorGraph};
 use egg::Id;
@@ -47,6 +49,14 @@ pub enum Request {
     /// directions (`[p] ++ shape(x)`), forward over one reverse sweep:
     /// `[p] ++ shape(x)` (a sparse Hessian's compressed columns).
     HvpBatch,
+    /// Taylor mode (`jet`): for every argument leaf a series of `order`
+    /// terms (the seed), the derivatives `x^(k)(0)` of a curve `x(t)`
+    /// through it (JAX's convention); the results are the derivatives of
+    /// each output along the curve, `order` of them per output.
+    Jet {
+        /// The highest derivative (at least 1).
+        order: usize,
+    },
 }
 
 impl Request {
@@ -64,10 +74,12 @@ impl Request {
                 reverse: true,
                 forward: false,
             },
-            Request::Jvp | Request::JacobianForward | Request::JvpBatch => Modes {
-                reverse: false,
-                forward: true,
-            },
+            Request::Jvp | Request::JacobianForward | Request::JvpBatch | Request::Jet { .. } => {
+                Modes {
+                    reverse: false,
+                    forward: true,
+                }
+            }
             Request::Hvp | Request::Hessian | Request::HvpBatch => Modes {
                 reverse: true,
                 forward: true,
@@ -80,7 +92,7 @@ impl Request {
         match self {
             Request::Value => Vec::new(),
             Request::Grad { wrt, .. } => wrt.clone(),
-            Request::Vjp | Request::Jvp => (0..arity).collect(),
+            Request::Vjp | Request::Jvp | Request::Jet { .. } => (0..arity).collect(),
             Request::Hvp
             | Request::Hessian
             | Request::JacobianForward
@@ -125,6 +137,9 @@ pub enum Seed {
     Tangents,
     /// The vector of an `Hvp`, one part per leaf of the first argument.
     Vector,
+    /// The series of a `Jet`: for each argument leaf in turn, its `order`
+    /// terms.
+    Series,
 }
 
 /// The program a request is recorded into, and where its seeds come from:
@@ -167,6 +182,14 @@ pub enum Group {
     Outputs(usize),
     /// One tensor.
     One,
+    /// The series of each of `outputs` outputs (`order` terms each, output
+    /// by output).
+    Series {
+        /// How many outputs.
+        outputs: usize,
+        /// Terms per output.
+        order: usize,
+    },
 }
 
 /// The most axes a tensor may have (a derivative's result included).
@@ -368,6 +391,43 @@ pub fn derivative_roots<R: Recording>(
             let directions = rec.directions()?;
             roots.push(batched_jvp(rec.graph(), x, gradient, directions)?);
             groups.push(Group::One);
+        }
+        Request::Jet { order } => {
+            let order = *order;
+            let parts = rec.seed_parts(Seed::Series)?;
+            if parts != leaves.len() * order {
+                return Err(RequestError::Shape(format!(
+                    "jet: {parts} series terms for {} argument parts of order {order}",
+                    leaves.len()
+                ))
+                .into());
+            }
+            // Derivatives in, normalized coefficients (x^(k) / k!) inside,
+            // derivatives out.
+            let scales = derivative_scales(order);
+            let mut seeds = Vec::with_capacity(leaves.len());
+            for (i, &leaf) in leaves.iter().enumerate() {
+                let mut series = Vec::with_capacity(order);
+                for (k, factorial) in scales.iter().enumerate().skip(1) {
+                    let id = rec.seed_node(Seed::Series, i * order + k - 1)?;
+                    check_same(rec.graph(), id, leaf, "a series term")?;
+                    let graph = rec.graph();
+                    let scale = graph.num(1.0 / factorial);
+                    series.push(graph.mul(scale, id));
+                }
+                seeds.push((leaf, series));
+            }
+            let graph = rec.graph();
+            for series in taylor(graph, &seeds, outputs, order) {
+                for (k, coefficient) in series.into_iter().enumerate() {
+                    let scale = graph.num(scales[k + 1]);
+                    roots.push(graph.mul(scale, coefficient));
+                }
+            }
+            groups.push(Group::Series {
+                outputs: outputs.len(),
+                order,
+            });
         }
     }
     Ok((roots, groups))

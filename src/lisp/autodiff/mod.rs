@@ -803,6 +803,27 @@ impl TraceRecording<'_> {
                         "the vector",
                     )?;
                 }
+                Seed::Series => {
+                    // One series (a list of terms) per argument, each term
+                    // shaped as the argument: its leaves' series in turn.
+                    for series in self.seeds {
+                        let mut terms = Vec::new();
+                        for term in series.list_to_vec()? {
+                            let mut leaves = Vec::new();
+                            flatten(&term, &mut leaves, "a series term")?;
+                            terms.push(leaves);
+                        }
+                        let count = terms.first().map_or(0, Vec::len);
+                        if terms.iter().any(|t| t.len() != count) {
+                            return Err(EvalError::shape(
+                                "jet: the terms of a series differ in structure",
+                            ));
+                        }
+                        for leaf in 0..count {
+                            parts.extend(terms.iter().map(|t| t[leaf].clone()));
+                        }
+                    }
+                }
             }
             self.parts = Some((seed, parts));
         }
@@ -868,6 +889,14 @@ fn derivative_roots(
             Group::Outputs(1) | Group::One => trees_of_groups.push(Tree::Leaf(0)),
             Group::Outputs(n) => {
                 trees_of_groups.push(Tree::List((0..n).map(Tree::Leaf).collect()));
+            }
+            Group::Series { outputs, order } => {
+                let series =
+                    |o: usize| Tree::List((0..order).map(|k| Tree::Leaf(o * order + k)).collect());
+                trees_of_groups.push(match outputs {
+                    1 => series(0),
+                    n => Tree::List((0..n).map(series).collect()),
+                });
             }
         }
     }

@@ -36,7 +36,7 @@ fn function_name(f: &Value) -> String {
     }
 }
 
-fn expect_function(f: &Value) -> EvalResult<()> {
+pub(super) fn expect_function(f: &Value) -> EvalResult<()> {
     match f {
         Value::Procedure(_) => Ok(()),
         other => Err(EvalError::type_error(format!(

@@ -42,6 +42,7 @@ mod sparse;
 mod special;
 mod symbolic;
 pub(crate) mod system;
+mod taylor;
 pub(crate) mod tensor_make;
 pub(crate) mod tensor_ops;
 mod text;
@@ -77,6 +78,7 @@ pub const TABLES: &[&[Builtin]] = &[
     symbolic::BUILTINS,
     formula::BUILTINS,
     autodiff::BUILTINS,
+    taylor::BUILTINS,
     custom::BUILTINS,
     rules::BUILTINS,
     norms::BUILTINS,

@@ -1,0 +1,184 @@
+//! Higher-order derivatives by Taylor mode (SPEC section 8): `jet`
+//! (JAX's `jax.experimental.jet`), `taylor` (the derivatives of `f` along
+//! a line) and `derivatives` (of a function of one number). Each traces
+//! the function once and appends its Taylor coefficients (`ad::taylor`):
+//! the k-th derivative costs about k times the function, not the 2^k of
+//! nested `grad`s.
+
+use super::autodiff::expect_function;
+use super::builtin;
+use crate::lisp::autodiff::{self, Request};
+use crate::lisp::error::{EvalError, EvalResult};
+use crate::lisp::interp::Interp;
+use crate::lisp::procedure::{Args, Builtin};
+use crate::lisp::value::Value;
+use ndarray::{ArrayD, IxDyn};
+
+/// The highest order asked of Taylor mode: `k!` (which turns the k-th
+/// coefficient into the k-th derivative) stays a finite double to 170.
+const MOST_ORDER: i64 = 170;
+
+/// A list argument.
+fn list_of(value: &Value, form: &str, what: &str) -> EvalResult<Vec<Value>> {
+    if !value.is_list() {
+        return Err(EvalError::type_error(format!(
+            "{form}: {what} must be a list, got {}",
+            value.short()
+        )));
+    }
+    value.list_to_vec()
+}
+
+/// The order argument: a whole number from 0 to [`MOST_ORDER`].
+fn order(value: &Value, form: &str) -> EvalResult<usize> {
+    match value {
+        Value::Int(k) if (0..=MOST_ORDER).contains(k) => Ok(*k as usize),
+        Value::Int(k) => Err(EvalError::range(format!(
+            "{form}: the order must be from 0 to {MOST_ORDER}, got {k}"
+        ))),
+        other => Err(EvalError::type_error(format!(
+            "{form}: the order must be a whole number, got {}",
+            other.short()
+        ))),
+    }
+}
+
+/// `(jet f primals series)`: the value and the series of `f` at `primals`
+/// along the curve whose derivatives are `series` (one list of terms per
+/// primal).
+fn jet(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    expect_function(&args[0])?;
+    let primals = list_of(&args[1], "jet", "the primals")?;
+    let series = list_of(&args[2], "jet", "the series")?;
+    if series.len() != primals.len() {
+        return Err(EvalError::shape(format!(
+            "jet: {} series for {} primals",
+            series.len(),
+            primals.len()
+        )));
+    }
+    let mut order = None;
+    for (k, terms) in series.iter().enumerate() {
+        let len = list_of(terms, "jet", "each series")?.len();
+        match order {
+            None => order = Some(len),
+            Some(first) if first != len => {
+                return Err(EvalError::shape(format!(
+                    "jet: series 0 has {first} terms, series {k} has {len}"
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    let order = order.unwrap_or(0);
+    if order == 0 {
+        let value = interp.apply(&args[0], primals)?;
+        return Ok(Value::list([value, Value::Nil]));
+    }
+    let outcome = autodiff::run(interp, &args[0], &primals, &Request::Jet { order }, &series)?;
+    let series_out = outcome.derivatives.into_iter().next().unwrap_or(Value::Nil);
+    Ok(Value::list([outcome.value, series_out]))
+}
+
+/// Zeros shaped as `x` (a number or a tensor).
+fn zeros_like(x: &Value, form: &str) -> EvalResult<Value> {
+    match x {
+        Value::Int(_) | Value::Float(_) => Ok(Value::Float(0.0)),
+        Value::Tensor(t) => Ok(Value::tensor(ArrayD::zeros(IxDyn(t.shape())))),
+        Value::TensorF32(t) => Ok(Value::tensor(ArrayD::zeros(IxDyn(t.shape())))),
+        Value::Traced(t) => Ok(Value::tensor(ArrayD::zeros(IxDyn(&t.shape)))),
+        other => Err(EvalError::type_error(format!(
+            "{form}: the point must be a number or a tensor, got {}",
+            other.short()
+        ))),
+    }
+}
+
+/// The derivatives `d^j/dt^j f(x + t v)` at `t = 0`, `j = 0..=k`.
+fn along(
+    interp: &mut Interp,
+    f: &Value,
+    x: &Value,
+    v: &Value,
+    k: usize,
+    form: &str,
+) -> EvalResult<Value> {
+    let zero = zeros_like(x, form)?;
+    if k == 0 {
+        let value = interp.apply(f, vec![x.clone()])?;
+        return Ok(Value::list([value]));
+    }
+    let terms: Vec<Value> = std::iter::once(v.clone())
+        .chain(std::iter::repeat_n(zero, k - 1))
+        .collect();
+    let outcome = autodiff::run(
+        interp,
+        f,
+        std::slice::from_ref(x),
+        &Request::Jet { order: k },
+        &[Value::list(terms)],
+    )?;
+    let series = outcome.derivatives.into_iter().next().unwrap_or(Value::Nil);
+    if outcome.value.is_list() {
+        return Err(EvalError::type_error(format!(
+            "{form}: the function must return a number or a tensor, not a list"
+        )));
+    }
+    let mut all = vec![outcome.value];
+    all.extend(series.list_to_vec()?);
+    Ok(Value::list(all))
+}
+
+/// `(taylor f x v k)`.
+fn taylor(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    expect_function(&args[0])?;
+    let k = order(&args[3], "taylor")?;
+    along(interp, &args[0], &args[1], &args[2], k, "taylor")
+}
+
+/// `(derivatives f x k)`.
+fn derivatives(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    expect_function(&args[0])?;
+    if !matches!(args[1], Value::Int(_) | Value::Float(_) | Value::Traced(_)) {
+        return Err(EvalError::type_error(format!(
+            "derivatives: x must be a number, got {}",
+            args[1].short()
+        )));
+    }
+    let k = order(&args[2], "derivatives")?;
+    along(
+        interp,
+        &args[0],
+        &args[1],
+        &Value::Float(1.0),
+        k,
+        "derivatives",
+    )
+}
+
+pub const BUILTINS: &[Builtin] = &[
+    builtin(
+        "jet",
+        "(jet f primals series)",
+        "Taylor mode (JAX's jet): (list value series-out) of f at the list primals along the curve whose derivatives at t = 0 are series (for each primal a list of k terms shaped as it: x'(0), x''(0), ...); series-out holds the derivatives of f's result along the curve, k of them (a list of such lists for a list of results).",
+        3,
+        Some(3),
+        jet,
+    ),
+    builtin(
+        "taylor",
+        "(taylor f x v k)",
+        "The k + 1 derivatives d^j/dt^j f(x + t v) at t = 0, j = 0..k (the value first), by one Taylor-mode sweep; x and v have one shape, f returns a number or a tensor.",
+        4,
+        Some(4),
+        taylor,
+    ),
+    builtin(
+        "derivatives",
+        "(derivatives f x k)",
+        "(f(x) f'(x) ... f^(k)(x)) for a number x, by one Taylor-mode sweep (orders up to 170).",
+        3,
+        Some(3),
+        derivatives,
+    ),
+];

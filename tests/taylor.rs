@@ -1,0 +1,214 @@
+//! Taylor mode (`jet`, `taylor`, `derivatives`; SPEC section 8) against
+//! references that share no code with it: JAX's derivatives of every
+//! elementwise function in a composition to order 6 (`tests/data/jet.tsv`,
+//! made by `bench/reference/jet_reference.py`), closed forms to order 20,
+//! nested gradients of the same function, and the same loop unrolled.
+
+use epsilon::{Engine, Value};
+
+/// Every number of a value, in order.
+fn numbers(value: &Value, into: &mut Vec<f64>) {
+    match value {
+        Value::Float(x) => into.push(*x),
+        Value::Int(n) => into.push(*n as f64),
+        Value::Tensor(t) => into.extend(t.iter()),
+        Value::Pair(_) => value.iter().for_each(|(item, _)| numbers(item, into)),
+        _ => {}
+    }
+}
+
+fn eval_numbers(engine: &mut Engine, program: &str) -> Vec<f64> {
+    let value = engine
+        .eval(program)
+        .unwrap_or_else(|e| panic!("{program}\nfails: {e}"));
+    let mut out = Vec::new();
+    numbers(&value, &mut out);
+    out
+}
+
+fn assert_close(got: &[f64], want: &[f64], tolerance: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: {got:?} vs {want:?}");
+    for (k, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= tolerance * w.abs().max(1.0),
+            "{what}: term {k} is {g}, expected {w}"
+        );
+    }
+}
+
+#[test]
+fn jet_agrees_with_jax_on_every_elementwise_function_to_order_6() {
+    let table = include_str!("data/jet.tsv");
+    let mut engine = Engine::new();
+    let mut rows = 0;
+    for line in table.lines().filter(|l| !l.starts_with('#')) {
+        let fields: Vec<&str> = line.split('\t').collect();
+        let (name, body) = (fields[0], fields[1]);
+        let want: Vec<f64> = fields[2..].iter().map(|x| x.parse().unwrap()).collect();
+        let program = format!(
+            "(jet (lambda (x) {body}) (list 0.8) (list (list 0.7 -0.3 0.2 0.1 -0.05 0.02)))"
+        );
+        let got = eval_numbers(&mut engine, &program);
+        assert_close(&got, &want, 1e-9, name);
+        rows += 1;
+    }
+    assert!(rows >= 45, "{rows} rows");
+}
+
+#[test]
+fn derivatives_to_order_20_match_closed_forms() {
+    let mut engine = Engine::new();
+    let factorial = |k: usize| (1..=k).map(|i| i as f64).product::<f64>();
+    // exp: every derivative is exp(x).
+    let got = eval_numbers(&mut engine, "(derivatives exp 0.3 20)");
+    assert_close(&got, &[0.3f64.exp(); 21], 1e-12, "exp");
+    // sin: sin, cos, -sin, -cos, ...
+    let got = eval_numbers(&mut engine, "(derivatives (lambda (x) (sin x)) 0.7 20)");
+    let want: Vec<f64> = (0..=20)
+        .map(|k| match k % 4 {
+            0 => 0.7f64.sin(),
+            1 => 0.7f64.cos(),
+            2 => -(0.7f64.sin()),
+            _ => -(0.7f64.cos()),
+        })
+        .collect();
+    assert_close(&got, &want, 1e-12, "sin");
+    // 1/(1-x): k! / (1-x)^(k+1), up to 2.6e20 at order 20.
+    let got = eval_numbers(
+        &mut engine,
+        "(derivatives (lambda (x) (/ 1 (- 1 x))) 0.2 20)",
+    );
+    let want: Vec<f64> = (0..=20)
+        .map(|k| factorial(k) / 0.8f64.powi(k as i32 + 1))
+        .collect();
+    assert_close(&got, &want, 1e-12, "1/(1-x)");
+    // log: (-1)^(k-1) (k-1)! / x^k.
+    let got = eval_numbers(&mut engine, "(derivatives log 1.5 20)");
+    let want: Vec<f64> = (0..=20)
+        .map(|k| {
+            if k == 0 {
+                1.5f64.ln()
+            } else {
+                let sign = if k % 2 == 1 { 1.0 } else { -1.0 };
+                sign * factorial(k - 1) / 1.5f64.powi(k as i32)
+            }
+        })
+        .collect();
+    assert_close(&got, &want, 1e-12, "log");
+    // Order 0 is the value; a whole-number power at a zero base is fine.
+    let got = eval_numbers(&mut engine, "(derivatives (lambda (x) (pow x 3)) 0.0 5)");
+    assert_close(&got, &[0.0, 0.0, 0.0, 6.0, 0.0, 0.0], 1e-15, "x^3 at 0");
+    let got = eval_numbers(&mut engine, "(derivatives exp 0.0 0)");
+    assert_close(&got, &[1.0], 0.0, "order 0");
+}
+
+#[test]
+fn taylor_of_a_tensor_function_agrees_with_nested_gradients() {
+    let mut engine = Engine::new();
+    engine
+        .eval(
+            "(seed! 3)
+             (define w (randn '(3 4))) (define x (randn '(4))) (define v (randn '(4)))
+             (define (f x) (sum (* (tanh (matmul w x)) (exp (* 0.3 (slice x 0 3))))))
+             (define (g t) (f (+ x (* t v))))",
+        )
+        .unwrap();
+    let got = eval_numbers(&mut engine, "(taylor f x v 3)");
+    let want = eval_numbers(
+        &mut engine,
+        "(list (g 0.0) ((grad g) 0.0) ((grad (grad g)) 0.0) ((grad (grad (grad g))) 0.0))",
+    );
+    assert_close(&got, &want, 1e-10, "taylor of a tensor function");
+    // A tensor-valued function: each derivative has the result's shape.
+    let got = eval_numbers(
+        &mut engine,
+        "(taylor (lambda (x) (sin (matmul w x))) x v 2)",
+    );
+    let want = eval_numbers(
+        &mut engine,
+        "(let ((h (lambda (t) (sin (matmul w (+ x (* t v)))))))
+           (list (h 0.0) ((jacobian h) 0.0)
+                 ((jacobian (lambda (s) ((jacobian h) s))) 0.0)))",
+    );
+    assert_close(&got, &want, 1e-10, "taylor of a tensor result");
+}
+
+#[test]
+fn taylor_coefficients_through_loops_equal_the_unrolled_loop() {
+    let mut engine = Engine::new();
+    engine
+        .eval(
+            "(define (step s i) (+ s (* 0.1 (sin s) s)))
+             (define (looped s) (sum (scan step s 4)))
+             (define (unrolled s) (sum (step (step (step (step s 0) 1) 2) 3)))
+             (define (until s) (sum (while-loop (lambda (s) (< (sum s) 1.5)) (lambda (s) (step s 0)) s)))
+             (define s0 (tensor '(0.5 0.7)))
+             (define d (tensor '(1.0 -0.5)))",
+        )
+        .unwrap();
+    let want = eval_numbers(&mut engine, "(taylor unrolled s0 d 4)");
+    let got = eval_numbers(&mut engine, "(taylor looped s0 d 4)");
+    assert_close(&got, &want, 1e-10, "scan");
+    // The while-loop runs the same four steps from s0 (its sum passes 1.5
+    // after them: 1.43, then 1.53).
+    let steps = eval_numbers(
+        &mut engine,
+        "(list (sum (step (step (step s0 0) 0) 0)) (sum (step (step (step (step s0 0) 0) 0) 0)))",
+    );
+    assert!(steps[0] < 1.5 && steps[1] >= 1.5, "{steps:?}");
+    let got = eval_numbers(&mut engine, "(taylor until s0 d 4)");
+    assert_close(&got, &want, 1e-10, "while-loop");
+}
+
+#[test]
+fn jet_takes_several_primals_and_gives_series_per_result() {
+    let mut engine = Engine::new();
+    // f(x, y) = x * y along x(t) = 2 + t, y(t) = 3 - 2t: 6 - t - 2t^2, so
+    // the derivatives are -1 and -4.
+    let got = eval_numbers(
+        &mut engine,
+        "(jet (lambda (x y) (* x y)) (list 2.0 3.0) (list (list 1.0 0.0) (list -2.0 0.0)))",
+    );
+    assert_close(&got, &[6.0, -1.0, -4.0], 1e-15, "product");
+    // Two results: a series for each.
+    let value = engine
+        .eval("(jet (lambda (x) (list (* x x) (exp x))) (list 0.0) (list (list 1.0 0.0 0.0)))")
+        .unwrap();
+    assert_eq!(
+        format!("{value}"),
+        "((0.0 1.0) ((0.0 2.0 0.0) (1.0 1.0 1.0)))"
+    );
+    // The JAX documentation's example: sin(z^3) at z = 0.5.
+    let (h0, h1, h2) = (0.125f64, 0.75f64, 3.0f64);
+    let got = eval_numbers(
+        &mut engine,
+        &format!("(jet sin (list {h0}) (list (list {h1} {h2})))"),
+    );
+    let want = [h0.sin(), h0.cos() * h1, -h0.sin() * h1 * h1 + h0.cos() * h2];
+    assert_close(&got, &want, 1e-15, "sin(z^3)");
+}
+
+#[test]
+fn bad_taylor_requests_are_clear_errors() {
+    let mut engine = Engine::new();
+    let error = |engine: &mut Engine, program: &str| match engine.eval(program) {
+        Ok(v) => panic!("{program} gave {v}"),
+        Err(e) => e.to_string(),
+    };
+    let e = error(
+        &mut engine,
+        "(jet (lambda (x y) (* x y)) (list 1.0 2.0) (list (list 1.0) (list 1.0 2.0)))",
+    );
+    assert!(e.contains("series 0 has 1 terms, series 1 has 2"), "{e}");
+    let e = error(
+        &mut engine,
+        "(jet (lambda (x) x) (list 1.0) (list (list (tensor '(1 2)))))",
+    );
+    assert!(e.contains("shape"), "{e}");
+    let e = error(&mut engine, "(derivatives sin 1.0 171)");
+    assert!(e.contains("from 0 to 170"), "{e}");
+    let e = error(&mut engine, "(derivatives sin (tensor '(1 2)) 2)");
+    assert!(e.contains("must be a number"), "{e}");
+    let e = error(&mut engine, "(taylor 3 1.0 1.0 2)");
+    assert!(e.contains("expected a function"), "{e}");
+}
