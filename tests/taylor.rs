@@ -212,3 +212,135 @@ fn bad_taylor_requests_are_clear_errors() {
     let e = error(&mut engine, "(taylor 3 1.0 1.0 2)");
     assert!(e.contains("expected a function"), "{e}");
 }
+
+// ------------------------------------------------------------ Laplacians
+
+use proptest::prelude::*;
+
+const LAPLACIAN_SETUP: &str = "
+    (define w1 (* 0.5 (randn '(6 4)))) (define w2 (* 0.5 (randn '(6))))
+    (define (mlp x) (sum (* w2 (tanh (+ (matmul w1 x) (sin (* 0.3 (sum x))))))))
+    (define (energy x) (+ (sum (pow x 4)) (* (sum (exp (* 0.2 x))) (prod (cos (* 0.1 x))))))";
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// Every method gives the trace of the Hessian, weighted too, and
+    /// their gradients agree with central differences.
+    #[test]
+    fn every_laplacian_method_is_the_trace_of_the_hessian(
+        seed in 0u64..1000,
+        point in proptest::collection::vec(-1.5f64..1.5, 4),
+    ) {
+        let mut engine = Engine::new();
+        engine.eval(&format!("(seed! {seed})")).unwrap();
+        engine.eval(LAPLACIAN_SETUP).unwrap();
+        let x = format!("(tensor '({}))", point.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(" "));
+        engine.eval(&format!("(define x {x}) (define a (randn '(4 4)))")).unwrap();
+        for f in ["mlp", "energy"] {
+            let want = eval_numbers(&mut engine, &format!("(sum (diagonal ((hessian {f}) x)))"));
+            for method in ["'auto", "'forward", "'hessian"] {
+                let got = eval_numbers(&mut engine, &format!("((laplacian {f} :method {method}) x)"));
+                prop_assert!((got[0] - want[0]).abs() <= 1e-9 * want[0].abs().max(1.0),
+                    "{f} {method}: {} vs {}", got[0], want[0]);
+            }
+            let want = eval_numbers(&mut engine, &format!("(sum (* (* 0.5 (+ a (transpose a))) ((hessian {f}) x)))"));
+            let got = eval_numbers(&mut engine, &format!("((laplacian {f} :weights a) x)"));
+            prop_assert!((got[0] - want[0]).abs() <= 1e-9 * want[0].abs().max(1.0),
+                "{f} weighted: {} vs {}", got[0], want[0]);
+            // The gradient of the Laplacian (a PINN loss's) by each method,
+            // against central differences of the value.
+            let h = 1e-4;
+            let differences: Vec<f64> = (0..4).map(|i| {
+                let mut at = |s: f64| {
+                    let mut p = point.clone();
+                    p[i] += s;
+                    let x = format!("(tensor '({}))", p.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(" "));
+                    eval_numbers(&mut engine, &format!("((laplacian {f}) {x})"))[0]
+                };
+                (at(h) - at(-h)) / (2.0 * h)
+            }).collect();
+            for method in ["'forward", "'hessian"] {
+                let got = eval_numbers(&mut engine, &format!("((grad (laplacian {f} :method {method})) x)"));
+                for (g, d) in got.iter().zip(&differences) {
+                    prop_assert!((g - d).abs() <= 1e-5 * d.abs().max(1.0), "{f} {method} gradient: {g} vs {d}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn laplacians_nest_batch_and_compile() {
+    let mut engine = Engine::new();
+    engine.eval("(seed! 5)").unwrap();
+    engine.eval(LAPLACIAN_SETUP).unwrap();
+    // The biharmonic of closed forms: sum x^4 gives 24 per coordinate;
+    // exp(sum x) in two coordinates gives 4 exp(sum x).
+    let got = eval_numbers(
+        &mut engine,
+        "(list ((laplacian (laplacian (lambda (x) (sum (pow x 4))))) (tensor '(0.3 -0.2 0.7)))
+               ((laplacian (laplacian (lambda (x) (exp (sum x))))) (tensor '(0.1 0.2)))
+               ((laplacian (lambda (x) (* x x x))) 2.0))",
+    );
+    assert_close(&got, &[72.0, 4.0 * 0.3f64.exp(), 12.0], 1e-10, "closed forms");
+    // Under vmap and jit: the Laplacian of each row of a batch.
+    let want = eval_numbers(
+        &mut engine,
+        "(define batch (randn '(3 4)))
+         (map (lambda (i) ((laplacian mlp :method 'hessian) (index batch i))) '(0 1 2))",
+    );
+    let got = eval_numbers(&mut engine, "((vmap (laplacian mlp)) batch)");
+    assert_close(&got, &want, 1e-10, "vmap");
+    let got = eval_numbers(&mut engine, "((jit (vmap (laplacian mlp))) batch)");
+    assert_close(&got, &want, 1e-10, "jit of vmap");
+}
+
+#[test]
+fn the_stochastic_laplacian_is_unbiased_within_its_variance() {
+    let mut engine = Engine::new();
+    engine.eval("(seed! 9)").unwrap();
+    engine.eval(LAPLACIAN_SETUP).unwrap();
+    engine.eval("(define x (randn '(4)))").unwrap();
+    let exact = eval_numbers(&mut engine, "((laplacian mlp) x)")[0];
+    // Var(vᵀHv) for Rademacher v: 2 * sum of squared off-diagonal entries.
+    let hessian = eval_numbers(&mut engine, "((hessian mlp) x)");
+    let off: f64 = (0..4)
+        .flat_map(|i| (0..4).map(move |j| (i, j)))
+        .filter(|(i, j)| i != j)
+        .map(|(i, j)| hessian[i * 4 + j].powi(2))
+        .sum();
+    let k = 4000.0;
+    let sigma = (2.0 * off / k).sqrt();
+    for seed in [1, 2, 3] {
+        let got = eval_numbers(
+            &mut engine,
+            &format!("((laplacian mlp :samples 4000 :seed {seed}) x)"),
+        )[0];
+        assert!(
+            (got - exact).abs() <= 5.0 * sigma,
+            "seed {seed}: {got} vs {exact} (sigma {sigma})"
+        );
+    }
+    // The same seed gives the same estimate.
+    let a = eval_numbers(&mut engine, "((laplacian mlp :samples 10 :seed 4) x)");
+    let b = eval_numbers(&mut engine, "((laplacian mlp :samples 10 :seed 4) x)");
+    assert_eq!(a, b);
+}
+
+#[test]
+fn bad_laplacian_requests_are_clear_errors() {
+    let mut engine = Engine::new();
+    let error = |engine: &mut Engine, program: &str| match engine.eval(program) {
+        Ok(v) => panic!("{program} gave {v}"),
+        Err(e) => e.to_string(),
+    };
+    let e = error(&mut engine, "((laplacian sum :method 'exact) (tensor '(1 2)))");
+    assert!(e.contains(":method must be"), "{e}");
+    let e = error(&mut engine, "((laplacian sum :method 'collapsed) (tensor '(1 2)))");
+    assert!(e.contains("not built yet"), "{e}");
+    let e = error(&mut engine, "((laplacian sum :weights (eye 3)) (tensor '(1 2)))");
+    assert!(e.contains("2 x 2 matrix"), "{e}");
+    let e = error(&mut engine, "((laplacian sum :samples 0) (tensor '(1 2)))");
+    assert!(e.contains("positive whole number"), "{e}");
+}

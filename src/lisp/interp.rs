@@ -46,6 +46,10 @@ pub const STDLIB: &[(&str, &str)] = &[
         include_str!("../../stdlib/solvers.lisp"),
     ),
     ("stdlib/ode.lisp", include_str!("../../stdlib/ode.lisp")),
+    (
+        "stdlib/taylor.lisp",
+        include_str!("../../stdlib/taylor.lisp"),
+    ),
 ];
 
 /// An Epsilon interpreter: one global environment and its state.

@@ -13,6 +13,8 @@ use crate::lisp::interp::Interp;
 use crate::lisp::procedure::{Args, Builtin};
 use crate::lisp::value::Value;
 use ndarray::{ArrayD, IxDyn};
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::{RngExt, SeedableRng};
 
 /// The highest order asked of Taylor mode: `k!` (which turns the k-th
 /// coefficient into the k-th derivative) stays a finite double to 170.
@@ -156,6 +158,21 @@ fn derivatives(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     )
 }
 
+/// `(random-signs shape seed)`: Rademacher directions for stochastic
+/// trace estimates, from a generator of their own.
+fn random_signs(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let shape = crate::lisp::tensor::shape_from_list(&args[0])?;
+    crate::lisp::tensor::check_allocation(&shape)?;
+    let seed = args[1].as_i64()?;
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed as u64);
+    let n: usize = shape.iter().product();
+    let signs: Vec<f64> = (0..n)
+        .map(|_| if rng.random::<bool>() { 1.0 } else { -1.0 })
+        .collect();
+    let array = ArrayD::from_shape_vec(IxDyn(&shape), signs).expect("n entries");
+    Ok(Value::tensor(array))
+}
+
 pub const BUILTINS: &[Builtin] = &[
     builtin(
         "jet",
@@ -180,5 +197,13 @@ pub const BUILTINS: &[Builtin] = &[
         3,
         Some(3),
         derivatives,
+    ),
+    builtin(
+        "random-signs",
+        "(random-signs shape seed)",
+        "A tensor of shape whose entries are 1 or -1 with equal probability (Rademacher), drawn from a generator seeded by seed alone (the one behind rand is untouched): the directions of stochastic trace estimates.",
+        2,
+        Some(2),
+        random_signs,
     ),
 ];
