@@ -25,44 +25,52 @@
       (list (transpose (second e)) (first e)))))
 
 (define (laplacian f . opts)
-  "(laplacian f :method 'auto :weights A :samples k :seed s): a function of x giving the Laplacian of the scalar function f at x, the trace of its Hessian (the sum of its second derivatives along the unit vectors). :method 'forward (one Taylor-mode sweep of order 2 batched over the n unit directions), 'hessian (the trace of the dense Hessian, forward over reverse), or 'auto (the default: 'forward); all give the same value. :weights A (an n x n matrix, n the size of x) gives trace(A H) instead. :samples k gives Hutchinson's unbiased estimate from k random directions of entries +1 or -1 (seeded by :seed, default 0): the mean of vᵀ H v, whose variance is (2/k) times the sum of the squared off-diagonal entries of H (of A^(1/2) H A^(1/2) with weights, A then positive semidefinite). Works under grad, jit and vmap, and nests: (laplacian (laplacian f)) is the biharmonic."
+  "(laplacian f :method 'auto :weights A :samples k :seed s): a function of x giving the Laplacian of the scalar function f at x, the trace of its Hessian (the sum of its second derivatives along the unit vectors). :method 'collapsed (one Taylor-mode sweep of order 2 batched over the n unit directions, its second-order coefficients summed over the directions as one propagated sum: collapsed-sum), 'forward (the same sweep with the second-order coefficients of every direction propagated and summed at the end), 'hessian (the trace of the dense Hessian, forward over reverse), or 'auto (the default: 'collapsed); all give the same value. :weights A (an n x n matrix, n the size of x) gives trace(A H) instead. :samples k gives Hutchinson's unbiased estimate from k random directions of entries +1 or -1 (seeded by :seed, default 0): the mean of vᵀ H v, whose variance is (2/k) times the sum of the squared off-diagonal entries of H (of A^(1/2) H A^(1/2) with weights, A then positive semidefinite). Works under grad, jit and vmap, and nests: (laplacian (laplacian f)) is the biharmonic."
   (let* ((o (options 'laplacian opts '((:method auto) (:weights #f) (:samples #f) (:seed 0))))
          (method (lookup o :method))
          (weights (lookup o :weights))
          (samples (lookup o :samples))
          (seed (lookup o :seed)))
-    (cond ((eq? method 'collapsed)
-           (error "laplacian: :method 'collapsed (second-order coefficients summed over directions as one propagated sum) is not built yet; use 'forward or 'hessian"))
-          ((not (or (eq? method 'auto) (eq? method 'forward) (eq? method 'hessian)))
-           (error (format "laplacian: :method must be 'auto, 'forward or 'hessian, got {}" method)))
+    (cond ((not (or (eq? method 'auto) (eq? method 'collapsed) (eq? method 'forward) (eq? method 'hessian)))
+           (error (format "laplacian: :method must be 'auto, 'collapsed, 'forward or 'hessian, got {}" method)))
           ((and samples (not (and (integer? samples) (> samples 0))))
            (error (format "laplacian: :samples must be a positive whole number, got {}" samples)))
           ((and samples (eq? method 'hessian))
            (error "laplacian: :samples estimates from random directions; it does not combine with :method 'hessian")))
-    (lambda (x)
-      (cond
-       (samples
-        (let* ((n (size x))
-               (v (random-signs (list samples n) seed))
-               (directions
-                (if weights
-                    ;; A^(1/2) v, through the symmetric square root of the
-                    ;; weights (A positive semidefinite).
-                    (let* ((w (laplacian-weights 'laplacian x weights))
-                           (root (matmul (matmul (transpose (first w)) (diag (sqrt (second w))))
-                                         (first w))))
-                      (matmul v root))
-                    v)))
-          (/ (sum (second-derivatives f x (reshape directions (cons samples (shape x)))))
-             samples)))
-       ((eq? method 'hessian)
-        (let* ((n (size x))
-               (h (reshape ((hessian f) x) (list n n))))
-          (if weights
-              (sum (* (* 0.5 (+ weights (transpose weights))) h))
-              (sum (diagonal h)))))
-       (weights
-        (let ((w (laplacian-weights 'laplacian x weights)))
-          (sum (* (second w)
-                  (second-derivatives f x (reshape (first w) (cons (size x) (shape x))))))))
-       (else (sum (second-derivatives f x (unit-directions x))))))))
+    (let* ((collapse (not (eq? method 'forward)))
+           ;; The sum over the directions of their second derivatives
+           ;; (weighted), collapsed or taken at the end.
+           (total (lambda (x directions w)
+                    (let ((second (second-derivatives f x directions)))
+                      (cond (collapse (if w (collapsed-sum second directions w) (collapsed-sum second directions)))
+                            (w (sum (* w second)))
+                            (else (sum second))))))
+           (estimate
+            (lambda (x)
+              (cond
+               (samples
+                (let* ((n (size x))
+                       (v (random-signs (list samples n) seed))
+                       (directions
+                        (if weights
+                            ;; A^(1/2) v, through the symmetric square root of the
+                            ;; weights (A positive semidefinite).
+                            (let* ((w (laplacian-weights 'laplacian x weights))
+                                   (root (matmul (matmul (transpose (first w)) (diag (sqrt (second w))))
+                                                 (first w))))
+                              (matmul v root))
+                            v)))
+                  (/ (total x (reshape directions (cons samples (shape x))) #f) samples)))
+               ((eq? method 'hessian)
+                (let* ((n (size x))
+                       (h (reshape ((hessian f) x) (list n n))))
+                  (if weights
+                      (sum (* (* 0.5 (+ weights (transpose weights))) h))
+                      (sum (diagonal h)))))
+               (weights
+                (let ((w (laplacian-weights 'laplacian x weights)))
+                  (total x (reshape (first w) (cons (size x) (shape x))) (second w))))
+               (else (total x (unit-directions x) #f))))))
+      ;; Collapsing rewrites the traced program: trace it (jit) even when
+      ;; called with plain values.
+      (if collapse (jit estimate) estimate))))

@@ -239,7 +239,7 @@ proptest! {
         engine.eval(&format!("(define x {x}) (define a (randn '(4 4)))")).unwrap();
         for f in ["mlp", "energy"] {
             let want = eval_numbers(&mut engine, &format!("(sum (diagonal ((hessian {f}) x)))"));
-            for method in ["'auto", "'forward", "'hessian"] {
+            for method in ["'auto", "'collapsed", "'forward", "'hessian"] {
                 let got = eval_numbers(&mut engine, &format!("((laplacian {f} :method {method}) x)"));
                 prop_assert!((got[0] - want[0]).abs() <= 1e-9 * want[0].abs().max(1.0),
                     "{f} {method}: {} vs {}", got[0], want[0]);
@@ -260,7 +260,7 @@ proptest! {
                 };
                 (at(h) - at(-h)) / (2.0 * h)
             }).collect();
-            for method in ["'forward", "'hessian"] {
+            for method in ["'collapsed", "'forward", "'hessian"] {
                 let got = eval_numbers(&mut engine, &format!("((grad (laplacian {f} :method {method})) x)"));
                 for (g, d) in got.iter().zip(&differences) {
                     prop_assert!((g - d).abs() <= 1e-5 * d.abs().max(1.0), "{f} {method} gradient: {g} vs {d}");
@@ -283,7 +283,12 @@ fn laplacians_nest_batch_and_compile() {
                ((laplacian (laplacian (lambda (x) (exp (sum x))))) (tensor '(0.1 0.2)))
                ((laplacian (lambda (x) (* x x x))) 2.0))",
     );
-    assert_close(&got, &[72.0, 4.0 * 0.3f64.exp(), 12.0], 1e-10, "closed forms");
+    assert_close(
+        &got,
+        &[72.0, 4.0 * 0.3f64.exp(), 12.0],
+        1e-10,
+        "closed forms",
+    );
     // Under vmap and jit: the Laplacian of each row of a batch.
     let want = eval_numbers(
         &mut engine,
@@ -335,12 +340,52 @@ fn bad_laplacian_requests_are_clear_errors() {
         Ok(v) => panic!("{program} gave {v}"),
         Err(e) => e.to_string(),
     };
-    let e = error(&mut engine, "((laplacian sum :method 'exact) (tensor '(1 2)))");
+    let e = error(
+        &mut engine,
+        "((laplacian sum :method 'exact) (tensor '(1 2)))",
+    );
     assert!(e.contains(":method must be"), "{e}");
-    let e = error(&mut engine, "((laplacian sum :method 'collapsed) (tensor '(1 2)))");
-    assert!(e.contains("not built yet"), "{e}");
-    let e = error(&mut engine, "((laplacian sum :weights (eye 3)) (tensor '(1 2)))");
+    let e = error(
+        &mut engine,
+        "(collapsed-sum (tensor '(1 2)) (tensor '(1 2)) (tensor '(1 2 3)))",
+    );
+    assert!(e.contains("a vector of 2 numbers"), "{e}");
+    let e = error(
+        &mut engine,
+        "((laplacian sum :weights (eye 3)) (tensor '(1 2)))",
+    );
     assert!(e.contains("2 x 2 matrix"), "{e}");
     let e = error(&mut engine, "((laplacian sum :samples 0) (tensor '(1 2)))");
     assert!(e.contains("positive whole number"), "{e}");
+}
+
+#[test]
+fn the_collapsed_laplacian_costs_less_than_the_forward_one_and_than_d_first_order_sweeps() {
+    let mut engine = Engine::new();
+    engine
+        .eval(
+            "(seed! 2)
+             (define w1 (* 0.2 (randn '(32 16)))) (define w2 (* 0.2 (randn '(32 32)))) (define w3 (randn '(32)))
+             (define (net x) (sum (* w3 (tanh (matmul w2 (tanh (matmul w1 x)))))))
+             (define x (randn '(16)))
+             (define (flops f args) (second (assoc 'flops (tape-stats f args))))",
+        )
+        .unwrap();
+    let got = eval_numbers(
+        &mut engine,
+        "(list (flops (laplacian net :method 'collapsed) (list x))
+               (flops (laplacian net :method 'forward) (list x))
+               (flops (lambda (x) (second (jvp net (list x) (list x)))) (list x))
+               ((laplacian net :method 'collapsed) x) ((laplacian net :method 'hessian) x))",
+    );
+    let (collapsed, forward, first_order) = (got[0], got[1], got[2]);
+    assert!(
+        collapsed < forward,
+        "collapsed {collapsed}, forward {forward}"
+    );
+    assert!(
+        collapsed < 16.0 * first_order,
+        "collapsed {collapsed}, one first-order sweep {first_order}"
+    );
+    assert_close(&got[3..4], &got[4..5], 1e-9, "the collapsed Laplacian");
 }

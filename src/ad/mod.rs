@@ -6,7 +6,8 @@
 //!   (`Modes`) and why a program cannot be differentiated (`refusal`).
 //! - `forward`: the forward sweep (`jvp`), batched over tangents.
 //! - `taylor`: Taylor mode, the coefficients of a curve through the
-//!   program (`jet`).
+//!   program (`jet`); `collapse`: a sum over a batch of directions pushed
+//!   up through the linear operations (the collapsed Laplacian).
 //! - `custom_sweep`: calls of functions with their own rules (`defvjp`,
 //!   `defjvp`), each rule transposed into the other mode.
 //! - `request`: what a differentiation request asks (`Request`).
@@ -20,6 +21,7 @@
 //! imports the IR and the tensor optimizer (loop bodies are optimized
 //! after differentiation), never tapes, backends or the Lisp layer.
 
+pub mod collapse;
 pub mod custom_sweep;
 pub mod forward;
 pub mod loops;

@@ -208,7 +208,7 @@ fn hvp(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     Ok(outcome.derivatives.into_iter().next().unwrap_or(Value::Nil))
 }
 
-fn shape_of(value: &Value) -> Vec<usize> {
+pub(super) fn shape_of(value: &Value) -> Vec<usize> {
     match value {
         Value::Tensor(t) => t.shape().to_vec(),
         Value::TensorF32(t) => t.shape().to_vec(),

@@ -5,7 +5,7 @@
 //! the k-th derivative costs about k times the function, not the 2^k of
 //! nested `grad`s.
 
-use super::autodiff::expect_function;
+use super::autodiff::{expect_function, shape_of};
 use super::builtin;
 use crate::lisp::autodiff::{self, Request};
 use crate::lisp::error::{EvalError, EvalResult};
@@ -173,6 +173,67 @@ fn random_signs(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     Ok(Value::tensor(array))
 }
 
+/// `(collapsed-sum values directions [weights])`: the (weighted) sum
+/// over the first axis of `values`, computed for the batch `directions`;
+/// inside a traced function the sum is pushed up through the program
+/// (`ad::collapse`), else it is taken as it is.
+fn collapsed_sum(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    let weights = args
+        .values
+        .get(2)
+        .filter(|w| !matches!(w, Value::Bool(false)));
+    if let Value::Traced(values) = &args[0] {
+        let trace = values.trace.clone();
+        let values_id = crate::lisp::trace::node_of(&trace, &args[0])?;
+        let source = crate::lisp::trace::node_of(&trace, &args[1])?;
+        let weights_id = match weights {
+            Some(w) => Some(crate::lisp::trace::node_of(&trace, w)?),
+            None => None,
+        };
+        let shape = trace.borrow().graph.shape(values_id).clone();
+        check_batch(&shape, weights.map(shape_of).as_deref())?;
+        let sum = {
+            let mut t = trace.borrow_mut();
+            crate::ad::collapse::collapsed_sum(&mut t.graph, values_id, source, weights_id)
+        };
+        return Ok(crate::lisp::trace::traced(&trace, sum));
+    }
+    let values = args[0].as_tensor()?;
+    check_batch(values.shape(), weights.map(shape_of).as_deref())?;
+    let summed = match weights {
+        Some(w) => {
+            let w = w.as_tensor()?;
+            let mut shape = vec![w.len()];
+            shape.extend(std::iter::repeat_n(1, values.ndim() - 1));
+            let column = w
+                .to_shape(IxDyn(&shape))
+                .map_err(|e| EvalError::shape(e.to_string()))?;
+            (&*values * &column).sum_axis(ndarray::Axis(0))
+        }
+        None => values.sum_axis(ndarray::Axis(0)),
+    };
+    let _ = interp;
+    Ok(match summed.ndim() {
+        0 => Value::Float(summed.iter().copied().next().unwrap_or(0.0)),
+        _ => Value::tensor(summed),
+    })
+}
+
+/// A batch of values (at least one axis) and weights of its length.
+fn check_batch(values: &[usize], weights: Option<&[usize]>) -> EvalResult<()> {
+    let Some(&batch) = values.first() else {
+        return Err(EvalError::shape(
+            "collapsed-sum: the values must have a first axis to sum over, got a number",
+        ));
+    };
+    match weights {
+        Some(w) if w != [batch] => Err(EvalError::shape(format!(
+            "collapsed-sum: the weights must be a vector of {batch} numbers, got shape {w:?}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 pub const BUILTINS: &[Builtin] = &[
     builtin(
         "jet",
@@ -205,5 +266,13 @@ pub const BUILTINS: &[Builtin] = &[
         2,
         Some(2),
         random_signs,
+    ),
+    builtin(
+        "collapsed-sum",
+        "(collapsed-sum values directions [weights])",
+        "The sum over the first axis of values (weighted by the vector weights when given), where values were computed for the batch directions along that axis (a vmap over them). Inside a traced function (jit, grad) the sum is pushed up through every operation linear in the batched values, so that it is taken where batched values meet (Dangel et al.'s collapsed Taylor mode): laplacian's 'collapsed method.",
+        2,
+        Some(3),
+        collapsed_sum,
     ),
 ];
