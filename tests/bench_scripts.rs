@@ -124,6 +124,8 @@ const SMOKE_RUNS: &[Smoke] = &[
         2,
     ),
     smoke("bench/vmap/per-example.lisp", &["4", "1", "smoke"], 5),
+    smoke("bench/taylor/laplacian.lisp", &["4", "1", "smoke"], 2),
+    smoke("bench/taylor/derivatives.lisp", &["10", "3", "smoke"], 2),
 ];
 
 /// Scripts run only by a build with the feature `mpi`
@@ -501,6 +503,21 @@ fn transformer_train_step_gradient_checks_in_both_number_types() {
         let after = numbers_on(&out.stdout, "loss after");
         assert!(after.iter().all(|x| x.is_finite()), "{after:?}");
     }
+}
+
+#[test]
+fn laplacian_methods_agree_on_the_mlp() {
+    let out = &run_smoke("bench/taylor/laplacian.lisp")[0];
+    let collapsed = numbers_on(&out.stdout, "collapsed ");
+    let hessian = numbers_on(&out.stdout, "hessian ");
+    assert!((collapsed[0] - hessian[0]).abs() <= 1e-10 * hessian[0].abs().max(1.0));
+}
+
+#[test]
+fn derivatives_of_order_ten_run_compiled() {
+    let out = &run_smoke("bench/taylor/derivatives.lisp")[0];
+    let ratio = numbers_on(&out.stdout, "order ");
+    assert!(ratio.iter().all(|x| x.is_finite()), "{ratio:?}");
 }
 
 #[test]

@@ -5,6 +5,9 @@
 ;; the tapes' instruction counts.
 ;;
 ;;   epsilon run bench/taylor/derivatives.lisp 10 2000
+;;
+;; With `smoke` after them (epsilon run bench/taylor/derivatives.lisp 10 3
+;; smoke), orders 1 and 2 are checked against nested gradients.
 (define order (if (null? *args*) 10 (string->number (first *args*))))
 (define rounds (if (< (length *args*) 2) 2000 (string->number (second *args*))))
 (define (chain x)
@@ -24,3 +27,8 @@
 (println "value seconds " v " instructions " (instructions chain))
 (println "order " order " seconds " d " instructions "
          (instructions (lambda (x) (derivatives chain x order))) " ratio " (/ d v))
+(when (member "smoke" *args*)
+  (load "../smoke.lisp")
+  (let ((d (series 0.3)))
+    (smoke-check "order 1 against grad" (relative-difference (second d) ((grad chain) 0.3)) 1e-8)
+    (smoke-check "order 2 against grad of grad" (relative-difference (nth d 2) ((grad (grad chain)) 0.3)) 1e-8)))
