@@ -210,6 +210,11 @@ fn the_linear_algebra_guide_transcripts_run_as_shown() {
     check_transcripts("linear-algebra.md");
 }
 
+#[test]
+fn the_taylor_guide_transcripts_run_as_shown() {
+    check_transcripts("taylor.md");
+}
+
 /// Every relative link in the documentation names a file inside the
 /// repository that exists (a `#fragment` is not checked); links to web
 /// addresses are left alone.
