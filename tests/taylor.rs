@@ -158,6 +158,62 @@ fn taylor_coefficients_through_loops_equal_the_unrolled_loop() {
     assert!(steps[0] < 1.5 && steps[1] >= 1.5, "{steps:?}");
     let got = eval_numbers(&mut engine, "(taylor until s0 d 4)");
     assert_close(&got, &want, 1e-10, "while-loop");
+    // Higher orders through one loop carrying every order (not nested
+    // tangent loops), and a loop over a sequence and a captured value
+    // that move with the input, stacking an output.
+    let want = eval_numbers(&mut engine, "(taylor unrolled s0 d 9)");
+    let got = eval_numbers(&mut engine, "(taylor looped s0 d 9)");
+    assert_close(&got, &want, 1e-9, "scan to order 9");
+    engine
+        .eval(
+            "(define (body c x a) (let ((n (+ c (* a x (cos c))))) (list n (* n x))))
+             (define (over s)
+               (let* ((a (sum (* 0.1 s))) (xs (stack (list (* s 0.5) (sin s) (* s s))))
+                      (r (scan (lambda (c x) (body c x a)) s xs)))
+                 (+ (sum (first r)) (sum (* (second r) (second r))))))
+             (define (over-unrolled s)
+               (let* ((a (sum (* 0.1 s)))
+                      (r1 (body s (* s 0.5) a)) (r2 (body (first r1) (sin s) a))
+                      (r3 (body (first r2) (* s s) a)))
+                 (+ (sum (first r3)) (sum (* (second r1) (second r1)))
+                    (sum (* (second r2) (second r2))) (sum (* (second r3) (second r3))))))",
+        )
+        .unwrap();
+    let want = eval_numbers(&mut engine, "(taylor over-unrolled s0 d 6)");
+    let got = eval_numbers(&mut engine, "(taylor over s0 d 6)");
+    assert_close(&got, &want, 1e-9, "scan over a sequence with a capture");
+}
+
+#[test]
+fn taylor_mode_passes_checkpoint_linear_algebra_and_odeint() {
+    let mut engine = Engine::new();
+    engine
+        .eval(
+            "(define (f x) (sum (sin (* x x))))
+             (define x (tensor '(0.3 0.5))) (define v (tensor '(1.0 -0.4)))
+             (define m (tensor '((3.0 0.5) (0.5 2.0))))
+             (define (solved x) (sum (solve (+ m (diag (* x x))) (exp x))))
+             (define (g t) (solved (+ x (* t v))))
+             (define (decay y t k) (* (neg k) y))
+             (define (solution k) (sum (odeint decay (tensor '(1.0 2.0)) (tensor '(0.0 1.0)) k)))",
+        )
+        .unwrap();
+    let want = eval_numbers(&mut engine, "(taylor f x v 5)");
+    let got = eval_numbers(&mut engine, "(taylor (checkpoint f) x v 5)");
+    assert_close(&got, &want, 1e-12, "checkpoint");
+    // A solve whose matrix and right-hand side move: against nested
+    // gradients along the line.
+    let got = eval_numbers(&mut engine, "(taylor solved x v 3)");
+    let want = eval_numbers(
+        &mut engine,
+        "(list (g 0.0) ((grad g) 0.0) ((grad (grad g)) 0.0) ((grad (grad (grad g))) 0.0))",
+    );
+    assert_close(&got, &want, 1e-9, "solve");
+    // odeint's solution 3 + 3 exp(-k) (at t = 0 and 1), to the solver's
+    // tolerance.
+    let got = eval_numbers(&mut engine, "(derivatives solution 0.7 3)");
+    let e = 3.0 * (-0.7f64).exp();
+    assert_close(&got, &[3.0 + e, -e, e, -e], 1e-6, "odeint");
 }
 
 #[test]

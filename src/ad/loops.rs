@@ -181,29 +181,7 @@ pub fn tangent(spec: &ScanSpec, with_tangent: &[bool]) -> ScanSpec {
         i if i < captures_from => i + leaves,
         i => i + leaves + tangent_xs,
     };
-    let mut graph = TensorGraph::new();
-    let mut map: Vec<Id> = Vec::with_capacity(spec.body.nodes.len());
-    let mut inputs: Vec<Option<Id>> = vec![None; spec.body_inputs()];
-    for node in &spec.body.nodes {
-        let id = match &node.op {
-            TOp::Input {
-                index,
-                shape,
-                dtype,
-            } => {
-                let index = *index as usize;
-                let id = graph.input(moved(index) as u32, shape, *dtype);
-                inputs[index] = Some(id);
-                id
-            }
-            op => {
-                let children: SmallVec<[Id; 3]> =
-                    node.children.iter().map(|&c| map[usize::from(c)]).collect();
-                graph.add_valid(op.clone(), &children)
-            }
-        };
-        map.push(id);
-    }
+    let (mut graph, roots, inputs) = renumbered_body(spec, moved);
     let mut seeds: Vec<(Id, Id)> = Vec::new();
     for (k, shape) in spec.leaves.iter().enumerate() {
         let tangent = graph.input((leaves + k) as u32, shape, spec.input_dtype(k));
@@ -235,12 +213,6 @@ pub fn tangent(spec: &ScanSpec, with_tangent: &[bool]) -> ScanSpec {
             }
         }
     }
-    let roots: Vec<Id> = spec
-        .body
-        .roots
-        .iter()
-        .map(|&r| map[usize::from(r)])
-        .collect();
     let tangents = jvp(&mut graph, &seeds, &roots, None);
     let (state, outputs) = roots.split_at(leaves);
     let (state_tangents, output_tangents) = tangents.split_at(leaves);
@@ -271,6 +243,55 @@ pub fn tangent(spec: &ScanSpec, with_tangent: &[bool]) -> ScanSpec {
         with(&spec.xs, xs_tangent),
         spec.ys.iter().chain(&spec.ys).cloned().collect(),
     );
+    with_condition(looped, spec, moved)
+}
+
+/// The step's body copied into a new graph with its inputs renumbered by
+/// `moved`: the graph, the new nodes of the body's roots, and the new
+/// node of each input the body reads.
+pub(super) fn renumbered_body(
+    spec: &ScanSpec,
+    moved: impl Fn(usize) -> usize,
+) -> (TensorGraph, Vec<Id>, Vec<Option<Id>>) {
+    let mut graph = TensorGraph::new();
+    let mut map: Vec<Id> = Vec::with_capacity(spec.body.nodes.len());
+    let mut inputs: Vec<Option<Id>> = vec![None; spec.body_inputs()];
+    for node in &spec.body.nodes {
+        let id = match &node.op {
+            TOp::Input {
+                index,
+                shape,
+                dtype,
+            } => {
+                let index = *index as usize;
+                let id = graph.input(moved(index) as u32, shape, *dtype);
+                inputs[index] = Some(id);
+                id
+            }
+            op => {
+                let children: SmallVec<[Id; 3]> =
+                    node.children.iter().map(|&c| map[usize::from(c)]).collect();
+                graph.add_valid(op.clone(), &children)
+            }
+        };
+        map.push(id);
+    }
+    let roots = spec
+        .body
+        .roots
+        .iter()
+        .map(|&r| map[usize::from(r)])
+        .collect();
+    (graph, roots, inputs)
+}
+
+/// `looped`, a loop made from `spec`'s step, running while `spec`'s
+/// condition (its inputs renumbered by `moved`) holds, if `spec` has one.
+pub(super) fn with_condition(
+    looped: ScanSpec,
+    spec: &ScanSpec,
+    moved: impl Fn(usize) -> usize,
+) -> ScanSpec {
     match &spec.condition {
         Some(condition) => looped
             .while_true(condition.with_inputs_moved(moved))

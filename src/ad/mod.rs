@@ -29,6 +29,7 @@ pub mod request;
 pub mod reverse;
 pub mod sparse;
 pub mod taylor;
+pub mod taylor_loop;
 pub mod vmap;
 
 pub use forward::jvp;

@@ -28,14 +28,20 @@
 //!   the paired recurrence; selections (`max`, `relu`, `where`, `clamp`)
 //!   follow the branch taken at `t = 0`, as their partials do.
 //!
-//! The sweep runs order by order over the program (children before
-//! parents), so a coefficient's operands of the same order and all
-//! coefficients of lower orders exist when it is made; the nodes the rules
-//! append (partials, forward rules, derivative curves) are expanded on
-//! demand, a few levels deep.
+//! Loops (`scan`, `while-loop`) become one loop whose state carries the
+//! state's coefficients of every order, its body the step's own Taylor
+//! sweep (`taylor_loop`).
+//!
+//! The sweep runs over the program node by node (children before
+//! parents), each node's orders in turn, so a coefficient's operands of
+//! every order and the node's own lower orders exist when it is made; the
+//! nodes the rules append (partials, forward rules, derivative curves) are
+//! expanded on demand, a few levels deep.
 
 use super::forward::tangent_of;
+use super::taylor_loop::{taylor_loop, taylor_operands, taylor_part};
 use crate::ir::graph::TensorGraph;
+use crate::ir::loops::Scan;
 use crate::ir::math::language::Math;
 use crate::ir::math::partials::PartialBuilder;
 use crate::ir::op::{ReduceOp, TOp};
@@ -63,6 +69,8 @@ pub fn taylor(
         .unwrap_or(0);
     let mut sweep = Sweep {
         graph,
+        order,
+        loops: FxHashMap::default(),
         coefficients: FxHashMap::default(),
         seeded: seeds.iter().cloned().collect(),
         curves: FxHashMap::default(),
@@ -75,10 +83,10 @@ pub fn taylor(
         .map(|&(node, _)| usize::from(node))
         .min()
         .unwrap_or(upto);
-    for k in 1..=order {
-        for index in start..upto {
-            let id = Id::from(index);
-            if sweep.depends(id) {
+    for index in start..upto {
+        let id = Id::from(index);
+        if sweep.depends(id) {
+            for k in 1..=order {
                 sweep.coefficient(id, k);
             }
         }
@@ -118,6 +126,10 @@ pub fn derivative_scales(order: usize) -> Vec<f64> {
 
 struct Sweep<'a> {
     graph: &'a mut TensorGraph,
+    /// The highest order asked for.
+    order: usize,
+    /// The Taylor loop of each loop met, carrying every order at once.
+    loops: FxHashMap<Id, Id>,
     /// Coefficient `k` of a node (`None`: zero), once made.
     coefficients: FxHashMap<(Id, usize), Option<Id>>,
     /// The given coefficients of the seeded nodes.
@@ -196,6 +208,10 @@ impl Sweep<'_> {
                 g.add_valid(TOp::MatMul, &[a, b])
             }),
             TOp::Map(Math::Div(_)) => self.quotient(id, children[0], children[1], k),
+            TOp::Scan(scan) => {
+                let all = self.taylor_loop(id, scan, &children);
+                Some(taylor_part(self.graph, scan, all, k, self.order))
+            }
             // A constant exponent that is not a whole number (whole ones go
             // through the forward rule: their partials are powers down to
             // 1, fine at a zero base).
@@ -217,6 +233,42 @@ impl Sweep<'_> {
         };
         self.graph.set_deriving(outer);
         made
+    }
+
+    /// The Taylor loop of the loop `id` (made once): its state and
+    /// outputs with their coefficients of every order.
+    fn taylor_loop(&mut self, id: Id, scan: &Scan, children: &[Id]) -> Id {
+        if let Some(&all) = self.loops.get(&id) {
+            return all;
+        }
+        let leaves = scan.leaves.len();
+        let series: Vec<bool> = children[leaves..]
+            .iter()
+            .map(|&c| self.depends(c))
+            .collect();
+        let mut coefficients: FxHashMap<(Id, usize), Id> = FxHashMap::default();
+        for (position, &child) in children.iter().enumerate() {
+            if position >= leaves && !series[position - leaves] {
+                continue;
+            }
+            for k in 1..=self.order {
+                let c = match self.coefficient(child, k) {
+                    Some(c) => c,
+                    None => {
+                        let shape = self.graph.shape(child).clone();
+                        self.graph.full(0.0, &shape)
+                    }
+                };
+                coefficients.insert((child, k), c);
+            }
+        }
+        let operands = taylor_operands(scan, children, self.order, &series, |child, k| {
+            coefficients[&(child, k)]
+        });
+        let looped = Scan::new(taylor_loop(scan, self.order, &series));
+        let all = self.graph.add_valid(TOp::Scan(looped), &operands);
+        self.loops.insert(id, all);
+        all
     }
 
     /// `sum_(j=0..k) product(a_j, b_(k-j))`.
