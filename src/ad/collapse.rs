@@ -102,8 +102,58 @@ impl Collapse<'_> {
         }
     }
 
-    /// The weighted sum over the first axis of `id`, taken here.
+    /// The weighted sum over the first axis of `id`, taken here, with the
+    /// factors of a product that are the same for every direction taken
+    /// out of it: `sum_k (u t_k) (v s_k) = u v sum_k t_k s_k`.
     fn explicit(&mut self, id: Id) -> Id {
+        let shape = self.graph.shape(id).clone();
+        let rank = shape.len();
+        let mut factors = Vec::new();
+        self.factors(id, rank, &mut factors);
+        let mut uniform = Vec::new();
+        let mut batched = Vec::new();
+        for factor in factors {
+            match self.uniform(factor, rank) {
+                Some(inner) => uniform.push(inner),
+                None => batched.push(factor),
+            }
+        }
+        if uniform.is_empty() || batched.is_empty() {
+            return self.summed(id);
+        }
+        let product = self.product(&batched);
+        let summed = self.summed(product);
+        let scale = self.product(&uniform);
+        let result = self.graph.mul(scale, summed);
+        self.graph.expand_to(result, &shape[1..])
+    }
+
+    /// The factors of `id` as a product, through the products that carry
+    /// the batch axis (a node of rank `rank`).
+    fn factors(&mut self, id: Id, rank: usize, into: &mut Vec<Id>) {
+        let node = self.graph.node(id).clone();
+        match &node.op {
+            TOp::Map(Math::Mul(_)) if self.batched(id, rank) => {
+                self.factors(node.children[0], rank, into);
+                self.factors(node.children[1], rank, into);
+            }
+            TOp::Map(Math::Neg(_)) if self.batched(id, rank) => {
+                into.push(self.graph.num(-1.0));
+                self.factors(node.children[0], rank, into);
+            }
+            TOp::Tag(_) => self.factors(node.children[0], rank, into),
+            _ => into.push(id),
+        }
+    }
+
+    /// The product of `factors` (broadcasting).
+    fn product(&mut self, factors: &[Id]) -> Id {
+        let (&first, rest) = factors.split_first().expect("at least one factor");
+        rest.iter().fold(first, |acc, &f| self.graph.mul(acc, f))
+    }
+
+    /// The weighted sum over the first axis of `id`, as it is.
+    fn summed(&mut self, id: Id) -> Id {
         let shape = self.graph.shape(id).clone();
         let weighted = match self.weights {
             Some(w) => {

@@ -202,9 +202,9 @@ impl Sweep<'_> {
                 }
             }
             TOp::Map(Math::Mul(_)) => {
-                self.cauchy(children[0], children[1], k, |g, a, b| g.mul(a, b))
+                self.cauchy((children[0], children[1]), k, true, |g, a, b| g.mul(a, b))
             }
-            TOp::MatMul => self.cauchy(children[0], children[1], k, |g, a, b| {
+            TOp::MatMul => self.cauchy((children[0], children[1]), k, false, |g, a, b| {
                 g.add_valid(TOp::MatMul, &[a, b])
             }),
             TOp::Map(Math::Div(_)) => self.quotient(id, children[0], children[1], k),
@@ -271,18 +271,27 @@ impl Sweep<'_> {
         all
     }
 
-    /// `sum_(j=0..k) product(a_j, b_(k-j))`.
+    /// `sum_(j=0..k) product(a_j, b_(k-j))`; for a square (`a` = `b`) of
+    /// a commuting product, the terms `j` and `k - j` once, doubled.
     fn cauchy(
         &mut self,
-        a: Id,
-        b: Id,
+        (a, b): (Id, Id),
         k: usize,
+        commutes: bool,
         product: impl Fn(&mut TensorGraph, Id, Id) -> Id,
     ) -> Option<Id> {
+        let square = commutes && a == b;
         let mut terms = Vec::new();
-        for j in 0..=k {
+        let last = if square { k / 2 } else { k };
+        for j in 0..=last {
             if let (Some(x), Some(y)) = (self.coefficient(a, j), self.coefficient(b, k - j)) {
-                terms.push(product(self.graph, x, y));
+                let term = product(self.graph, x, y);
+                terms.push(if square && 2 * j != k {
+                    let two = self.graph.num(2.0);
+                    self.graph.mul(two, term)
+                } else {
+                    term
+                });
             }
         }
         self.graph.sum_terms(&terms)
