@@ -7,8 +7,7 @@
 
 (define (second-derivatives f x directions)
   "(second-derivatives f x directions): the second derivatives d^2/dt^2 f(x + t v) at t = 0 for each direction v along the first axis of directions (shape (m) ++ shape(x)), as m numbers: one Taylor-mode sweep of order 2 batched over the directions."
-  ((vmap (lambda (v) (second (second (jet f (list x) (list (list v (* 0 v))))))))
-   directions))
+  ((vmap (lambda (v) (third (taylor f x v 2)))) directions))
 
 (define (unit-directions x)
   "(unit-directions x): the n unit vectors shaped as x (n the size of x, a number's being 1), stacked along a first axis: shape (n) ++ shape(x)."

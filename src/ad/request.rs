@@ -49,10 +49,11 @@ pub enum Request {
     /// directions (`[p] ++ shape(x)`), forward over one reverse sweep:
     /// `[p] ++ shape(x)` (a sparse Hessian's compressed columns).
     HvpBatch,
-    /// Taylor mode (`jet`): for every argument leaf a series of `order`
-    /// terms (the seed), the derivatives `x^(k)(0)` of a curve `x(t)`
-    /// through it (JAX's convention); the results are the derivatives of
-    /// each output along the curve, `order` of them per output.
+    /// Taylor mode (`jet`): for every argument leaf a series of up to
+    /// `order` terms (the seed; the same number for every leaf, the rest
+    /// zero), the derivatives `x^(k)(0)` of a curve `x(t)` through it
+    /// (JAX's convention); the results are the derivatives of each output
+    /// along the curve, `order` of them per output.
     Jet {
         /// The highest derivative (at least 1).
         order: usize,
@@ -395,7 +396,9 @@ pub fn derivative_roots<R: Recording>(
         Request::Jet { order } => {
             let order = *order;
             let parts = rec.seed_parts(Seed::Series)?;
-            if parts != leaves.len() * order {
+            // Each leaf's series may stop before `order` (the rest zero).
+            let terms = parts / leaves.len().max(1);
+            if terms * leaves.len() != parts || terms == 0 || terms > order {
                 return Err(RequestError::Shape(format!(
                     "jet: {parts} series terms for {} argument parts of order {order}",
                     leaves.len()
@@ -407,9 +410,9 @@ pub fn derivative_roots<R: Recording>(
             let scales = derivative_scales(order);
             let mut seeds = Vec::with_capacity(leaves.len());
             for (i, &leaf) in leaves.iter().enumerate() {
-                let mut series = Vec::with_capacity(order);
-                for (k, factorial) in scales.iter().enumerate().skip(1) {
-                    let id = rec.seed_node(Seed::Series, i * order + k - 1)?;
+                let mut series = Vec::with_capacity(terms);
+                for (k, factorial) in scales.iter().enumerate().skip(1).take(terms) {
+                    let id = rec.seed_node(Seed::Series, i * terms + k - 1)?;
                     check_same(rec.graph(), id, leaf, "a series term")?;
                     let graph = rec.graph();
                     let scale = graph.num(1.0 / factorial);

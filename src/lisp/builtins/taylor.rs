@@ -82,13 +82,14 @@ fn jet(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     Ok(Value::list([outcome.value, series_out]))
 }
 
-/// Zeros shaped as `x` (a number or a tensor).
-fn zeros_like(x: &Value, form: &str) -> EvalResult<Value> {
+/// Checks that `x` is a number or a tensor.
+fn point(x: &Value, form: &str) -> EvalResult<()> {
     match x {
-        Value::Int(_) | Value::Float(_) => Ok(Value::Float(0.0)),
-        Value::Tensor(t) => Ok(Value::tensor(ArrayD::zeros(IxDyn(t.shape())))),
-        Value::TensorF32(t) => Ok(Value::tensor(ArrayD::zeros(IxDyn(t.shape())))),
-        Value::Traced(t) => Ok(Value::tensor(ArrayD::zeros(IxDyn(&t.shape)))),
+        Value::Int(_)
+        | Value::Float(_)
+        | Value::Tensor(_)
+        | Value::TensorF32(_)
+        | Value::Traced(_) => Ok(()),
         other => Err(EvalError::type_error(format!(
             "{form}: the point must be a number or a tensor, got {}",
             other.short()
@@ -105,20 +106,19 @@ fn along(
     k: usize,
     form: &str,
 ) -> EvalResult<Value> {
-    let zero = zeros_like(x, form)?;
+    point(x, form)?;
     if k == 0 {
         let value = interp.apply(f, vec![x.clone()])?;
         return Ok(Value::list([value]));
     }
-    let terms: Vec<Value> = std::iter::once(v.clone())
-        .chain(std::iter::repeat_n(zero, k - 1))
-        .collect();
+    // The line's series is v alone: its higher terms are zero, and left
+    // out of the sweep.
     let outcome = autodiff::run(
         interp,
         f,
         std::slice::from_ref(x),
         &Request::Jet { order: k },
-        &[Value::list(terms)],
+        &[Value::list([v.clone()])],
     )?;
     let series = outcome.derivatives.into_iter().next().unwrap_or(Value::Nil);
     if outcome.value.is_list() {
