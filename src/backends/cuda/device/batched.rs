@@ -14,30 +14,19 @@
 //! one pivot list per matrix): those run one call per matrix. This code
 //! has not yet run on a GPU.
 
+use super::solver::{at, check};
 use super::{CudaDevice, driver_error, int};
 use crate::backends::BackendError;
 use crate::backends::cuda::machine::Machine;
 use crate::ir::ops::solver::Routine;
 use cudarc::cublas::sys as blas;
-use cudarc::cusolver::sys::{self as solver, cusolverEigMode_t, cusolverStatus_t};
+use cudarc::cusolver::sys::{self as solver, cusolverEigMode_t};
 use cudarc::driver::CudaSlice;
 use std::ffi::c_int;
 
 /// The largest side run by the batched variants (the Jacobi methods'
 /// limit in cuSOLVER); larger matrices are worth a call each.
 pub const SMALL: usize = 32;
-
-/// A device address as a typed pointer.
-fn at<T>(base: u64, offset: usize) -> *mut T {
-    (base as usize + offset * std::mem::size_of::<T>()) as *mut T
-}
-
-fn solver_check(status: cusolverStatus_t, what: &str) -> Result<(), BackendError> {
-    match status {
-        cusolverStatus_t::CUSOLVER_STATUS_SUCCESS => Ok(()),
-        other => Err(BackendError::new(format!("cuSOLVER {what}: {other:?}"))),
-    }
-}
 
 fn blas_check(status: blas::cublasStatus_t, what: &str) -> Result<(), BackendError> {
     match status {
@@ -151,7 +140,7 @@ impl CudaDevice {
             )
         };
         self.release(matrices);
-        solver_check(status, "potrfBatched")
+        check(status, "potrfBatched")
     }
 
     fn getrf_batched(&self, w: &[u64], n: usize, batch: usize) -> Result<(), BackendError> {
@@ -267,9 +256,9 @@ impl CudaDevice {
         // `w[0]` holds `batch` matrices, `w[1]` `n` eigenvalues each and
         // `w[2]` a code each; `params` is destroyed after the call is queued.
         unsafe {
-            solver_check(solver::cusolverDnCreateSyevjInfo(&mut params), "syevjInfo")?;
+            check(solver::cusolverDnCreateSyevjInfo(&mut params), "syevjInfo")?;
             let mut lwork = 0;
-            let sized = solver_check(
+            let sized = check(
                 solver::cusolverDnDsyevjBatched_bufferSize(
                     handle,
                     vectors,
@@ -301,7 +290,7 @@ impl CudaDevice {
                     bi,
                 );
                 self.release(work);
-                solver_check(status, "syevjBatched")
+                check(status, "syevjBatched")
             });
             solver::cusolverDnDestroySyevjInfo(params);
             done
@@ -339,13 +328,13 @@ impl CudaDevice {
         // `w[4]` a code each; the temporaries go back to the cache after
         // the calls are queued (stream order keeps that safe).
         let done = unsafe {
-            solver_check(
+            check(
                 solver::cusolverDnCreateGesvdjInfo(&mut params),
                 "gesvdjInfo",
             )
             .and_then(|()| {
                 let mut lwork = 0;
-                solver_check(
+                check(
                     solver::cusolverDnDgesvdjBatched_bufferSize(
                         handle,
                         vectors,
@@ -384,7 +373,7 @@ impl CudaDevice {
                     bi,
                 );
                 self.release(work);
-                solver_check(status, "gesvdjBatched")?;
+                check(status, "gesvdjBatched")?;
                 let (one, zero) = (1.0f64, 0.0f64);
                 let blas_handle = *self.blas.handle();
                 // Thin u: u e, m x n.

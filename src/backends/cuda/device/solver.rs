@@ -25,11 +25,11 @@ use std::mem::ManuallyDrop;
 pub type SolverHandle = Result<ManuallyDrop<DnHandle>, String>;
 
 /// A device address as a typed pointer.
-fn at<T>(base: u64, offset: usize) -> *mut T {
+pub(super) fn at<T>(base: u64, offset: usize) -> *mut T {
     (base as usize + offset * std::mem::size_of::<T>()) as *mut T
 }
 
-fn check(status: cusolverStatus_t, what: &str) -> Result<(), BackendError> {
+pub(super) fn check(status: cusolverStatus_t, what: &str) -> Result<(), BackendError> {
     match status {
         cusolverStatus_t::CUSOLVER_STATUS_SUCCESS => Ok(()),
         other => Err(BackendError::new(format!("cuSOLVER {what}: {other:?}"))),
