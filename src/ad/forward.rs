@@ -29,11 +29,7 @@ pub fn jvp(
     outputs: &[Id],
     batch: Option<usize>,
 ) -> Vec<Id> {
-    let upto = outputs
-        .iter()
-        .map(|&o| usize::from(o) + 1)
-        .max()
-        .unwrap_or(0);
+    let (start, upto) = sweep_range(seeds.iter().map(|&(node, _)| node), outputs);
     let mut sweep = Sweep { graph, batch };
     let mut tangents: Vec<Option<Id>> = vec![None; upto];
     // Tangents that are zero wherever a selection (`where`, `max`, `min`,
@@ -49,11 +45,6 @@ pub fn jvp(
             });
         }
     }
-    let start = seeds
-        .iter()
-        .map(|&(node, _)| usize::from(node))
-        .min()
-        .unwrap_or(upto);
     for index in start..upto {
         if tangents[index].is_some() {
             continue;
@@ -94,6 +85,18 @@ pub fn jvp(
             strong_as(sweep.graph, tangent, output)
         })
         .collect()
+}
+
+/// The nodes a forward sweep from `seeds` to `outputs` visits: from the
+/// first seed up to the last output, as a range of indices.
+pub(super) fn sweep_range(seeds: impl Iterator<Item = Id>, outputs: &[Id]) -> (usize, usize) {
+    let upto = outputs
+        .iter()
+        .map(|&o| usize::from(o) + 1)
+        .max()
+        .unwrap_or(0);
+    let start = seeds.map(usize::from).min().unwrap_or(upto);
+    (start, upto)
 }
 
 /// The tangent of node `id` alone from its operands' tangents (`None`:

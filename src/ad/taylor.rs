@@ -38,7 +38,7 @@
 //! nodes the rules append (partials, forward rules, derivative curves) are
 //! expanded on demand, a few levels deep.
 
-use super::forward::tangent_of;
+use super::forward::{sweep_range, tangent_of};
 use super::taylor_loop::{taylor_loop, taylor_operands, taylor_part};
 use crate::ir::graph::TensorGraph;
 use crate::ir::loops::Scan;
@@ -62,11 +62,7 @@ pub fn taylor(
     outputs: &[Id],
     order: usize,
 ) -> Vec<Vec<Id>> {
-    let upto = outputs
-        .iter()
-        .map(|&o| usize::from(o) + 1)
-        .max()
-        .unwrap_or(0);
+    let (start, upto) = sweep_range(seeds.iter().map(|(node, _)| *node), outputs);
     let mut sweep = Sweep {
         graph,
         order,
@@ -78,11 +74,6 @@ pub fn taylor(
         rates: FxHashMap::default(),
         depends: FxHashMap::default(),
     };
-    let start = seeds
-        .iter()
-        .map(|&(node, _)| usize::from(node))
-        .min()
-        .unwrap_or(upto);
     for index in start..upto {
         let id = Id::from(index);
         if sweep.depends(id) {

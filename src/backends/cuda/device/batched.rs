@@ -297,6 +297,48 @@ impl CudaDevice {
         }
     }
 
+    /// Each of `batch` matrices `op(a)` (`op` the transpose when
+    /// `transpose`; `a` at `(address, rows, stride)`) times the identity
+    /// `e` (at `(address, leading dimension)`), into `out` (`(address,
+    /// rows, columns)`, packed): a strided batched product that copies
+    /// exactly (every term but one is a product by zero).
+    fn times_identity(
+        &self,
+        (a, a_rows, a_stride): (u64, usize, usize),
+        transpose: bool,
+        (e, e_rows): (u64, usize),
+        (out, rows, columns): (u64, usize, usize),
+        batch: usize,
+    ) -> Result<(), BackendError> {
+        let (one, zero) = (1.0f64, 0.0f64);
+        let inner = if transpose { rows } else { a_rows };
+        // SAFETY: the caller's buffers hold `batch` matrices of these
+        // sizes; the call is queued on the handle's stream.
+        let status = unsafe {
+            blas::cublasDgemmStridedBatched(
+                *self.blas.handle(),
+                blas_op(transpose),
+                blas_op(false),
+                int(rows)?,
+                int(columns)?,
+                int(inner)?,
+                &one,
+                at(a, 0),
+                int(a_rows)?,
+                a_stride as i64,
+                at(e, 0),
+                int(e_rows)?,
+                0,
+                &zero,
+                at(out, 0),
+                int(rows)?,
+                (rows * columns) as i64,
+                int(batch)?,
+            )
+        };
+        blas_check(status, "gemmStridedBatched")
+    }
+
     /// `gesvdjBatched` into full `u` (`m x m`) and `v` (`n x n`), then the
     /// thin `u` (its first `n` columns: `u e`) and `vᵀ` (`vᵀ e`), `e` the
     /// `m x n` identity, by two strided batched products.
@@ -374,56 +416,10 @@ impl CudaDevice {
                 );
                 self.release(work);
                 check(status, "gesvdjBatched")?;
-                let (one, zero) = (1.0f64, 0.0f64);
-                let blas_handle = *self.blas.handle();
-                // Thin u: u e, m x n.
-                blas_check(
-                    blas::cublasDgemmStridedBatched(
-                        blas_handle,
-                        blas_op(false),
-                        blas_op(false),
-                        mi,
-                        ni,
-                        mi,
-                        &one,
-                        at(u, 0),
-                        mi,
-                        (m * m) as i64,
-                        at(e, 0),
-                        mi,
-                        0,
-                        &zero,
-                        at(w[2], 0),
-                        mi,
-                        (m * n) as i64,
-                        bi,
-                    ),
-                    "gemmStridedBatched",
-                )?;
-                // vᵀ: vᵀ times the top n x n block of e (the identity).
-                blas_check(
-                    blas::cublasDgemmStridedBatched(
-                        blas_handle,
-                        blas_op(true),
-                        blas_op(false),
-                        ni,
-                        ni,
-                        ni,
-                        &one,
-                        at(v, 0),
-                        ni,
-                        (n * n) as i64,
-                        at(e, 0),
-                        mi,
-                        0,
-                        &zero,
-                        at(w[3], 0),
-                        ni,
-                        (n * n) as i64,
-                        bi,
-                    ),
-                    "gemmStridedBatched",
-                )
+                // Thin u: u e (m x n); vᵀ: vᵀ times the top n x n block of
+                // e (the identity).
+                self.times_identity((u, m, m * m), false, (e, m), (w[2], m, n), batch)?;
+                self.times_identity((v, n, n * n), true, (e, m), (w[3], n, n), batch)
             })
         };
         if !params.is_null() {
