@@ -345,3 +345,20 @@ fn per_example_gradients_average_to_the_batch_gradient_and_train() {
         .expect("an epoch line");
     assert!(number_after(last, "held-out accuracy") > 0.5, "{text}");
 }
+
+/// The physics-informed network fits the Poisson equation's solution
+/// (trained on the collapsed Laplacian's residual) and draws both
+/// pictures.
+#[test]
+fn pinn_fits_the_poisson_solution_and_plots() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = run_example_aside("pinn.lisp", &["--steps", "600", "--side", "10"], dir.path());
+    for png in written_aside(&out, dir.path(), &["pinn.png", "pinn-error.png"]) {
+        check_png(&png);
+    }
+    let first = number_after(&out.stdout, "    1  ");
+    let relative = number_after(&out.stdout, "relative L2 =");
+    let residual = number_after(&out.stdout, "at the collocation points:");
+    assert!(relative < 2e-2, "{}", out.stdout);
+    assert!(residual < first * 1e-2, "{}", out.stdout);
+}

@@ -445,3 +445,55 @@ fn the_collapsed_laplacian_costs_less_than_the_forward_one_and_than_d_first_orde
     );
     assert_close(&got[3..4], &got[4..5], 1e-9, "the collapsed Laplacian");
 }
+
+/// `'auto` is `'collapsed` because its program costs least: on each
+/// function of docs/taylor.md's table its flops are below the forward
+/// Laplacian's and the Hessian trace's (and the three agree).
+#[test]
+fn the_collapsed_laplacian_costs_least_of_the_three_methods() {
+    let mut engine = Engine::new();
+    engine
+        .eval(
+            "(define (flops f args) (second (assoc 'flops (tape-stats f args))))
+             (define (mlp2 x) (sum (tanh (matmul (tanh (matmul (reshape x '(1 4)) (sin (reshape (arange 32.0) '(4 8))))) (cos (reshape (arange 8.0) '(8 1)))))))
+             (define (wave x) (sum (exp (sin x))))
+             (define (rosenbrock x) (let ((a (slice x 0 49)) (b (slice x 1 50))) (sum (+ (* 100 (square (- b (square a)))) (square (- 1 a))))))
+             (define (pinn x) (sum (tanh (matmul (tanh (matmul (reshape x '(1 2)) (sin (reshape (arange 512.0) '(2 256))))) (cos (reshape (arange 256.0) '(256 1)))))))
+             (define (soft x) (logsumexp (* x x)))
+             (define (solved x) (sum (solve (+ (eye 6) (outer x x)) x)))
+             (define (costs f x)
+               (map (lambda (m) (list (flops (laplacian f :method m) (list x)) ((laplacian f :method m) x)))
+                    '(collapsed forward hessian)))",
+        )
+        .unwrap();
+    for (f, x) in [
+        ("mlp2", "(* 0.1 (arange 4.0))"),
+        ("wave", "(* 0.1 (arange 50.0))"),
+        ("rosenbrock", "(cos (arange 50.0))"),
+        ("pinn", "[0.3 0.7]"),
+        ("soft", "(* 0.1 (arange 30.0))"),
+        ("solved", "(* 0.1 (arange 6.0))"),
+    ] {
+        let got = eval_numbers(&mut engine, &format!("(costs {f} {x})"));
+        let (collapsed, forward, hessian) = (got[0], got[2], got[4]);
+        assert!(
+            collapsed < forward && collapsed < hessian,
+            "{f}: collapsed {collapsed}, forward {forward}, hessian {hessian}"
+        );
+        assert_close(&got[1..2], &got[5..6], 1e-9, f);
+        assert_close(&got[3..4], &got[5..6], 1e-9, f);
+    }
+}
+
+/// An error raised inside the function given to `taylor` under a trace
+/// is that function's error, not a note that `taylor` has no derivative.
+#[test]
+fn errors_inside_a_traced_taylor_are_the_inner_functions() {
+    let mut engine = Engine::new();
+    let error = engine
+        .eval("((jit (lambda (x) (third (taylor (lambda (y) (slice y 0 #f)) x x 2)))) [1.0 2.0])")
+        .expect_err("slice refuses #f");
+    let text = error.to_string();
+    assert!(text.contains("expected an integer"), "{text}");
+    assert!(!text.contains("has no derivative"), "{text}");
+}

@@ -314,9 +314,15 @@ impl Interp {
             Some(result) => result,
             None => self.call_typed(builtin, &args, traced).map_err(|mut error| {
                 // Loops and checkpoints take traced values themselves; their
-                // refusals explain themselves.
+                // refusals explain themselves. An error with a place already
+                // came from code this built-in ran (a function given to
+                // `taylor`), not from the built-in refusing a traced value.
                 let trace_aware = matches!(builtin.name, "scan" | "checkpoint" | "while-loop");
-                if traced && error.kind == EvalErrorKind::Type && !trace_aware {
+                if traced
+                    && error.kind == EvalErrorKind::Type
+                    && !trace_aware
+                    && !error.span.is_known()
+                {
                     error.message.push_str(&format!(
                         " ({} has no derivative: inside a differentiated or compiled function it receives traced values, so call it outside)",
                         builtin.name

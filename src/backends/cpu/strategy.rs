@@ -2,7 +2,8 @@
 //! is chosen, and every threshold and switch that decides, in one place.
 //!
 //! A tape runs in the general executor (`execute`): one instruction after
-//! another, each value in its own buffer. Inside it:
+//! another, each value in its own buffer (a tape over numbers alone runs
+//! as a register program instead: 7). Inside it:
 //!
 //! 1. **Interpreted groups** (`elementwise`): a fused elementwise group is
 //!    interpreted chunk by chunk, in parallel over large outputs, with
@@ -31,7 +32,11 @@
 //! 6. **General loops** (`loops`): any body, each step a tape run (from its
 //!    plan where it has one), under the checkpoint schedule.
 //!
-//! 7. **Straight line** (`straight`): the gradient of a scalar program read
+//! 7. **Numbers** (`numbers`): a tape every value of which is one number,
+//!    called from outside a loop, runs as a register program,
+//!    interpreted (arithmetic inline, the rest through the table's rows),
+//!    made at its first run: no compilation to repay.
+//! 8. **Straight line** (`straight`): the gradient of a scalar program read
 //!    from its trace and run as two passes over numbers, no tape. The
 //!    differentiation driver above the backend chooses it.
 //!

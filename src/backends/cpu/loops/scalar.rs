@@ -6,15 +6,12 @@
 //! live on a stack of numbers (the schedules store and free in LIFO order).
 
 use crate::backends::BackendError;
-use crate::backends::cpu::elementwise::apply_chunk;
+use crate::backends::cpu::numbers::NumberProgram;
 use crate::backends::cpu::storage::reserve;
 use crate::backends::cpu::{cancel, measure, native};
-use crate::ir::TOp;
 use crate::tape::checkpoint::{Action, Steps, Strategy};
 use crate::tape::loops::LoopTapes;
-use crate::tape::{FusedGroup, Kernel as TapeKernel, Tape};
 use rustc_hash::FxHashMap;
-use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -30,9 +27,9 @@ thread_local! {
 /// A loop's bodies as register programs: the step compiled as a whole
 /// loop, the reverse step as one call (when native kernels are on).
 pub struct ScalarLoop {
-    body: Program,
+    body: NumberProgram,
     advance: Option<native::LoopKernel>,
-    adjoint: Option<Program>,
+    adjoint: Option<NumberProgram>,
     /// The whole reverse over a trail of every state (for store-all).
     trail: Option<native::TrailKernel>,
 }
@@ -43,9 +40,9 @@ pub fn prepare(tapes: &LoopTapes) -> Option<Rc<ScalarLoop>> {
         return found;
     }
     let prepared = (|| {
-        let body = Program::from_tape(&tapes.body)?;
+        let body = NumberProgram::from_tape(&tapes.body, true)?;
         let adjoint = match &tapes.adjoint {
-            Some(tape) => Some(Program::from_tape(tape)?),
+            Some(tape) => Some(NumberProgram::from_tape(tape, true)?),
             None => None,
         };
         let leaves = tapes.spec.leaves.len();
@@ -325,116 +322,4 @@ fn body_inputs(state: &[f64], captures: &[f64]) -> Vec<f64> {
     inputs.push(0.0);
     inputs.extend_from_slice(captures);
     inputs
-}
-
-/// A tape over numbers as one register program.
-struct Program {
-    group: FusedGroup,
-    kernel: Option<native::FlatKernel>,
-}
-
-impl Program {
-    /// The program of `tape`, when every value is a number and every
-    /// instruction elementwise.
-    fn from_tape(tape: &Tape) -> Option<Program> {
-        if tape.input_shapes.iter().any(|s| !s.is_empty()) {
-            return None;
-        }
-        let inputs = tape.input_shapes.len();
-        // Registers are numbered with `u16`.
-        let registers: usize = inputs
-            + tape
-                .instructions
-                .iter()
-                .map(|i| match &i.op {
-                    TapeKernel::Fused(group) => group.steps.len(),
-                    _ => 1,
-                })
-                .sum::<usize>();
-        if registers > usize::from(u16::MAX) {
-            return None;
-        }
-        let mut steps: Vec<(TOp, SmallVec<[u16; 3]>)> = Vec::new();
-        let mut register_of: FxHashMap<u32, u16> = FxHashMap::default();
-        let register = |steps: &Vec<(TOp, SmallVec<[u16; 3]>)>| (inputs + steps.len()) as u16;
-        for instruction in &tape.instructions {
-            if !instruction.shape.is_empty() {
-                return None;
-            }
-            let args: SmallVec<[u16; 3]> = instruction
-                .args
-                .iter()
-                .map(|s| register_of.get(s).copied())
-                .collect::<Option<_>>()?;
-            let out = match &instruction.op {
-                TapeKernel::Op(TOp::Input { index, .. }) => *index as u16,
-                TapeKernel::Op(op @ TOp::Scalar(_)) => {
-                    let c = op_constant(op);
-                    let r = register(&steps);
-                    steps.push((c, SmallVec::new()));
-                    r
-                }
-                TapeKernel::Op(op) if op.is_elementwise() => {
-                    let r = register(&steps);
-                    steps.push((op.clone(), args));
-                    r
-                }
-                TapeKernel::Fused(group) if group.sum_over.is_none() => {
-                    // The group's registers: its operands are `args`.
-                    let mut map: Vec<u16> = args.to_vec();
-                    for (op, operands) in &group.steps {
-                        let operands = operands.iter().map(|&o| map[usize::from(o)]).collect();
-                        map.push(register(&steps));
-                        steps.push((op.clone(), operands));
-                    }
-                    map[usize::from(group.results[0])]
-                }
-                _ => return None,
-            };
-            register_of.insert(instruction.out, out);
-        }
-        let results = tape
-            .outputs
-            .iter()
-            .map(|s| register_of.get(s).copied())
-            .collect::<Option<_>>()?;
-        let group = FusedGroup {
-            inputs,
-            steps,
-            results,
-            sum_over: None,
-        };
-        let kernel = native::native_kernels()
-            .then(|| native::compile_flat(&group).ok())
-            .flatten();
-        Some(Program { group, kernel })
-    }
-
-    /// Runs the program on numbers.
-    fn run(&self, inputs: &[f64], outputs: &mut [f64]) {
-        if let Some(kernel) = &self.kernel {
-            kernel.run(inputs, outputs);
-            return;
-        }
-        let mut registers: SmallVec<[f64; 64]> = SmallVec::from_slice(inputs);
-        for (op, args) in &self.group.steps {
-            let numbers: SmallVec<[[f64; 1]; 3]> =
-                args.iter().map(|&r| [registers[usize::from(r)]]).collect();
-            let ins: SmallVec<[&[f64]; 3]> = numbers.iter().map(|x| &x[..]).collect();
-            let mut out = [0.0];
-            apply_chunk(op, &ins, &mut out);
-            registers.push(out[0]);
-        }
-        for (out, &r) in outputs.iter_mut().zip(&self.group.results) {
-            *out = registers[usize::from(r)];
-        }
-    }
-}
-
-/// A scalar constant as a step of a register program.
-fn op_constant(op: &TOp) -> TOp {
-    match op {
-        TOp::Scalar(c) => TOp::Map(crate::ir::math::language::Math::Num(*c)),
-        other => other.clone(),
-    }
 }
