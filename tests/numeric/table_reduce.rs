@@ -98,3 +98,32 @@ fn eager_and_compiled_logsumexp_give_the_same_bits() {
         assert!(e.iter().zip(c).all(|(a, b)| a.to_bits() == b.to_bits()));
     }
 }
+
+/// A sum of squares over some axes (the collapsed Laplacian's sum over
+/// directions) is summed as the squares are read, never stored: the same
+/// bits as the eager square-then-sum, and the measured peak is the
+/// operand's, not the operand's and its squares'.
+#[test]
+fn squares_summed_over_axes_are_not_stored() {
+    let mut engine = engine();
+    eval(
+        &mut engine,
+        "(seed! 9) (define x (randn '(16 64 32)))
+         (define (f x) (list (sum (* x x) :axis 1) (sum (square x) :axis '(0 2)) (sum (* x x) :axis 2)))
+         (define (g x) (* 2.0 (sum (* x x) :axis 1)))
+         (define (stat key) (second (assoc key (tape-stats g (list x)))))",
+    );
+    let eager = parts(&eval(&mut engine, "(f x)")).unwrap();
+    let compiled = parts(&eval(&mut engine, "((jit f) x)")).unwrap();
+    for (e, c) in eager.iter().zip(&compiled) {
+        assert_eq!(e.shape(), c.shape());
+        assert!(e.iter().zip(c).all(|(a, b)| a.to_bits() == b.to_bits()));
+    }
+    let planned = number(&mut engine, "(stat 'peak-bytes)");
+    let measured = number(&mut engine, "(stat 'measured-peak-bytes)");
+    let operand = 16.0 * 64.0 * 32.0 * 8.0;
+    assert!(
+        measured < planned && measured < 1.5 * operand,
+        "measured {measured}, planned {planned}"
+    );
+}

@@ -9,6 +9,8 @@ use super::matmul::{Factor, matmul, product_f32};
 use super::storage::{PROBED_LENGTH, allow_pool, recycle, reserve};
 use super::structural::structural;
 use crate::backends::BackendError;
+use crate::ir::math::language::Math;
+use crate::ir::op::ReduceOp;
 use crate::ir::{Shape, TOp};
 use crate::tape::loops::LoopTapes;
 use crate::tape::{FusedGroup, Instruction, Kernel, Tape};
@@ -496,8 +498,18 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
     // is widened, copies of operands), which the pool keeps too.
     allow_pool(tape.stats.peak_bytes + tape.stats.peak_bytes / 2);
     let mut slots: Vec<Option<Val>> = vec![None; tape.slots];
-    for instruction in &tape.instructions {
-        let value = if let Some(reshaped) = reshape_in_place(instruction, &mut slots) {
+    // The next instruction's result, computed with this one's (a sum of
+    // squares whose squares are never stored).
+    let mut ahead: Option<Val> = None;
+    for (index, instruction) in tape.instructions.iter().enumerate() {
+        let value = if let Some(value) = ahead.take() {
+            value
+        } else if let Some(summed) = squares_summed_next(tape, index, &slots) {
+            // This instruction's squares are read by the next one alone:
+            // a placeholder stands for them until it frees them.
+            ahead = Some(summed);
+            Val::Scalar(0.0)
+        } else if let Some(reshaped) = reshape_in_place(instruction, &mut slots) {
             reshaped
         } else {
             let args: SmallVec<[&Val; 3]> = instruction
@@ -609,6 +621,53 @@ pub fn run(tape: &Tape, inputs: &[Buf]) -> Result<Vec<Buf>, BackendError> {
     }
     Ok(outputs)
 }
+
+/// When instruction `index` squares a value (`x * x`, `square`) that only
+/// the next instruction reads, a sum over some of its axes: that sum,
+/// computed from the value without storing the squares
+/// (`reduce::sum_of_squares`, the same bits as squaring then summing).
+fn squares_summed_next(tape: &Tape, index: usize, slots: &[Option<Val>]) -> Option<Val> {
+    let instruction = &tape.instructions[index];
+    let x = match (&instruction.op, &instruction.args[..]) {
+        (Kernel::Op(TOp::Map(Math::Mul(_))), &[a, b]) if a == b => a,
+        (Kernel::Op(TOp::Map(Math::Square(_))), &[a]) => a,
+        _ => return None,
+    };
+    let next = tape.instructions.get(index + 1)?;
+    let Kernel::Op(TOp::Reduce {
+        op: ReduceOp::Sum,
+        axes,
+        ..
+    }) = &next.op
+    else {
+        return None;
+    };
+    let rank = instruction.shape.len();
+    let fits = !instruction.single
+        && !next.single
+        && next.args[..] == [instruction.out]
+        && next.frees.contains(&instruction.out)
+        && !tape.outputs.contains(&instruction.out)
+        && axes.len() < rank
+        && instruction.shape.iter().product::<usize>() >= SUMMED_SQUARES;
+    if !fits {
+        return None;
+    }
+    let value = slots[x as usize].as_ref()?;
+    if value.single().is_some() {
+        return None;
+    }
+    let numbers = value.cow();
+    if numbers.shape() != &instruction.shape[..] {
+        return None;
+    }
+    let summed = super::reduce::sum_of_squares(&numbers.view(), axes, &next.shape);
+    Some(Val::from_array(summed))
+}
+
+/// Squares summed at once from at least this many numbers (fewer are
+/// cheap to store).
+const SUMMED_SQUARES: usize = 1 << 14;
 
 /// A reshape that is the last use of a contiguous array no other value
 /// holds: the same numbers under the new shape, taken from the operand's

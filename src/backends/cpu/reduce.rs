@@ -55,8 +55,17 @@ trait Fold: Copy + Send + Sync + 'static {
     const INIT: f64;
     /// Which of the folds of `simd::row_folds` this is.
     const KIND: Option<u8>;
-    /// Adds `x` to the accumulated `acc`.
+    /// The fold that combines partial results (`Self`, but for folds of
+    /// a function of the elements: the sum of squares combines by `Add`).
+    type Partial: Fold;
+    /// Combines `x`, a partial result, into the accumulated `acc`.
     fn op(acc: f64, x: f64) -> f64;
+    /// Adds element `x` to the accumulated `acc` (`op` but for folds of a
+    /// function of the elements).
+    #[inline(always)]
+    fn element(acc: f64, x: f64) -> f64 {
+        Self::op(acc, x)
+    }
     /// Folds a run of numbers: in eight lanes, combined as `scalar::sum`
     /// combines them (the order fixes the rounding of sums and products).
     #[inline(always)]
@@ -73,8 +82,13 @@ struct Mul;
 struct Max;
 #[derive(Clone, Copy)]
 struct Min;
+/// The sum of the elements' squares: each element squared as it is read,
+/// partial sums added.
+#[derive(Clone, Copy)]
+struct Squares;
 
 impl Fold for Add {
+    type Partial = Add;
     const KIND: Option<u8> = Some(row_folds::SUM);
     const INIT: f64 = 0.0;
     #[inline(always)]
@@ -84,6 +98,7 @@ impl Fold for Add {
 }
 
 impl Fold for Mul {
+    type Partial = Mul;
     const KIND: Option<u8> = Some(row_folds::PRODUCT);
     const INIT: f64 = 1.0;
     #[inline(always)]
@@ -94,6 +109,7 @@ impl Fold for Mul {
 
 // A NaN, once taken, stays: no number compares above or below it.
 impl Fold for Max {
+    type Partial = Max;
     const KIND: Option<u8> = Some(row_folds::MAX);
     const INIT: f64 = f64::NEG_INFINITY;
     /// Extremes do not depend on the order: more lanes, shorter chains.
@@ -109,6 +125,7 @@ impl Fold for Max {
 }
 
 impl Fold for Min {
+    type Partial = Min;
     const KIND: Option<u8> = Some(row_folds::MIN);
     const INIT: f64 = f64::INFINITY;
     /// Extremes do not depend on the order: more lanes, shorter chains.
@@ -122,15 +139,37 @@ impl Fold for Min {
     }
 }
 
+impl Fold for Squares {
+    type Partial = Add;
+    const KIND: Option<u8> = None;
+    const INIT: f64 = 0.0;
+    #[inline(always)]
+    fn op(acc: f64, x: f64) -> f64 {
+        acc + x
+    }
+    #[inline(always)]
+    fn element(acc: f64, x: f64) -> f64 {
+        acc + x * x
+    }
+}
+
 /// Reduces `x` over `axes` (sorted, distinct) into an array of `shape`
 /// (the kept axes, with or without the reduced ones as length 1).
 pub fn reduce(op: ReduceOp, x: &ArrayViewD<'_, f64>, axes: &[u8], shape: &[usize]) -> ArrayD<f64> {
     match op {
-        ReduceOp::Sum => reduce_with::<Add>(op, x, axes, shape),
-        ReduceOp::Prod => reduce_with::<Mul>(op, x, axes, shape),
-        ReduceOp::Max => reduce_with::<Max>(op, x, axes, shape),
-        ReduceOp::Min => reduce_with::<Min>(op, x, axes, shape),
+        ReduceOp::Sum => reduce_with::<Add>(Some(op), x, axes, shape),
+        ReduceOp::Prod => reduce_with::<Mul>(Some(op), x, axes, shape),
+        ReduceOp::Max => reduce_with::<Max>(Some(op), x, axes, shape),
+        ReduceOp::Min => reduce_with::<Min>(Some(op), x, axes, shape),
     }
+}
+
+/// The sum over `axes` of the squares of `x`'s elements, into an array of
+/// `shape`, without storing the squares: the sum of `x * x` as `reduce`
+/// computes it (each square rounded, then added in the same order), so the
+/// same bits.
+pub fn sum_of_squares(x: &ArrayViewD<'_, f64>, axes: &[u8], shape: &[usize]) -> ArrayD<f64> {
+    reduce_with::<Squares>(None, x, axes, shape)
 }
 
 /// `op` over the middle axis of row-major `values` seen as `[outer, len,
@@ -177,8 +216,10 @@ fn runs(shape: &[usize], axes: &[u8]) -> Vec<(usize, bool)> {
     runs
 }
 
+/// `F` over `axes` of `x`; `op` is `F`'s reduction where there is one
+/// (for the blocked fold of every axis).
 fn reduce_with<F: Fold>(
-    op: ReduceOp,
+    op: Option<ReduceOp>,
     x: &ArrayViewD<'_, f64>,
     axes: &[u8],
     shape: &[usize],
@@ -191,24 +232,37 @@ fn reduce_with<F: Fold>(
     let values: Vec<f64> = if data.is_empty() {
         vec![F::INIT; shape.iter().product()]
     } else if let [(_, true)] = runs[..] {
-        vec![reduce_all(op, data)]
+        match op {
+            Some(op) => vec![reduce_all(op, data)],
+            None => fold_rows::<F>(data, 1, data.len()),
+        }
     } else {
         let mut values = Cow::Borrowed(data);
+        let mut first = true;
         while let Some(last) = runs.iter().rposition(|&(_, reduced)| reduced) {
             let outer: usize = runs[..last].iter().map(|r| r.0).product();
             let inner: usize = runs[last + 1..].iter().map(|r| r.0).product();
             let len = runs[last].0;
-            values = Cow::Owned(if inner == 1 {
-                fold_rows::<F>(&values, outer, len)
-            } else {
-                fold_columns::<F>(&values, outer, len, inner)
+            // The elements are read in the first pass; later passes fold
+            // its partial results.
+            values = Cow::Owned(match (first, inner == 1) {
+                (true, true) => fold_rows::<F>(&values, outer, len),
+                (true, false) => fold_columns::<F>(&values, outer, len, inner),
+                (false, true) => fold_rows::<F::Partial>(&values, outer, len),
+                (false, false) => fold_columns::<F::Partial>(&values, outer, len, inner),
             });
+            first = false;
             runs.remove(last);
             if last > 0 && last < runs.len() {
                 // The kept runs on both sides of the removed one join.
                 let after = runs.remove(last).0;
                 runs[last - 1].0 *= after;
             }
+        }
+        if first && op.is_none() {
+            // No axis of more than one element reduced: each element is
+            // its own fold.
+            values = Cow::Owned(values.iter().map(|&x| F::element(F::INIT, x)).collect());
         }
         values.into_owned()
     };
@@ -223,7 +277,7 @@ fn fold_lanes<F: Fold>(values: &[f64]) -> f64 {
     let rest = blocks.remainder();
     for block in blocks {
         for (lane, &x) in lanes.iter_mut().zip(block) {
-            *lane = F::op(*lane, x);
+            *lane = F::element(*lane, x);
         }
     }
     let [a, b, c, d, e, f, g, h] = lanes;
@@ -232,7 +286,7 @@ fn fold_lanes<F: Fold>(values: &[f64]) -> f64 {
         F::op(F::op(c, g), F::op(d, h)),
     );
     for &x in rest {
-        total = F::op(total, x);
+        total = F::element(total, x);
     }
     total
 }
@@ -251,12 +305,12 @@ fn wide_lanes<F: Fold>(values: &[f64]) -> f64 {
     let rest = blocks.remainder();
     for block in blocks {
         for (lane, &x) in lanes.iter_mut().zip(block) {
-            *lane = F::op(*lane, x);
+            *lane = F::element(*lane, x);
         }
     }
     let mut total = lanes.iter().fold(F::INIT, |acc, &x| F::op(acc, x));
     for &x in rest {
-        total = F::op(total, x);
+        total = F::element(total, x);
     }
     total
 }
@@ -342,7 +396,7 @@ fn accumulate<F: Fold>(acc: &mut [f64], values: &[f64], starts: StepBy<Range<usi
     }
     for start in starts {
         for (a, &x) in acc.iter_mut().zip(&values[start..start + width]) {
-            *a = F::op(*a, x);
+            *a = F::element(*a, x);
         }
     }
 }
@@ -363,7 +417,7 @@ fn accumulate_few_rows<F: Fold>(acc: &mut [f64], values: &[f64], starts: StepBy<
         local.copy_from_slice(block);
         for &start in &starts {
             for (a, &x) in local.iter_mut().zip(&values[start + c..start + c + 8]) {
-                *a = F::op(*a, x);
+                *a = F::element(*a, x);
             }
         }
         block.copy_from_slice(&local);
@@ -371,7 +425,7 @@ fn accumulate_few_rows<F: Fold>(acc: &mut [f64], values: &[f64], starts: StepBy<
     }
     for (k, a) in blocks.into_remainder().iter_mut().enumerate() {
         for &start in &starts {
-            *a = F::op(*a, values[start + c + k]);
+            *a = F::element(*a, values[start + c + k]);
         }
     }
     debug_assert_eq!(c + width % 8, width);
@@ -392,7 +446,7 @@ fn accumulate_fixed<F: Fold, const W: usize>(
             .try_into()
             .expect("a row of W numbers");
         for (a, &x) in local.iter_mut().zip(row) {
-            *a = F::op(*a, x);
+            *a = F::element(*a, x);
         }
     }
     acc.copy_from_slice(&local);
@@ -499,7 +553,7 @@ fn fold_columns<F: Fold>(values: &[f64], outer: usize, len: usize, inner: usize)
         partial
     } else {
         // The pieces' results, in order.
-        fold_columns::<F>(&partial, outer, pieces, inner)
+        fold_columns::<F::Partial>(&partial, outer, pieces, inner)
     }
 }
 

@@ -3,7 +3,9 @@
 //!
 //! A tape runs in the general executor (`execute`): one instruction after
 //! another, each value in its own buffer (a tape over numbers alone runs
-//! as a register program instead: 7). Inside it:
+//! as a register program instead: 7). A value squared only to be summed
+//! over some of its axes by the next instruction is summed as the squares
+//! are read, never stored (`reduce::sum_of_squares`). Inside it:
 //!
 //! 1. **Interpreted groups** (`elementwise`): a fused elementwise group is
 //!    interpreted chunk by chunk, in parallel over large outputs, with

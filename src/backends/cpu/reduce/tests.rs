@@ -3,7 +3,7 @@
 //! (contiguous, transposed, strided); large shapes that take the blocked
 //! and parallel paths; the same bits on one thread as on many.
 
-use super::reduce;
+use super::{reduce, sum_of_squares};
 use crate::ir::ReduceOp;
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn, Slice};
 use proptest::prelude::*;
@@ -193,5 +193,59 @@ fn reductions_give_the_same_bits_on_one_thread() {
             let bits = |a: &ArrayD<f64>| a.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&many), bits(&one), "{op:?} over {axes:?} of {shape:?}");
         }
+    }
+}
+
+/// `sum_of_squares` is the sum of the squared array, bit for bit, over
+/// any axes but all of them (where `reduce` has a blocked fold of its
+/// own); over all of them, the same number to rounding.
+fn check_squares(x: &ArrayViewD<'_, f64>, axes: &[u8]) {
+    let squared = x.mapv(|v| v * v);
+    let shape = result_shape(x.shape(), axes, false);
+    let want = reduce(ReduceOp::Sum, &squared.view(), axes, &shape);
+    let got = sum_of_squares(x, axes, &shape);
+    assert_eq!(got.shape(), want.shape());
+    let every_axis = axes.len() == x.ndim();
+    for (g, w) in got.iter().zip(want.iter()) {
+        if every_axis {
+            assert!(
+                g == w || (g - w).abs() <= 1e-12 * w.abs() || (g.is_nan() && w.is_nan()),
+                "{g} vs {w} over {axes:?} of {:?}",
+                x.shape()
+            );
+        } else {
+            assert!(
+                g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
+                "{g} vs {w} over {axes:?} of {:?}",
+                x.shape()
+            );
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn sums_of_squares_match_summed_squares((shape, axes, seed, _layout) in case()) {
+        check_squares(&array(&shape, seed, true).view(), &axes);
+    }
+}
+
+/// The blocked and parallel paths, with the squares summed as they are
+/// read.
+#[test]
+fn large_sums_of_squares_match_summed_squares() {
+    let cases: &[(&[usize], &[u8])] = &[
+        (&[3, 70_000], &[1]),
+        (&[70_000, 3], &[0]),
+        (&[64, 64, 256], &[1]),
+        (&[4, 600, 30], &[1]),
+        (&[40, 50, 60], &[0, 2]),
+        (&[2, 20_000], &[0]),
+        (&[50_001], &[0]),
+    ];
+    for (k, &(shape, axes)) in cases.iter().enumerate() {
+        check_squares(&array(shape, k as u64 + 7, false).view(), axes);
     }
 }
