@@ -497,3 +497,62 @@ fn errors_inside_a_traced_taylor_are_the_inner_functions() {
     assert!(text.contains("expected an integer"), "{text}");
     assert!(!text.contains("has no derivative"), "{text}");
 }
+
+/// Operations of the table that are linear in a batched operand pass the
+/// collapsed sum through (`Definition::sum_through`): Laplacians through
+/// gathers, flips, `cumsum`, triangles, diagonals and solves equal the
+/// Hessian's trace, under `grad` too, and cost less than the forward
+/// Laplacian.
+#[test]
+fn the_sum_passes_through_linear_operations_of_the_table() {
+    let mut engine = Engine::new();
+    engine
+        .eval(
+            "(define (flops f args) (second (assoc 'flops (tape-stats f args))))
+             (define a (+ (* 3 (eye 4)) (reshape (* 0.1 (arange 16.0)) '(4 4))))
+             (define w [0.3 -0.7 1.1 0.5])
+             (define fs (list
+               (lambda (x) (sum (sin (gather (tanh x) [2 0 1 1 3]))))
+               (lambda (x) (sum (* w (exp (flip (tanh x))))))
+               (lambda (x) (sum (sin (cumsum (tanh x)))))
+               (lambda (x) (sum (cos (triu (outer (tanh x) (sin x))))))
+               (lambda (x) (sum (sin (diagonal (outer (tanh x) (sin x))))))
+               (lambda (x) (sum (sin (matmul (diag (tanh x)) a))))
+               (lambda (x) (sum (sin (solve a (tanh x)))))
+               (lambda (x) (sum (sin (triangular-solve (tril a) (tanh x)))))))
+             (define x [0.4 -0.3 0.8 0.1])",
+        )
+        .unwrap();
+    for k in 0..8 {
+        let got = eval_numbers(
+            &mut engine,
+            &format!(
+                "(let ((f (nth fs {k})))
+                   (list ((laplacian f) x) ((laplacian f :method 'hessian) x)
+                         (flops (laplacian f) (list x)) (flops (laplacian f :method 'forward) (list x))))"
+            ),
+        );
+        assert_close(&got[0..1], &got[1..2], 1e-10, &format!("function {k}"));
+        assert!(
+            got[2] < got[3],
+            "function {k}: collapsed {} flops, forward {}",
+            got[2],
+            got[3]
+        );
+        // The gradient of the collapsed Laplacian against the Hessian's.
+        let grads = eval_numbers(
+            &mut engine,
+            &format!(
+                "(let ((f (nth fs {k})))
+                   (list ((grad (lambda (x) (* 1.0 ((laplacian f) x)))) x)
+                         ((grad (lambda (x) (* 1.0 ((laplacian f :method 'hessian) x)))) x)))"
+            ),
+        );
+        assert_close(
+            &grads[0..4],
+            &grads[4..8],
+            1e-9,
+            &format!("function {k}'s gradient"),
+        );
+    }
+}

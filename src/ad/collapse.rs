@@ -8,7 +8,10 @@
 //! a_k + sum_k b_k`; `sum_k p * t_k` is `p * sum_k t_k` for a `p` that is
 //! the same for every direction; reshapes, transposes, slices, pads, rolls,
 //! sums and broadcasts over the other axes, and matrix products with a
-//! shared matrix, apply to the sum instead of to every direction. Where
+//! shared matrix, apply to the sum instead of to every direction, as do
+//! the operations of the table that say so (`Definition::sum_through`:
+//! gathers, flips, recurrences such as `cumsum`, triangles and diagonals,
+//! solves with a shared matrix). Where
 //! two batched values meet in a product (`x_1 * x_1`, the second-order
 //! coefficient's quadratic term), or at any other operation, the sum is
 //! taken there. So the second-order coefficients of a batched Taylor sweep
@@ -327,6 +330,26 @@ impl Collapse<'_> {
                 } else {
                     return None;
                 }
+            }
+            // An operation of the table says itself where it is linear.
+            TOp::Op(op) => {
+                let batched: SmallVec<[bool; 3]> = c.iter().map(|&x| self.depends(x)).collect();
+                let ranks: SmallVec<[usize; 3]> =
+                    c.iter().map(|&x| self.graph.shape(x).len()).collect();
+                let carried = c
+                    .iter()
+                    .zip(&batched)
+                    .all(|(&x, &b)| !b || self.graph.shape(x).first() == Some(&self.batch));
+                if !carried {
+                    return None;
+                }
+                let through = op.sum_through(&batched, &ranks)?;
+                let operands: SmallVec<[Id; 3]> = c
+                    .iter()
+                    .zip(&batched)
+                    .map(|(&x, &b)| if b { self.sum(x) } else { x })
+                    .collect();
+                self.graph.add(TOp::Op(through), &operands).ok()?
             }
             _ => return None,
         };

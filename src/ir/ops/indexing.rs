@@ -162,6 +162,15 @@ impl Definition for Gather {
         true
     }
 
+    /// Linear in `t`: the same positions of the summed tensor.
+    fn sum_through(&self, batched: &[bool], _ranks: &[usize]) -> Option<crate::ir::ops::Op> {
+        let axis = self.axis.checked_sub(1)?;
+        (batched == [true, false]).then_some(crate::ir::ops::Op::Gather(Gather {
+            axis,
+            site: self.site,
+        }))
+    }
+
     fn batch(
         &self,
         graph: &mut TensorGraph,

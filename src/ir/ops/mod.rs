@@ -191,6 +191,19 @@ pub trait Definition {
         size: usize,
     ) -> Option<Id>;
 
+    /// How a sum over the result's leading (batch) axis passes through
+    /// the operation (`ad::collapse`, the collapsed Laplacian): where the
+    /// result is linear in the operands marked in `batched` (each with the
+    /// batch axis first; the others the same for every member of the
+    /// batch, without it), the operation that gives that sum when each
+    /// batched operand is replaced by its own sum over the axis. `None`
+    /// (the default): the sum is taken of the result. `ranks` are the
+    /// operands' ranks, batch axis included.
+    fn sum_through(&self, batched: &[bool], ranks: &[usize]) -> Option<Op> {
+        let _ = (batched, ranks);
+        None
+    }
+
     /// A CUDA kernel, or `None` to run the CPU kernel on the host (the
     /// operands are copied to the host and the result back).
     fn cuda(&self, operands: &[&[usize]], shape: &[usize]) -> Option<CudaKernel> {
@@ -385,6 +398,12 @@ impl Op {
         size: usize,
     ) -> Option<Id> {
         self.definition().batch(graph, operands, batched, size)
+    }
+
+    /// The operation a sum over the batch axis passes through as (see
+    /// [`Definition::sum_through`]).
+    pub fn sum_through(&self, batched: &[bool], ranks: &[usize]) -> Option<Op> {
+        self.definition().sum_through(batched, ranks)
     }
 
     /// The operand elements a result element may depend on (see

@@ -260,6 +260,15 @@ impl Definition for Recurrence {
         true
     }
 
+    /// Linear in `b` for a shared `a`: the recurrence of the summed `b`.
+    fn sum_through(&self, batched: &[bool], _ranks: &[usize]) -> Option<Op> {
+        let axis = self.axis.checked_sub(1)?;
+        (batched == [false, true]).then_some(Op::Recurrence(Recurrence {
+            axis,
+            reverse: self.reverse,
+        }))
+    }
+
     fn batch(
         &self,
         graph: &mut TensorGraph,
@@ -368,6 +377,12 @@ impl Definition for Flip {
         index[a] = shape[a] - 1 - index[a];
         out.push((0, crate::ir::ops::reads::ravel(&index, shape)));
         true
+    }
+
+    /// Linear: the summed tensor reversed.
+    fn sum_through(&self, batched: &[bool], _ranks: &[usize]) -> Option<Op> {
+        let axis = self.axis.checked_sub(1)?;
+        (batched == [true]).then_some(Op::Flip(Flip { axis }))
     }
 
     fn batch(

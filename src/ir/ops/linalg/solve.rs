@@ -292,6 +292,11 @@ impl Definition for TriangularSolve {
         true
     }
 
+    /// Linear in `b` for a shared `a`: the solution for the summed `b`.
+    fn sum_through(&self, batched: &[bool], _ranks: &[usize]) -> Option<crate::ir::ops::Op> {
+        (batched == [false, true]).then(|| crate::ir::ops::Op::TriangularSolve(self.clone()))
+    }
+
     fn batch(
         &self,
         graph: &mut TensorGraph,
@@ -431,6 +436,11 @@ impl Definition for Solve {
         let core = if self.vector { 1 } else { 2 };
         crate::ir::ops::reads::per_matrix(out, operands, &[2, core], shape, core, element);
         true
+    }
+
+    /// Linear in `b` for a shared `a`: the solution for the summed `b`.
+    fn sum_through(&self, batched: &[bool], _ranks: &[usize]) -> Option<crate::ir::ops::Op> {
+        (batched == [false, true]).then(|| crate::ir::ops::Op::Solve(self.clone()))
     }
 
     fn batch(

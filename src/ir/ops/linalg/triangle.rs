@@ -121,6 +121,11 @@ impl Definition for Triangle {
         true
     }
 
+    /// Linear, matrix by matrix: the summed stack's.
+    fn sum_through(&self, batched: &[bool], ranks: &[usize]) -> Option<crate::ir::ops::Op> {
+        (batched == [true] && ranks[0] >= 3).then(|| crate::ir::ops::Op::Triangle(self.clone()))
+    }
+
     fn batch(
         &self,
         graph: &mut TensorGraph,
@@ -223,6 +228,11 @@ impl Definition for Diagonal {
         index.push(i);
         out.push((0, crate::ir::ops::reads::ravel(&index, x)));
         true
+    }
+
+    /// Linear, matrix by matrix: the summed stack's.
+    fn sum_through(&self, batched: &[bool], ranks: &[usize]) -> Option<crate::ir::ops::Op> {
+        (batched == [true] && ranks[0] >= 3).then(|| crate::ir::ops::Op::Diagonal(self.clone()))
     }
 
     fn batch(
@@ -344,6 +354,11 @@ impl Definition for Diag {
             out.push((0, crate::ir::ops::reads::ravel(&at, operands[0])));
         }
         true
+    }
+
+    /// Linear, matrix by matrix: the summed stack's.
+    fn sum_through(&self, batched: &[bool], ranks: &[usize]) -> Option<crate::ir::ops::Op> {
+        (batched == [true] && ranks[0] >= 2).then(|| crate::ir::ops::Op::Diag(self.clone()))
     }
 
     fn batch(
