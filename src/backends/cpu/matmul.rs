@@ -385,6 +385,23 @@ fn broadcast_batch(a: &[usize], b: &[usize]) -> Vec<usize> {
         .collect()
 }
 
+/// Rows per thread from which a product of `rows x inner` times `inner x
+/// columns` is split by rows: the right matrix small (its packed copy,
+/// one per thread, stays in the cache), and every thread's block long
+/// (faer's own threads synchronize inside; split, a
+/// `[16384 256] x [256 256]` product takes 0.5 ms less of 21.5 ms).
+const TALL_ROWS: usize = 2048;
+
+/// The most numbers of a right matrix that a split product repeats per
+/// thread.
+const TALL_RIGHT: usize = 512 * 512;
+
+/// Whether a product of `rows x inner` times `inner x columns` on
+/// `threads` threads is split by rows.
+fn tall(rows: usize, inner: usize, columns: usize, threads: usize) -> bool {
+    threads > 1 && rows >= TALL_ROWS * threads && inner * columns <= TALL_RIGHT
+}
+
 /// Fills `out` (row-major, `batch` x rows x columns) with the products
 /// (`one` is the number 1 of their type).
 fn products<T>(
@@ -409,6 +426,26 @@ fn products<T>(
     };
     let product = |out: &mut [T], a: MatRef<'_, T>, b: MatRef<'_, T>, par: Par| {
         let rows = a.nrows();
+        if matches!(par, Par::Rayon(_)) && tall(rows, k, n, threads) {
+            // Many rows times a small matrix: one single-threaded product
+            // per block of rows, with no synchronization inside.
+            let block = rows.div_ceil(threads);
+            out.par_chunks_mut(block * n)
+                .enumerate()
+                .for_each(|(i, out)| {
+                    let r = out.len() / n;
+                    let dst = MatMut::from_row_major_slice_mut(out, r, n);
+                    faer_matmul(
+                        dst,
+                        Accum::Replace,
+                        a.subrows(i * block, r),
+                        b,
+                        one,
+                        Par::Seq,
+                    );
+                });
+            return;
+        }
         let dst = MatMut::from_row_major_slice_mut(out, rows, n);
         faer_matmul(dst, Accum::Replace, a, b, one, par);
     };

@@ -211,7 +211,7 @@ proptest! {
     }
 }
 
-/// Shapes that take the parallel, threaded and stacked-rows paths.
+/// Shapes that take the parallel, threaded, stacked-rows and split paths.
 #[test]
 fn large_products_match_a_triple_loop() {
     let cases: &[(&[usize], &[usize], bool, bool)] = &[
@@ -224,6 +224,11 @@ fn large_products_match_a_triple_loop() {
         (&[50, 60], &[4, 60, 7], false, false),
         (&[2, 1, 30, 20], &[5, 40, 20], false, true),
         (&[1, 64, 64], &[64, 64], false, false),
+        // Tall: split by rows over the threads (`tall`), an uneven last
+        // block, a transposed left operand, stacked rows.
+        (&[9001, 24], &[24, 17], false, false),
+        (&[24, 9001], &[24, 17], true, false),
+        (&[3, 3001, 24], &[24, 17], false, false),
     ];
     for (i, &(a, b, ta, tb)) in cases.iter().enumerate() {
         let (a, b) = (values(a, i as u64), values(b, i as u64 + 9));
