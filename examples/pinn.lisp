@@ -72,9 +72,9 @@
            (list (* grid grid) 2)))
 (define fitted ((vmap (lambda (p) (u params p))) points))
 (define wanted ((vmap exact) points))
-(define error (- fitted wanted))
-(define max-error (max (abs error)))
-(define relative-l2 (/ (sqrt (sum (square error))) (sqrt (sum (square wanted)))))
+(define difference (- fitted wanted))
+(define max-error (max (abs difference)))
+(define relative-l2 (/ (sqrt (sum (square difference))) (sqrt (sum (square wanted)))))
 (println (format "error on a {} x {} grid: max |u - exact| = {:.3e}, relative L2 = {:.3e}"
                  grid grid max-error relative-l2))
 (println (format "mean squared residual at the collocation points: {:.3e}" (loss params)))
@@ -86,6 +86,6 @@
             :labels (list "exact sin(pi x) sin(pi y)" "network") :style (list "line" "scatter")
             :title "Poisson on the unit square: u(x, 1/2)" :xlabel "x" :ylabel "u")
 (println "wrote" plot-path)
-(heatmap (reshape error (list grid grid)) error-path
+(heatmap (reshape difference (list grid grid)) error-path
          :x-range (list 0 1) :y-range (list 0 1) :title "network - exact" :xlabel "x" :ylabel "y")
 (println "wrote" error-path)

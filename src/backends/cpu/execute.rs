@@ -649,6 +649,11 @@ fn squares_summed_next(tape: &Tape, index: usize, slots: &[Option<Val>]) -> Opti
         && next.frees.contains(&instruction.out)
         && !tape.outputs.contains(&instruction.out)
         && axes.len() < rank
+        // More than one sum: a sum of everything is `reduce_all`'s blocked
+        // fold, whose order the sum of squares does not keep.
+        && next.shape.iter().product::<usize>() > 1
+        // Under a memory budget the executor holds what was planned.
+        && tape.stats.memory_budget.is_none()
         && instruction.shape.iter().product::<usize>() >= SUMMED_SQUARES;
     if !fits {
         return None;

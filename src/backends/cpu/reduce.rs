@@ -167,7 +167,9 @@ pub fn reduce(op: ReduceOp, x: &ArrayViewD<'_, f64>, axes: &[u8], shape: &[usize
 /// The sum over `axes` of the squares of `x`'s elements, into an array of
 /// `shape`, without storing the squares: the sum of `x * x` as `reduce`
 /// computes it (each square rounded, then added in the same order), so the
-/// same bits.
+/// same bits wherever the result has more than one number (a sum of every
+/// element is folded in blocks of another size than `reduce_all`'s: the
+/// same number to rounding).
 pub fn sum_of_squares(x: &ArrayViewD<'_, f64>, axes: &[u8], shape: &[usize]) -> ArrayD<f64> {
     reduce_with::<Squares>(None, x, axes, shape)
 }
