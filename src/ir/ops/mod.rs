@@ -27,6 +27,7 @@ pub mod along;
 pub mod batching;
 pub mod collective;
 pub mod einsum;
+pub mod fft;
 pub mod indexing;
 pub mod linalg;
 pub mod reads;
@@ -274,6 +275,9 @@ table! {
     Recurrence(sequence::Recurrence),
     /// Elements in reverse order along an axis.
     Flip(sequence::Flip),
+    /// The discrete Fourier transform along an axis, of complex numbers
+    /// held as real pairs.
+    Fft(fft::Fft),
     /// `tril` / `triu`.
     Triangle(linalg::Triangle),
     /// The diagonal of each matrix.
