@@ -26,6 +26,14 @@ fn eval_numbers(engine: &mut Engine, program: &str) -> Vec<f64> {
     out
 }
 
+/// The message of the error `program` gives (a value is a failure).
+fn error(engine: &mut Engine, program: &str) -> String {
+    match engine.eval(program) {
+        Ok(v) => panic!("{program} gave {v}"),
+        Err(e) => e.to_string(),
+    }
+}
+
 fn assert_close(got: &[f64], want: &[f64], tolerance: f64, what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: {got:?} vs {want:?}");
     for (k, (g, w)) in got.iter().zip(want).enumerate() {
@@ -247,10 +255,6 @@ fn jet_takes_several_primals_and_gives_series_per_result() {
 #[test]
 fn bad_taylor_requests_are_clear_errors() {
     let mut engine = Engine::new();
-    let error = |engine: &mut Engine, program: &str| match engine.eval(program) {
-        Ok(v) => panic!("{program} gave {v}"),
-        Err(e) => e.to_string(),
-    };
     let e = error(
         &mut engine,
         "(jet (lambda (x y) (* x y)) (list 1.0 2.0) (list (list 1.0) (list 1.0 2.0)))",
@@ -392,10 +396,6 @@ fn the_stochastic_laplacian_is_unbiased_within_its_variance() {
 #[test]
 fn bad_laplacian_requests_are_clear_errors() {
     let mut engine = Engine::new();
-    let error = |engine: &mut Engine, program: &str| match engine.eval(program) {
-        Ok(v) => panic!("{program} gave {v}"),
-        Err(e) => e.to_string(),
-    };
     let e = error(
         &mut engine,
         "((laplacian sum :method 'exact) (tensor '(1 2)))",
