@@ -126,6 +126,7 @@ const SMOKE_RUNS: &[Smoke] = &[
     smoke("bench/vmap/per-example.lisp", &["4", "1", "smoke"], 5),
     smoke("bench/taylor/laplacian.lisp", &["4", "1", "smoke"], 2),
     smoke("bench/taylor/derivatives.lisp", &["10", "3", "smoke"], 2),
+    smoke("bench/complex/workloads.lisp", &["1", "smoke"], 4),
 ];
 
 /// Scripts run only by a build with the feature `mpi`
@@ -597,4 +598,11 @@ fn every_cited_script_has_a_smoke_run() {
             "{script} is listed but missing"
         );
     }
+}
+
+#[test]
+fn complex_workloads_check_the_transforms_product_and_gradient() {
+    let out = &run_smoke("bench/complex/workloads.lisp")[0];
+    let checksum = numbers_on(&out.stdout, "energy-grad ");
+    assert!(checksum.iter().all(|x| x.is_finite()), "{checksum:?}");
 }

@@ -362,3 +362,17 @@ fn pinn_fits_the_poisson_solution_and_plots() {
     assert!(relative < 2e-2, "{}", out.stdout);
     assert!(residual < first * 1e-2, "{}", out.stdout);
 }
+
+/// The complex variational state of the spin chain reaches the lowest
+/// eigenvalue of the Hamiltonian (from eigh) within 1e-3 and overlaps the
+/// ground state.
+#[test]
+fn spin_chain_fits_the_ground_state_energy() {
+    let out = run_example("spin-chain.lisp", &["--steps", "200"]);
+    let exact = number_after(&out.stdout, "lowest eigenvalue of H (eigh):");
+    assert!((exact + 12.784_906_443).abs() < 1e-8, "{}", out.stdout);
+    let relative = number_after(&out.stdout, ", relative error");
+    assert!(relative < 1e-3, "{}", out.stdout);
+    let overlap = number_after(&out.stdout, "|<psi|ground>| =");
+    assert!(overlap > 0.999, "{}", out.stdout);
+}

@@ -6,8 +6,10 @@
 //! for float64, 2^24 for float32) is an error, never a silently rounded
 //! number. The sizes a header claims are checked against the bytes that
 //! follow it before any memory is taken, so a damaged or hostile header is
-//! an error, not a huge allocation. Arrays are written with
-//! `ndarray-npy` (`<f8`, or `<f4` for float32).
+//! an error, not a huge allocation. Complex arrays (`<c16`, `<c8`) are
+//! read into their real and imaginary parts. Real arrays are written with
+//! `ndarray-npy` (`<f8`, or `<f4` for float32), complex ones here (`<c16`,
+//! `<c8`: the parts interleaved).
 
 use ndarray::{ArrayD, IxDyn, ShapeBuilder};
 use std::fmt;
@@ -23,13 +25,15 @@ pub enum Kind {
     Uint(usize),
     /// NumPy's bool: one byte, 0 or 1.
     Bool,
+    /// Complex numbers of 8 or 16 bytes (two floats of half that).
+    Complex(usize),
 }
 
 impl Kind {
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
-            Kind::Float(n) | Kind::Int(n) | Kind::Uint(n) => n,
+            Kind::Float(n) | Kind::Int(n) | Kind::Uint(n) | Kind::Complex(n) => n,
             Kind::Bool => 1,
         }
     }
@@ -42,6 +46,7 @@ impl fmt::Display for Kind {
             Kind::Int(n) => write!(f, "int{}", n * 8),
             Kind::Uint(n) => write!(f, "uint{}", n * 8),
             Kind::Bool => write!(f, "bool"),
+            Kind::Complex(n) => write!(f, "complex{}", n * 8),
         }
     }
 }
@@ -65,6 +70,20 @@ pub enum Array {
     F64(ArrayD<f64>),
     /// float32 numbers.
     F32(ArrayD<f32>),
+    /// complex128 numbers: the real parts and the imaginary parts.
+    Complex128(ArrayD<f64>, ArrayD<f64>),
+    /// complex64 numbers: the real parts and the imaginary parts.
+    Complex64(ArrayD<f32>, ArrayD<f32>),
+}
+
+impl Array {
+    /// The array's shape.
+    pub fn shape(&self) -> &[usize] {
+        match self {
+            Array::F64(a) | Array::Complex128(a, _) => a.shape(),
+            Array::F32(a) | Array::Complex64(a, _) => a.shape(),
+        }
+    }
 }
 
 /// What a header says.
@@ -85,10 +104,24 @@ pub fn read(bytes: &[u8], target: Target) -> Result<(Kind, Array), String> {
     let (header, data) = split(bytes)?;
     let data = checked_data(&header, data)?;
     let single = match target {
-        Target::Natural => header.kind == Kind::Float(4),
+        Target::Natural => matches!(header.kind, Kind::Float(4) | Kind::Complex(8)),
         Target::F64 => false,
         Target::F32 => true,
     };
+    if let Kind::Complex(size) = header.kind {
+        let parts = Header {
+            kind: Kind::Float(size / 2),
+            ..header.clone()
+        };
+        let array = if single {
+            let (re, im) = split_pairs(numbers::<f32>(&parts, data)?);
+            Array::Complex64(arrange(&header, re)?, arrange(&header, im)?)
+        } else {
+            let (re, im) = split_pairs(numbers::<f64>(&parts, data)?);
+            Array::Complex128(arrange(&header, re)?, arrange(&header, im)?)
+        };
+        return Ok((header.kind, array));
+    }
     let array = if single {
         let numbers = numbers::<f32>(&header, data)?;
         arrange(&header, numbers).map(Array::F32)?
@@ -131,16 +164,61 @@ fn checked_data<'a>(header: &Header, data: &'a [u8]) -> Result<&'a [u8], String>
     Ok(&data[..count * header.kind.size()])
 }
 
-/// The `.npy` bytes of `array`: `<f8` for float64, `<f4` for float32.
+/// Interleaved (real, imaginary) numbers as the real parts and the
+/// imaginary parts.
+fn split_pairs<T: Copy>(pairs: Vec<T>) -> (Vec<T>, Vec<T>) {
+    let re = pairs.iter().step_by(2).copied().collect();
+    let im = pairs.iter().skip(1).step_by(2).copied().collect();
+    (re, im)
+}
+
+/// The `.npy` bytes of `array`: `<f8` for float64, `<f4` for float32,
+/// `<c16` and `<c8` for complex numbers.
 pub fn write(array: &Array) -> Result<Vec<u8>, String> {
     use ndarray_npy::WriteNpyExt;
     let mut bytes = Vec::new();
     match array {
         Array::F64(a) => a.write_npy(&mut bytes),
         Array::F32(a) => a.write_npy(&mut bytes),
+        Array::Complex128(re, im) => {
+            let mut data = Vec::with_capacity(16 * re.len());
+            for (r, i) in re.iter().zip(im.iter()) {
+                data.extend_from_slice(&r.to_le_bytes());
+                data.extend_from_slice(&i.to_le_bytes());
+            }
+            return Ok(with_header("<c16", re.shape(), data));
+        }
+        Array::Complex64(re, im) => {
+            let mut data = Vec::with_capacity(8 * re.len());
+            for (r, i) in re.iter().zip(im.iter()) {
+                data.extend_from_slice(&r.to_le_bytes());
+                data.extend_from_slice(&i.to_le_bytes());
+            }
+            return Ok(with_header("<c8", re.shape(), data));
+        }
     }
     .map_err(|err| err.to_string())?;
     Ok(bytes)
+}
+
+/// A version 1.0 `.npy` file of C-order `data` of kind `descr`: the
+/// header padded with spaces so that the data starts at a multiple of 64
+/// bytes, as NumPy writes it.
+fn with_header(descr: &str, shape: &[usize], data: Vec<u8>) -> Vec<u8> {
+    let mut header = format!(
+        "{{'descr': '{descr}', 'fortran_order': False, 'shape': {}, }}",
+        shape_text(shape)
+    );
+    let unpadded = MAGIC.len() + 2 + 2 + header.len() + 1;
+    header.push_str(&" ".repeat(unpadded.next_multiple_of(64) - unpadded));
+    header.push('\n');
+    let mut bytes = Vec::with_capacity(MAGIC.len() + 4 + header.len() + data.len());
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(&[1, 0]);
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend(data);
+    bytes
 }
 
 /// `[3, 4]` as NumPy writes it: `(3, 4)`, `(3,)`, `()`.
@@ -254,7 +332,7 @@ fn parse_descr(descr: &str) -> Result<(Kind, bool), String> {
     let unsupported = || {
         format!(
             "its elements are {descr} (NumPy's dtype code); .npy files of float32, float64, \
-             integers and bool are read"
+             complex64, complex128, integers and bool are read"
         )
     };
     let (letter, size) = code.split_at_checked(1).ok_or_else(unsupported)?;
@@ -264,9 +342,14 @@ fn parse_descr(descr: &str) -> Result<(Kind, bool), String> {
         ("i", 1 | 2 | 4 | 8) => Kind::Int(size),
         ("u", 1 | 2 | 4 | 8) => Kind::Uint(size),
         ("b", 1) => Kind::Bool,
+        ("c", 8 | 16) => Kind::Complex(size),
         _ => return Err(unsupported()),
     };
-    Ok((kind, order && size > 1))
+    let element = match kind {
+        Kind::Complex(n) => n / 2,
+        _ => size,
+    };
+    Ok((kind, order && element > 1))
 }
 
 /// A float type numbers are read into.
@@ -495,6 +578,50 @@ mod tests {
     }
 
     #[test]
+    fn complex_arrays_read_in_either_order_and_byte_order_and_write_back() {
+        // [[1+2i, 3+4i], [5+6i, 7+8i]] in Fortran order, big-endian.
+        let mut data = Vec::new();
+        for x in [1.0f64, 2.0, 5.0, 6.0, 3.0, 4.0, 7.0, 8.0] {
+            data.extend_from_slice(&x.to_be_bytes());
+        }
+        let bytes = file(
+            "{'descr': '>c16', 'fortran_order': True, 'shape': (2, 2), }",
+            &data,
+        );
+        let (kind, array) = read(&bytes, Target::Natural).unwrap();
+        assert_eq!(kind, Kind::Complex(16));
+        let Array::Complex128(re, im) = &array else {
+            panic!("{array:?}");
+        };
+        assert_eq!(re.iter().copied().collect::<Vec<_>>(), [1.0, 3.0, 5.0, 7.0]);
+        assert_eq!(im.iter().copied().collect::<Vec<_>>(), [2.0, 4.0, 6.0, 8.0]);
+        let written = write(&array).unwrap();
+        // The data (64 bytes) starts at a multiple of 64, as NumPy aligns it.
+        let start = written.len() - 64;
+        assert_eq!(start % 64, 0);
+        assert_eq!(&written[start..], {
+            let mut expected = Vec::new();
+            for x in [1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0] {
+                expected.extend_from_slice(&x.to_le_bytes());
+            }
+            expected
+        });
+        assert_eq!(read(&written, Target::Natural).unwrap().1, array);
+        // complex64 stays single precision; F64 widens it.
+        let single = Array::Complex64(
+            ArrayD::from_shape_vec(IxDyn(&[2]), vec![0.5f32, -1.5]).unwrap(),
+            ArrayD::from_shape_vec(IxDyn(&[2]), vec![2.0f32, 0.25]).unwrap(),
+        );
+        let bytes = write(&single).unwrap();
+        assert_eq!(
+            read(&bytes, Target::Natural).unwrap(),
+            (Kind::Complex(8), single)
+        );
+        let (_, wide) = read(&bytes, Target::F64).unwrap();
+        assert!(matches!(wide, Array::Complex128(..)), "{wide:?}");
+    }
+
+    #[test]
     fn claimed_sizes_are_checked_before_allocating() {
         let bytes = file(
             "{'descr': '<f8', 'fortran_order': False, 'shape': (4000000000,), }",
@@ -506,10 +633,10 @@ mod tests {
             "{error}"
         );
         let bytes = file(
-            "{'descr': '<c16', 'fortran_order': False, 'shape': (1,)}",
+            "{'descr': '<U4', 'fortran_order': False, 'shape': (1,)}",
             &[0; 16],
         );
-        assert!(read(&bytes, Target::Natural).unwrap_err().contains("<c16"));
+        assert!(read(&bytes, Target::Natural).unwrap_err().contains("<U4"));
         assert!(
             read(b"\x93NUMPY\x01\x00\xff\xff{", Target::F64)
                 .unwrap_err()

@@ -16,6 +16,7 @@ pub fn sexp_to_value(sexp: &Sexp) -> Value {
     stacker::maybe_grow(64 * 1024, 1024 * 1024, || match &sexp.kind {
         SexpKind::Int(n) => Value::Int(*n),
         SexpKind::Float(x) => Value::Float(*x),
+        SexpKind::Complex(re, im) => Value::complex(Value::Float(*re), Value::Float(*im)),
         SexpKind::Bool(b) => Value::Bool(*b),
         SexpKind::Str(s) => Value::string(s.as_str()),
         SexpKind::Symbol(name) => Value::Symbol(Symbol::intern(name)),

@@ -242,6 +242,43 @@ impl Interp {
         frame
     }
 
+    /// The value of a bracket form `[a b c]` whose elements (numbers,
+    /// tensors or traced values) are `values`.
+    pub(crate) fn tensor_literal(&mut self, values: &[Value], span: Span) -> EvalResult<Value> {
+        if let Some(trace) = &self.numeric.trace
+            && values.iter().any(crate::lisp::trace::ops::involves_traced)
+        {
+            let args = crate::lisp::procedure::Args {
+                values,
+                options: Vec::new(),
+            };
+            let trace = trace.clone();
+            if let Some(result) = crate::lisp::trace::ops::call(&trace, "tensor", &args) {
+                return result.map_err(|e| e.at(span));
+            }
+        }
+        // f32 elements (with numbers) make an f32 tensor.
+        let f32_items = values.iter().any(|v| matches!(v, Value::TensorF32(_)));
+        let widened: Vec<Value>;
+        let items = if f32_items {
+            widened = values
+                .iter()
+                .map(|v| crate::lisp::builtins::dtype::converted(v, crate::dtype::DType::F64))
+                .collect();
+            &widened
+        } else {
+            values
+        };
+        let stacked = stack_elements(items)
+            .map(Value::tensor)
+            .map_err(|e| e.at(span))?;
+        let f32_result = f32_items && !values.iter().any(|v| matches!(v, Value::Tensor(_)));
+        Ok(match f32_result {
+            true => crate::lisp::builtins::dtype::converted(&stacked, crate::dtype::DType::F32),
+            false => stacked,
+        })
+    }
+
     /// Calls a built-in: checks arity, splits keyword options, runs it.
     pub(crate) fn call_builtin(
         &mut self,
@@ -251,6 +288,17 @@ impl Interp {
     ) -> EvalResult<Value> {
         let (positional, options) = split_options(builtin, args).map_err(|e| e.at(span))?;
         check_arity(builtin, positional.len()).map_err(|e| e.at(span))?;
+        if crate::lisp::complex::involves(args)
+            && !crate::lisp::complex::handles(builtin.name)
+            && let Some(result) = crate::lisp::complex::call(self, builtin, args, span)
+        {
+            return result.map_err(|mut error| {
+                if !error.span.is_known() && !error.message.starts_with(builtin.name) {
+                    error.message = format!("{}: {}", builtin.name, error.message);
+                }
+                error.at(span)
+            });
+        }
         let saved = std::mem::replace(&mut self.call_span, span);
         let args = Args {
             values: positional,
@@ -718,42 +766,10 @@ impl Interp {
                     .iter()
                     .map(|item| self.eval(item, env))
                     .collect::<EvalResult<Vec<_>>>()?;
-                if let Some(trace) = &self.numeric.trace
-                    && values.iter().any(crate::lisp::trace::ops::involves_traced)
-                {
-                    let args = crate::lisp::procedure::Args {
-                        values: &values,
-                        options: Vec::new(),
-                    };
-                    let trace = trace.clone();
-                    if let Some(result) = crate::lisp::trace::ops::call(&trace, "tensor", &args) {
-                        return result.map_err(|e| e.at(*span));
-                    }
+                if values.iter().any(crate::lisp::complex::is_complex) {
+                    return crate::lisp::complex::tensor_literal(self, &values, *span);
                 }
-                // f32 elements (with numbers) make an f32 tensor.
-                let f32_items = values.iter().any(|v| matches!(v, Value::TensorF32(_)));
-                let widened: Vec<Value>;
-                let items = if f32_items {
-                    widened = values
-                        .iter()
-                        .map(|v| {
-                            crate::lisp::builtins::dtype::converted(v, crate::dtype::DType::F64)
-                        })
-                        .collect();
-                    &widened
-                } else {
-                    &values
-                };
-                let stacked = stack_elements(items)
-                    .map(Value::tensor)
-                    .map_err(|e| e.at(*span))?;
-                let f32_result = f32_items && !values.iter().any(|v| matches!(v, Value::Tensor(_)));
-                Ok(match f32_result {
-                    true => {
-                        crate::lisp::builtins::dtype::converted(&stacked, crate::dtype::DType::F32)
-                    }
-                    false => stacked,
-                })
+                self.tensor_literal(&values, *span)
             }
             Node::Time { expr, span } => {
                 let started = Instant::now();

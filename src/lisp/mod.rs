@@ -10,6 +10,7 @@
 pub mod analyze;
 pub mod autodiff;
 pub mod builtins;
+pub mod complex;
 pub mod convert;
 pub mod debug_nans;
 pub mod env;

@@ -70,6 +70,7 @@ fn write_value(out: &mut String, value: &Value, readable: bool) {
         }
         Value::Tensor(t) => write_tensor(out, t),
         Value::TensorF32(t) => write_tensor32(out, t),
+        Value::Complex(z) => write_complex(out, &z.re, &z.im),
         Value::Traced(t) => match t.concrete_value() {
             Ok(Value::Tensor(t)) => write_tensor(out, &t),
             Ok(Value::TensorF32(t)) => write_tensor32(out, &t),
@@ -88,6 +89,72 @@ fn write_value(out: &mut String, value: &Value, readable: bool) {
             let _ = write!(out, "#<macro {name}>");
         }
     })
+}
+
+/// A part of a complex value as its numbers (f64 or widened f32), its
+/// shape, and whether it is f32; `None` when it cannot be computed.
+fn complex_part(value: &Value) -> Option<(Vec<f64>, Vec<usize>, bool)> {
+    let value = match value {
+        Value::Traced(t) => t.concrete_value().ok()?,
+        other => other.clone(),
+    };
+    match value {
+        Value::Int(n) => Some((vec![n as f64], Vec::new(), false)),
+        Value::Float(x) => Some((vec![x], Vec::new(), false)),
+        Value::Tensor(t) => Some((t.iter().copied().collect(), t.shape().to_vec(), false)),
+        Value::TensorF32(t) => Some((
+            t.iter().map(|&x| f64::from(x)).collect(),
+            t.shape().to_vec(),
+            true,
+        )),
+        _ => None,
+    }
+}
+
+/// `#c(1.0 2.0)`, a complex tensor as nested brackets of those (inside
+/// `#<tensor c64 ...>` for f32 parts), or a summary when large.
+fn write_complex(out: &mut String, re: &Value, im: &Value) {
+    let (Some((re, shape, single)), Some((im, _, _))) = (complex_part(re), complex_part(im)) else {
+        out.push_str("#<complex value that cannot be computed>");
+        return;
+    };
+    let number = |r: f64, i: f64| match single {
+        true => format!("#c({:?} {:?})", r as f32, i as f32).replace("NaN", "nan"),
+        false => format!("#c({} {})", format_float(r), format_float(i)),
+    };
+    let numbers: Vec<String> = re.iter().zip(&im).map(|(&r, &i)| number(r, i)).collect();
+    if shape.is_empty() && !single {
+        out.push_str(numbers.first().map_or("#c(nan nan)", String::as_str));
+        return;
+    }
+    let type_name = if single { "c64" } else { "c128" };
+    if numbers.len() > MAX_TENSOR_ELEMENTS || shape.is_empty() {
+        let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+        let head: Vec<&str> = numbers.iter().take(3).map(String::as_str).collect();
+        let tail: Vec<&str> = numbers
+            .iter()
+            .skip(numbers.len().saturating_sub(3).max(3))
+            .map(String::as_str)
+            .collect();
+        let _ = write!(
+            out,
+            "#<tensor {type_name} [{}] {}",
+            dims.join(" "),
+            head.join(" ")
+        );
+        if !tail.is_empty() {
+            let _ = write!(out, " ... {}", tail.join(" "));
+        }
+        out.push('>');
+        return;
+    }
+    if single {
+        out.push_str("#<tensor c64 ");
+        write_nested_with(out, &shape, &numbers);
+        out.push('>');
+    } else {
+        write_nested_with(out, &shape, &numbers);
+    }
 }
 
 fn write_sequence(out: &mut String, list: &Value, open: char, close: char, readable: bool) {

@@ -290,7 +290,8 @@ fn convert(
     scope: &mut Scope,
     functions: &Functions,
 ) -> EvalResult<Id> {
-    stacker::maybe_grow(64 * 1024, 1024 * 1024, || match value {
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+        match value {
         Value::Int(n) => Ok(builder.num(*n as f64)),
         Value::Float(x) => match Constant::new(*x) {
             Some(constant) => Ok(builder.constant_node(constant)),
@@ -355,12 +356,18 @@ fn convert(
             memo.insert(Rc::as_ptr(pair), id);
             Ok(id)
         }
+        Value::Complex(_) => Err(EvalError::type_error(format!(
+            "a symbolic expression is made of real numbers, symbols and operator calls, not the complex number {}: write the real and imaginary parts as two expressions, or differentiate numerically with grad (docs/complex.md)",
+            value.short()
+        ))
+        .at(span)),
         other => Err(EvalError::type_error(format!(
             "a symbolic expression is made of numbers, symbols and operator calls, not {} {}",
             other.type_name(),
             other.short()
         ))
         .at(span)),
+    }
     })
 }
 

@@ -62,6 +62,9 @@ pub enum Value {
     /// A number or tensor inside a function being differentiated or
     /// compiled: a node of the active trace (see `lisp::trace`).
     Traced(Rc<super::trace::Traced>),
+    /// A complex number or tensor, held as its real and imaginary parts
+    /// (see `lisp::complex`).
+    Complex(Rc<Complex>),
     /// Something that can be called.
     Procedure(Rc<Procedure>),
     /// A macro: a closure called on unevaluated forms at analysis time.
@@ -74,6 +77,17 @@ pub enum Value {
     /// cycle `Rc` could never free). Reading the slot rebuilds the closure.
     #[doc(hidden)]
     FrameClosure(Rc<super::node::LambdaDef>),
+}
+
+/// A complex number or tensor: two real values of one shape (numbers,
+/// tensors of one type, or traced values). Its type is `'c128` when the
+/// parts are f64 (or numbers), `'c64` when they are f32.
+#[derive(Clone)]
+pub struct Complex {
+    /// The real part.
+    pub re: Value,
+    /// The imaginary part.
+    pub im: Value,
 }
 
 /// A cons cell.
@@ -153,6 +167,11 @@ impl Value {
         Value::Symbol(Symbol::intern(name))
     }
 
+    /// The complex value `re + i im` (parts of one shape, not checked).
+    pub fn complex(re: Value, im: Value) -> Value {
+        Value::Complex(Rc::new(Complex { re, im }))
+    }
+
     /// A tensor value.
     pub fn tensor(array: ArrayD<f64>) -> Value {
         Value::Tensor(Rc::new(array))
@@ -197,6 +216,10 @@ impl Value {
             // would see outside.
             Value::Traced(t) if t.is_scalar() => "float",
             Value::Traced(_) => "tensor",
+            Value::Complex(z) => match z.re.type_name() {
+                "float" | "integer" => "complex",
+                _ => "tensor",
+            },
             Value::Procedure(_) | Value::FrameClosure(_) => "procedure",
             Value::Macro(_) => "macro",
             Value::Undefined => "undefined",

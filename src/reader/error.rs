@@ -63,8 +63,11 @@ pub enum ReadErrorKind {
     #[error("unexpected character '{0}'")]
     UnexpectedChar(char),
     /// `#` followed by something the reader does not know.
-    #[error("unknown syntax '#{0}' (expected #t, #f, #| comment |# or #;)")]
+    #[error("unknown syntax '#{0}' (expected #t, #f, #c(re im), #| comment |# or #;)")]
     BadHash(String),
+    /// A malformed complex literal.
+    #[error("bad complex literal: {0}")]
+    BadComplex(String),
 }
 
 impl ReadError {

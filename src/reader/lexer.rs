@@ -222,10 +222,41 @@ impl<'a> Lexer<'a> {
         self.bump();
         let word = self.read_word();
         match word {
+            "c" | "C" if self.peek_byte(0) == Some(b'(') => self.read_complex(start),
             "t" | "true" => Ok(Token::Atom(SexpKind::Bool(true))),
             "f" | "false" => Ok(Token::Atom(SexpKind::Bool(false))),
             other => Err(self.error(ReadErrorKind::BadHash(other.to_string()), start)),
         }
+    }
+
+    /// The rest of a complex literal `#c(re im)` after `#c`: two real
+    /// numbers in parentheses (Common Lisp's syntax).
+    fn read_complex(&mut self, start: (usize, u32, u32)) -> Result<Token, ReadError> {
+        let bad = |lexer: &Self, text: String| lexer.error(ReadErrorKind::BadComplex(text), start);
+        self.bump();
+        let mut parts = [0.0f64; 2];
+        for part in &mut parts {
+            self.skip_trivia()?;
+            let word = self.read_word();
+            *part = match classify_word(word) {
+                Ok(SexpKind::Int(n)) => n as f64,
+                Ok(SexpKind::Float(x)) => x,
+                _ => {
+                    let text = format!(
+                        "'{word}' in #c(...): the literal is #c(real imaginary), two numbers"
+                    );
+                    return Err(bad(self, text));
+                }
+            };
+        }
+        self.skip_trivia()?;
+        if self.peek_byte(0) != Some(b')') {
+            let text = "#c(...) takes two numbers and a closing parenthesis: #c(real imaginary)"
+                .to_string();
+            return Err(bad(self, text));
+        }
+        self.bump();
+        Ok(Token::Atom(SexpKind::Complex(parts[0], parts[1])))
     }
 
     fn read_string(&mut self) -> Result<String, ReadError> {

@@ -22,6 +22,8 @@ pub enum SexpKind {
     Int(i64),
     /// A float literal (`1.5`, `-2e-3`, `3.`, `inf`, `nan`).
     Float(f64),
+    /// A complex literal `#c(1.0 2.0)` (real and imaginary parts).
+    Complex(f64, f64),
     /// `#t`, `#f`, `true`, `false`.
     Bool(bool),
     /// A string literal with escapes resolved.

@@ -25,9 +25,11 @@
 //! `relu`) keeps an explicit arm before its fallback; everything else
 //! comes from here, so a new function is one row plus its tests.
 //!
-//! Growing a column (a Taylor-coefficient recurrence, complex partials):
-//! add a field to the row pattern of `elementwise!` (optional as
-//! `$(taylor: $taylor:expr,)?` while rows catch up) and to `Row` or a
+//! A row may also say how the function is computed at complex operands
+//! (`complex:`, a [`ComplexRule`]; rows without one are real functions).
+//!
+//! Growing a column: add a field to the row pattern of `elementwise!`
+//! (optional, as `$(complex: $complex:expr,)?` is) and to `Row` or a
 //! generated function, as `partials` is.
 
 use super::language::Constant;
@@ -235,6 +237,27 @@ pub struct Row {
     /// The Lisp built-in, when it is a plain elementwise map (else it is
     /// written by hand: `abs` keeps integers, `heaviside` has a default).
     pub builtin: Option<Doc>,
+    /// Its value at complex operands (`None`: defined on real numbers
+    /// only).
+    pub complex: Option<ComplexRule>,
+}
+
+/// How a function is computed at a complex operand `z = x + iy`: as Lisp
+/// formulas over real or complex values, evaluated by the Lisp layer with
+/// the built-ins they name (`lisp::complex`). Complex numbers are pairs of
+/// real values there, so the formulas are also the function's derivatives
+/// (forward and reverse, through the real operations they use), and they
+/// are written to stay accurate and finite where the function is:
+/// `hypot` for moduli, `log1p`/`expm1` near zero, no `inf / inf` at large
+/// operands.
+#[derive(Clone, Copy, Debug)]
+pub enum ComplexRule {
+    /// The real and the imaginary part of `f(x + iy)` as formulas of the
+    /// real values `x` and `y`.
+    Parts(&'static str, &'static str),
+    /// `f(z)` as a formula of the complex value `z`, through other
+    /// complex operations (`#c(0.0 1.0)` is `i`).
+    Composed(&'static str),
 }
 
 /// The table's macro. A row is
@@ -248,6 +271,7 @@ pub struct Row {
 ///     cuda: <Spelling>, cuda_f32: <Spelling>,
 ///     c: <Spelling>, rust: <Spelling>, python: <Spelling>,
 ///     builtin: ("(lisp-name x y)", "docstring") | elsewhere,
+///     complex: <ComplexRule>,    (optional: complex operands)
 /// }
 /// ```
 ///
@@ -272,6 +296,8 @@ macro_rules! elementwise {
             *o = f($x, $y);
         }
     }};
+    (@complex) => { None };
+    (@complex $rule:expr) => { Some($rule) };
     (@doc) => { None };
     (@doc $usage:literal $doc:literal) => { Some(Doc { usage: $usage, doc: $doc }) };
     ($(
@@ -288,6 +314,7 @@ macro_rules! elementwise {
             rust: $rust:expr,
             python: $python:expr,
             builtin: $(($usage:literal, $doc:literal))? $(elsewhere)?,
+            $(complex: $complex:expr,)?
         }
     )*) => {
         define_language! {
@@ -355,6 +382,7 @@ macro_rules! elementwise {
                     rust: $rust,
                     python: $python,
                     builtin: elementwise!(@doc $($usage $doc)?),
+                    complex: elementwise!(@complex $($complex)?),
                 };
             )*
         }
@@ -465,6 +493,7 @@ elementwise! {
         rust: Spelling::Method("exp"),
         python: Spelling::Call("np.exp"),
         builtin: ("(exp x)", "e to the power x."),
+        complex: ComplexRule::Parts("(* (exp x) (cos y))", "(* (exp x) (sin y))"),
     }
     Log "log" (x) {
         value: f64::ln,
@@ -482,6 +511,7 @@ elementwise! {
         rust: Spelling::Method("ln"),
         python: Spelling::Call("np.log"),
         builtin: ("(log x)", "Natural logarithm (-inf at 0, NaN below)."),
+        complex: ComplexRule::Parts("(log (hypot x y))", "(atan2 y x)"),
     }
     Log1p "log1p" (x) {
         value: f64::ln_1p,
@@ -500,6 +530,7 @@ elementwise! {
         rust: Spelling::Method("ln_1p"),
         python: Spelling::Call("np.log1p"),
         builtin: ("(log1p x)", "log(1 + x), accurate for small x."),
+        complex: ComplexRule::Parts("(* 0.5 (log1p (+ (* x (+ 2 x)) (* y y))))", "(atan2 y (+ 1 x))"),
     }
     Expm1 "expm1" (x) {
         value: f64::exp_m1,
@@ -514,6 +545,7 @@ elementwise! {
         rust: Spelling::Method("exp_m1"),
         python: Spelling::Call("np.expm1"),
         builtin: ("(expm1 x)", "exp(x) - 1, accurate for small x."),
+        complex: ComplexRule::Parts("(- (* (expm1 x) (cos y)) (* 2 (square (sin (* 0.5 y)))))", "(* (exp x) (sin y))"),
     }
     Sqrt "sqrt" (x) {
         value: f64::sqrt,
@@ -531,6 +563,7 @@ elementwise! {
         rust: Spelling::Method("sqrt"),
         python: Spelling::Call("np.sqrt"),
         builtin: ("(sqrt x)", "Square root (NaN for negative x)."),
+        complex: ComplexRule::Parts("(let* ((t (sqrt (* 0.5 (+ (hypot x y) (abs x))))) (h (heaviside x 1)) (d (max (* 2 t) 1e-300))) (+ (* h t) (* (- 1 h) (/ (abs y) d))))", "(let* ((t (sqrt (* 0.5 (+ (hypot x y) (abs x))))) (h (heaviside x 1)) (d (max (* 2 t) 1e-300)) (s (- (* 2 (heaviside y 1)) 1))) (+ (* h (/ y d)) (* (- 1 h) s t)))"),
     }
     Sin "sin" (x) {
         value: f64::sin,
@@ -545,6 +578,7 @@ elementwise! {
         rust: Spelling::Method("sin"),
         python: Spelling::Call("np.sin"),
         builtin: ("(sin x)", "Sine of x (radians)."),
+        complex: ComplexRule::Parts("(* (sin x) (cosh y))", "(* (cos x) (sinh y))"),
     }
     Cos "cos" (x) {
         value: f64::cos,
@@ -562,6 +596,7 @@ elementwise! {
         rust: Spelling::Method("cos"),
         python: Spelling::Call("np.cos"),
         builtin: ("(cos x)", "Cosine of x (radians)."),
+        complex: ComplexRule::Parts("(* (cos x) (cosh y))", "(neg (* (sin x) (sinh y)))"),
     }
     Tan "tan" (x) {
         value: f64::tan,
@@ -581,6 +616,7 @@ elementwise! {
         rust: Spelling::Method("tan"),
         python: Spelling::Call("np.tan"),
         builtin: ("(tan x)", "Tangent of x (radians)."),
+        complex: ComplexRule::Parts("(/ (/ (sin (* 2 x)) (cosh (* 2 y))) (+ 1 (/ (cos (* 2 x)) (cosh (* 2 y)))))", "(/ (tanh (* 2 y)) (+ 1 (/ (cos (* 2 x)) (cosh (* 2 y)))))"),
     }
     Asin "asin" (x) {
         value: f64::asin,
@@ -601,6 +637,7 @@ elementwise! {
         rust: Spelling::Method("asin"),
         python: Spelling::Call("np.arcsin"),
         builtin: ("(asin x)", "Arc sine, in [-pi/2, pi/2]."),
+        complex: ComplexRule::Composed("(* #c(0.0 -1.0) (log (+ (* #c(0.0 1.0) z) (sqrt (- 1 (square z))))))"),
     }
     Acos "acos" (x) {
         value: f64::acos,
@@ -622,6 +659,7 @@ elementwise! {
         rust: Spelling::Method("acos"),
         python: Spelling::Call("np.arccos"),
         builtin: ("(acos x)", "Arc cosine, in [0, pi]."),
+        complex: ComplexRule::Composed("(- 1.5707963267948966 (* #c(0.0 -1.0) (log (+ (* #c(0.0 1.0) z) (sqrt (- 1 (square z)))))))"),
     }
     Atan "atan" (x) {
         value: f64::atan,
@@ -641,6 +679,7 @@ elementwise! {
         rust: Spelling::Method("atan"),
         python: Spelling::Call("np.arctan"),
         builtin: ("(atan x)", "Arc tangent, in (-pi/2, pi/2)."),
+        complex: ComplexRule::Composed("(* #c(0.0 0.5) (- (log1p (* #c(0.0 -1.0) z)) (log1p (* #c(0.0 1.0) z))))"),
     }
     Atan2 "atan2" (y, x) {
         value: f64::atan2,
@@ -675,6 +714,7 @@ elementwise! {
         rust: Spelling::Method("sinh"),
         python: Spelling::Call("np.sinh"),
         builtin: ("(sinh x)", "Hyperbolic sine."),
+        complex: ComplexRule::Parts("(* (sinh x) (cos y))", "(* (cosh x) (sin y))"),
     }
     Cosh "cosh" (x) {
         value: f64::cosh,
@@ -689,6 +729,7 @@ elementwise! {
         rust: Spelling::Method("cosh"),
         python: Spelling::Call("np.cosh"),
         builtin: ("(cosh x)", "Hyperbolic cosine."),
+        complex: ComplexRule::Parts("(* (cosh x) (cos y))", "(* (sinh x) (sin y))"),
     }
     Tanh "tanh" (x) {
         value: scalar::tanh,
@@ -707,6 +748,7 @@ elementwise! {
         rust: Spelling::Method("tanh"),
         python: Spelling::Call("np.tanh"),
         builtin: ("(tanh x)", "Hyperbolic tangent."),
+        complex: ComplexRule::Parts("(/ (tanh (* 2 x)) (+ 1 (/ (cos (* 2 y)) (cosh (* 2 x)))))", "(/ (/ (sin (* 2 y)) (cosh (* 2 x))) (+ 1 (/ (cos (* 2 y)) (cosh (* 2 x)))))"),
     }
     Sigmoid "sigmoid" (x) {
         value: scalar::sigmoid,
@@ -729,6 +771,7 @@ elementwise! {
         rust: Spelling::Inline("1.0/(1.0 + (-({0})).exp())"),
         python: Spelling::Call("scipy.special.expit"),
         builtin: ("(sigmoid x)", "The logistic function 1 / (1 + exp(-x)), computed without overflow."),
+        complex: ComplexRule::Composed("(/ 1 (+ 1 (exp (neg z))))"),
     }
     Relu "relu" (x) {
         value: scalar::relu,
@@ -988,6 +1031,7 @@ __device__ __forceinline__ double eps_max(double a, double b) {
         rust: Spelling::Inline("{(0)}*{(0)}"),
         python: Spelling::Call("np.square"),
         builtin: ("(square x)", "x * x, elementwise (NumPy's square). Its derivative is 2x."),
+        complex: ComplexRule::Parts("(* (- x y) (+ x y))", "(* 2 x y)"),
     }
     Cbrt "cbrt" (x) {
         value: f64::cbrt,
@@ -1026,6 +1070,7 @@ __device__ __forceinline__ double eps_max(double a, double b) {
         rust: Spelling::Method("exp2"),
         python: Spelling::Call("np.exp2"),
         builtin: ("(exp2 x)", "2 to the power x (NumPy's exp2), elementwise. Its derivative is log(2) 2^x."),
+        complex: ComplexRule::Composed("(exp (* 0.6931471805599453 z))"),
     }
     Hypot "hypot" (x, y) {
         value: f64::hypot,

@@ -35,7 +35,7 @@ use crate::tape::dot::Names;
 use egg::Id;
 use std::cell::RefCell;
 use std::rc::Rc;
-use tree::{Tree, flatten, leaf_indices, rebuild_in_order};
+use tree::{Tree, flatten, has_complex, leaf_indices, rebuild_in_order};
 
 /// Per-interpreter state of numeric differentiation.
 #[derive(Default)]
@@ -445,6 +445,11 @@ fn display_names(
         leaf_indices(tree, &mut indices);
         match tree {
             Tree::Leaf(i) => vec![(*i, stem.to_string())],
+            Tree::Complex(..) => indices
+                .iter()
+                .zip([".re", ".im"])
+                .map(|(&i, part)| (i, format!("{stem}{part}")))
+                .collect(),
             Tree::List(_) => indices
                 .iter()
                 .enumerate()
@@ -570,6 +575,11 @@ fn record(
         &mut out_leaves,
         "results of a differentiated function",
     )?;
+    if matches!(request, Request::Grad { .. }) && matches!(out_tree, Tree::Complex(..)) {
+        return Err(EvalError::type_error(
+            "grad needs a real-valued function, this one returned a complex value: take its real part or abs, or pass :holomorphic #t for a holomorphic function (JAX's rule)",
+        ));
+    }
     // The results' nodes, as recorded (possibly steps of the flat arena).
     let recorded_out: Vec<Id> = out_leaves
         .iter()
@@ -619,7 +629,7 @@ fn record(
                 leaves: &leaf_ids,
                 ranges: &arg_leaf_ranges,
             },
-            &trees,
+            (&trees, &out_tree),
             seeds,
             &trace,
         )?
@@ -858,13 +868,14 @@ impl Recording for TraceRecording<'_> {
 }
 
 /// Appends the derivative nodes of `request`; returns all roots (results
-/// first) and the structure of each derivative group.
+/// first) and the structure of each derivative group (from the trees of
+/// the arguments and of the result).
 fn derivative_roots(
     t: &mut Trace,
     request: &Request,
     outputs: &[Id],
     arguments: Arguments<'_>,
-    trees: &[Tree],
+    (trees, out_tree): (&[Tree], &Tree),
     seeds: &[Value],
     trace: &TraceRef,
 ) -> EvalResult<(Vec<Id>, Vec<Tree>)> {
@@ -887,6 +898,11 @@ fn derivative_roots(
             ),
             Group::Arguments => trees_of_groups.extend(trees.iter().cloned()),
             Group::Outputs(1) | Group::One => trees_of_groups.push(Tree::Leaf(0)),
+            // One derivative per result leaf, shaped like the results
+            // (a complex result's tangent is complex).
+            Group::Outputs(n) if has_complex(out_tree) && count_leaves(out_tree) == n => {
+                trees_of_groups.push(out_tree.clone());
+            }
             Group::Outputs(n) => {
                 trees_of_groups.push(Tree::List((0..n).map(Tree::Leaf).collect()));
             }

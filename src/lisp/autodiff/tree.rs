@@ -12,6 +12,9 @@ pub enum Tree {
     Leaf(usize),
     /// A list of subtrees.
     List(Vec<Tree>),
+    /// A complex value: its real part's tree and its imaginary part's
+    /// (two leaves: complex values are differentiated as pairs of reals).
+    Complex(Box<Tree>, Box<Tree>),
 }
 
 /// The deepest nesting of lists walked as a tree (the reader's own limit
@@ -51,6 +54,11 @@ fn flatten_at(
             leaves.push(value.clone());
             Ok(Tree::Leaf(leaves.len() - 1))
         }
+        Value::Complex(z) => {
+            let re = flatten_at(&z.re, leaves, what, depth + 1)?;
+            let im = flatten_at(&z.im, leaves, what, depth + 1)?;
+            Ok(Tree::Complex(Box::new(re), Box::new(im)))
+        }
         Value::Nil | Value::Pair(_) if value.is_list() => {
             if depth >= MAX_TREE_DEPTH {
                 return Err(too_deep(what));
@@ -80,6 +88,7 @@ pub fn rebuild(tree: &Tree, leaves: &[Value]) -> Value {
         Tree::List(items) => {
             with_stack(|| Value::list(items.iter().map(|t| rebuild(t, leaves)).collect::<Vec<_>>()))
         }
+        Tree::Complex(re, im) => Value::complex(rebuild(re, leaves), rebuild(im, leaves)),
     }
 }
 
@@ -88,6 +97,19 @@ pub fn leaf_indices(tree: &Tree, out: &mut Vec<usize>) {
     match tree {
         Tree::Leaf(index) => out.push(*index),
         Tree::List(items) => with_stack(|| items.iter().for_each(|t| leaf_indices(t, out))),
+        Tree::Complex(re, im) => {
+            leaf_indices(re, out);
+            leaf_indices(im, out);
+        }
+    }
+}
+
+/// Whether `tree` holds a complex value.
+pub fn has_complex(tree: &Tree) -> bool {
+    match tree {
+        Tree::Leaf(_) => false,
+        Tree::List(items) => items.iter().any(has_complex),
+        Tree::Complex(..) => true,
     }
 }
 
@@ -103,5 +125,10 @@ pub fn rebuild_in_order(tree: &Tree, values: &mut impl Iterator<Item = Value>) -
                     .collect::<Vec<_>>(),
             )
         }),
+        Tree::Complex(re, im) => {
+            let re = rebuild_in_order(re, values);
+            let im = rebuild_in_order(im, values);
+            Value::complex(re, im)
+        }
     }
 }

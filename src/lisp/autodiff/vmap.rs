@@ -232,7 +232,7 @@ fn result_axes(out_axes: &Axes, tree: &Tree) -> EvalResult<Vec<Axis>> {
             axes.len(),
             match tree {
                 Tree::List(items) => format!("a list of {}", items.len()),
-                Tree::Leaf(_) => "one value".to_string(),
+                Tree::Leaf(_) | Tree::Complex(..) => "one value".to_string(),
             }
         ))),
     }

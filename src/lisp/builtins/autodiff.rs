@@ -123,6 +123,12 @@ pub(crate) fn grad_of_function(args: &Args, with_value: bool) -> EvalResult<Valu
     let wrt = parse_wrt(args.option("wrt"))?;
     let prefix = if with_value { "value-and-grad" } else { "grad" };
     let name = format!("{prefix} of {}", function_name(&f));
+    let holomorphic = args.option("holomorphic").is_some_and(Value::is_truthy);
+    let original = f.clone();
+    let f = match holomorphic {
+        true => real_part_of(f),
+        false => f,
+    };
     let replays = autodiff::replay::Replays::default();
     Ok(native(name, move |interp, call_args| {
         let positions = positions(&wrt, call_args.len())?;
@@ -136,13 +142,36 @@ pub(crate) fn grad_of_function(args: &Args, with_value: bool) -> EvalResult<Valu
             },
         )?;
         let value = outcome.value.clone();
+        // The gradient came from the real part; the value is the
+        // function's own (one more evaluation).
+        let value = match holomorphic && with_value {
+            true => interp.apply(&original, call_args.to_vec())?,
+            false => value,
+        };
         let grads = gradients(outcome, &wrt);
+        let grads = match crate::lisp::complex::holds_complex(&grads) {
+            true => crate::lisp::complex::conjugated(interp, &grads)?,
+            false => grads,
+        };
         Ok(if with_value {
             Value::list([value, grads])
         } else {
             grads
         })
     }))
+}
+
+/// `f` followed by the real part of its result: `:holomorphic`'s
+/// derivative is the conjugate of the gradient of the real part (by the
+/// Cauchy-Riemann equations, `f' = du/dx - i du/dy`).
+fn real_part_of(f: Value) -> Value {
+    let name = format!("the real part of {}", function_name(&f));
+    native(name, move |interp, call_args| {
+        match interp.apply(&f, call_args.to_vec())? {
+            Value::Complex(z) => Ok(z.re.clone()),
+            real => Ok(real),
+        }
+    })
 }
 
 fn value_and_grad(_: &mut Interp, args: &Args) -> EvalResult<Value> {
@@ -163,17 +192,19 @@ fn list_arg(value: &Value, what: &str) -> EvalResult<Vec<Value>> {
 fn vjp(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
     expect_function(&args[0])?;
     let call_args = list_arg(&args[1], "vjp's second argument")?;
-    let outcome = autodiff::run(
-        interp,
-        &args[0],
-        &call_args,
-        &Request::Vjp,
-        &[args[2].clone()],
-    )?;
-    Ok(Value::list([
-        outcome.value,
-        Value::list(outcome.derivatives),
-    ]))
+    // Complex cotangents enter and leave conjugated (JAX's convention:
+    // the product is linear in the cotangent).
+    let cotangent = match crate::lisp::complex::holds_complex(&args[2]) {
+        true => crate::lisp::complex::conjugated(interp, &args[2])?,
+        false => args[2].clone(),
+    };
+    let outcome = autodiff::run(interp, &args[0], &call_args, &Request::Vjp, &[cotangent])?;
+    let derivatives = Value::list(outcome.derivatives);
+    let derivatives = match crate::lisp::complex::holds_complex(&derivatives) {
+        true => crate::lisp::complex::conjugated(interp, &derivatives)?,
+        false => derivatives,
+    };
+    Ok(Value::list([outcome.value, derivatives]))
 }
 
 fn jvp(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
@@ -257,6 +288,7 @@ pub(crate) fn jacobian_of_function(args: &Args) -> EvalResult<Value> {
     only_function(args, "jacobian")?;
     let f = args[0].clone();
     let name = format!("jacobian of {}", function_name(&f));
+    let holomorphic = args.option("holomorphic").is_some_and(Value::is_truthy);
     Ok(native(name, move |interp, call_args| {
         if call_args.is_empty() {
             return Err(EvalError::type_error(
@@ -264,49 +296,129 @@ pub(crate) fn jacobian_of_function(args: &Args) -> EvalResult<Value> {
             ));
         }
         let value = autodiff::run(interp, &f, call_args, &Request::Value, &[])?.value;
-        if !matches!(
-            value,
-            Value::Float(_)
-                | Value::Int(_)
-                | Value::Tensor(_)
-                | Value::TensorF32(_)
-                | Value::Traced(_)
-        ) {
-            return Err(EvalError::type_error(format!(
-                "jacobian needs a function returning one number or tensor, this one returned {}",
-                value.short()
-            )));
+        if matches!(value, Value::Complex(_)) || matches!(call_args[0], Value::Complex(_)) {
+            return complex_jacobian(interp, &f, call_args, &value, holomorphic);
         }
-        let out_shape = shape_of(&value);
-        let in_shape = shape_of(&call_args[0]);
-        let count: usize = out_shape.iter().product();
-        // Inside a traced function the Jacobian must stay a traced value:
-        // forward mode builds it as one.
-        let nested = interp.numeric.trace.is_some();
-        if nested || in_shape.iter().product::<usize>() <= count {
-            match autodiff::run(interp, &f, call_args, &Request::JacobianForward, &[]) {
-                Ok(outcome) => {
-                    return Ok(outcome.derivatives.into_iter().next().unwrap_or(Value::Nil));
-                }
-                // A loop has no batched forward sweep: go row by row in
-                // reverse mode (at top level).
-                Err(error) if !nested && error.message.contains("through scan") => {}
-                Err(error) => return Err(error),
-            }
-        }
-        let mut rows = Vec::with_capacity(count);
-        for k in 0..count {
-            let outcome = autodiff::run(
-                interp,
-                &f,
-                call_args,
-                &Request::Vjp,
-                &[basis(&out_shape, k)],
-            )?;
-            rows.push(outcome.derivatives.into_iter().next().unwrap_or(Value::Nil));
-        }
-        assemble(&rows, &out_shape, &in_shape)
+        real_jacobian(interp, &f, call_args, &value)
     }))
+}
+
+/// The Jacobian of `f` (whose value at `call_args` is `value`, a real
+/// number or tensor) with respect to its first argument, real.
+fn real_jacobian(
+    interp: &mut Interp,
+    f: &Value,
+    call_args: &[Value],
+    value: &Value,
+) -> EvalResult<Value> {
+    if !matches!(
+        value,
+        Value::Float(_) | Value::Int(_) | Value::Tensor(_) | Value::TensorF32(_) | Value::Traced(_)
+    ) {
+        return Err(EvalError::type_error(format!(
+            "jacobian needs a function returning one number or tensor, this one returned {}",
+            value.short()
+        )));
+    }
+    let out_shape = shape_of(value);
+    let in_shape = shape_of(&call_args[0]);
+    let count: usize = out_shape.iter().product();
+    // Inside a traced function the Jacobian must stay a traced value:
+    // forward mode builds it as one.
+    let nested = interp.numeric.trace.is_some();
+    if nested || in_shape.iter().product::<usize>() <= count {
+        match autodiff::run(interp, f, call_args, &Request::JacobianForward, &[]) {
+            Ok(outcome) => {
+                return Ok(outcome.derivatives.into_iter().next().unwrap_or(Value::Nil));
+            }
+            // A loop has no batched forward sweep: go row by row in
+            // reverse mode (at top level).
+            Err(error) if !nested && error.message.contains("through scan") => {}
+            Err(error) => return Err(error),
+        }
+    }
+    let mut rows = Vec::with_capacity(count);
+    for k in 0..count {
+        let outcome = autodiff::run(interp, f, call_args, &Request::Vjp, &[basis(&out_shape, k)])?;
+        rows.push(outcome.derivatives.into_iter().next().unwrap_or(Value::Nil));
+    }
+    assemble(&rows, &out_shape, &in_shape)
+}
+
+/// The Jacobian when the first argument or the result is complex, from
+/// the real Jacobians of the result's parts with respect to the
+/// argument's parts, as JAX gives it: with `:holomorphic`, `df/dz =
+/// du/dx + i dv/dx`; for a real result of a complex argument, the
+/// conjugate of the gradients, `du/dx - i du/dy` (`jacrev`); for a
+/// complex result of a real argument, `du/dx + i dv/dx` (`jacfwd`). A
+/// complex result of a complex argument needs `:holomorphic`.
+fn complex_jacobian(
+    interp: &mut Interp,
+    f: &Value,
+    call_args: &[Value],
+    value: &Value,
+    holomorphic: bool,
+) -> EvalResult<Value> {
+    let complex_in = matches!(call_args[0], Value::Complex(_));
+    let complex_out = matches!(value, Value::Complex(_));
+    if complex_in && complex_out && !holomorphic {
+        return Err(EvalError::type_error(
+            "jacobian of a complex function of a complex argument needs :holomorphic #t (JAX's rule: otherwise the derivative is not one complex matrix)",
+        ));
+    }
+    let (x0, y0) = match &call_args[0] {
+        Value::Complex(z) => (z.re.clone(), Some(z.im.clone())),
+        real => (real.clone(), None),
+    };
+    // The part `part` of f's result as a function of one part of its
+    // first argument (the other held at its value).
+    let along = |part: fn(&Value) -> Value, imaginary_direction: bool| -> Value {
+        let (f, x0, y0) = (f.clone(), x0.clone(), y0.clone());
+        let rest: Vec<Value> = call_args[1..].to_vec();
+        native(
+            "a part of a complex function".into(),
+            move |interp, args| {
+                let first = match (&y0, imaginary_direction) {
+                    (None, _) => args[0].clone(),
+                    (Some(y0), false) => Value::complex(args[0].clone(), y0.clone()),
+                    (Some(_), true) => Value::complex(x0.clone(), args[0].clone()),
+                };
+                let all: Vec<Value> = std::iter::once(first).chain(rest.iter().cloned()).collect();
+                Ok(part(&interp.apply(&f, all)?))
+            },
+        )
+    };
+    fn re(v: &Value) -> Value {
+        match v {
+            Value::Complex(z) => z.re.clone(),
+            other => other.clone(),
+        }
+    }
+    fn im(v: &Value) -> Value {
+        match v {
+            Value::Complex(z) => z.im.clone(),
+            other => other.clone(),
+        }
+    }
+    let jacobian_of = |interp: &mut Interp, g: Value, at: &Value| -> EvalResult<Value> {
+        let mut args = vec![at.clone()];
+        args.extend(call_args[1..].iter().cloned());
+        let value = autodiff::run(interp, &g, &args, &Request::Value, &[])?.value;
+        real_jacobian(interp, &g, &args, &value)
+    };
+    let du_dx = jacobian_of(interp, along(re, false), &x0)?;
+    let span = interp.call_span;
+    let mut lower = crate::lisp::complex::Lower { interp, span };
+    if complex_out {
+        let dv_dx = jacobian_of(lower.interp, along(im, false), &x0)?;
+        return Ok(Value::complex(du_dx, dv_dx));
+    }
+    let Some(y0) = &y0 else {
+        return Ok(du_dx);
+    };
+    let du_dy = jacobian_of(lower.interp, along(re, true), y0)?;
+    let minus = lower.call("-", &[du_dy])?;
+    Ok(Value::complex(du_dx, minus))
 }
 
 /// `(hessian f)`: the dense Hessian with respect to the first argument:
@@ -320,6 +432,11 @@ pub(crate) fn hessian_of_function(args: &Args) -> EvalResult<Value> {
         if call_args.is_empty() {
             return Err(EvalError::type_error(
                 "a Hessian needs at least one argument",
+            ));
+        }
+        if call_args.iter().any(crate::lisp::complex::holds_complex) {
+            return Err(EvalError::type_error(
+                "hessian takes real arguments; for a function of complex arguments, take the jacobian of its gradient",
             ));
         }
         let outcome = autodiff::run(interp, &f, call_args, &Request::Hessian, &[])?;
@@ -873,12 +990,12 @@ pub const BUILTINS: &[Builtin] = &[
         builtin(
             "value-and-grad",
             "(value-and-grad f :wrt k)",
-            "A function returning (value gradient) of f at its arguments; :wrt as for grad.",
+            "A function returning (value gradient) of f at its arguments; :wrt and :holomorphic as for grad.",
             1,
             Some(1),
             value_and_grad,
         ),
-        &["wrt"],
+        &["wrt", "holomorphic"],
     ),
     builtin(
         "vjp",

@@ -114,14 +114,21 @@ fn load_npy(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let bytes = crate::data::files::read_bytes(path).map_err(EvalError::io)?;
     let (_, array) = npy::read(&bytes, target)
         .map_err(|err| EvalError::io(format!("cannot load {path}: {err}")))?;
-    let shape = match &array {
-        npy::Array::F64(a) => a.shape(),
-        npy::Array::F32(a) => a.shape(),
+    let rank = array.shape().len();
+    check_rank(rank).map_err(|err| EvalError::io(format!("cannot load {path}: {err}")))?;
+    let part = |a: ndarray::ArrayD<f64>| match a.ndim() {
+        0 => Value::Float(a.iter().next().copied().unwrap_or(f64::NAN)),
+        _ => Value::tensor(a),
     };
-    check_rank(shape.len()).map_err(|err| EvalError::io(format!("cannot load {path}: {err}")))?;
+    let part32 = |a: ndarray::ArrayD<f32>| match a.ndim() {
+        0 => Value::Float(a.iter().next().map_or(f64::NAN, |&x| f64::from(x))),
+        _ => Value::from(a),
+    };
     Ok(match array {
         npy::Array::F64(a) => Value::tensor(a),
         npy::Array::F32(a) => Value::from(a),
+        npy::Array::Complex128(re, im) => Value::complex(part(re), part(im)),
+        npy::Array::Complex64(re, im) => Value::complex(part32(re), part32(im)),
     })
 }
 
@@ -129,6 +136,14 @@ fn save_npy(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     let path = args[1].as_str()?;
     let array = match &args[0] {
         Value::TensorF32(t) => npy::Array::F32((**t).clone()),
+        Value::Complex(z) => match (&z.re, &z.im) {
+            (Value::TensorF32(re), Value::TensorF32(im)) => {
+                npy::Array::Complex64((**re).clone(), (**im).clone())
+            }
+            (re, im) => {
+                npy::Array::Complex128((*re.as_tensor()?).clone(), (*im.as_tensor()?).clone())
+            }
+        },
         other => npy::Array::F64((*other.as_tensor()?).clone()),
     };
     let bytes =
@@ -209,8 +224,8 @@ fn load_tree(_: &mut Interp, args: &Args) -> EvalResult<Value> {
 pub const BUILTINS: &[Builtin] = &[
     with_options(builtin("read-csv", "(read-csv path :header #t :delimiter \",\")", "A matrix of the numbers in a CSV file (empty, NA and null fields are NaN); a first line that is not numbers is skipped. With :header #t, (list column-names matrix), text columns NaN in the matrix and listed third as (name field ...) lists.", 1, Some(1), read_csv), &["header", "delimiter"]),
     builtin("write-csv", "(write-csv t path)", "Writes a vector (one value a line) or a matrix as CSV; written to a temporary file and renamed.", 2, Some(2), write_csv),
-    with_options(builtin("load-npy", "(load-npy path :dtype 'f64)", "Reads a NumPy .npy array of float64, float32, int8 to int64, uint8 to uint64 or bool: float32 as an f32 tensor, the others as f64 tensors (bools as 0 and 1); :dtype 'f32 or 'f64 asks for that type. An integer the type cannot hold exactly (past 2^53 for f64, 2^24 for f32) is an error.", 1, Some(1), load_npy), &["dtype"]),
-    builtin("save-npy", "(save-npy t path)", "Writes a tensor as a NumPy .npy file: <f8 for an f64 tensor, <f4 for an f32 one; written to a temporary file and renamed.", 2, Some(2), save_npy),
+    with_options(builtin("load-npy", "(load-npy path :dtype 'f64)", "Reads a NumPy .npy array of float64, float32, complex128, complex64, int8 to int64, uint8 to uint64 or bool: float32 as an f32 tensor, complex kinds as complex tensors (c64 for complex64), the others as f64 tensors (bools as 0 and 1); :dtype 'f32 or 'f64 asks for that type (of the parts, for complex files). An integer the type cannot hold exactly (past 2^53 for f64, 2^24 for f32) is an error.", 1, Some(1), load_npy), &["dtype"]),
+    builtin("save-npy", "(save-npy t path)", "Writes a tensor as a NumPy .npy file: <f8 for an f64 tensor, <f4 for an f32 one, <c16 and <c8 for c128 and c64 tensors; written to a temporary file and renamed.", 2, Some(2), save_npy),
     builtin("save", "(save \"f.npz\" tree)", "Writes a parameter tree (nested lists of tensors and numbers) as .npz, one array per leaf named by its path (tree.0.1), or as .json (tensors as {shape, data}); written to a temporary file and renamed.", 2, Some(2), save),
     builtin("load-tree", "(load-tree \"f.npz\")", "Reads a parameter tree saved by save (.npz or .json by the extension). An .npz whose arrays are named otherwise (np.savez(f, w=..., b=...)) gives an association list ((\"w\" tensor) (\"b\" tensor)) in the file's order. Arrays of any kind load-npy reads become f64 tensors; 0-d integer arrays whole numbers.", 1, Some(1), load_tree),
 ];

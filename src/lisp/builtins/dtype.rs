@@ -42,7 +42,7 @@ pub fn dtype_named(value: &Value) -> EvalResult<DType> {
     };
     DType::from_name(&name).ok_or_else(|| {
         EvalError::type_error(format!(
-            "unknown number type {name} (the types are 'f32 and 'f64)"
+            "unknown number type {name} (the types are 'f32 and 'f64, and 'c64 and 'c128 for astype)"
         ))
     })
 }
@@ -155,6 +155,12 @@ fn holds_f32(values: &[Value]) -> bool {
         }
     }
     false
+}
+
+/// Whether `name` is a built-in that computes on numbers (f32 tensors are
+/// read widened; complex values go through `lisp::complex`).
+pub(crate) fn is_numeric(name: &str) -> bool {
+    numeric(name) || handles_f32(name)
 }
 
 /// The built-ins that compute on numbers: they read f32 tensors widened.
@@ -326,8 +332,29 @@ fn dtype_of(_: &mut Interp, args: &Args) -> EvalResult<Value> {
     }
 }
 
-fn astype(_: &mut Interp, args: &Args) -> EvalResult<Value> {
+fn astype(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
+    // A complex type: the value as the real part, of the parts' type.
+    let complex_parts = match &args[1] {
+        Value::Symbol(s) => complex_part_type(s.name()),
+        Value::Str(s) => complex_part_type(s),
+        _ => None,
+    };
+    if let Some(parts) = complex_parts {
+        let re = astype_value(&args[0], parts, 0)?;
+        let span = interp.call_span;
+        let mut lower = crate::lisp::complex::Lower { interp, span };
+        return lower.value(re, None);
+    }
     astype_value(&args[0], dtype_named(&args[1])?, 0)
+}
+
+/// The type of the parts of the complex type `name` (`c64`: f32 parts).
+fn complex_part_type(name: &str) -> Option<DType> {
+    match name {
+        "c64" | "complex64" => Some(DType::F32),
+        "c128" | "complex128" => Some(DType::F64),
+        _ => None,
+    }
 }
 
 /// `value` (a number, tensor, traced value or list of them, `depth` lists

@@ -9,12 +9,14 @@ mod autodiff;
 #[cfg(feature = "plot")]
 mod charts;
 pub mod compare;
+mod complex;
 mod custom;
 mod data;
 mod distributed;
 pub(crate) mod dtype;
 mod einsum;
 mod elementwise;
+mod fft;
 mod files;
 pub mod formula;
 pub(crate) mod indexing;
@@ -88,7 +90,18 @@ pub const TABLES: &[&[Builtin]] = &[
     vmap::BUILTINS,
     dtype::BUILTINS,
     distributed::BUILTINS,
+    complex::BUILTINS,
+    fft::BUILTINS,
 ];
+
+/// Whether `name` is a built-in that takes complex values itself (the
+/// complex family), not through `lisp::complex`'s lowering.
+pub(crate) fn complex_family(name: &str) -> bool {
+    complex::BUILTINS
+        .iter()
+        .chain(fft::BUILTINS)
+        .any(|b| b.name == name)
+}
 
 /// Binds every built-in and constant in `interp`'s global environment.
 pub fn install(interp: &mut Interp) {

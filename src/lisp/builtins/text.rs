@@ -277,6 +277,9 @@ fn string_to_number(_: &mut Interp, args: &Args) -> EvalResult<Value> {
         Ok(data) if data.len() == 1 => match &data[0].kind {
             crate::reader::SexpKind::Float(x) => Ok(Value::Float(*x)),
             crate::reader::SexpKind::Int(n) => Ok(Value::Int(*n)),
+            crate::reader::SexpKind::Complex(re, im) => {
+                Ok(Value::complex(Value::Float(*re), Value::Float(*im)))
+            }
             _ => Ok(Value::Bool(false)),
         },
         _ => Ok(Value::Bool(false)),

@@ -45,9 +45,12 @@ pub fn concrete_args(args: &[Value]) -> EvalResult<Vec<Value>> {
 pub fn involves_traced(value: &Value) -> bool {
     match value {
         Value::Traced(_) => true,
-        Value::Pair(_) => value
-            .iter()
-            .any(|(item, _)| matches!(item, Value::Traced(_))),
+        Value::Complex(z) => involves_traced(&z.re) || involves_traced(&z.im),
+        Value::Pair(_) => value.iter().any(|(item, _)| match item {
+            Value::Traced(_) => true,
+            Value::Complex(z) => involves_traced(&z.re) || involves_traced(&z.im),
+            _ => false,
+        }),
         _ => false,
     }
 }
