@@ -182,6 +182,42 @@ fn holomorphic_derivatives_match_difference_quotients() {
     }
 }
 
+/// Branch cuts follow NumPy's (C99's) principal branches, signed zeros
+/// included, and derivatives on a cut are the one-sided ones of the side
+/// the value is taken from.
+#[test]
+fn branch_cuts_and_signed_zeros() {
+    let mut engine = Engine::new();
+    let cases: &[(&str, [f64; 2])] = &[
+        ("(sqrt #c(-4.0 0.0))", [0.0, 2.0]),
+        ("(sqrt #c(-4.0 -0.0))", [0.0, -2.0]),
+        ("(log #c(-1.0 -0.0))", [0.0, -std::f64::consts::PI]),
+        (
+            "(asin #c(2.0 0.0))",
+            [std::f64::consts::FRAC_PI_2, 1.316_957_896_924_816_6],
+        ),
+        (
+            "(asin #c(2.0 -0.0))",
+            [std::f64::consts::FRAC_PI_2, -1.316_957_896_924_816_6],
+        ),
+        ("(acos #c(2.0 0.0))", [0.0, -1.316_957_896_924_816_6]),
+        ("(sqrt #c(0.0 0.0))", [0.0, 0.0]),
+        ("((grad sqrt :holomorphic #t) #c(-4.0 0.0))", [0.0, -0.25]),
+    ];
+    for (program, want) in cases {
+        let got = eval_numbers(&mut engine, program);
+        assert_close(&got, want, 1e-15, program);
+        // Signs of zero parts too.
+        for (g, w) in got.iter().zip(want) {
+            if *w == 0.0 {
+                assert_eq!(g.abs(), 0.0, "{program}: {got:?}");
+            }
+        }
+    }
+    let f32_zero = eval_numbers(&mut engine, "(sqrt (astype (complex [0.0] [0.0]) 'c64))");
+    assert_eq!(f32_zero, [0.0, 0.0]);
+}
+
 #[test]
 fn value_and_grad_of_a_holomorphic_function_gives_the_complex_value() {
     let mut engine = Engine::new();
@@ -190,6 +226,38 @@ fn value_and_grad_of_a_holomorphic_function_gives_the_complex_value() {
         "((value-and-grad (lambda (z) (* z z)) :holomorphic #t) #c(1.0 2.0))",
     );
     assert_close(&got, &[-3.0, 4.0, 2.0, 4.0], 1e-15, "value and f'(z) = 2z");
+}
+
+/// Complex values inside a real function of real arguments, under
+/// Taylor mode: the Laplacian of a harmonic function's real part is 0,
+/// of |z|^2 it is 4.
+#[test]
+fn laplacians_through_complex_intermediates() {
+    let mut engine = Engine::new();
+    let harmonic = eval_numbers(
+        &mut engine,
+        "((laplacian (lambda (p) (real (* (exp (complex (index p 0) (index p 1))) (complex (index p 1) 0.5))))) [0.3 0.7])",
+    );
+    let by_hessian = eval_numbers(
+        &mut engine,
+        "(trace ((hessian (lambda (p) (real (* (exp (complex (index p 0) (index p 1))) (complex (index p 1) 0.5))))) [0.3 0.7]))",
+    );
+    assert_close(
+        &harmonic,
+        &by_hessian,
+        1e-12,
+        "Laplacian against the Hessian",
+    );
+    let zero = eval_numbers(
+        &mut engine,
+        "((laplacian (lambda (p) (imag (sin (complex (index p 0) (index p 1)))))) [0.3 0.7])",
+    );
+    assert!(zero[0].abs() < 1e-12, "{zero:?}");
+    let four = eval_numbers(
+        &mut engine,
+        "((laplacian (lambda (p) (square (abs (complex (index p 0) (index p 1)))))) [0.3 0.7])",
+    );
+    assert_close(&four, &[4.0], 1e-12, "Laplacian of |z|^2");
 }
 
 #[test]
@@ -320,11 +388,117 @@ fn complex_values_print_and_read_back() {
     }
     assert_eq!(eval(&mut engine, "#c(1 2)").to_string(), "#c(1.0 2.0)");
     assert_eq!(
+        eval(&mut engine, "(equal? #c(1 2) #c(1.0 2.0))").to_string(),
+        "#t"
+    );
+    assert_eq!(eval(&mut engine, "(not #c(0.0 0.0))").to_string(), "#f");
+    assert_eq!(
+        eval(&mut engine, "(tensor (list #c(1 2) 3.0))").to_string(),
+        "[#c(1.0 2.0) #c(3.0 0.0)]"
+    );
+    assert_eq!(
+        eval(
+            &mut engine,
+            "(sort (list #c(1 2) #c(0 1)) (lambda (a b) (< (abs a) (abs b))))"
+        )
+        .to_string(),
+        "(#c(0.0 1.0) #c(1.0 2.0))"
+    );
+    assert_eq!(
         eval(&mut engine, "(string->number \"#c(1 -2)\")").to_string(),
         "#c(1.0 -2.0)"
     );
     let f32 = eval(&mut engine, "(astype [#c(1.5 2.0)] 'c64)").to_string();
     assert_eq!(f32, "#<tensor c64 [#c(1.5 2.0)]>");
+}
+
+/// The Hermitian eigendecomposition: reconstruction, orthonormality, the
+/// phase convention, and derivatives of functions that depend on the
+/// phases (which the convention makes functions of the matrix) against
+/// central differences, in reverse and forward mode, jitted and batched.
+#[test]
+fn hermitian_eigendecomposition_and_its_derivatives() {
+    let mut engine = Engine::new();
+    eval(
+        &mut engine,
+        "(seed! 11)
+         (define x0 (randn '(5 5))) (define y0 (randn '(5 5)))
+         (define (hermitian x y) (let ((a (complex x y))) (+ a (transpose (conj a)))))
+         (define h (hermitian x0 y0))
+         (define e (eigh h)) (define w (first e)) (define v (second e))
+         (define weights (complex (randn '(5 5)) (randn '(5 5))))
+         (define (objective x y)
+           (let* ((e (eigh (hermitian x y))) (v (second e)))
+             (+ (sum (* [0.1 0.2 0.3 0.4 0.5] (first e))) (real (sum (* weights v))))))",
+    );
+    let residual = eval_numbers(
+        &mut engine,
+        "(max (abs (- (matmul (* v w) (transpose (conj v))) h)))",
+    )[0];
+    assert!(residual < 1e-12, "reconstruction {residual}");
+    let orthonormal = eval_numbers(
+        &mut engine,
+        "(max (abs (- (matmul (transpose (conj v)) v) (eye 5))))",
+    )[0];
+    assert!(orthonormal < 1e-12, "orthonormality {orthonormal}");
+    // Each column's largest entry is real and positive.
+    let pivots = eval_numbers(
+        &mut engine,
+        "(let* ((m (abs v)) (p (argmax m :axis 0)))
+           (list (take-along (imag v) (reshape p '(1 5)) :axis 0)
+                 (take-along (real v) (reshape p '(1 5)) :axis 0)))",
+    );
+    assert!(pivots[..5].iter().all(|x| *x == 0.0), "{pivots:?}");
+    assert!(pivots[5..].iter().all(|x| *x > 0.0), "{pivots:?}");
+    // Reverse mode against central differences along random directions.
+    let h = 1e-6;
+    for seed in 0..3 {
+        eval(
+            &mut engine,
+            &format!("(seed! {seed}) (define dx (randn '(5 5))) (define dy (randn '(5 5)))"),
+        );
+        let f = |engine: &mut Engine, t: f64| {
+            eval_numbers(
+                engine,
+                &format!("(objective (+ x0 (* {t:?} dx)) (+ y0 (* {t:?} dy)))"),
+            )[0]
+        };
+        let want = (f(&mut engine, h) - f(&mut engine, -h)) / (2.0 * h);
+        let reverse = eval_numbers(
+            &mut engine,
+            "(let ((g ((grad objective :wrt '(0 1)) x0 y0)))
+               (+ (sum (* (first g) dx)) (sum (* (second g) dy))))",
+        )[0];
+        assert_close(&[reverse], &[want], 1e-6, "eigh reverse");
+        let forward = eval_numbers(
+            &mut engine,
+            "(second (jvp objective (list x0 y0) (list dx dy)))",
+        )[0];
+        assert_close(&[forward], &[want], 1e-6, "eigh forward");
+        let compiled = eval_numbers(
+            &mut engine,
+            "(let ((g ((jit (grad objective :wrt '(0 1))) x0 y0)))
+               (+ (sum (* (first g) dx)) (sum (* (second g) dy))))",
+        )[0];
+        assert_close(&[compiled], &[want], 1e-6, "eigh jitted");
+    }
+    // A stack of matrices, and vmap over one, give each matrix's result.
+    let stacked = eval_numbers(&mut engine, "(first (eigh (stack (list h (* 2 h)))))");
+    let one = eval_numbers(&mut engine, "w");
+    let twice: Vec<f64> = one.iter().map(|x| 2.0 * x).collect();
+    assert_close(
+        &stacked,
+        &[one.clone(), twice.clone()].concat(),
+        1e-12,
+        "stack",
+    );
+    let mapped = eval_numbers(
+        &mut engine,
+        "((vmap (lambda (m) (first (eigh m)))) (stack (list h (* 2 h))))",
+    );
+    assert_close(&mapped, &[one, twice].concat(), 1e-12, "vmap");
+    let message = error(&mut engine, "(eigh (complex [[1.0 2.0] [0.0 1.0]] 0.0))");
+    assert!(message.contains("not Hermitian"), "{message}");
 }
 
 #[test]
@@ -368,7 +542,15 @@ fn bad_input_gets_clear_errors() {
     let cases = [
         ("(< #c(1.0 2.0) 1.0)", "complex numbers have no order"),
         ("(max [#c(1.0 2.0)])", "max does not take complex numbers"),
-        ("(sort (list #c(1.0 2.0)))", "complex"),
+        ("(sort (list #c(1.0 2.0) #c(0.0 1.0)))", "complex"),
+        (
+            "(jet (lambda (z) (* z z)) (list #c(1.0 2.0)) (list (list #c(1.0 0.0))))",
+            "Taylor mode",
+        ),
+        (
+            "((grad (lambda (x) (* #c(0.0 1.0) x)) :holomorphic #t) 2.0)",
+            "needs complex arguments",
+        ),
         (
             "(lgamma #c(1.0 2.0))",
             "lgamma does not take complex numbers",
@@ -461,6 +643,33 @@ mod properties {
                 let got = eval_numbers(&mut engine, &program);
                 assert_close(&got, &want, 1e-12, &program);
             }
+        }
+
+        /// Every complex function at a random point: the gradient in
+        /// reverse mode and the derivatives along 1 and i in forward mode
+        /// against central differences.
+        #[test]
+        fn every_function_at_random_points(
+            k in 0..FUNCTIONS.len(),
+            (x, y) in complex_point(),
+            (u, v) in complex_point(),
+        ) {
+            let name = FUNCTIONS[k];
+            let mut engine = Engine::new();
+            eval(&mut engine, &format!(
+                "(define (objective z) (real (* #c({u:?} {v:?}) ({name} z))))
+                 (define (at x y) (objective (complex x y)))"));
+            let h = 1e-6;
+            let f = |engine: &mut Engine, x: f64, y: f64| eval_numbers(engine, &format!("(at {x:?} {y:?})"))[0];
+            let dx = (f(&mut engine, x + h, y) - f(&mut engine, x - h, y)) / (2.0 * h);
+            let dy = (f(&mut engine, x, y + h) - f(&mut engine, x, y - h)) / (2.0 * h);
+            let got = eval_numbers(&mut engine, &format!("((grad objective) #c({x:?} {y:?}))"));
+            assert_close(&got, &[dx, -dy], 1e-5, name);
+            let along = |engine: &mut Engine, t: &str| {
+                eval_numbers(engine, &format!("(jvp objective (list #c({x:?} {y:?})) (list {t}))"))[1]
+            };
+            let forward = [along(&mut engine, "#c(1.0 0.0)"), along(&mut engine, "#c(0.0 1.0)")];
+            assert_close(&forward, &[dx, dy], 1e-5, name);
         }
 
         /// The gradient of |f(z)|^2 for a composition of complex

@@ -241,6 +241,20 @@ row("matrix-exp grad", "((grad (lambda (m) (real (sum (* N (matrix-exp m)))))) M
 row("lstsq grad", "((grad (lambda (a) (real (sum (* (slice W 0 3) (lstsq a Z)))))) A)",
     jax.grad(lambda a: jnp.real(jnp.sum(W[:3] * jnp.linalg.lstsq(a, Z)[0])))(A))
 
+# The Hermitian eigendecomposition (phases differ between libraries:
+# compared through quantities that do not depend on them).
+C = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5], [-2.0, 1.0, 0.75]])
+PRELUDE["C"] = lisp_tensor(C)
+row("eigh values", "(first (eigh H))", np.linalg.eigvalsh(H))
+row("eigh projector", "(let ((v (index (transpose (second (eigh H))) 0))) (outer v (conj v)))",
+    np.outer(np.linalg.eigh(H)[1][:, 0], np.linalg.eigh(H)[1][:, 0].conj()))
+row("eigh moduli", "(square (abs (second (eigh H))))", np.abs(np.linalg.eigh(H)[1]) ** 2)
+row("eigh reconstruction", "(let* ((e (eigh H)) (v (second e))) (matmul (* v (first e)) (transpose (conj v))))", H)
+row("eigh values grad", "((grad (lambda (h) (sum (* [1.0 2.0 3.0] (first (eigh h)))))) H)",
+    jax.grad(lambda h: jnp.sum(jnp.array([1.0, 2.0, 3.0]) * jnp.linalg.eigvalsh(h)))(H))
+row("eigh moduli grad", "((grad (lambda (h) (sum (* C (square (abs (second (eigh h)))))))) H)",
+    jax.grad(lambda h: jnp.sum(C * jnp.abs(jnp.linalg.eigh(h)[1]) ** 2))(H))
+
 # Jacobians.
 row("jacobian real of complex", "((jacobian (lambda (z) (* (real z) (square (imag z))))) (slice Z 0 3))",
     jax.jacrev(lambda z: jnp.real(z) * jnp.imag(z) ** 2)(Z[:3]))

@@ -218,7 +218,10 @@ fn read_leaf(name: &str, bytes: &[u8]) -> Result<Tree, String> {
     }
     let (_, array) = super::npy::read(bytes, super::npy::Target::F64).map_err(failed)?;
     let super::npy::Array::F64(array) = array else {
-        unreachable!("read as float64")
+        return Err(failed(
+            "it holds complex numbers; a parameter tree holds real tensors (read it with load-npy)"
+                .to_string(),
+        ));
     };
     Ok(if array.ndim() == 0 {
         Tree::Float(array[IxDyn(&[])])

@@ -288,7 +288,7 @@ impl Interp {
     ) -> EvalResult<Value> {
         let (positional, options) = split_options(builtin, args).map_err(|e| e.at(span))?;
         check_arity(builtin, positional.len()).map_err(|e| e.at(span))?;
-        if crate::lisp::complex::involves(args)
+        if crate::lisp::complex::involves(builtin.name, args)
             && !crate::lisp::complex::handles(builtin.name)
             && let Some(result) = crate::lisp::complex::call(self, builtin, args, span)
         {

@@ -12,6 +12,16 @@
 /// Name, program.
 pub const DEVICE_CASES: &[(&str, &str)] = &[
     (
+        "complex arithmetic, functions, products and Fourier transforms (the transform on the host)",
+        "(define x (randn '(6 8))) (define y (randn '(6 8)))
+         (define (f x y)
+           (let* ((z (complex x (* 0.5 y)))
+                  (w (fft (* z (exp (* 0.3 z))) :axis 1))
+                  (v (ifft2 (/ w (+ 2.0 (sin z))))))
+             (+ (sum (square (abs w))) (real (sum (matmul (transpose z) v))) (sum (angle v)))))
+         ((value-and-grad f :wrt '(0 1)) x y)",
+    ),
+    (
         "unary functions",
         "(define x (* 0.9 (randn '(7 33))))
          (define (f x) (sum (+ (exp x) (sin x) (cos x) (tanh x) (sigmoid x) (softplus x) (relu x)

@@ -104,7 +104,7 @@ inner-value
 (npy "past_2_53")
 ;!! int64 9007199254740993, which float64 cannot represent exactly
 (npy "complex")
-;!! complex.npy: its elements are <c16
+;=> [#c(1.0 2.0)]
 (npy "huge_header")
 ;!! huge_header.npy: its header's shape (4000000000,) of float64 needs 32000000000 bytes of data, and the file holds 16
 (load-npy "tests/lisp/data/mixed.csv")

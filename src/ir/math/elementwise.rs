@@ -563,7 +563,12 @@ elementwise! {
         rust: Spelling::Method("sqrt"),
         python: Spelling::Call("np.sqrt"),
         builtin: ("(sqrt x)", "Square root (NaN for negative x)."),
-        complex: ComplexRule::Parts("(let* ((t (sqrt (* 0.5 (+ (hypot x y) (abs x))))) (h (heaviside x 1)) (d (max (* 2 t) 1e-300))) (+ (* h t) (* (- 1 h) (/ (abs y) d))))", "(let* ((t (sqrt (* 0.5 (+ (hypot x y) (abs x))))) (h (heaviside x 1)) (d (max (* 2 t) 1e-300)) (s (- (* 2 (heaviside y 1)) 1))) (+ (* h (/ y d)) (* (- 1 h) s t)))"),
+        // t = sqrt((|z| + |x|) / 2); x >= 0: (t, y / 2t); x < 0:
+        // (s y / 2t, s t) with s the sign of y, read from atan2(y, -1)
+        // so that -0 counts as negative (the cut's lower side, as in
+        // NumPy) and s y's derivative is s. d is 2t, or 1 where t is 0
+        // (z = 0), which keeps 0 / d exact in f32 as in f64.
+        complex: ComplexRule::Parts("(let* ((t (sqrt (* 0.5 (+ (hypot x y) (abs x))))) (h (heaviside x 1)) (d (+ (* 2 t) (heaviside (neg t) 1))) (s (- (* 2 (heaviside (atan2 y -1) 1)) 1))) (+ (* h t) (* (- 1 h) (/ (* s y) d))))", "(let* ((t (sqrt (* 0.5 (+ (hypot x y) (abs x))))) (h (heaviside x 1)) (d (+ (* 2 t) (heaviside (neg t) 1))) (s (- (* 2 (heaviside (atan2 y -1) 1)) 1))) (+ (* h (/ y d)) (* (- 1 h) s t)))"),
     }
     Sin "sin" (x) {
         value: f64::sin,

@@ -302,6 +302,9 @@ table! {
     Slogdet(linalg::Slogdet),
     /// The symmetric eigendecomposition, packed (eigenvalues, vectors).
     Eigh(linalg::Eigh),
+    /// The Hermitian eigendecomposition of a complex matrix given as its
+    /// two parts, packed (eigenvalues, vectors' parts, pivots).
+    EighHermitian(linalg::EighHermitian),
     /// The thin SVD, packed (u, s, vt).
     Svd(linalg::Svd),
     /// The thin QR factorization, packed (q, r).

@@ -575,6 +575,13 @@ fn record(
         &mut out_leaves,
         "results of a differentiated function",
     )?;
+    if matches!(request, Request::Jet { .. })
+        && (has_complex(&out_tree) || trees.iter().any(has_complex))
+    {
+        return Err(EvalError::type_error(
+            "Taylor mode (jet, taylor, derivatives) takes and gives real values; for a complex function, take its real and imaginary parts as two real functions",
+        ));
+    }
     if matches!(request, Request::Grad { .. }) && matches!(out_tree, Tree::Complex(..)) {
         return Err(EvalError::type_error(
             "grad needs a real-valued function, this one returned a complex value: take its real part or abs, or pass :holomorphic #t for a holomorphic function (JAX's rule)",

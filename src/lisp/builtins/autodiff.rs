@@ -132,6 +132,17 @@ pub(crate) fn grad_of_function(args: &Args, with_value: bool) -> EvalResult<Valu
     let replays = autodiff::replay::Replays::default();
     Ok(native(name, move |interp, call_args| {
         let positions = positions(&wrt, call_args.len())?;
+        if holomorphic
+            && let Some(&k) = positions
+                .iter()
+                .find(|&&k| !crate::lisp::complex::holds_complex(&call_args[k]))
+        {
+            return Err(EvalError::type_error(format!(
+                "grad with :holomorphic #t needs complex arguments (JAX's rule), argument {k} is {} {}",
+                call_args[k].type_name(),
+                call_args[k].short()
+            )));
+        }
         let outcome = replays.run(
             interp,
             &f,
@@ -236,7 +247,13 @@ fn hvp(interp: &mut Interp, args: &Args) -> EvalResult<Value> {
         &Request::Hvp,
         &[args[2].clone()],
     )?;
-    Ok(outcome.derivatives.into_iter().next().unwrap_or(Value::Nil))
+    let product = outcome.derivatives.into_iter().next().unwrap_or(Value::Nil);
+    // The tangent of `grad` along v: with complex arguments, of JAX's
+    // (conjugated) gradient.
+    match crate::lisp::complex::holds_complex(&product) {
+        true => crate::lisp::complex::conjugated(interp, &product),
+        false => Ok(product),
+    }
 }
 
 pub(super) fn shape_of(value: &Value) -> Vec<usize> {

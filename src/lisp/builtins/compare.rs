@@ -154,6 +154,7 @@ pub fn equal(a: &Value, b: &Value) -> bool {
     stacker::maybe_grow(64 * 1024, 1024 * 1024, || match (a, b) {
         (Value::Float(x), Value::Float(y)) => x == y || (x.is_nan() && y.is_nan()),
         (Value::Str(x), Value::Str(y)) => x == y,
+        (Value::Complex(x), Value::Complex(y)) => equal(&x.re, &y.re) && equal(&x.im, &y.im),
         (Value::Tensor(x), Value::Tensor(y)) => {
             x.shape() == y.shape()
                 && x.iter()

@@ -20,7 +20,7 @@ mod fft;
 mod files;
 pub mod formula;
 pub(crate) mod indexing;
-mod linalg;
+pub(crate) mod linalg;
 mod lists;
 mod norms;
 mod numeric;

@@ -76,6 +76,19 @@ struct Results {
 
 impl RuleFunction {
     fn call(&self, interp: &mut Interp, args: &[Value]) -> EvalResult<Value> {
+        // A complex argument would be differentiated through the body, the
+        // rule never called: refuse it rather than ignore the rule.
+        if interp.numeric.trace.is_some()
+            && args
+                .iter()
+                .any(|a| matches!(a, Value::Complex(z) if crate::lisp::trace::ops::involves_traced(&z.re) || crate::lisp::trace::ops::involves_traced(&z.im)))
+        {
+            return Err(EvalError::type_error(format!(
+                "{} ({}): custom derivative rules take real arguments; pass the real and imaginary parts as two arguments",
+                self.name,
+                self.rule.form()
+            )));
+        }
         let any_traced = args.iter().any(|a| matches!(a, Value::Traced(_)));
         let trace = match &interp.numeric.trace {
             Some(trace) if any_traced && self.depth.get() < MAX_RULE_DEPTH => Rc::clone(trace),

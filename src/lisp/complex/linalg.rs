@@ -12,10 +12,17 @@
 //! own derivative rules, so the complex results are differentiated
 //! exactly; the price is a real problem twice the size (twice a complex
 //! LU's flops). A real matrix with a complex right-hand side is one real
-//! solve per part.
+//! solve per part. `eigh` is the exception: the embedding doubles every
+//! eigenvalue, so it is an operation of its own on the two parts
+//! (`ir::ops::linalg::EighHermitian`).
 
 use super::lowering::Call;
 use super::{Lower, Parts, shape_of};
+use crate::ir::Shape;
+use crate::ir::ops::Op;
+use crate::ir::ops::linalg::EighHermitian;
+use crate::lisp::builtins::apply::Apply;
+use crate::lisp::builtins::linalg::unpacked;
 use crate::lisp::error::{EvalError, EvalResult};
 use crate::lisp::symbol::Symbol;
 use crate::lisp::value::Value;
@@ -216,4 +223,32 @@ pub(super) fn of_embedding(lower: &mut Lower, call: &Call) -> EvalResult<Value> 
     let m = embedded(lower, &z)?;
     let result = lower.call(call.name, &[m])?;
     from_embedding(lower, &result)
+}
+
+/// `eigh` of a complex Hermitian matrix: the table's Hermitian
+/// eigendecomposition on the two parts (not the embedding, whose
+/// eigenvalues are all doubled): `(w V)`, `w` real and ascending, `V`
+/// complex with each column's largest entry real and positive.
+pub(super) fn eigh(lower: &mut Lower, call: &Call) -> EvalResult<Value> {
+    let [a] = call.positional else {
+        return Err(EvalError::type_error("eigh takes one matrix"));
+    };
+    let z = Parts::of(a);
+    let im = imaginary(lower, &z)?;
+    let shape = shape_of(&z.re)?;
+    let saved = std::mem::replace(&mut lower.interp.call_span, lower.span);
+    let result = (|| {
+        let apply = Apply::new(lower.interp, &[z.re.clone(), im.clone()]);
+        let op = EighHermitian { site: apply.site() };
+        let packed = apply.table(Op::EighHermitian(op), &[&z.re, &im])?;
+        let n = shape.last().copied().unwrap_or(0);
+        let lead = &shape[..shape.len().saturating_sub(2)];
+        let with = |core: &[usize]| -> Shape { lead.iter().chain(core).copied().collect() };
+        let parts = [with(&[n]), with(&[n, n]), with(&[n, n]), with(&[n, n])];
+        unpacked(&apply, &packed, &parts)?.list_to_vec()
+    })();
+    lower.interp.call_span = saved;
+    let items = result?;
+    let vectors = lower.value(items[1].clone(), Some(items[2].clone()))?;
+    Ok(Value::list([items[0].clone(), vectors]))
 }

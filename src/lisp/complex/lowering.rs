@@ -77,7 +77,7 @@ const RULES: &[(&str, Rule)] = &[
     ("where", Rule::Linear(&[1, 2])),
     ("concat", Rule::LinearList),
     ("stack", Rule::LinearList),
-    ("tensor", Rule::LinearAll),
+    ("tensor", Rule::Special(tensor)),
     ("shape", Rule::Shape),
     ("rank", Rule::Shape),
     ("size", Rule::Shape),
@@ -96,6 +96,7 @@ const RULES: &[(&str, Rule)] = &[
     ("triangular-solve", Rule::Special(linalg::triangular_solve)),
     ("inv", Rule::Special(linalg::of_embedding)),
     ("matrix-exp", Rule::Special(linalg::of_embedding)),
+    ("eigh", Rule::Special(linalg::eigh)),
     ("astype", Rule::Special(astype)),
 ];
 
@@ -104,9 +105,10 @@ fn rule_of(name: &str) -> Option<&'static Rule> {
 }
 
 /// Whether `name` is a built-in that takes complex values itself: the
-/// complex family, and `save-npy` (which writes them).
+/// complex family, `save-npy` (which writes them) and `not` (a complex
+/// value is true, as every value but `#f` and `()`).
 pub(crate) fn handles(name: &str) -> bool {
-    crate::lisp::builtins::complex_family(name) || name == "save-npy"
+    crate::lisp::builtins::complex_family(name) || matches!(name, "save-npy" | "not")
 }
 
 /// Calls `builtin` with complex operands in `args`; `None` when it takes
@@ -132,6 +134,15 @@ pub(super) fn call(
     if let Some(rule) = rule_of(name) {
         return Some(apply(lower, rule, &call));
     }
+    // A sort with a comparison of the caller's compares by it.
+    if name == "sort"
+        && call
+            .positional
+            .iter()
+            .any(|a| matches!(a, Value::Procedure(_)))
+    {
+        return None;
+    }
     if let Some(row) = row_named(name).filter(|row| row.builtin.is_some()) {
         return Some(match (row.complex, &call.positional) {
             (Some(rule), [z]) => formula::apply(lower, rule, &Parts::of(z)),
@@ -148,8 +159,8 @@ fn refusal(name: &str) -> EvalError {
         | "relu" | "positive?" | "negative?" | "floor" | "ceil" | "round" => {
             ": complex numbers have no order (compare (real z) or (abs z))"
         }
-        "det" | "slogdet" | "cholesky" | "eigh" | "svd" | "qr" => {
-            " yet: of complex matrices, solve, triangular-solve, inv, lstsq and matrix-exp are supported"
+        "det" | "slogdet" | "cholesky" | "svd" | "qr" => {
+            " yet: of complex matrices, solve, triangular-solve, inv, lstsq, matrix-exp and eigh are supported"
         }
         _ => " (it is defined on real numbers only)",
     };
@@ -799,4 +810,47 @@ fn astype(lower: &mut Lower, call: &Call) -> EvalResult<Value> {
         None => None,
     };
     lower.value(re, im)
+}
+
+/// `(tensor data)` with complex numbers in `data` (nested lists of
+/// numbers, tensors and complex values): the real parts and the
+/// imaginary parts made into tensors alike.
+fn tensor(lower: &mut Lower, call: &Call) -> EvalResult<Value> {
+    let [data] = call.positional else {
+        return Err(EvalError::type_error("tensor takes one list of elements"));
+    };
+    let (re, im) = split(lower, data, crate::reader::MAX_NESTING)?;
+    let with = |part: Value| {
+        std::iter::once(part)
+            .chain(call.options.iter().cloned())
+            .collect::<Vec<_>>()
+    };
+    let re = lower.call("tensor", &with(re))?;
+    let im = lower.call("tensor", &with(im))?;
+    lower.value(re, Some(im))
+}
+
+/// `value` (nested lists of numbers, tensors and complex values) as two
+/// values of the same nesting: the real parts, the imaginary parts.
+fn split(lower: &mut Lower, value: &Value, depth: usize) -> EvalResult<(Value, Value)> {
+    match value {
+        Value::Complex(z) => Ok((z.re.clone(), z.im.clone())),
+        Value::Nil | Value::Pair(_) if depth > 0 => {
+            let mut re = Vec::new();
+            let mut im = Vec::new();
+            for item in value.list_to_vec()? {
+                let (r, i) = split(lower, &item, depth - 1)?;
+                re.push(r);
+                im.push(i);
+            }
+            Ok((Value::list(re), Value::list(im)))
+        }
+        Value::Nil | Value::Pair(_) => Err(EvalError::range(
+            "a tensor's elements are nested too deeply",
+        )),
+        real => {
+            let zero = lower.zeros_like(real)?;
+            Ok((real.clone(), zero))
+        }
+    }
 }

@@ -60,14 +60,22 @@ pub fn is_complex(value: &Value) -> bool {
     matches!(value, Value::Complex(_))
 }
 
-/// Whether a call on `args` involves complex values: an argument, or an
-/// element of a list argument (`concat`, `stack`).
-pub(crate) fn involves(args: &[Value]) -> bool {
+/// Whether a call of `name` on `args` involves complex values: an
+/// argument, or for the built-ins that take a list of tensors (`concat`,
+/// `stack`, `tensor`), an element of that list. Other built-ins do not
+/// look into lists: a list holding a complex number is not a tensor to
+/// them, and every call would pay for the look.
+pub(crate) fn involves(name: &str, args: &[Value]) -> bool {
     args.iter().any(|arg| match arg {
         Value::Complex(_) => true,
-        Value::Pair(_) => arg.iter().take(1 << 12).any(|(item, _)| is_complex(item)),
+        Value::Pair(_) if takes_tensor_lists(name) => holds_complex(arg),
         _ => false,
     })
+}
+
+/// The built-ins whose list argument holds the tensors they join.
+fn takes_tensor_lists(name: &str) -> bool {
+    matches!(name, "concat" | "stack" | "tensor")
 }
 
 /// The shape of a real number, tensor or traced value.
@@ -273,11 +281,18 @@ fn conjugated_with(lower: &mut Lower, value: &Value, depth: usize) -> EvalResult
     }
 }
 
-/// Whether `value` holds a complex value (through lists).
+/// Whether `value` holds a complex value (through lists, to the reader's
+/// nesting limit).
 pub(crate) fn holds_complex(value: &Value) -> bool {
+    holds_complex_within(value, crate::reader::MAX_NESTING)
+}
+
+fn holds_complex_within(value: &Value, depth: usize) -> bool {
     match value {
         Value::Complex(_) => true,
-        Value::Pair(_) => value.iter().any(|(item, _)| holds_complex(item)),
+        Value::Pair(_) if depth > 0 => value
+            .iter()
+            .any(|(item, _)| holds_complex_within(item, depth - 1)),
         _ => false,
     }
 }

@@ -2,7 +2,8 @@
 //! diagonals (`triangle`), Cholesky factors, triangular and general
 //! solves (`cholesky`, `solve`), determinants (`det`) and the adjugate
 //! their derivative is made of (`adjugate`), the symmetric
-//! eigendecomposition (`eigh`), the thin SVD (`svd`), the thin QR
+//! eigendecomposition (`eigh`) and the Hermitian one of complex matrices
+//! held as two real parts (`eigh_hermitian`), the thin SVD (`svd`), the thin QR
 //! factorization (`qr`) and the matrix exponential (`expm`).
 //! Factorizations come from faer (pure Rust, no system LAPACK). Each operation's derivative rules are written in the
 //! operations of this table and the tensor language, so second
@@ -22,6 +23,7 @@ mod cholesky;
 mod det;
 pub mod device;
 mod eigh;
+mod eigh_hermitian;
 mod expm;
 mod lu;
 mod qr;
@@ -34,6 +36,7 @@ pub use adjugate::Adjugate;
 pub use cholesky::Cholesky;
 pub use det::{Det, Slogdet};
 pub use eigh::Eigh;
+pub use eigh_hermitian::EighHermitian;
 pub use expm::MatrixExp;
 pub use qr::{FullRank, Qr};
 pub use solve::{Solve, TriangularSolve};

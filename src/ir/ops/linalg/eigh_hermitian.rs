@@ -1,0 +1,330 @@
+//! The Hermitian eigendecomposition of complex matrices held as their
+//! real and imaginary parts (two operands, `Hr` and `Hi`; design decision
+//! 18): for each matrix `H = Hr + i Hi`, the eigenvalues `w` (real,
+//! ascending) and the orthonormal eigenvectors `V = Vr + i Vi`, packed
+//! (all eigenvalues, then all `Vr`, all `Vi`, and a fourth part `P`, the
+//! one-hot matrix of each column's pivot row, which the rules read and
+//! the Lisp built-in drops). The matrix used is `(H + Hᴴ) / 2`; one that
+//! is not Hermitian to within rounding is an error (the check costs
+//! `n^2`, the factorization `n^3`).
+//!
+//! Each eigenvector's phase is fixed: its entry of largest magnitude (the
+//! first of equals, its pivot) is real and positive, so the result is a
+//! function of `H` and its derivatives are that function's (a phase left
+//! to LAPACK, as NumPy and JAX leave it, has none).
+//!
+//! Rules, with `Q = Vᴴ sym(dH) V`, `F_ij = 1 / (w_j - w_i)` off the
+//! diagonal and 0 on it (masked at repeated eigenvalues, as for `eigh`):
+//! - forward: `dw = Re diag(Q)`, `dU = V (F ∘ Q)` (no component along
+//!   each vector), then the phase kept: `dV_k = dU_k - i c_k V_k` with
+//!   `c_k = Im(dU_pk) / V_pk` at the pivot row `p`;
+//! - reverse, the adjoint under the real inner product of the pairs:
+//!   `c̄_k = sum_i (V̄r Vi - V̄i Vr)_ik`, `Ū = V̄ + i P ∘ (c̄ / V_p)`,
+//!   `Q̄ = F ∘ (Vᴴ Ū) + diag(w̄)`, `H̄ = sym(V Q̄ Vᴴ)`.
+
+use super::spectral::{inverse_gaps, largest_entry};
+use super::{Batched, leading, run_packed, square_dim, with_core};
+use crate::ir::Shape;
+use crate::ir::TensorGraph;
+use crate::ir::ops::{Definition, OpError, Pulled, Rules, Site};
+use crate::ir::shape::{ShapeError, show};
+use egg::Id;
+use faer::diag::Diag;
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::evd::{ComputeEigenvectors, self_adjoint_evd, self_adjoint_evd_scratch};
+use faer::{Mat, Par, c64};
+use ndarray::{ArrayD, ArrayViewD};
+use smallvec::SmallVec;
+
+/// `eigh` of complex Hermitian matrices given as their two parts.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EighHermitian {
+    /// Where it was called.
+    pub site: Site,
+}
+
+/// Entries of `H - Hᴴ` larger than this, relative to the largest entry
+/// of `H`, make it not Hermitian.
+const HERMITIAN_TOLERANCE: f64 = 1e-10;
+
+/// The shapes of the four results for matrices of shape `a`: the
+/// eigenvalues, the parts of the eigenvectors, the pivots.
+pub(crate) fn parts(a: &[usize]) -> [Shape; 4] {
+    let n = a[a.len() - 1];
+    let lead = leading(a);
+    let matrix = with_core(&lead, &[n, n]);
+    [
+        with_core(&lead, &[n]),
+        matrix.clone(),
+        matrix.clone(),
+        matrix,
+    ]
+}
+
+/// The decomposition of the `n x n` row-major parts `re`, `im` into
+/// `out`: `n` eigenvalues, then `Vr`, `Vi` and the pivots, row-major.
+fn decompose(re: &[f64], im: &[f64], n: usize, par: Par, out: &mut [f64]) -> Result<(), OpError> {
+    if !super::all_finite(re) || !super::all_finite(im) {
+        return Err(OpError::new("the matrix has a NaN or an infinite entry"));
+    }
+    let largest = re
+        .iter()
+        .zip(im)
+        .fold(0.0f64, |m, (r, i)| m.max(r.hypot(*i)));
+    for i in 0..n {
+        for j in 0..=i {
+            let (a, b) = (i * n + j, j * n + i);
+            let gap = (re[a] - re[b]).hypot(im[a] + im[b]);
+            if gap > HERMITIAN_TOLERANCE * largest {
+                return Err(OpError::new(format!(
+                    "the matrix is not Hermitian: entry ({i}, {j}) differs from the conjugate of ({j}, {i}) by {gap:.3e} (the largest entry is {largest:.3e})"
+                )));
+            }
+        }
+    }
+    let m = Mat::<c64>::from_fn(n, n, |i, j| {
+        let (a, b) = (i * n + j, j * n + i);
+        c64::new(0.5 * (re[a] + re[b]), 0.5 * (im[a] - im[b]))
+    });
+    let mut s = Diag::<c64>::zeros(n);
+    let mut u = Mat::<c64>::zeros(n, n);
+    let mut buffer = MemBuffer::new(self_adjoint_evd_scratch::<c64>(
+        n,
+        ComputeEigenvectors::Yes,
+        par,
+        Default::default(),
+    ));
+    self_adjoint_evd(
+        m.as_ref(),
+        s.as_mut(),
+        Some(u.as_mut()),
+        par,
+        MemStack::new(&mut buffer),
+        Default::default(),
+    )
+    .map_err(|_| OpError::new("the eigenvalue iteration did not converge"))?;
+    let (w, rest) = out.split_at_mut(n);
+    let (vr, rest) = rest.split_at_mut(n * n);
+    let (vi, pivots) = rest.split_at_mut(n * n);
+    pivots.fill(0.0);
+    for j in 0..n {
+        w[j] = s[j].re;
+        let p = largest_entry((0..n).map(|i| u[(i, j)].norm()));
+        let pivot = u[(p, j)];
+        let size = pivot.norm();
+        // Multiplying by conj(pivot) / |pivot| makes the pivot real.
+        let turn = match size > 0.0 {
+            true => c64::new(pivot.re / size, -pivot.im / size),
+            false => c64::new(1.0, 0.0),
+        };
+        for i in 0..n {
+            let z = u[(i, j)] * turn;
+            vr[i * n + j] = z.re + 0.0;
+            vi[i * n + j] = z.im + 0.0;
+        }
+        vi[p * n + j] = 0.0;
+        pivots[p * n + j] = 1.0;
+    }
+    Ok(())
+}
+
+/// Complex matrices as pairs of real nodes, for the rules.
+#[derive(Clone, Copy)]
+struct Pair {
+    re: Id,
+    im: Id,
+}
+
+/// `a b`.
+fn product(rules: &mut Rules<'_>, a: Pair, b: Pair) -> Pair {
+    let rr = rules.mm(a.re, b.re);
+    let ii = rules.mm(a.im, b.im);
+    let ri = rules.mm(a.re, b.im);
+    let ir = rules.mm(a.im, b.re);
+    Pair {
+        re: rules.sub(rr, ii),
+        im: rules.add(ri, ir),
+    }
+}
+
+/// `aᴴ`.
+fn adjoint(rules: &mut Rules<'_>, a: Pair) -> Pair {
+    let re = rules.mt(a.re);
+    let im = rules.mt(a.im);
+    Pair {
+        re,
+        im: rules.neg(im),
+    }
+}
+
+/// `(x + xᴴ) / 2`.
+fn hermitian_part(rules: &mut Rules<'_>, x: Pair) -> Pair {
+    let re = rules.symmetrize(x.re);
+    let t = rules.mt(x.im);
+    let d = rules.sub(x.im, t);
+    let half = rules.num(0.5);
+    Pair {
+        re,
+        im: rules.mul(d, half),
+    }
+}
+
+/// The sum over the rows of each matrix (`[.., n, n]` to `[.., 1, n]`).
+fn column_sums(rules: &mut Rules<'_>, x: Id) -> Id {
+    let rank = rules.rank(x);
+    rules.sum_axes(x, &[rank - 2], true)
+}
+
+impl Definition for EighHermitian {
+    fn describe(&self) -> String {
+        "eigh-hermitian".to_string()
+    }
+
+    fn shape(&self, operands: &[&[usize]]) -> Result<Shape, ShapeError> {
+        square_dim(operands[0], "eigh")?;
+        if operands[0] != operands[1] {
+            return Err(ShapeError(format!(
+                "eigh: the real part has shape {} and the imaginary part {}",
+                show(operands[0]),
+                show(operands[1])
+            )));
+        }
+        Ok(SmallVec::from_slice(&[crate::ir::ops::packed_len(&parts(
+            operands[0],
+        ))]))
+    }
+
+    fn cpu(
+        &self,
+        operands: &[ArrayViewD<'_, f64>],
+        _shape: &[usize],
+    ) -> Result<ArrayD<f64>, OpError> {
+        let a = operands[0].shape();
+        let n = a[a.len() - 1];
+        let input = Batched::new(operands, &[2, 2], &leading(a))?;
+        run_packed(input.count, &[n, n * n, n * n, n * n], n, |b, par, out| {
+            decompose(input.core(0, b), input.core(1, b), n, par, out)
+        })
+    }
+
+    fn vjp(&self, rules: &mut Rules<'_>, node: Id, operands: &[Id], g: Id) -> Pulled {
+        let shapes = parts(&rules.shape(operands[0]));
+        let n = shapes[0][shapes[0].len() - 1];
+        let values = rules.unpack(node, &shapes);
+        let (w, v, pivots) = (
+            values[0],
+            Pair {
+                re: values[1],
+                im: values[2],
+            },
+            values[3],
+        );
+        let bars = rules.unpack(g, &shapes);
+        let (w_bar, vr_bar, vi_bar) = (bars[0], bars[1], bars[2]);
+        // The phase: c̄ per column, pushed to the pivots' imaginary parts.
+        let a = rules.mul(vr_bar, v.im);
+        let b = rules.mul(vi_bar, v.re);
+        let turned = rules.sub(a, b);
+        let c_bar = column_sums(rules, turned);
+        let at_pivot = rules.mul(pivots, v.re);
+        let pivot_values = column_sums(rules, at_pivot);
+        let per_pivot = rules.div(c_bar, pivot_values);
+        let pushed = rules.mul(pivots, per_pivot);
+        let u_bar = Pair {
+            re: vr_bar,
+            im: rules.add(vi_bar, pushed),
+        };
+        // Q̄ = F ∘ (Vᴴ Ū) + diag(w̄), then H̄ = V Q̄ Vᴴ, Hermitian part.
+        let f = inverse_gaps(rules, w, false);
+        let vh = adjoint(rules, v);
+        let rotated = product(rules, vh, u_bar);
+        let on = rules.diag(w_bar, n, n);
+        let off_re = rules.mul(f, rotated.re);
+        let q_bar = Pair {
+            re: rules.add(off_re, on),
+            im: rules.mul(f, rotated.im),
+        };
+        let left = product(rules, v, q_bar);
+        let h_bar = product(rules, left, vh);
+        let h_bar = hermitian_part(rules, h_bar);
+        SmallVec::from_slice(&[Some(h_bar.re), Some(h_bar.im)])
+    }
+
+    fn jvp(&self, rules: &mut Rules<'_>, node: Id, operands: &[Id], tangents: &[Option<Id>]) -> Id {
+        if tangents.iter().all(Option::is_none) {
+            return rules.zero_tangent(node);
+        }
+        let dh = Pair {
+            re: rules.tangent_or_zero(operands[0], tangents[0]),
+            im: rules.tangent_or_zero(operands[1], tangents[1]),
+        };
+        let shapes = parts(&rules.shape(operands[0]));
+        let values = rules.unpack(node, &shapes);
+        let (w, v, pivots) = (
+            values[0],
+            Pair {
+                re: values[1],
+                im: values[2],
+            },
+            values[3],
+        );
+        let dh = hermitian_part(rules, dh);
+        let vh = adjoint(rules, v);
+        let right = product(rules, dh, v);
+        let q = product(rules, vh, right);
+        let dw = rules.diagonal(q.re);
+        let f = inverse_gaps(rules, w, false);
+        let g = Pair {
+            re: rules.mul(f, q.re),
+            im: rules.mul(f, q.im),
+        };
+        let du = product(rules, v, g);
+        // dV = dU - i c V with c = Im(dU_p) / V_p per column.
+        let at_pivot = rules.mul(pivots, du.im);
+        let c_top = column_sums(rules, at_pivot);
+        let pivot_re = rules.mul(pivots, v.re);
+        let pivot_values = column_sums(rules, pivot_re);
+        let c = rules.div(c_top, pivot_values);
+        let c_vi = rules.mul(c, v.im);
+        let c_vr = rules.mul(c, v.re);
+        let dvr = rules.add(du.re, c_vi);
+        let dvi = rules.sub(du.im, c_vr);
+        let dp = rules.zero_tangent(pivots);
+        rules.pack_tangent(&[dw, dvr, dvi, dp])
+    }
+
+    fn flops(&self, operands: &[&[usize]], _shape: &[usize]) -> u64 {
+        let a = operands[0];
+        let n = a[a.len() - 1] as u64;
+        let count = a.iter().product::<usize>() as u64 / (n * n).max(1);
+        count * 4 * 9 * n * n * n
+    }
+
+    fn batch(
+        &self,
+        graph: &mut TensorGraph,
+        operands: &[Id],
+        batched: &[bool],
+        size: usize,
+    ) -> Option<Id> {
+        let op = crate::ir::ops::Op::EighHermitian(self.clone());
+        let node =
+            crate::ir::ops::batching::leading_axes(graph, op, operands, batched, &[2, 2], size)?;
+        // The stack the packed parts come from: the batched node's
+        // operands broadcast (the batch axis first; an unbatched operand
+        // has fewer axes).
+        let children = graph.node(node).children.clone();
+        let input = children
+            .iter()
+            .map(|&c| graph.shape(c).clone())
+            .max_by_key(|shape| shape.len())?;
+        let parts = parts(&input);
+        Some(crate::ir::ops::batching::repacked(
+            graph, node, &parts, size,
+        ))
+    }
+
+    fn site(&self) -> Site {
+        self.site
+    }
+}
