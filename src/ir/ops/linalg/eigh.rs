@@ -60,23 +60,7 @@ fn decompose(a: &[f64], n: usize, par: Par, out: &mut [f64]) -> Result<(), OpErr
             m[(j, i)] = mean;
         }
     }
-    let mut s = Diag::<f64>::zeros(n);
-    let mut u = Mat::<f64>::zeros(n, n);
-    let mut buffer = MemBuffer::new(self_adjoint_evd_scratch::<f64>(
-        n,
-        ComputeEigenvectors::Yes,
-        par,
-        Default::default(),
-    ));
-    self_adjoint_evd(
-        m.as_ref(),
-        s.as_mut(),
-        Some(u.as_mut()),
-        par,
-        MemStack::new(&mut buffer),
-        Default::default(),
-    )
-    .map_err(|_| OpError::new("the eigenvalue iteration did not converge"))?;
+    let (s, u) = self_adjoint(m.as_ref(), par)?;
     let (w, v) = out.split_at_mut(n);
     for j in 0..n {
         w[j] = s[j];
@@ -87,6 +71,33 @@ fn decompose(a: &[f64], n: usize, par: Par, out: &mut [f64]) -> Result<(), OpErr
         }
     }
     Ok(())
+}
+
+/// The eigenvalues and eigenvectors of the self-adjoint `m` (real
+/// symmetric or complex Hermitian), by faer.
+pub(super) fn self_adjoint<T: faer::traits::ComplexField>(
+    m: faer::MatRef<'_, T>,
+    par: Par,
+) -> Result<(Diag<T>, Mat<T>), OpError> {
+    let n = m.nrows();
+    let mut s = Diag::<T>::zeros(n);
+    let mut u = Mat::<T>::zeros(n, n);
+    let mut buffer = MemBuffer::new(self_adjoint_evd_scratch::<T>(
+        n,
+        ComputeEigenvectors::Yes,
+        par,
+        Default::default(),
+    ));
+    self_adjoint_evd(
+        m,
+        s.as_mut(),
+        Some(u.as_mut()),
+        par,
+        MemStack::new(&mut buffer),
+        Default::default(),
+    )
+    .map_err(|_| OpError::new("the eigenvalue iteration did not converge"))?;
+    Ok((s, u))
 }
 
 impl Definition for Eigh {

@@ -29,9 +29,6 @@ use crate::ir::TensorGraph;
 use crate::ir::ops::{Definition, OpError, Pulled, Rules, Site};
 use crate::ir::shape::{ShapeError, show};
 use egg::Id;
-use faer::diag::Diag;
-use faer::dyn_stack::{MemBuffer, MemStack};
-use faer::linalg::evd::{ComputeEigenvectors, self_adjoint_evd, self_adjoint_evd_scratch};
 use faer::{Mat, Par, c64};
 use ndarray::{ArrayD, ArrayViewD};
 use smallvec::SmallVec;
@@ -86,23 +83,7 @@ fn decompose(re: &[f64], im: &[f64], n: usize, par: Par, out: &mut [f64]) -> Res
         let (a, b) = (i * n + j, j * n + i);
         c64::new(0.5 * (re[a] + re[b]), 0.5 * (im[a] - im[b]))
     });
-    let mut s = Diag::<c64>::zeros(n);
-    let mut u = Mat::<c64>::zeros(n, n);
-    let mut buffer = MemBuffer::new(self_adjoint_evd_scratch::<c64>(
-        n,
-        ComputeEigenvectors::Yes,
-        par,
-        Default::default(),
-    ));
-    self_adjoint_evd(
-        m.as_ref(),
-        s.as_mut(),
-        Some(u.as_mut()),
-        par,
-        MemStack::new(&mut buffer),
-        Default::default(),
-    )
-    .map_err(|_| OpError::new("the eigenvalue iteration did not converge"))?;
+    let (s, u) = super::eigh::self_adjoint(m.as_ref(), par)?;
     let (w, rest) = out.split_at_mut(n);
     let (vr, rest) = rest.split_at_mut(n * n);
     let (vi, pivots) = rest.split_at_mut(n * n);
@@ -133,6 +114,16 @@ fn decompose(re: &[f64], im: &[f64], n: usize, par: Par, out: &mut [f64]) -> Res
 struct Pair {
     re: Id,
     im: Id,
+}
+
+/// The eigenvalues, the eigenvectors and the pivots of `node`.
+fn results(rules: &mut Rules<'_>, node: Id, shapes: &[Shape]) -> (Id, Pair, Id) {
+    let values = rules.unpack(node, shapes);
+    let v = Pair {
+        re: values[1],
+        im: values[2],
+    };
+    (values[0], v, values[3])
 }
 
 /// `a b`.
@@ -210,15 +201,7 @@ impl Definition for EighHermitian {
     fn vjp(&self, rules: &mut Rules<'_>, node: Id, operands: &[Id], g: Id) -> Pulled {
         let shapes = parts(&rules.shape(operands[0]));
         let n = shapes[0][shapes[0].len() - 1];
-        let values = rules.unpack(node, &shapes);
-        let (w, v, pivots) = (
-            values[0],
-            Pair {
-                re: values[1],
-                im: values[2],
-            },
-            values[3],
-        );
+        let (w, v, pivots) = results(rules, node, &shapes);
         let bars = rules.unpack(g, &shapes);
         let (w_bar, vr_bar, vi_bar) = (bars[0], bars[1], bars[2]);
         // The phase: c̄ per column, pushed to the pivots' imaginary parts.
@@ -259,15 +242,7 @@ impl Definition for EighHermitian {
             im: rules.tangent_or_zero(operands[1], tangents[1]),
         };
         let shapes = parts(&rules.shape(operands[0]));
-        let values = rules.unpack(node, &shapes);
-        let (w, v, pivots) = (
-            values[0],
-            Pair {
-                re: values[1],
-                im: values[2],
-            },
-            values[3],
-        );
+        let (w, v, pivots) = results(rules, node, &shapes);
         let dh = hermitian_part(rules, dh);
         let vh = adjoint(rules, v);
         let right = product(rules, dh, v);
