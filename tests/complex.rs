@@ -501,6 +501,41 @@ fn hermitian_eigendecomposition_and_its_derivatives() {
     assert!(message.contains("not Hermitian"), "{message}");
 }
 
+/// The determinant of complex matrices: forward mode and vmap against
+/// central differences and each matrix (JAX's gradients are in the
+/// reference table), singular matrices, and the determinant of a
+/// product.
+#[test]
+fn complex_determinants() {
+    let mut engine = Engine::new();
+    eval(
+        &mut engine,
+        "(seed! 5)
+         (define a (complex (randn '(4 4)) (randn '(4 4))))
+         (define b (complex (randn '(4 4)) (randn '(4 4))))
+         (define da (complex (randn '(4 4)) (randn '(4 4))))
+         (define (objective m) (det m))",
+    );
+    let h = 1e-6;
+    let plus = eval_numbers(&mut engine, &format!("(det (+ a (* {h:?} da)))"));
+    let minus = eval_numbers(&mut engine, &format!("(det (- a (* {h:?} da)))"));
+    let want: Vec<f64> = plus
+        .iter()
+        .zip(&minus)
+        .map(|(p, m)| (p - m) / (2.0 * h))
+        .collect();
+    let forward = eval_numbers(&mut engine, "(second (jvp objective (list a) (list da)))");
+    assert_close(&forward, &want, 1e-6, "det forward");
+    let product = eval_numbers(&mut engine, "(det (matmul a b))");
+    let separate = eval_numbers(&mut engine, "(* (det a) (det b))");
+    assert_close(&product, &separate, 1e-12, "det of a product");
+    let mapped = eval_numbers(&mut engine, "((vmap det) (stack (list a b)))");
+    let each = eval_numbers(&mut engine, "(list (det a) (det b))");
+    assert_close(&mapped, &each, 1e-12, "vmap");
+    let singular = eval_numbers(&mut engine, "(slogdet (complex [[1.0 2.0] [1.0 2.0]] 0.0))");
+    assert_eq!(singular, [0.0, 0.0, f64::NEG_INFINITY]);
+}
+
 #[test]
 fn npy_files_of_complex_kinds_read_and_write() {
     let mut engine = Engine::new();

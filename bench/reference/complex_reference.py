@@ -255,6 +255,17 @@ row("eigh values grad", "((grad (lambda (h) (sum (* [1.0 2.0 3.0] (first (eigh h
 row("eigh moduli grad", "((grad (lambda (h) (sum (* C (square (abs (second (eigh h)))))))) H)",
     jax.grad(lambda h: jnp.sum(C * jnp.abs(jnp.linalg.eigh(h)[1]) ** 2))(H))
 
+# Determinants.
+row("det", "(det M)", np.linalg.det(M))
+row("det stack", "(det (stack (list M N)))", np.linalg.det(np.stack([M, N])))
+row("slogdet", "(slogdet M)", list(np.linalg.slogdet(M)))
+row("det grad", "((grad (lambda (m) (real (* #c(0.3 -0.7) (det m))))) M)",
+    jax.grad(lambda m: jnp.real((0.3 - 0.7j) * jnp.linalg.det(m)))(M))
+row("logabsdet grad", "((grad (lambda (m) (second (slogdet m)))) M)",
+    jax.grad(lambda m: jnp.linalg.slogdet(m)[1])(M))
+row("sign grad", "((grad (lambda (m) (imag (* #c(0.4 0.9) (first (slogdet m)))))) M)",
+    jax.grad(lambda m: jnp.imag((0.4 + 0.9j) * jnp.linalg.slogdet(m)[0]))(M))
+
 # Jacobians.
 row("jacobian real of complex", "((jacobian (lambda (z) (* (real z) (square (imag z))))) (slice Z 0 3))",
     jax.jacrev(lambda z: jnp.real(z) * jnp.imag(z) ** 2)(Z[:3]))

@@ -300,6 +300,9 @@ table! {
     Adjugate(linalg::Adjugate),
     /// The sign and log-absolute determinant, packed.
     Slogdet(linalg::Slogdet),
+    /// The complex sign and log-absolute determinant of a complex matrix
+    /// given as its two parts, packed.
+    SlogdetComplex(linalg::SlogdetComplex),
     /// The symmetric eigendecomposition, packed (eigenvalues, vectors).
     Eigh(linalg::Eigh),
     /// The Hermitian eigendecomposition of a complex matrix given as its

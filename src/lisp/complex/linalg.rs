@@ -20,7 +20,7 @@ use super::lowering::Call;
 use super::{Lower, Parts, shape_of};
 use crate::ir::Shape;
 use crate::ir::ops::Op;
-use crate::ir::ops::linalg::EighHermitian;
+use crate::ir::ops::linalg::{EighHermitian, SlogdetComplex};
 use crate::lisp::builtins::apply::Apply;
 use crate::lisp::builtins::linalg::unpacked;
 use crate::lisp::error::{EvalError, EvalResult};
@@ -225,30 +225,91 @@ pub(super) fn of_embedding(lower: &mut Lower, call: &Call) -> EvalResult<Value> 
     from_embedding(lower, &result)
 }
 
+/// The packed results of the table operation `op` (made with the call's
+/// site) on the two parts of the complex matrices `a`, as values of the
+/// shapes `parts` gives for the matrices' shape.
+fn on_parts(
+    lower: &mut Lower,
+    call: &Call,
+    op: fn(crate::ir::ops::Site) -> Op,
+    parts: fn(&[usize]) -> Vec<Shape>,
+) -> EvalResult<Vec<Value>> {
+    let [a] = call.positional else {
+        return Err(EvalError::type_error(format!(
+            "{} takes one matrix",
+            call.name
+        )));
+    };
+    let z = Parts::of(a);
+    let im = imaginary(lower, &z)?;
+    let shape = shape_of(&z.re)?;
+    // Run-time failures name this call.
+    let saved = std::mem::replace(&mut lower.interp.call_span, lower.span);
+    let result = (|| {
+        let apply = Apply::new(lower.interp, &[z.re.clone(), im.clone()]);
+        let packed = apply.table(op(apply.site()), &[&z.re, &im])?;
+        unpacked(&apply, &packed, &parts(&shape))?.list_to_vec()
+    })();
+    lower.interp.call_span = saved;
+    result
+}
+
+/// The leading axes of matrices of `shape`, followed by `core`.
+fn with_lead(shape: &[usize], core: &[usize]) -> Shape {
+    shape[..shape.len().saturating_sub(2)]
+        .iter()
+        .chain(core)
+        .copied()
+        .collect()
+}
+
 /// `eigh` of a complex Hermitian matrix: the table's Hermitian
 /// eigendecomposition on the two parts (not the embedding, whose
 /// eigenvalues are all doubled): `(w V)`, `w` real and ascending, `V`
 /// complex with each column's largest entry real and positive.
 pub(super) fn eigh(lower: &mut Lower, call: &Call) -> EvalResult<Value> {
-    let [a] = call.positional else {
-        return Err(EvalError::type_error("eigh takes one matrix"));
-    };
-    let z = Parts::of(a);
-    let im = imaginary(lower, &z)?;
-    let shape = shape_of(&z.re)?;
-    let saved = std::mem::replace(&mut lower.interp.call_span, lower.span);
-    let result = (|| {
-        let apply = Apply::new(lower.interp, &[z.re.clone(), im.clone()]);
-        let op = EighHermitian { site: apply.site() };
-        let packed = apply.table(Op::EighHermitian(op), &[&z.re, &im])?;
-        let n = shape.last().copied().unwrap_or(0);
-        let lead = &shape[..shape.len().saturating_sub(2)];
-        let with = |core: &[usize]| -> Shape { lead.iter().chain(core).copied().collect() };
-        let parts = [with(&[n]), with(&[n, n]), with(&[n, n]), with(&[n, n])];
-        unpacked(&apply, &packed, &parts)?.list_to_vec()
-    })();
-    lower.interp.call_span = saved;
-    let items = result?;
+    let items = on_parts(
+        lower,
+        call,
+        |site| Op::EighHermitian(EighHermitian { site }),
+        |shape| {
+            let n = shape.last().copied().unwrap_or(0);
+            let matrix = with_lead(shape, &[n, n]);
+            vec![
+                with_lead(shape, &[n]),
+                matrix.clone(),
+                matrix.clone(),
+                matrix,
+            ]
+        },
+    )?;
     let vectors = lower.value(items[1].clone(), Some(items[2].clone()))?;
     Ok(Value::list([items[0].clone(), vectors]))
+}
+
+/// `(sign log)` of the determinant of each complex matrix: the table's
+/// complex `slogdet` on the two parts, the sign complex.
+fn sign_and_log(lower: &mut Lower, call: &Call) -> EvalResult<(Value, Value)> {
+    let items = on_parts(
+        lower,
+        call,
+        |site| Op::SlogdetComplex(SlogdetComplex { site }),
+        |shape| vec![with_lead(shape, &[]); 3],
+    )?;
+    let sign = lower.value(items[0].clone(), Some(items[1].clone()))?;
+    Ok((sign, items[2].clone()))
+}
+
+/// NumPy's `slogdet` of complex matrices: `(sign log)`, the sign complex
+/// of modulus 1 (0 for a singular matrix).
+pub(super) fn slogdet(lower: &mut Lower, call: &Call) -> EvalResult<Value> {
+    let (sign, log) = sign_and_log(lower, call)?;
+    Ok(Value::list([sign, log]))
+}
+
+/// The determinant of complex matrices: `sign * exp(log)`.
+pub(super) fn det(lower: &mut Lower, call: &Call) -> EvalResult<Value> {
+    let (sign, log) = sign_and_log(lower, call)?;
+    let size = lower.call("exp", &[log])?;
+    lower.call("*", &[sign, size])
 }

@@ -97,6 +97,8 @@ const RULES: &[(&str, Rule)] = &[
     ("inv", Rule::Special(linalg::of_embedding)),
     ("matrix-exp", Rule::Special(linalg::of_embedding)),
     ("eigh", Rule::Special(linalg::eigh)),
+    ("det", Rule::Special(linalg::det)),
+    ("slogdet", Rule::Special(linalg::slogdet)),
     ("astype", Rule::Special(astype)),
 ];
 
@@ -159,8 +161,8 @@ fn refusal(name: &str) -> EvalError {
         | "relu" | "positive?" | "negative?" | "floor" | "ceil" | "round" => {
             ": complex numbers have no order (compare (real z) or (abs z))"
         }
-        "det" | "slogdet" | "cholesky" | "svd" | "qr" => {
-            " yet: of complex matrices, solve, triangular-solve, inv, lstsq, matrix-exp and eigh are supported"
+        "cholesky" | "svd" | "qr" => {
+            " yet: of complex matrices, solve, triangular-solve, inv, lstsq, matrix-exp, det, slogdet and eigh are supported"
         }
         _ => " (it is defined on real numbers only)",
     };

@@ -23,11 +23,11 @@
 //!   `Q̄ = F ∘ (Vᴴ Ū) + diag(w̄)`, `H̄ = sym(V Q̄ Vᴴ)`.
 
 use super::spectral::{inverse_gaps, largest_entry};
-use super::{Batched, leading, run_packed, square_dim, with_core};
+use super::{Batched, leading, run_packed, two_parts, two_parts_batched, with_core};
 use crate::ir::Shape;
 use crate::ir::TensorGraph;
 use crate::ir::ops::{Definition, OpError, Pulled, Rules, Site};
-use crate::ir::shape::{ShapeError, show};
+use crate::ir::shape::ShapeError;
 use egg::Id;
 use faer::{Mat, Par, c64};
 use ndarray::{ArrayD, ArrayViewD};
@@ -172,14 +172,7 @@ impl Definition for EighHermitian {
     }
 
     fn shape(&self, operands: &[&[usize]]) -> Result<Shape, ShapeError> {
-        square_dim(operands[0], "eigh")?;
-        if operands[0] != operands[1] {
-            return Err(ShapeError(format!(
-                "eigh: the real part has shape {} and the imaginary part {}",
-                show(operands[0]),
-                show(operands[1])
-            )));
-        }
+        two_parts(operands, "eigh")?;
         Ok(SmallVec::from_slice(&[crate::ir::ops::packed_len(&parts(
             operands[0],
         ))]))
@@ -283,20 +276,7 @@ impl Definition for EighHermitian {
         size: usize,
     ) -> Option<Id> {
         let op = crate::ir::ops::Op::EighHermitian(self.clone());
-        let node =
-            crate::ir::ops::batching::leading_axes(graph, op, operands, batched, &[2, 2], size)?;
-        // The stack the packed parts come from: the batched node's
-        // operands broadcast (the batch axis first; an unbatched operand
-        // has fewer axes).
-        let children = graph.node(node).children.clone();
-        let input = children
-            .iter()
-            .map(|&c| graph.shape(c).clone())
-            .max_by_key(|shape| shape.len())?;
-        let parts = parts(&input);
-        Some(crate::ir::ops::batching::repacked(
-            graph, node, &parts, size,
-        ))
+        two_parts_batched(graph, op, operands, batched, size, |a| parts(a).to_vec())
     }
 
     fn site(&self) -> Site {

@@ -3,7 +3,8 @@
 //! solves (`cholesky`, `solve`), determinants (`det`) and the adjugate
 //! their derivative is made of (`adjugate`), the symmetric
 //! eigendecomposition (`eigh`) and the Hermitian one of complex matrices
-//! held as two real parts (`eigh_hermitian`), the thin SVD (`svd`), the thin QR
+//! held as two real parts (`eigh_hermitian`; their determinants,
+//! `slogdet_complex`), the thin SVD (`svd`), the thin QR
 //! factorization (`qr`) and the matrix exponential (`expm`).
 //! Factorizations come from faer (pure Rust, no system LAPACK). Each operation's derivative rules are written in the
 //! operations of this table and the tensor language, so second
@@ -27,6 +28,7 @@ mod eigh_hermitian;
 mod expm;
 mod lu;
 mod qr;
+mod slogdet_complex;
 mod solve;
 mod spectral;
 mod svd;
@@ -39,6 +41,7 @@ pub use eigh::Eigh;
 pub use eigh_hermitian::EighHermitian;
 pub use expm::MatrixExp;
 pub use qr::{FullRank, Qr};
+pub use slogdet_complex::SlogdetComplex;
 pub use solve::{Solve, TriangularSolve};
 pub use svd::Svd;
 pub use triangle::{Diag, Diagonal, Triangle};
@@ -197,6 +200,42 @@ pub(crate) fn run_packed(
         inner += size;
     }
     super::indexing::array(&[count * per], out)
+}
+
+/// The square matrices of an operation on complex matrices given as two
+/// parts: both of one shape. Their side.
+pub(crate) fn two_parts(operands: &[&[usize]], what: &str) -> Result<usize, ShapeError> {
+    let n = square_dim(operands[0], what)?;
+    if operands[0] != operands[1] {
+        return Err(ShapeError(format!(
+            "{what}: the real part has shape {} and the imaginary part {}",
+            show(operands[0]),
+            show(operands[1])
+        )));
+    }
+    Ok(n)
+}
+
+/// An operation on the two parts of complex matrices batched over a new
+/// leading axis: the operation on the stacks, its packed results (of
+/// shapes `parts` of the stacked matrices) laid out per example.
+pub(crate) fn two_parts_batched(
+    graph: &mut crate::ir::TensorGraph,
+    op: super::Op,
+    operands: &[egg::Id],
+    batched: &[bool],
+    size: usize,
+    parts: impl Fn(&[usize]) -> Vec<Shape>,
+) -> Option<egg::Id> {
+    let node = super::batching::leading_axes(graph, op, operands, batched, &[2, 2], size)?;
+    // The stack the packed parts come from: the operands broadcast (an
+    // unbatched operand has fewer axes).
+    let children = graph.node(node).children.clone();
+    let input = children
+        .iter()
+        .map(|&c| graph.shape(c).clone())
+        .max_by_key(|shape| shape.len())?;
+    Some(super::batching::repacked(graph, node, &parts(&input), size))
 }
 
 /// The leading (batch) axes of a stack of matrices.
