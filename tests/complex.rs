@@ -359,6 +359,14 @@ fn numpy_promotion_and_types() {
         ("(complex? #c(1.0 2.0))", "#t"),
         ("(complex? 1.0)", "#f"),
         ("(dtype (fft (astype [1.0 2.0 3.0] 'f32)))", "c64"),
+        (
+            "(dtype (det (astype (complex [[[1.0 2.0] [3.0 4.0]]] 1.0) 'c64)))",
+            "c64",
+        ),
+        (
+            "(dtype (second (eigh (astype (complex (eye 2) 0.0) 'c64))))",
+            "c64",
+        ),
     ];
     for (program, want) in cases {
         assert_eq!(eval(&mut engine, program).to_string(), want, "{program}");
@@ -496,7 +504,27 @@ fn hermitian_eigendecomposition_and_its_derivatives() {
         &mut engine,
         "((vmap (lambda (m) (first (eigh m)))) (stack (list h (* 2 h))))",
     );
-    assert_close(&mapped, &[one, twice].concat(), 1e-12, "vmap");
+    assert_close(&mapped, &[one.clone(), twice].concat(), 1e-12, "vmap");
+    // One part batched, the other shared.
+    let half = eval_numbers(
+        &mut engine,
+        "((vmap (lambda (x) (first (eigh (+ (complex x 0.0) (complex 0.0 (imag h))))))) (stack (list (real h) (real h))))",
+    );
+    assert_close(
+        &half,
+        &[one.clone(), one].concat(),
+        1e-12,
+        "vmap of one part",
+    );
+    let dets = eval_numbers(
+        &mut engine,
+        "((vmap (lambda (x) (second (slogdet (complex x 0.0))))) (stack (list (real h) (* 2 (real h)))))",
+    );
+    let each = eval_numbers(
+        &mut engine,
+        "(list (second (slogdet (complex (real h) 0.0))) (second (slogdet (complex (* 2 (real h)) 0.0))))",
+    );
+    assert_close(&dets, &each, 1e-12, "vmap of slogdet with a shared part");
     let message = error(&mut engine, "(eigh (complex [[1.0 2.0] [0.0 1.0]] 0.0))");
     assert!(message.contains("not Hermitian"), "{message}");
 }

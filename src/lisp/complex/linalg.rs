@@ -251,7 +251,14 @@ fn on_parts(
         unpacked(&apply, &packed, &parts(&shape))?.list_to_vec()
     })();
     lower.interp.call_span = saved;
-    result
+    // Computed in f64; c64 matrices give results of their own precision.
+    match crate::lisp::trace::value_dtype(&z.re) {
+        crate::dtype::DType::F32 => result?
+            .into_iter()
+            .map(|item| lower.call("astype", &[item, Value::symbol("f32")]))
+            .collect(),
+        _ => result,
+    }
 }
 
 /// The leading axes of matrices of `shape`, followed by `core`.

@@ -5,8 +5,8 @@
 //! (all eigenvalues, then all `Vr`, all `Vi`, and a fourth part `P`, the
 //! one-hot matrix of each column's pivot row, which the rules read and
 //! the Lisp built-in drops). The matrix used is `(H + Hᴴ) / 2`; one that
-//! is not Hermitian to within rounding is an error (the check costs
-//! `n^2`, the factorization `n^3`).
+//! is not Hermitian to within rounding (of single precision) is an error
+//! (the check costs `n^2`, the factorization `n^3`).
 //!
 //! Each eigenvector's phase is fixed: its entry of largest magnitude (the
 //! first of equals, its pivot) is real and positive, so the result is a
@@ -40,9 +40,11 @@ pub struct EighHermitian {
     pub site: Site,
 }
 
-/// Entries of `H - Hᴴ` larger than this, relative to the largest entry
-/// of `H`, make it not Hermitian.
-const HERMITIAN_TOLERANCE: f64 = 1e-10;
+/// Entries of `H - Hᴴ` larger than this times `sqrt(n)`, relative to the
+/// largest entry of `H`, make it not Hermitian: wide enough for a matrix
+/// computed in single precision, far below the asymmetry of a matrix
+/// that is not Hermitian at all.
+const HERMITIAN_TOLERANCE: f64 = 1e-6;
 
 /// The shapes of the four results for matrices of shape `a`: the
 /// eigenvalues, the parts of the eigenvectors, the pivots.
@@ -72,7 +74,7 @@ fn decompose(re: &[f64], im: &[f64], n: usize, par: Par, out: &mut [f64]) -> Res
         for j in 0..=i {
             let (a, b) = (i * n + j, j * n + i);
             let gap = (re[a] - re[b]).hypot(im[a] + im[b]);
-            if gap > HERMITIAN_TOLERANCE * largest {
+            if gap > HERMITIAN_TOLERANCE * (n as f64).sqrt().max(1.0) * largest {
                 return Err(OpError::new(format!(
                     "the matrix is not Hermitian: entry ({i}, {j}) differs from the conjugate of ({j}, {i}) by {gap:.3e} (the largest entry is {largest:.3e})"
                 )));

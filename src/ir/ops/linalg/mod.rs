@@ -52,6 +52,7 @@ use crate::ir::shape::{ShapeError, broadcast, show};
 use faer::{Mat, MatRef, Par};
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use rayon::prelude::*;
+use smallvec::SmallVec;
 
 /// Matrices at least this large use faer's threads when there is one of
 /// them.
@@ -227,14 +228,16 @@ pub(crate) fn two_parts_batched(
     size: usize,
     parts: impl Fn(&[usize]) -> Vec<Shape>,
 ) -> Option<egg::Id> {
-    let node = super::batching::leading_axes(graph, op, operands, batched, &[2, 2], size)?;
-    // The stack the packed parts come from: the operands broadcast (an
-    // unbatched operand has fewer axes).
-    let children = graph.node(node).children.clone();
-    let input = children
+    // Both parts batched (a shared one broadcast): they must have one
+    // shape.
+    let both: SmallVec<[egg::Id; 2]> = operands
         .iter()
-        .map(|&c| graph.shape(c).clone())
-        .max_by_key(|shape| shape.len())?;
+        .zip(batched)
+        .map(|(&id, &b)| super::batching::full(graph, id, b, size))
+        .collect();
+    let node = super::batching::leading_axes(graph, op, &both, &[true, true], &[2, 2], size)?;
+    // The stack the packed parts come from.
+    let input = graph.shape(both[0]).clone();
     Some(super::batching::repacked(graph, node, &parts(&input), size))
 }
 
