@@ -52,7 +52,7 @@ const SMOKE_RUNS: &[Smoke] = &[
         3,
     ),
     smoke("bench/linalg/time.lisp", &["--backend", "cpu", "smoke"], 8),
-    smoke("bench/gpu/arrays.lisp", &["--backend", "cpu", "smoke"], 2),
+    smoke("bench/gpu/arrays.lisp", &["--backend", "cpu", "smoke"], 3),
     smoke("bench/loops/long-body.lisp", &["smoke"], 2),
     Smoke {
         script: "bench/loops/long-body.lisp",
@@ -145,6 +145,14 @@ const DRIVERS: &[(&str, &[&str])] = &[
     (
         "bench/distributed/scaling.sh",
         &["bench/distributed/heat.lisp"],
+    ),
+    (
+        "bench/gpu/run.sh",
+        &[
+            "bench/linalg/time.lisp",
+            "bench/gpu/arrays.lisp",
+            "bench/transformer/train-step.lisp",
+        ],
     ),
 ];
 
@@ -605,4 +613,11 @@ fn complex_workloads_check_the_transforms_product_and_gradient() {
     let out = &run_smoke("bench/complex/workloads.lisp")[0];
     let checksum = numbers_on(&out.stdout, "energy-grad ");
     assert!(checksum.iter().all(|x| x.is_finite()), "{checksum:?}");
+}
+
+#[test]
+fn gpu_arrays_check_on_the_cpu() {
+    let out = &run_smoke("bench/gpu/arrays.lisp")[0];
+    let times = numbers_on(&out.stdout, "FFT complex median_ms");
+    assert!(!times.is_empty(), "{}", out.stdout);
 }

@@ -564,6 +564,191 @@ fn complex_determinants() {
     assert_eq!(singular, [0.0, 0.0, f64::NEG_INFINITY]);
 }
 
+/// Central differences of `loss` (a Lisp function of one complex
+/// matrix) at `x` along `dx`, against its reverse-mode gradient (JAX's
+/// convention: the directional derivative is `Re sum(g dx)`), forward
+/// mode and the compiled gradient.
+fn check_directional(engine: &mut Engine, loss: &str, x: &str, dx: &str, what: &str) {
+    let h = 1e-6;
+    let at = |engine: &mut Engine, t: f64| {
+        eval_numbers(engine, &format!("({loss} (+ {x} (* {t:?} {dx})))"))[0]
+    };
+    let want = (at(engine, h) - at(engine, -h)) / (2.0 * h);
+    let reverse = eval_numbers(
+        engine,
+        &format!("(real (sum (* ((grad {loss}) {x}) {dx})))"),
+    )[0];
+    assert_close(&[reverse], &[want], 1e-6, &format!("{what} reverse"));
+    let forward = eval_numbers(
+        engine,
+        &format!("(second (jvp {loss} (list {x}) (list {dx})))"),
+    )[0];
+    assert_close(&[forward], &[want], 1e-6, &format!("{what} forward"));
+    let compiled = eval_numbers(
+        engine,
+        &format!("(real (sum (* ((jit (grad {loss})) {x}) {dx})))"),
+    )[0];
+    assert_close(&[compiled], &[want], 1e-6, &format!("{what} jitted"));
+}
+
+/// Cholesky, QR and SVD of complex matrices: reconstructions,
+/// orthonormality and the phase conventions; derivatives of losses that
+/// depend on the phases (so the convention itself is differentiated)
+/// against central differences in reverse and forward mode and through
+/// `jit`, for square, tall and wide matrices; stacks, `vmap` and single
+/// precision. JAX's gradients of phase-invariant losses are in the
+/// reference table.
+#[test]
+fn complex_cholesky_qr_and_svd() {
+    let mut engine = Engine::new();
+    eval(
+        &mut engine,
+        "(seed! 21)
+         (define (crandn shape) (complex (randn shape) (randn shape)))
+         (define (adjoint x) (transpose (conj x)))
+         (define (worst x) (max (abs x)))
+         (define a (crandn '(4 4)))
+         (define h (+ (matmul a (adjoint a)) (* 2 (eye 4))))
+         (define tall (crandn '(5 3))) (define wide (crandn '(3 5)))",
+    );
+    for (what, program) in [
+        (
+            "cholesky reconstruction",
+            "(let ((l (cholesky h))) (worst (- (matmul l (adjoint l)) h)))",
+        ),
+        ("cholesky triangle", "(worst (triu (cholesky h) 1))"),
+        (
+            "cholesky diagonal",
+            "(worst (imag (diagonal (cholesky h))))",
+        ),
+        (
+            "cholesky of the Hermitian part",
+            "(let ((k (crandn '(4 4)))) (worst (- (cholesky (+ h (- k (adjoint k)))) (cholesky h))))",
+        ),
+    ] {
+        let value = eval_numbers(&mut engine, program)[0];
+        assert!(value < 1e-12, "{what}: {value}");
+    }
+    let diagonal = eval_numbers(&mut engine, "(real (diagonal (cholesky h)))");
+    assert!(diagonal.iter().all(|d| *d > 0.0), "{diagonal:?}");
+    for m in ["a", "tall", "wide"] {
+        let checks = [
+            format!("(let ((f (qr {m}))) (worst (- (matmul (first f) (second f)) {m})))"),
+            format!(
+                "(let* ((q (first (qr {m}))) (k (second (shape q)))) (worst (- (matmul (adjoint q) q) (eye k))))"
+            ),
+            format!("(worst (tril (second (qr {m})) -1))"),
+            format!("(worst (imag (diagonal (second (qr {m})))))"),
+            format!(
+                "(let ((f (svd {m}))) (worst (- (matmul (* (first f) (second f)) (third f)) {m})))"
+            ),
+            format!(
+                "(let* ((u (first (svd {m}))) (k (second (shape u)))) (worst (- (matmul (adjoint u) u) (eye k))))"
+            ),
+            format!(
+                "(let* ((vh (third (svd {m}))) (k (first (shape vh)))) (worst (- (matmul vh (adjoint vh)) (eye k))))"
+            ),
+            // Each column of u: its largest entry is real and positive.
+            format!(
+                "(let* ((u (first (svd {m}))) (p (argmax (abs u) :axis 0)) (k (second (shape u))))
+                   (worst (take-along (imag u) (reshape p (list 1 k)) :axis 0)))"
+            ),
+        ];
+        for program in checks {
+            let value = eval_numbers(&mut engine, &program)[0];
+            assert!(value < 1e-12, "{program}: {value}");
+        }
+        let r_diagonal = eval_numbers(&mut engine, &format!("(real (diagonal (second (qr {m}))))"));
+        assert!(r_diagonal.iter().all(|d| *d >= 0.0), "{m}: {r_diagonal:?}");
+        let s = eval_numbers(&mut engine, &format!("(second (svd {m}))"));
+        assert!(
+            s.windows(2).all(|w| w[0] >= w[1]) && s[2] >= 0.0,
+            "{m}: {s:?}"
+        );
+        let top = eval_numbers(
+            &mut engine,
+            &format!(
+                "(let* ((u (first (svd {m}))) (p (argmax (abs u) :axis 0)) (k (second (shape u))))
+                   (take-along (real u) (reshape p (list 1 k)) :axis 0))"
+            ),
+        );
+        assert!(top.iter().all(|x| *x > 0.0), "{m}: {top:?}");
+    }
+    // Losses that read the phases, for every shape.
+    for seed in 0..2 {
+        eval(
+            &mut engine,
+            &format!(
+                "(seed! {seed})
+                 (define wq (crandn '(5 5))) (define wr (crandn '(5 5)))
+                 (define (corner w rows cols) (slice (slice w 0 rows) 0 cols :axis 1))
+                 (define (qr-loss x)
+                   (let* ((f (qr x)) (q (first f)) (r (second f)))
+                     (+ (real (sum (* (corner wq (first (shape q)) (second (shape q))) q)))
+                        (imag (sum (* (corner wr (first (shape r)) (second (shape r))) r))))))
+                 (define (svd-loss x)
+                   (let* ((f (svd x)) (u (first f)) (vh (third f)))
+                     (+ (real (sum (* (corner wq (first (shape u)) (second (shape u))) u)))
+                        (sum (* (slice [1.0 -2.0 0.5 3.0] 0 (second (shape u))) (second f)))
+                        (imag (sum (* (corner wr (first (shape vh)) (second (shape vh))) vh))))))
+                 (define (cholesky-loss x)
+                   (real (sum (* (corner wq 4 4)
+                                 (cholesky (+ (matmul x (adjoint x)) (* 2 (eye 4))))))))
+                 (define da (crandn '(4 4))) (define dt (crandn '(5 3))) (define dw (crandn '(3 5)))"
+            ),
+        );
+        check_directional(&mut engine, "cholesky-loss", "a", "da", "cholesky");
+        for (m, dm) in [("a", "da"), ("tall", "dt"), ("wide", "dw")] {
+            check_directional(&mut engine, "qr-loss", m, dm, &format!("qr {m}"));
+            check_directional(&mut engine, "svd-loss", m, dm, &format!("svd {m}"));
+        }
+    }
+    // Stacks and vmap give each matrix's factorization.
+    for f in ["cholesky", "qr", "svd"] {
+        let arg = if f == "cholesky" { "h" } else { "a" };
+        let stacked = eval_numbers(
+            &mut engine,
+            &format!("({f} (stack (list {arg} (* 2 {arg}))))"),
+        );
+        let mapped = eval_numbers(
+            &mut engine,
+            &format!("((vmap {f}) (stack (list {arg} (* 2 {arg}))))"),
+        );
+        assert_close(&mapped, &stacked, 1e-12, &format!("vmap of {f}"));
+    }
+    // An empty batch gives empty results of the examples' shapes.
+    for (program, want) in [
+        (
+            "(shape (second ((vmap svd) (complex (zeros '(0 2 3)) 0.0))))",
+            "(0 2)",
+        ),
+        ("(shape (second ((vmap qr) (zeros '(0 2 3)))))", "(0 2 3)"),
+    ] {
+        let value = eval(&mut engine, program).to_string();
+        assert_eq!(value, want, "{program}");
+    }
+    let each = eval_numbers(&mut engine, "(list (cholesky h) (cholesky (* 2 h)))");
+    let stacked = eval_numbers(
+        &mut engine,
+        "(let ((l (cholesky (stack (list h (* 2 h)))))) (list (index l 0) (index l 1)))",
+    );
+    assert_close(&stacked, &each, 1e-12, "a stack of Cholesky factors");
+    // Single precision in, single precision out.
+    for (program, dtype) in [
+        ("(dtype (cholesky (astype h 'c64)))", "c64"),
+        ("(dtype (first (qr (astype a 'c64))))", "c64"),
+        ("(dtype (second (svd (astype a 'c64))))", "f32"),
+    ] {
+        let value = eval(&mut engine, program).to_string();
+        assert!(value.ends_with(dtype), "{program}: {value}");
+    }
+    let message = error(
+        &mut engine,
+        "(cholesky (complex [[1.0 2.0] [2.0 1.0]] 0.0))",
+    );
+    assert!(message.contains("not positive definite"), "{message}");
+}
+
 #[test]
 fn npy_files_of_complex_kinds_read_and_write() {
     let mut engine = Engine::new();
@@ -651,6 +836,19 @@ fn bad_input_gets_clear_errors() {
         (
             "(gather [1.0 2.0] (complex [0.0] 0.0))",
             "cannot be complex",
+        ),
+        ("(qr [#c(1.0 2.0)])", "qr needs a matrix"),
+        (
+            "(cholesky (complex [[1.0 2.0 3.0]] 0.0))",
+            "cholesky needs square matrices, got shape [1 3]",
+        ),
+        (
+            "(svd (complex [[1.0 2.0] [1.0 2.0]] (/ 0.0 0.0)))",
+            "NaN or an infinite entry",
+        ),
+        (
+            "((grad (lambda (m) (real (sum (second (qr m)))))) (complex [[1.0 2.0] [2.0 4.0]] 0.0))",
+            "rank deficient",
         ),
         ("#c(1.0)", "complex literal"),
         ("#c(1.0 x)", "complex literal"),

@@ -7,8 +7,12 @@
 ;; JAX: bench/reference/numeric_workloads.py W1). W4: the heat equation's
 ;; gradient, N = T = 10^4, revolve with 100 snapshots
 ;; (bench/numeric/w4-heat.lisp; JAX: bench/reference/heat_w4.py scan).
+;; FFT: the transform of 2^20 complex points in a compiled call (cuFFT on
+;; CUDA), the signal of bench/complex/workloads.lisp (JAX:
+;; bench/reference/complex_workloads.py).
 ;; Each line: workload, name, median_ms, min_ms, reps, as time.lisp
-;; prints them. With `smoke`: n = 1000, N = 100, T = 50, one call each.
+;; prints them. With `smoke`: n = 1000, N = 100, T = 50, 64 points, one
+;; call each.
 
 (load "../timing.lisp")
 (define least-calls (if smoke? 1 5))
@@ -34,7 +38,15 @@
 (time-calls "W4" "revolve" (lambda () (heat-grad u0 0.25)))
 (println "W4 value grad_u0_sum" (sum (first (heat-grad u0 0.25))))
 
+(define points (if smoke? 64 1048576))
+(define (wave m a b) (sin (+ (* a (arange (* 1.0 m))) b)))
+(define signal (complex (wave points 0.0137 0.1) (wave points 0.0071 0.7)))
+(define transform (jit (lambda (z) (fft z))))
+(time-calls "FFT" "complex" (lambda () (transform signal)))
+
 (when smoke?
   (load "../smoke.lisp")
+  (smoke-check "FFT compiled against FFT eager"
+               (max (abs (- (transform signal) (fft signal)))) 1e-12)
   (smoke-check "W1 gradient against finite differences" (check-grad rosenbrock (list x)) 1e-5)
   (smoke-check "W4 gradient against finite differences" (check-grad heat-loss (list u0 0.25)) 1e-6))

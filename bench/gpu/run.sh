@@ -64,6 +64,7 @@ jax_round() {
     timeout 600 python3 bench/reference/numeric_workloads.py W1 > "$OUT/jax-w1-$1.txt" 2>&1
     timeout 600 python3 bench/reference/heat_w4.py scan > "$OUT/jax-w4-$1.txt" 2>&1
     timeout 600 python3 bench/reference/transformer.py 5 float32 > "$OUT/jax-transformer-$1.txt" 2>&1
+    timeout 600 python3 bench/reference/complex_workloads.py 9 > "$OUT/jax-complex-$1.txt" 2>&1
     unset JAX_PLATFORMS
 }
 for round in 1 2; do

@@ -25,6 +25,7 @@ WORKLOADS = [
     ("W1 Rosenbrock gradient (10^6)", "eps-arrays", r"^W1 grad ", "jax-w1", r"^W1 grad ", 1.0),
     ("W4 heat gradient, revolve (10^4 x 10^4)", "eps-arrays", r"^W4 revolve ", "jax-w4", None, 1.5),
     ("transformer train step, f32", "eps-transformer", None, "jax-transformer", None, 1.2),
+    ("FFT, 2^20 complex points (cuFFT)", "eps-arrays", r"^FFT complex ", "jax-complex", r"^fft\s", None),
 ]
 
 
@@ -43,6 +44,10 @@ def median_ms(path, pattern):
             m = re.search(r"median_ms[ =]+([0-9.eE+-]+)", line)
             if m:
                 return float(m.group(1))
+            # `name checksum X seconds Y` (complex_workloads.py).
+            m = re.search(r"seconds\s+([0-9.eE+-]+)", line)
+            if m:
+                return float(m.group(1)) * 1e3
     return None
 
 

@@ -266,6 +266,66 @@ row("logabsdet grad", "((grad (lambda (m) (second (slogdet m)))) M)",
 row("sign grad", "((grad (lambda (m) (imag (* #c(0.4 0.9) (first (slogdet m)))))) M)",
     jax.grad(lambda m: jnp.imag((0.4 + 0.9j) * jnp.linalg.slogdet(m)[0]))(M))
 
+# Cholesky, QR and SVD: the Cholesky factor is unique; QR and SVD are
+# compared through quantities that do not depend on the phases each
+# library picks for its vectors.
+D = np.array([[0.3, -1.2, 0.8], [1.1, 0.4, -0.6], [-0.9, 0.7, 1.3], [0.2, -0.5, 0.9]])
+E = np.array([[1.4, -0.3, 0.6], [-0.8, 0.9, 0.25]])
+PRELUDE["D"] = lisp_tensor(D)
+PRELUDE["E"] = lisp_tensor(E)
+row("cholesky", "(cholesky H)", np.linalg.cholesky(H))
+row("cholesky grad", "((grad (lambda (h) (real (sum (* N (cholesky h)))))) H)",
+    jax.grad(lambda h: jnp.real(jnp.sum(N * jnp.linalg.cholesky(h))))(H))
+row("cholesky grad imaginary", "((grad (lambda (h) (imag (sum (* M (cholesky h)))))) H)",
+    jax.grad(lambda h: jnp.imag(jnp.sum(M * jnp.linalg.cholesky(h))))(H))
+
+
+def qr_moduli(a):
+    q, r = jnp.linalg.qr(a)
+    return jnp.abs(q) ** 2, jnp.abs(r) ** 2
+
+
+def qr_loss(a, left, right):
+    q, r = qr_moduli(a)
+    return jnp.sum(left * q) + jnp.sum(right * r)
+
+
+QR_LISP = "(let ((f (qr {a}))) (list (square (abs (first f))) (square (abs (second f)))))"
+QR_LOSS = "(lambda (a) (let ((f (qr a))) (+ (sum (* {left} (square (abs (first f))))) (sum (* {right} (square (abs (second f))))))))"
+row("qr moduli tall", QR_LISP.format(a="A"), list(qr_moduli(A)))
+row("qr moduli wide", QR_LISP.format(a="B"), list(qr_moduli(B)))
+row("qr moduli square", QR_LISP.format(a="M"), list(qr_moduli(M)))
+row("qr grad tall", f"((grad {QR_LOSS.format(left='D', right='C')}) A)",
+    jax.grad(lambda a: qr_loss(a, D, C))(A))
+row("qr grad wide", f"((grad {QR_LOSS.format(left='(slice (slice C 0 2) 0 2 :axis 1)', right='E')}) B)",
+    jax.grad(lambda a: qr_loss(a, C[:2, :2], E))(B))
+row("qr grad square", f"((grad {QR_LOSS.format(left='C', right='(transpose C)')}) M)",
+    jax.grad(lambda a: qr_loss(a, C, C.T))(M))
+
+
+def svd_moduli(a):
+    u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+    return jnp.abs(u) ** 2, s, jnp.abs(vh) ** 2
+
+
+def svd_loss(a, left, weights, right):
+    u, s, vh = svd_moduli(a)
+    return jnp.sum(left * u) + jnp.sum(weights * s) + jnp.sum(right * vh)
+
+
+SVD_LISP = "(let ((f (svd {a}))) (list (square (abs (first f))) (second f) (square (abs (third f)))))"
+SVD_LOSS = ("(lambda (a) (let ((f (svd a))) (+ (sum (* {left} (square (abs (first f))))) "
+            "(sum (* {weights} (second f))) (sum (* {right} (square (abs (third f))))))))")
+row("svd moduli tall", SVD_LISP.format(a="A"), list(svd_moduli(A)))
+row("svd moduli wide", SVD_LISP.format(a="B"), list(svd_moduli(B)))
+row("svd moduli square", SVD_LISP.format(a="M"), list(svd_moduli(M)))
+row("svd grad tall", f"((grad {SVD_LOSS.format(left='D', weights='[1.0 2.0 3.0]', right='C')}) A)",
+    jax.grad(lambda a: svd_loss(a, D, np.array([1.0, 2.0, 3.0]), C))(A))
+row("svd grad wide", f"((grad {SVD_LOSS.format(left='(slice (slice C 0 2) 0 2 :axis 1)', weights='[0.5 -1.5]', right='E')}) B)",
+    jax.grad(lambda a: svd_loss(a, C[:2, :2], np.array([0.5, -1.5]), E))(B))
+row("svd grad square", f"((grad {SVD_LOSS.format(left='C', weights='[-1.0 0.5 2.0]', right='(transpose C)')}) M)",
+    jax.grad(lambda a: svd_loss(a, C, np.array([-1.0, 0.5, 2.0]), C.T))(M))
+
 # Jacobians.
 row("jacobian real of complex", "((jacobian (lambda (z) (* (real z) (square (imag z))))) (slice Z 0 3))",
     jax.jacrev(lambda z: jnp.real(z) * jnp.imag(z) ** 2)(Z[:3]))

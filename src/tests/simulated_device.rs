@@ -91,6 +91,27 @@ fn transfers_happen_only_at_tape_boundaries() {
 }
 
 #[test]
+fn fourier_transforms_run_on_the_device_as_the_fft_librarys_routine() {
+    let Some(machine) = simulated() else { return };
+    let before = machine.routines.get();
+    // Lines next to each other (the last axis) and strided ones (axis 1
+    // of three), forward and backward, in the value and the gradient.
+    let (up, down, _) = transfers(
+        &machine,
+        "(define x (randn '(3 6 5)))
+         (define (f x)
+           (let ((w (fft (complex x (* 0.5 (sin x))) :axis 1)))
+             (+ (sum (square (abs (ifft w :axis 2)))) (sum (real (fft2 (* w w)))))))
+         (define vg (value-and-grad f))",
+        "(vg x)",
+    );
+    assert_eq!((up, down), (1, 2), "x up; the value and the gradient down");
+    // fft, ifft and fft2 (two transforms) forward; their adjoints back.
+    let transforms = machine.routines.get() - before;
+    assert!(transforms >= 8, "{transforms} routines");
+}
+
+#[test]
 fn f32_storage_on_the_device_gives_the_bits_of_f64_storage() {
     use crate::backends::Backend as _;
     use crate::backends::cpu::storage::tests::{attention, bits, compiled, input};

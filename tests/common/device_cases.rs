@@ -12,7 +12,7 @@
 /// Name, program.
 pub const DEVICE_CASES: &[(&str, &str)] = &[
     (
-        "complex arithmetic, functions, products and Fourier transforms (the transform on the host)",
+        "complex arithmetic, functions, products and Fourier transforms",
         "(define x (randn '(6 8))) (define y (randn '(6 8)))
          (define (f x y)
            (let* ((z (complex x (* 0.5 y)))

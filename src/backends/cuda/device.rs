@@ -14,6 +14,7 @@
 //! checked the same way.
 
 mod batched;
+mod fourier;
 mod solver;
 
 use super::launch::{GemmCall, Launch};
@@ -60,6 +61,8 @@ pub struct CudaDevice {
     /// cuSOLVER's handle (never dropped, as `blas`), made at the first
     /// solver routine.
     solver: std::cell::OnceCell<solver::SolverHandle>,
+    /// cuFFT's plans by layout, made at their first transform.
+    plans: RefCell<fourier::Plans>,
     /// The NCCL communicator, made at the first allreduce that uses it.
     #[cfg(feature = "nccl")]
     nccl: super::nccl::Communicator,
@@ -155,6 +158,7 @@ impl CudaDevice {
             held: std::cell::Cell::new(0),
             programs: super::program::Programs::default(),
             solver: std::cell::OnceCell::new(),
+            plans: RefCell::default(),
             #[cfg(feature = "nccl")]
             nccl: super::nccl::Communicator::default(),
         };

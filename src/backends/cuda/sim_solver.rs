@@ -3,7 +3,9 @@
 //! (`potrf`, `getrf`/`getrs` with partial pivoting, `trsm`, Householder
 //! `geqrf`/`orgqr`; `syevd` and `gesvd` through faer), writing what the
 //! library writes where it writes it, so that the recipes' kernels around
-//! a routine are checked against the layout a GPU gives them.
+//! a routine are checked against the layout a GPU gives them. The FFT
+//! library's transform is the sum that defines it (O(n^2) per line, a
+//! second method beside the CPU kernel's rustfft).
 
 use crate::ir::ops::solver::{Routine, write_ints};
 use faer::diag::Diag;
@@ -26,6 +28,12 @@ pub fn run(
         ));
     }
     match *routine {
+        Routine::Fft {
+            len,
+            inner,
+            outer,
+            backward,
+        } => dft(writes[0], len, inner, outer, backward),
         Routine::Cholesky { n, batch, upper } => {
             let (a, info) = pair(writes);
             let codes: Vec<i32> = (0..batch)
@@ -440,6 +448,33 @@ fn thin_svd(a: &[f64], m: usize, n: usize, s: &mut [f64], u: &mut [f64], vt: &mu
         }
     }
     0
+}
+
+/// The discrete Fourier transform of each line of `x` (see
+/// [`Routine::Fft`]) by its definition, in place.
+fn dft(x: &mut [f64], len: usize, inner: usize, outer: usize, backward: bool) {
+    let sign = if backward { 1.0 } else { -1.0 };
+    let mut line = vec![(0.0, 0.0); len];
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |k: usize| 2 * ((o * len + k) * inner + i);
+            for (k, z) in line.iter_mut().enumerate() {
+                *z = (x[at(k)], x[at(k) + 1]);
+            }
+            for k in 0..len {
+                let (mut re, mut im) = (0.0, 0.0);
+                for (j, (a, b)) in line.iter().enumerate() {
+                    // The angle from j k mod n, exact for large products.
+                    let turn = ((j * k) % len) as f64 / len as f64;
+                    let (s, c) = (sign * std::f64::consts::TAU * turn).sin_cos();
+                    re += a * c - b * s;
+                    im += a * s + b * c;
+                }
+                x[at(k)] = re;
+                x[at(k) + 1] = im;
+            }
+        }
+    }
 }
 
 #[cfg(test)]

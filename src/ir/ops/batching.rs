@@ -74,7 +74,9 @@ pub fn repacked(graph: &mut TensorGraph, node: Id, parts: &[Shape], size: usize)
         .into_iter()
         .zip(parts)
         .map(|(piece, shape)| {
-            let per_example = shape.iter().product::<usize>() / size.max(1);
+            // Each part's shape leads with the batch axis; the rest is one
+            // example's (so an empty batch keeps its examples' length).
+            let per_example = shape.iter().skip(1).product::<usize>();
             graph.reshape(piece, &[size, per_example])
         })
         .collect();

@@ -9,9 +9,11 @@
 //! the real inner product of pairs (`Re sum conj(a) b`) each is the
 //! other's adjoint, so the reverse rule of one is the other; the forward
 //! rule is the transform of the tangent (it is linear). Lines are planned
-//! by rustfft once per length and direction, per thread.
+//! by rustfft once per length and direction, per thread; on a CUDA device
+//! the transform is cuFFT's (`Routine::Fft`).
 
 use super::indexing::array;
+use super::solver::{DeviceSolve, Routine, Slot};
 use super::{Definition, Op, OpError, Pulled, Rules};
 use crate::ir::shape::{ShapeError, show};
 use crate::ir::{Shape, TOp, TensorGraph};
@@ -59,7 +61,53 @@ fn plan(len: usize, backward: bool) -> Arc<dyn Plan<f64>> {
     })
 }
 
+/// Transforms in place the lines of `data`, complex numbers as
+/// interleaved pairs laid out `[outer, len, inner]`: for each of the
+/// `outer` blocks, `inner` lines of `len` numbers `inner` apart. Every
+/// line is gathered into one buffer and transformed in one call.
+pub(crate) fn transform_lines(
+    data: &mut [f64],
+    outer: usize,
+    len: usize,
+    inner: usize,
+    backward: bool,
+) {
+    if len == 0 || outer * inner == 0 {
+        return;
+    }
+    let at = |o: usize, k: usize, i: usize| 2 * ((o * len + k) * inner + i);
+    let mut lines: Vec<Complex<f64>> = Vec::with_capacity(outer * inner * len);
+    for o in 0..outer {
+        for i in 0..inner {
+            lines.extend((0..len).map(|k| {
+                let p = at(o, k, i);
+                Complex::new(data[p], data[p + 1])
+            }));
+        }
+    }
+    plan(len, backward).process(&mut lines);
+    for o in 0..outer {
+        for i in 0..inner {
+            let line = &lines[(o * inner + i) * len..][..len];
+            for (k, z) in line.iter().enumerate() {
+                let p = at(o, k, i);
+                data[p] = z.re;
+                data[p + 1] = z.im;
+            }
+        }
+    }
+}
+
 impl Fft {
+    /// `(outer, len, inner)` of a result of `shape`: the blocks before
+    /// the axis, its length, and the numbers (pairs) after it.
+    fn lines(&self, shape: &[usize]) -> (usize, usize, usize) {
+        let axis = usize::from(self.axis);
+        let outer = shape[..axis].iter().product();
+        let inner = shape[axis + 1..shape.len() - 1].iter().product();
+        (outer, shape[axis], inner)
+    }
+
     fn with(&self, axis: u8, backward: bool) -> Op {
         Op::Fft(Fft { axis, backward })
     }
@@ -94,40 +142,28 @@ impl Definition for Fft {
         operands: &[ArrayViewD<'_, f64>],
         shape: &[usize],
     ) -> Result<ArrayD<f64>, OpError> {
-        let axis = usize::from(self.axis);
-        let len = shape[axis];
-        let outer: usize = shape[..axis].iter().product();
-        // Numbers (pairs) between the axis and the pairs.
-        let inner: usize = shape[axis + 1..shape.len() - 1].iter().product();
+        let (outer, len, inner) = self.lines(shape);
         let x = operands[0].as_standard_layout();
         let data = x.as_slice().expect("a standard-layout array is contiguous");
-        let mut out = vec![0.0; data.len()];
-        if len == 0 || outer * inner == 0 {
-            return array(shape, out);
-        }
-        // Every line gathered into one buffer, transformed in one call.
-        let at = |o: usize, k: usize, i: usize| 2 * ((o * len + k) * inner + i);
-        let mut lines: Vec<Complex<f64>> = Vec::with_capacity(outer * inner * len);
-        for o in 0..outer {
-            for i in 0..inner {
-                lines.extend((0..len).map(|k| {
-                    let p = at(o, k, i);
-                    Complex::new(data[p], data[p + 1])
-                }));
-            }
-        }
-        plan(len, self.backward).process(&mut lines);
-        for o in 0..outer {
-            for i in 0..inner {
-                let line = &lines[(o * inner + i) * len..][..len];
-                for (k, z) in line.iter().enumerate() {
-                    let p = at(o, k, i);
-                    out[p] = z.re;
-                    out[p + 1] = z.im;
-                }
-            }
-        }
+        let mut out = data.to_vec();
+        transform_lines(&mut out, outer, len, inner, self.backward);
         array(shape, out)
+    }
+
+    /// On a device: the operand copied to the result, transformed there
+    /// in place (cuFFT on CUDA).
+    fn device_solve(&self, _operands: &[&[usize]], shape: &[usize]) -> Option<DeviceSolve> {
+        let (outer, len, inner) = self.lines(shape);
+        let mut solve = DeviceSolve::default();
+        solve.copy(Slot::Operand(0), Slot::Out, 2 * outer * len * inner);
+        let routine = Routine::Fft {
+            len,
+            inner,
+            outer,
+            backward: self.backward,
+        };
+        solve.routine(routine, &[], &[Slot::Out]);
+        Some(solve)
     }
 
     fn vjp(&self, rules: &mut Rules<'_>, _node: Id, _operands: &[Id], g: Id) -> Pulled {

@@ -286,6 +286,9 @@ table! {
     Diag(linalg::Diag),
     /// The lower Cholesky factor.
     Cholesky(linalg::Cholesky),
+    /// The lower Cholesky factor of a complex Hermitian matrix given as its
+    /// two parts, packed (the factor's parts).
+    CholeskyComplex(linalg::CholeskyComplex),
     /// A triangular solve.
     TriangularSolve(linalg::TriangularSolve),
     /// A general solve (LU).
@@ -310,8 +313,14 @@ table! {
     EighHermitian(linalg::EighHermitian),
     /// The thin SVD, packed (u, s, vt).
     Svd(linalg::Svd),
+    /// The thin SVD of a complex matrix given as its two parts, packed
+    /// (u's parts, s, vh's parts, pivots).
+    SvdComplex(linalg::SvdComplex),
     /// The thin QR factorization, packed (q, r).
     Qr(linalg::Qr),
+    /// The thin QR factorization of a complex matrix given as its two
+    /// parts, packed (q's parts, r's parts).
+    QrComplex(linalg::QrComplex),
     /// The identity on triangular factors, checking they have full rank.
     FullRank(linalg::FullRank),
     /// The matrix exponential.

@@ -339,13 +339,29 @@ pub enum Routine {
         /// How many matrices.
         batch: usize,
     },
+    /// A discrete Fourier transform (cuFFT's `Z2Z`, unnormalized), in
+    /// place: writes `[x]`, complex numbers as interleaved pairs laid out
+    /// `[outer, len, inner]`; each of the `outer * inner` lines of `len`
+    /// numbers (`inner` apart) is transformed, forward (`e^(-2 pi i jk/n)`)
+    /// or `backward` (`e^(+2 pi i jk/n)`). Not column-major matrices: the
+    /// routine of the FFT library rather than the solver's.
+    Fft {
+        /// The transform's length.
+        len: usize,
+        /// Numbers between consecutive elements of a line.
+        inner: usize,
+        /// Blocks of `len * inner` numbers.
+        outer: usize,
+        /// The backward transform.
+        backward: bool,
+    },
 }
 
 impl Routine {
     /// How many buffers it writes.
     pub fn writes(&self) -> usize {
         match self {
-            Routine::TriangularSolve { .. } => 1,
+            Routine::TriangularSolve { .. } | Routine::Fft { .. } => 1,
             Routine::Cholesky { .. } | Routine::LuSolve { .. } | Routine::QrBasis { .. } => 2,
             Routine::Lu { .. } | Routine::Qr { .. } | Routine::Eigh { .. } => 3,
             Routine::Svd { .. } => 5,

@@ -12,15 +12,20 @@
 //! own derivative rules, so the complex results are differentiated
 //! exactly; the price is a real problem twice the size (twice a complex
 //! LU's flops). A real matrix with a complex right-hand side is one real
-//! solve per part. `eigh` is the exception: the embedding doubles every
-//! eigenvalue, so it is an operation of its own on the two parts
-//! (`ir::ops::linalg::EighHermitian`).
+//! solve per part. The factorizations are the exception (the embedding
+//! doubles every eigenvalue and singular value, and its factors are not
+//! the embeddings of complex factors): `eigh`, `det`/`slogdet`,
+//! `cholesky`, `qr` and `svd` are operations of their own on the two
+//! parts (`ir::ops::linalg::EighHermitian`, `SlogdetComplex`,
+//! `CholeskyComplex`, `QrComplex`, `SvdComplex`), called by `on_parts`.
 
 use super::lowering::Call;
 use super::{Lower, Parts, shape_of};
 use crate::ir::Shape;
 use crate::ir::ops::Op;
-use crate::ir::ops::linalg::{EighHermitian, SlogdetComplex};
+use crate::ir::ops::linalg::{
+    CholeskyComplex, EighHermitian, QrComplex, SlogdetComplex, SvdComplex,
+};
 use crate::lisp::builtins::apply::Apply;
 use crate::lisp::builtins::linalg::unpacked;
 use crate::lisp::error::{EvalError, EvalResult};
@@ -279,16 +284,7 @@ pub(super) fn eigh(lower: &mut Lower, call: &Call) -> EvalResult<Value> {
         lower,
         call,
         |site| Op::EighHermitian(EighHermitian { site }),
-        |shape| {
-            let n = shape.last().copied().unwrap_or(0);
-            let matrix = with_lead(shape, &[n, n]);
-            vec![
-                with_lead(shape, &[n]),
-                matrix.clone(),
-                matrix.clone(),
-                matrix,
-            ]
-        },
+        EighHermitian::parts,
     )?;
     let vectors = lower.value(items[1].clone(), Some(items[2].clone()))?;
     Ok(Value::list([items[0].clone(), vectors]))
@@ -319,4 +315,46 @@ pub(super) fn det(lower: &mut Lower, call: &Call) -> EvalResult<Value> {
     let (sign, log) = sign_and_log(lower, call)?;
     let size = lower.call("exp", &[log])?;
     lower.call("*", &[sign, size])
+}
+
+/// The lower Cholesky factor of each complex Hermitian positive definite
+/// matrix (of its Hermitian part): the table's complex factorization on
+/// the two parts, the diagonal real and positive.
+pub(super) fn cholesky(lower: &mut Lower, call: &Call) -> EvalResult<Value> {
+    let items = on_parts(
+        lower,
+        call,
+        |site| Op::CholeskyComplex(CholeskyComplex { site }),
+        CholeskyComplex::parts,
+    )?;
+    lower.value(items[0].clone(), Some(items[1].clone()))
+}
+
+/// `(q r)` of the thin QR factorization of complex matrices: `q` with
+/// orthonormal columns, `r` upper triangular with a real non-negative
+/// diagonal.
+pub(super) fn qr(lower: &mut Lower, call: &Call) -> EvalResult<Value> {
+    let items = on_parts(
+        lower,
+        call,
+        |site| Op::QrComplex(QrComplex { site }),
+        QrComplex::parts,
+    )?;
+    let q = lower.value(items[0].clone(), Some(items[1].clone()))?;
+    let r = lower.value(items[2].clone(), Some(items[3].clone()))?;
+    Ok(Value::list([q, r]))
+}
+
+/// `(u s vh)` of the thin SVD of complex matrices, `s` real and
+/// descending, each column of `u`'s largest entry real and positive.
+pub(super) fn svd(lower: &mut Lower, call: &Call) -> EvalResult<Value> {
+    let items = on_parts(
+        lower,
+        call,
+        |site| Op::SvdComplex(SvdComplex { site }),
+        SvdComplex::parts,
+    )?;
+    let u = lower.value(items[0].clone(), Some(items[1].clone()))?;
+    let vh = lower.value(items[3].clone(), Some(items[4].clone()))?;
+    Ok(Value::list([u, items[2].clone(), vh]))
 }

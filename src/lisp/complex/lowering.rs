@@ -99,6 +99,9 @@ const RULES: &[(&str, Rule)] = &[
     ("eigh", Rule::Special(linalg::eigh)),
     ("det", Rule::Special(linalg::det)),
     ("slogdet", Rule::Special(linalg::slogdet)),
+    ("cholesky", Rule::Special(linalg::cholesky)),
+    ("qr", Rule::Special(linalg::qr)),
+    ("svd", Rule::Special(linalg::svd)),
     ("astype", Rule::Special(astype)),
 ];
 
@@ -160,9 +163,6 @@ fn refusal(name: &str) -> EvalError {
         "<" | ">" | "<=" | ">=" | "max" | "min" | "argmax" | "argmin" | "sort" | "clamp"
         | "relu" | "positive?" | "negative?" | "floor" | "ceil" | "round" => {
             ": complex numbers have no order (compare (real z) or (abs z))"
-        }
-        "cholesky" | "svd" | "qr" => {
-            " yet: of complex matrices, solve, triangular-solve, inv, lstsq, matrix-exp, det, slogdet and eigh are supported"
         }
         _ => " (it is defined on real numbers only)",
     };

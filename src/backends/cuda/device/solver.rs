@@ -126,6 +126,15 @@ impl CudaDevice {
         {
             return self.triangular_solve(r[0], w[0], (m, n, batch), upper, transpose, shared);
         }
+        if let Routine::Fft {
+            len,
+            inner,
+            outer,
+            backward,
+        } = *routine
+        {
+            return self.fft(w[0], (outer, len, inner), backward);
+        }
         let handle = self.solver()?.cu();
         // SAFETY (every call below): the buffers hold the batch of
         // matrices the routine names (the plan sized them from the same
@@ -345,7 +354,9 @@ impl CudaDevice {
                     self.release(rwork);
                     done?;
                 }
-                Routine::TriangularSolve { .. } => unreachable!("handled above"),
+                Routine::TriangularSolve { .. } | Routine::Fft { .. } => {
+                    unreachable!("handled above")
+                }
             }
         }
         Ok(())

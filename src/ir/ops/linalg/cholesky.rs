@@ -14,9 +14,10 @@ use crate::ir::TensorGraph;
 use crate::ir::ops::{Definition, OpError, Pulled, Rules, Site};
 use crate::ir::shape::ShapeError;
 use egg::Id;
-use faer::Par;
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::llt::factor::{LltError, cholesky_in_place, cholesky_in_place_scratch};
+use faer::traits::ComplexField;
+use faer::{Mat, Par};
 use ndarray::{ArrayD, ArrayViewD};
 use smallvec::SmallVec;
 
@@ -29,12 +30,35 @@ pub struct Cholesky {
 }
 
 /// `Φ(x)`: the lower triangle with the diagonal halved.
-fn phi(rules: &mut Rules<'_>, x: Id) -> Id {
+pub(super) fn phi(rules: &mut Rules<'_>, x: Id) -> Id {
     let lower = rules.tril(x, 0);
     let strict = rules.tril(x, -1);
     let sum = rules.add(lower, strict);
     let half = rules.num(0.5);
     rules.mul(half, sum)
+}
+
+/// Factors `m` (any field) in place: its lower triangle (which alone is
+/// read) becomes the Cholesky factor, or an error names the pivot at
+/// which it is not positive definite.
+pub(super) fn in_place<T: ComplexField>(m: &mut Mat<T>, par: Par) -> Result<(), OpError> {
+    let n = m.nrows();
+    let mut buffer = MemBuffer::new(cholesky_in_place_scratch::<T>(n, par, Default::default()));
+    cholesky_in_place(
+        m.as_mut(),
+        Default::default(),
+        par,
+        MemStack::new(&mut buffer),
+        Default::default(),
+    )
+    .map_err(|LltError::NonPositivePivot { index }| {
+        OpError::new(format!(
+            "the matrix is not positive definite (pivot {index}: the leading {} x {} block is not)",
+            index + 1,
+            index + 1
+        ))
+    })?;
+    Ok(())
 }
 
 /// The lower factor of the `n x n` row-major `a` (symmetrized), written
@@ -52,21 +76,7 @@ fn factor(a: &[f64], n: usize, par: Par, out: &mut [f64]) -> Result<(), OpError>
             m[(i, j)] = mean;
         }
     }
-    let mut buffer = MemBuffer::new(cholesky_in_place_scratch::<f64>(n, par, Default::default()));
-    cholesky_in_place(
-        m.as_mut(),
-        Default::default(),
-        par,
-        MemStack::new(&mut buffer),
-        Default::default(),
-    )
-    .map_err(|LltError::NonPositivePivot { index }| {
-        OpError::new(format!(
-            "the matrix is not positive definite (pivot {index}: the leading {} x {} block is not)",
-            index + 1,
-            index + 1
-        ))
-    })?;
+    in_place(&mut m, par)?;
     for i in 0..n {
         for j in 0..n {
             out[i * n + j] = if j <= i { m[(i, j)] } else { 0.0 };

@@ -22,7 +22,8 @@
 //!   `c̄_k = sum_i (V̄r Vi - V̄i Vr)_ik`, `Ū = V̄ + i P ∘ (c̄ / V_p)`,
 //!   `Q̄ = F ∘ (Vᴴ Ū) + diag(w̄)`, `H̄ = sym(V Q̄ Vᴴ)`.
 
-use super::spectral::{inverse_gaps, largest_entry};
+use super::pairs::{self, Pair};
+use super::spectral::inverse_gaps;
 use super::{Batched, leading, run_packed, two_parts, two_parts_batched, with_core};
 use crate::ir::Shape;
 use crate::ir::TensorGraph;
@@ -63,9 +64,7 @@ pub(crate) fn parts(a: &[usize]) -> [Shape; 4] {
 /// The decomposition of the `n x n` row-major parts `re`, `im` into
 /// `out`: `n` eigenvalues, then `Vr`, `Vi` and the pivots, row-major.
 fn decompose(re: &[f64], im: &[f64], n: usize, par: Par, out: &mut [f64]) -> Result<(), OpError> {
-    if !super::all_finite(re) || !super::all_finite(im) {
-        return Err(OpError::new("the matrix has a NaN or an infinite entry"));
-    }
+    super::finite_parts(re, im)?;
     let largest = re
         .iter()
         .zip(im)
@@ -92,14 +91,7 @@ fn decompose(re: &[f64], im: &[f64], n: usize, par: Par, out: &mut [f64]) -> Res
     pivots.fill(0.0);
     for j in 0..n {
         w[j] = s[j].re;
-        let p = largest_entry((0..n).map(|i| u[(i, j)].norm()));
-        let pivot = u[(p, j)];
-        let size = pivot.norm();
-        // Multiplying by conj(pivot) / |pivot| makes the pivot real.
-        let turn = match size > 0.0 {
-            true => c64::new(pivot.re / size, -pivot.im / size),
-            false => c64::new(1.0, 0.0),
-        };
+        let (p, turn) = super::pivot_turn((0..n).map(|i| u[(i, j)]));
         for i in 0..n {
             let z = u[(i, j)] * turn;
             vr[i * n + j] = z.re + 0.0;
@@ -111,61 +103,18 @@ fn decompose(re: &[f64], im: &[f64], n: usize, par: Par, out: &mut [f64]) -> Res
     Ok(())
 }
 
-/// Complex matrices as pairs of real nodes, for the rules.
-#[derive(Clone, Copy)]
-struct Pair {
-    re: Id,
-    im: Id,
-}
-
 /// The eigenvalues, the eigenvectors and the pivots of `node`.
 fn results(rules: &mut Rules<'_>, node: Id, shapes: &[Shape]) -> (Id, Pair, Id) {
     let values = rules.unpack(node, shapes);
-    let v = Pair {
-        re: values[1],
-        im: values[2],
-    };
+    let v = Pair::new(values[1], values[2]);
     (values[0], v, values[3])
 }
 
-/// `a b`.
-fn product(rules: &mut Rules<'_>, a: Pair, b: Pair) -> Pair {
-    let rr = rules.mm(a.re, b.re);
-    let ii = rules.mm(a.im, b.im);
-    let ri = rules.mm(a.re, b.im);
-    let ir = rules.mm(a.im, b.re);
-    Pair {
-        re: rules.sub(rr, ii),
-        im: rules.add(ri, ir),
+impl EighHermitian {
+    /// The shapes of the packed results for matrices of shape `a`.
+    pub fn parts(a: &[usize]) -> Vec<Shape> {
+        parts(a).to_vec()
     }
-}
-
-/// `aᴴ`.
-fn adjoint(rules: &mut Rules<'_>, a: Pair) -> Pair {
-    let re = rules.mt(a.re);
-    let im = rules.mt(a.im);
-    Pair {
-        re,
-        im: rules.neg(im),
-    }
-}
-
-/// `(x + xᴴ) / 2`.
-fn hermitian_part(rules: &mut Rules<'_>, x: Pair) -> Pair {
-    let re = rules.symmetrize(x.re);
-    let t = rules.mt(x.im);
-    let d = rules.sub(x.im, t);
-    let half = rules.num(0.5);
-    Pair {
-        re,
-        im: rules.mul(d, half),
-    }
-}
-
-/// The sum over the rows of each matrix (`[.., n, n]` to `[.., 1, n]`).
-fn column_sums(rules: &mut Rules<'_>, x: Id) -> Id {
-    let rank = rules.rank(x);
-    rules.sum_axes(x, &[rank - 2], true)
 }
 
 impl Definition for EighHermitian {
@@ -200,31 +149,23 @@ impl Definition for EighHermitian {
         let bars = rules.unpack(g, &shapes);
         let (w_bar, vr_bar, vi_bar) = (bars[0], bars[1], bars[2]);
         // The phase: c̄ per column, pushed to the pivots' imaginary parts.
-        let a = rules.mul(vr_bar, v.im);
-        let b = rules.mul(vi_bar, v.re);
-        let turned = rules.sub(a, b);
-        let c_bar = column_sums(rules, turned);
-        let at_pivot = rules.mul(pivots, v.re);
-        let pivot_values = column_sums(rules, at_pivot);
-        let per_pivot = rules.div(c_bar, pivot_values);
-        let pushed = rules.mul(pivots, per_pivot);
-        let u_bar = Pair {
-            re: vr_bar,
-            im: rules.add(vi_bar, pushed),
-        };
+        let v_bar = Pair::new(vr_bar, vi_bar);
+        let c_bar = pairs::turn_cotangent(rules, v_bar, v);
+        let pushed = pairs::turn_pushed(rules, v, pivots, c_bar);
+        let u_bar = Pair::new(vr_bar, rules.add(vi_bar, pushed));
         // Q̄ = F ∘ (Vᴴ Ū) + diag(w̄), then H̄ = V Q̄ Vᴴ, Hermitian part.
         let f = inverse_gaps(rules, w, false);
-        let vh = adjoint(rules, v);
-        let rotated = product(rules, vh, u_bar);
+        let vh = pairs::adjoint(rules, v);
+        let rotated = pairs::product(rules, vh, u_bar);
         let on = rules.diag(w_bar, n, n);
         let off_re = rules.mul(f, rotated.re);
         let q_bar = Pair {
             re: rules.add(off_re, on),
             im: rules.mul(f, rotated.im),
         };
-        let left = product(rules, v, q_bar);
-        let h_bar = product(rules, left, vh);
-        let h_bar = hermitian_part(rules, h_bar);
+        let left = pairs::product(rules, v, q_bar);
+        let h_bar = pairs::product(rules, left, vh);
+        let h_bar = pairs::hermitian_part(rules, h_bar);
         SmallVec::from_slice(&[Some(h_bar.re), Some(h_bar.im)])
     }
 
@@ -232,35 +173,28 @@ impl Definition for EighHermitian {
         if tangents.iter().all(Option::is_none) {
             return rules.zero_tangent(node);
         }
-        let dh = Pair {
-            re: rules.tangent_or_zero(operands[0], tangents[0]),
-            im: rules.tangent_or_zero(operands[1], tangents[1]),
-        };
+        let dh = Pair::new(
+            rules.tangent_or_zero(operands[0], tangents[0]),
+            rules.tangent_or_zero(operands[1], tangents[1]),
+        );
         let shapes = parts(&rules.shape(operands[0]));
         let (w, v, pivots) = results(rules, node, &shapes);
-        let dh = hermitian_part(rules, dh);
-        let vh = adjoint(rules, v);
-        let right = product(rules, dh, v);
-        let q = product(rules, vh, right);
+        let dh = pairs::hermitian_part(rules, dh);
+        let vh = pairs::adjoint(rules, v);
+        let right = pairs::product(rules, dh, v);
+        let q = pairs::product(rules, vh, right);
         let dw = rules.diagonal(q.re);
         let f = inverse_gaps(rules, w, false);
         let g = Pair {
             re: rules.mul(f, q.re),
             im: rules.mul(f, q.im),
         };
-        let du = product(rules, v, g);
+        let du = pairs::product(rules, v, g);
         // dV = dU - i c V with c = Im(dU_p) / V_p per column.
-        let at_pivot = rules.mul(pivots, du.im);
-        let c_top = column_sums(rules, at_pivot);
-        let pivot_re = rules.mul(pivots, v.re);
-        let pivot_values = column_sums(rules, pivot_re);
-        let c = rules.div(c_top, pivot_values);
-        let c_vi = rules.mul(c, v.im);
-        let c_vr = rules.mul(c, v.re);
-        let dvr = rules.add(du.re, c_vi);
-        let dvi = rules.sub(du.im, c_vr);
+        let c = pairs::phase_turn(rules, v, pivots, du);
+        let dv = pairs::turned(rules, du, c, v);
         let dp = rules.zero_tangent(pivots);
-        rules.pack_tangent(&[dw, dvr, dvi, dp])
+        rules.pack_tangent(&[dw, dv.re, dv.im, dp])
     }
 
     fn flops(&self, operands: &[&[usize]], _shape: &[usize]) -> u64 {

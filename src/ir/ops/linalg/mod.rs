@@ -2,10 +2,12 @@
 //! diagonals (`triangle`), Cholesky factors, triangular and general
 //! solves (`cholesky`, `solve`), determinants (`det`) and the adjugate
 //! their derivative is made of (`adjugate`), the symmetric
-//! eigendecomposition (`eigh`) and the Hermitian one of complex matrices
-//! held as two real parts (`eigh_hermitian`; their determinants,
-//! `slogdet_complex`), the thin SVD (`svd`), the thin QR
-//! factorization (`qr`) and the matrix exponential (`expm`).
+//! eigendecomposition (`eigh`), the thin SVD (`svd`), the thin QR
+//! factorization (`qr`) and the matrix exponential (`expm`). Complex
+//! matrices held as two real parts have their own factorizations
+//! (`eigh_hermitian`, `slogdet_complex`, `cholesky_complex`,
+//! `qr_complex`, `svd_complex`), whose rules share the algebra of pairs
+//! (`pairs`).
 //! Factorizations come from faer (pure Rust, no system LAPACK). Each operation's derivative rules are written in the
 //! operations of this table and the tensor language, so second
 //! derivatives, loops and compiled functions go through them.
@@ -21,35 +23,42 @@
 
 mod adjugate;
 mod cholesky;
+mod cholesky_complex;
 mod det;
 pub mod device;
 mod eigh;
 mod eigh_hermitian;
 mod expm;
 mod lu;
+mod pairs;
 mod qr;
+mod qr_complex;
 mod slogdet_complex;
 mod solve;
 mod spectral;
 mod svd;
+mod svd_complex;
 mod triangle;
 
 pub use adjugate::Adjugate;
 pub use cholesky::Cholesky;
+pub use cholesky_complex::CholeskyComplex;
 pub use det::{Det, Slogdet};
 pub use eigh::Eigh;
 pub use eigh_hermitian::EighHermitian;
 pub use expm::MatrixExp;
 pub use qr::{FullRank, Qr};
+pub use qr_complex::QrComplex;
 pub use slogdet_complex::SlogdetComplex;
 pub use solve::{Solve, TriangularSolve};
 pub use svd::Svd;
+pub use svd_complex::SvdComplex;
 pub use triangle::{Diag, Diagonal, Triangle};
 
 use super::OpError;
 use crate::ir::Shape;
 use crate::ir::shape::{ShapeError, broadcast, show};
-use faer::{Mat, MatRef, Par};
+use faer::{Mat, MatRef, Par, c64};
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use rayon::prelude::*;
 use smallvec::SmallVec;
@@ -207,14 +216,66 @@ pub(crate) fn run_packed(
 /// parts: both of one shape. Their side.
 pub(crate) fn two_parts(operands: &[&[usize]], what: &str) -> Result<usize, ShapeError> {
     let n = square_dim(operands[0], what)?;
-    if operands[0] != operands[1] {
-        return Err(ShapeError(format!(
+    same_parts(operands, what)?;
+    Ok(n)
+}
+
+/// The matrices of an operation on complex matrices given as two parts:
+/// both of one shape. Their `(rows, cols)`.
+pub(crate) fn two_part_matrices(
+    operands: &[&[usize]],
+    what: &str,
+) -> Result<(usize, usize), ShapeError> {
+    let dims = matrix_dims(operands[0], what)?;
+    same_parts(operands, what)?;
+    Ok(dims)
+}
+
+fn same_parts(operands: &[&[usize]], what: &str) -> Result<(), ShapeError> {
+    match operands[0] == operands[1] {
+        true => Ok(()),
+        false => Err(ShapeError(format!(
             "{what}: the real part has shape {} and the imaginary part {}",
             show(operands[0]),
             show(operands[1])
-        )));
+        ))),
     }
-    Ok(n)
+}
+
+/// Both parts of a complex matrix finite, or the error of a
+/// factorization given a NaN or an infinity.
+pub(crate) fn finite_parts(re: &[f64], im: &[f64]) -> Result<(), OpError> {
+    match all_finite(re) && all_finite(im) {
+        true => Ok(()),
+        false => Err(OpError::new("the matrix has a NaN or an infinite entry")),
+    }
+}
+
+/// The `rows x cols` complex matrix with the (finite) row-major parts
+/// `re`, `im`.
+pub(crate) fn complex_mat(
+    re: &[f64],
+    im: &[f64],
+    rows: usize,
+    cols: usize,
+) -> Result<Mat<c64>, OpError> {
+    finite_parts(re, im)?;
+    Ok(Mat::from_fn(rows, cols, |i, j| {
+        c64::new(re[i * cols + j], im[i * cols + j])
+    }))
+}
+
+/// The pivot of a vector (its entry of largest magnitude, the first of
+/// equals) and the unit number that turns the pivot real and positive
+/// when the vector is multiplied by it (1 for a zero vector).
+pub(crate) fn pivot_turn(entries: impl Iterator<Item = c64> + Clone) -> (usize, c64) {
+    let p = spectral::largest_entry(entries.clone().map(|z| z.norm()));
+    let pivot = entries.clone().nth(p).unwrap_or(c64::new(1.0, 0.0));
+    let size = pivot.norm();
+    match size > 0.0 {
+        true => (p, c64::new(pivot.re / size, -pivot.im / size)),
+        false => (p, c64::new(1.0, 0.0)),
+    }
 }
 
 /// An operation on the two parts of complex matrices batched over a new

@@ -33,6 +33,7 @@ use faer::linalg::householder::{
 use faer::linalg::qr::no_pivoting::factor::{
     qr_in_place, qr_in_place_scratch, recommended_block_size,
 };
+use faer::traits::ComplexField;
 use faer::{Conj, Mat, Par};
 use ndarray::{ArrayD, ArrayViewD};
 use smallvec::SmallVec;
@@ -57,20 +58,15 @@ fn parts(a: &[usize]) -> (usize, usize, usize, [Shape; 2]) {
     )
 }
 
-/// The thin QR of the `m x n` row-major `a` into `out`: `Q` (`m x k`)
-/// then `R` (`k x n`), row-major, with `R`'s diagonal non-negative.
-fn decompose(a: &[f64], m: usize, n: usize, par: Par, out: &mut [f64]) -> Result<(), OpError> {
-    if !super::all_finite(a) {
-        return Err(OpError::new("the matrix has a NaN or an infinite entry"));
-    }
+/// The thin Householder QR of `factors` (`m x n`, any field): `Q`
+/// (`m x k`) and the factored matrix, whose upper trapezoid is `R`
+/// (signs or phases not yet fixed).
+pub(super) fn householder<T: ComplexField>(mut factors: Mat<T>, par: Par) -> (Mat<T>, Mat<T>) {
+    let (m, n) = factors.shape();
     let k = m.min(n);
-    if k == 0 {
-        return Ok(());
-    }
-    let mut factors = to_mat(a, m, n);
-    let block = recommended_block_size::<f64>(m, n);
-    let mut coefficients = Mat::<f64>::zeros(block, k);
-    let mut buffer = MemBuffer::new(qr_in_place_scratch::<f64>(
+    let block = recommended_block_size::<T>(m, n);
+    let mut coefficients = Mat::<T>::zeros(block, k);
+    let mut buffer = MemBuffer::new(qr_in_place_scratch::<T>(
         m,
         n,
         block,
@@ -86,13 +82,13 @@ fn decompose(a: &[f64], m: usize, n: usize, par: Par, out: &mut [f64]) -> Result
     );
     // The Householder vectors: unit lower trapezoidal, m x k.
     let basis = Mat::from_fn(m, k, |i, j| match i.cmp(&j) {
-        std::cmp::Ordering::Greater => factors[(i, j)],
-        std::cmp::Ordering::Equal => 1.0,
-        std::cmp::Ordering::Less => 0.0,
+        std::cmp::Ordering::Greater => factors[(i, j)].clone(),
+        std::cmp::Ordering::Equal => T::one_impl(),
+        std::cmp::Ordering::Less => T::zero_impl(),
     });
-    let mut q = Mat::<f64>::identity(m, k);
+    let mut q = Mat::<T>::identity(m, k);
     let mut buffer = MemBuffer::new(
-        apply_block_householder_sequence_on_the_left_in_place_scratch::<f64>(m, block, k),
+        apply_block_householder_sequence_on_the_left_in_place_scratch::<T>(m, block, k),
     );
     apply_block_householder_sequence_on_the_left_in_place_with_conj(
         basis.as_ref(),
@@ -102,6 +98,20 @@ fn decompose(a: &[f64], m: usize, n: usize, par: Par, out: &mut [f64]) -> Result
         par,
         MemStack::new(&mut buffer),
     );
+    (q, factors)
+}
+
+/// The thin QR of the `m x n` row-major `a` into `out`: `Q` (`m x k`)
+/// then `R` (`k x n`), row-major, with `R`'s diagonal non-negative.
+fn decompose(a: &[f64], m: usize, n: usize, par: Par, out: &mut [f64]) -> Result<(), OpError> {
+    if !super::all_finite(a) {
+        return Err(OpError::new("the matrix has a NaN or an infinite entry"));
+    }
+    let k = m.min(n);
+    if k == 0 {
+        return Ok(());
+    }
+    let (q, factors) = householder(to_mat(a, m, n), par);
     let (q_out, r_out) = out.split_at_mut(m * k);
     for i in 0..k {
         let flip = if factors[(i, i)] < 0.0 { -1.0 } else { 1.0 };

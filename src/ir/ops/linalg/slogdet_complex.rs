@@ -22,7 +22,7 @@ use crate::ir::{Shape, TOp, TensorGraph};
 use egg::Id;
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::lu::partial_pivoting::factor;
-use faer::{Mat, Par, c64};
+use faer::{Par, c64};
 use ndarray::{ArrayD, ArrayViewD};
 use smallvec::SmallVec;
 
@@ -36,10 +36,7 @@ pub struct SlogdetComplex {
 /// The complex sign and the logarithm of the modulus of the determinant
 /// of the `n x n` row-major parts `re`, `im`.
 fn sign_and_log(re: &[f64], im: &[f64], n: usize, par: Par) -> Result<[f64; 3], OpError> {
-    if !super::all_finite(re) || !super::all_finite(im) {
-        return Err(OpError::new("the matrix has a NaN or an infinite entry"));
-    }
-    let mut lu = Mat::<c64>::from_fn(n, n, |i, j| c64::new(re[i * n + j], im[i * n + j]));
+    let mut lu = super::complex_mat(re, im, n, n)?;
     let mut forward = vec![0usize; n];
     let mut backward = vec![0usize; n];
     let mut buffer = MemBuffer::new(factor::lu_in_place_scratch::<usize, c64>(

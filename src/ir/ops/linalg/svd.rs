@@ -35,7 +35,8 @@ use egg::Id;
 use faer::diag::Diag;
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::svd::{ComputeSvdVectors, svd, svd_scratch};
-use faer::{Mat, Par};
+use faer::traits::ComplexField;
+use faer::{Mat, MatRef, Par};
 use ndarray::{ArrayD, ArrayViewD};
 use smallvec::SmallVec;
 
@@ -60,6 +61,33 @@ fn parts(a: &[usize]) -> (usize, usize, usize, [Shape; 3]) {
     (m, n, k, shapes)
 }
 
+/// Singular values (real, in the field), `U` and `V`.
+pub(super) type Thin<T> = (Diag<T>, Mat<T>, Mat<T>);
+
+/// The thin SVD of `matrix` (`m x n`, any field, `k = min(m, n)`):
+/// the singular values (real, in the field), `U` (`m x k`), `V`
+/// (`n x k`), signs or phases as faer leaves them.
+pub(super) fn thin<T: ComplexField>(matrix: MatRef<'_, T>, par: Par) -> Result<Thin<T>, OpError> {
+    let (m, n) = matrix.shape();
+    let k = m.min(n);
+    let mut s = Diag::<T>::zeros(k);
+    let mut u = Mat::<T>::zeros(m, k);
+    let mut v = Mat::<T>::zeros(n, k);
+    let thin = ComputeSvdVectors::Thin;
+    let mut buffer = MemBuffer::new(svd_scratch::<T>(m, n, thin, thin, par, Default::default()));
+    svd(
+        matrix,
+        s.as_mut(),
+        Some(u.as_mut()),
+        Some(v.as_mut()),
+        par,
+        MemStack::new(&mut buffer),
+        Default::default(),
+    )
+    .map_err(|_| OpError::new("the SVD iteration did not converge"))?;
+    Ok((s, u, v))
+}
+
 /// The thin SVD of the `m x n` row-major `a` into `out`: `U` (`m x k`),
 /// `s` (`k`), `Vt` (`k x n`), row-major.
 pub(super) fn decompose(
@@ -76,29 +104,7 @@ pub(super) fn decompose(
     if k == 0 {
         return Ok(());
     }
-    let matrix = to_mat(a, m, n);
-    let mut s = Diag::<f64>::zeros(k);
-    let mut u = Mat::<f64>::zeros(m, k);
-    let mut v = Mat::<f64>::zeros(n, k);
-    let thin = ComputeSvdVectors::Thin;
-    let mut buffer = MemBuffer::new(svd_scratch::<f64>(
-        m,
-        n,
-        thin,
-        thin,
-        par,
-        Default::default(),
-    ));
-    svd(
-        matrix.as_ref(),
-        s.as_mut(),
-        Some(u.as_mut()),
-        Some(v.as_mut()),
-        par,
-        MemStack::new(&mut buffer),
-        Default::default(),
-    )
-    .map_err(|_| OpError::new("the SVD iteration did not converge"))?;
+    let (s, u, v) = thin(to_mat(a, m, n).as_ref(), par)?;
     let (u_out, rest) = out.split_at_mut(m * k);
     let (s_out, vt_out) = rest.split_at_mut(k);
     for j in 0..k {
