@@ -216,6 +216,48 @@ fn branch_cuts_and_signed_zeros() {
     }
     let f32_zero = eval_numbers(&mut engine, "(sqrt (astype (complex [0.0] [0.0]) 'c64))");
     assert_eq!(f32_zero, [0.0, 0.0]);
+    // Overflow on the axes: an infinite factor times an exact zero is the
+    // zero (signed as C99 and NumPy sign it), not NaN; and log1p near -1.
+    let inf = f64::INFINITY;
+    let overflow: &[(&str, [f64; 2])] = &[
+        ("(exp #c(711.0 -0.0))", [inf, -0.0]),
+        ("(expm1 #c(711.0 0.0))", [inf, 0.0]),
+        ("(sinh #c(-711.0 -0.0))", [-inf, -0.0]),
+        ("(cosh #c(-711.0 0.0))", [inf, -0.0]),
+        ("(sin #c(-0.0 711.0))", [-0.0, inf]),
+        ("(cos #c(0.0 711.0))", [inf, -0.0]),
+        ("(cos #c(-0.0 -711.0))", [inf, -0.0]),
+        (
+            "(log1p #c(-1.0 1e-10))",
+            [-23.025_850_929_940_457, std::f64::consts::FRAC_PI_2],
+        ),
+        (
+            "(log1p #c(1e200 1e200))",
+            [460.863_592_189_089_1, std::f64::consts::FRAC_PI_4],
+        ),
+        ("(log1p #c(1e-20 1e-20))", [1e-20, 1e-20]),
+    ];
+    for (program, want) in overflow {
+        let got = eval_numbers(&mut engine, program);
+        for (g, w) in got.iter().zip(want) {
+            let same = match w.is_finite() && *w != 0.0 {
+                true => (g - w).abs() <= 1e-15 * w.abs(),
+                false => g.to_bits() == w.to_bits(),
+            };
+            assert!(same, "{program}: {got:?}, expected {want:?}");
+        }
+    }
+    // Derivatives on the real axis keep the function's (the guards select
+    // the product away from overflow).
+    let slope = eval_numbers(&mut engine, "((grad exp :holomorphic #t) #c(1.5 0.0))");
+    assert_close(&slope, &[1.5f64.exp(), 0.0], 1e-15, "exp' on the real axis");
+    let slope = eval_numbers(&mut engine, "((grad sin :holomorphic #t) #c(0.0 0.7))");
+    assert_close(
+        &slope,
+        &[0.7f64.cosh(), 0.0],
+        1e-15,
+        "sin' on the imaginary axis",
+    );
 }
 
 #[test]

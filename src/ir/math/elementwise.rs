@@ -493,7 +493,7 @@ elementwise! {
         rust: Spelling::Method("exp"),
         python: Spelling::Call("np.exp"),
         builtin: ("(exp x)", "e to the power x."),
-        complex: ComplexRule::Parts("(* (exp x) (cos y))", "(* (exp x) (sin y))"),
+        complex: ComplexRule::Parts("(* (exp x) (cos y))", "(let* ((e (exp x)) (p (* e (sin y)))) (where (* (heaviside (neg (abs y)) 1) (heaviside (- e 1.7976931348623157e308) 0)) y p))"),
     }
     Log "log" (x) {
         value: f64::ln,
@@ -530,7 +530,7 @@ elementwise! {
         rust: Spelling::Method("ln_1p"),
         python: Spelling::Call("np.log1p"),
         builtin: ("(log1p x)", "log(1 + x), accurate for small x."),
-        complex: ComplexRule::Parts("(* 0.5 (log1p (+ (* x (+ 2 x)) (* y y))))", "(atan2 y (+ 1 x))"),
+        complex: ComplexRule::Parts("(where (heaviside (- 0.5 (hypot x y)) 0) (* 0.5 (log1p (+ (* x (+ 2 x)) (* y y)))) (log (hypot (+ 1 x) y)))", "(atan2 y (+ 1 x))"),
     }
     Expm1 "expm1" (x) {
         value: f64::exp_m1,
@@ -545,7 +545,7 @@ elementwise! {
         rust: Spelling::Method("exp_m1"),
         python: Spelling::Call("np.expm1"),
         builtin: ("(expm1 x)", "exp(x) - 1, accurate for small x."),
-        complex: ComplexRule::Parts("(- (* (expm1 x) (cos y)) (* 2 (square (sin (* 0.5 y)))))", "(* (exp x) (sin y))"),
+        complex: ComplexRule::Parts("(- (* (expm1 x) (cos y)) (* 2 (square (sin (* 0.5 y)))))", "(let* ((e (exp x)) (p (* e (sin y)))) (where (* (heaviside (neg (abs y)) 1) (heaviside (- e 1.7976931348623157e308) 0)) y p))"),
     }
     Sqrt "sqrt" (x) {
         value: f64::sqrt,
@@ -583,7 +583,7 @@ elementwise! {
         rust: Spelling::Method("sin"),
         python: Spelling::Call("np.sin"),
         builtin: ("(sin x)", "Sine of x (radians)."),
-        complex: ComplexRule::Parts("(* (sin x) (cosh y))", "(* (cos x) (sinh y))"),
+        complex: ComplexRule::Parts("(let* ((c (cosh y)) (p (* (sin x) c))) (where (* (heaviside (neg (abs x)) 1) (heaviside (- c 1.7976931348623157e308) 0)) x p))", "(* (cos x) (sinh y))"),
     }
     Cos "cos" (x) {
         value: f64::cos,
@@ -601,7 +601,7 @@ elementwise! {
         rust: Spelling::Method("cos"),
         python: Spelling::Call("np.cos"),
         builtin: ("(cos x)", "Cosine of x (radians)."),
-        complex: ComplexRule::Parts("(* (cos x) (cosh y))", "(neg (* (sin x) (sinh y)))"),
+        complex: ComplexRule::Parts("(* (cos x) (cosh y))", "(let* ((s (sinh y)) (p (neg (* (sin x) s)))) (where (* (heaviside (neg (abs x)) 1) (heaviside (- (abs s) 1.7976931348623157e308) 0)) (neg (* x (sign s))) p))"),
     }
     Tan "tan" (x) {
         value: f64::tan,
@@ -719,7 +719,7 @@ elementwise! {
         rust: Spelling::Method("sinh"),
         python: Spelling::Call("np.sinh"),
         builtin: ("(sinh x)", "Hyperbolic sine."),
-        complex: ComplexRule::Parts("(* (sinh x) (cos y))", "(* (cosh x) (sin y))"),
+        complex: ComplexRule::Parts("(* (sinh x) (cos y))", "(let* ((c (cosh x)) (p (* c (sin y)))) (where (* (heaviside (neg (abs y)) 1) (heaviside (- c 1.7976931348623157e308) 0)) y p))"),
     }
     Cosh "cosh" (x) {
         value: f64::cosh,
@@ -734,7 +734,7 @@ elementwise! {
         rust: Spelling::Method("cosh"),
         python: Spelling::Call("np.cosh"),
         builtin: ("(cosh x)", "Hyperbolic cosine."),
-        complex: ComplexRule::Parts("(* (cosh x) (cos y))", "(* (sinh x) (sin y))"),
+        complex: ComplexRule::Parts("(* (cosh x) (cos y))", "(let* ((s (sinh x)) (p (* s (sin y)))) (where (* (heaviside (neg (abs y)) 1) (heaviside (- (abs s) 1.7976931348623157e308) 0)) (* y (sign s)) p))"),
     }
     Tanh "tanh" (x) {
         value: scalar::tanh,
