@@ -1,0 +1,188 @@
+//! Python values to Lisp values and back.
+//!
+//! In: `bool`, `int`, `float`, `complex`, `str`, `None` (the empty list),
+//! lists and tuples (Lisp lists), NumPy arrays of float64 and float32
+//! (tensors of the same type; integer and boolean arrays become float64,
+//! complex128 and complex64 arrays complex tensors), and `Function`s.
+//! Other objects are refused with an error naming their type.
+//!
+//! Out: numbers, strings and booleans as Python's; lists as lists; symbols
+//! and quoted expressions as their printed text; tensors as NumPy arrays
+//! (handed over without a copy when Epsilon holds the only reference);
+//! procedures as `Function`s, callable from Python.
+
+use crate::engine::{Engine, Function};
+use epsilon::Value;
+use ndarray::ArrayD;
+use numpy::{
+    Complex64, IntoPyArray, PyArrayDescrMethods, PyReadonlyArrayDyn, PyUntypedArray,
+    PyUntypedArrayMethods,
+};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyComplex, PyFloat, PyInt, PyList, PyString, PyTuple};
+use std::rc::Rc;
+
+/// The Lisp value of a Python object.
+pub fn to_value(object: &Bound<'_, PyAny>) -> PyResult<Value> {
+    if object.is_none() {
+        return Ok(Value::Nil);
+    }
+    if object.is_instance_of::<PyBool>() {
+        return Ok(Value::Bool(object.extract()?));
+    }
+    if object.is_instance_of::<PyInt>() {
+        return match object.extract::<i64>() {
+            Ok(n) => Ok(Value::Int(n)),
+            // Beyond 64 bits: a float, as NumPy converts it.
+            Err(_) => Ok(Value::Float(object.extract()?)),
+        };
+    }
+    if object.is_instance_of::<PyFloat>() {
+        return Ok(Value::Float(object.extract()?));
+    }
+    if let Ok(z) = object.cast::<PyComplex>() {
+        return Ok(Value::complex(
+            Value::Float(z.real()),
+            Value::Float(z.imag()),
+        ));
+    }
+    if object.is_instance_of::<PyString>() {
+        return Ok(Value::string(object.extract::<String>()?));
+    }
+    if object.is_instance_of::<PyList>() || object.is_instance_of::<PyTuple>() {
+        let items = object
+            .try_iter()?
+            .map(|item| to_value(&item?))
+            .collect::<PyResult<Vec<Value>>>()?;
+        return Ok(Value::list(items));
+    }
+    if let Ok(function) = object.cast::<Function>() {
+        return function.get().value();
+    }
+    if let Ok(array) = object.cast::<PyUntypedArray>() {
+        return array_value(array);
+    }
+    // NumPy scalars (numpy.float64, numpy.int64, ...) and anything else
+    // with __float__.
+    if object.hasattr("dtype")?
+        && let Ok(x) = object.extract::<f64>()
+    {
+        return Ok(Value::Float(x));
+    }
+    Err(PyTypeError::new_err(format!(
+        "epsilon cannot take a value of type {}: pass numbers, strings, lists, NumPy arrays or epsilon functions",
+        object.get_type().name()?
+    )))
+}
+
+/// A NumPy array as a tensor of its own precision.
+fn array_value(array: &Bound<'_, PyUntypedArray>) -> PyResult<Value> {
+    let dtype = array.dtype();
+    let kind = dtype.kind();
+    let size = dtype.itemsize();
+    let object = array.as_any();
+    match (kind, size) {
+        (b'f', 8) => {
+            let view: PyReadonlyArrayDyn<'_, f64> = object.extract()?;
+            Ok(Value::Tensor(Rc::new(view.as_array().to_owned())))
+        }
+        (b'f', 4) => {
+            let view: PyReadonlyArrayDyn<'_, f32> = object.extract()?;
+            Ok(Value::TensorF32(Rc::new(view.as_array().to_owned())))
+        }
+        (b'c', 16) => {
+            let view: PyReadonlyArrayDyn<'_, Complex64> = object.extract()?;
+            let z = view.as_array();
+            Ok(Value::complex(
+                Value::tensor(z.mapv(|c| c.re)),
+                Value::tensor(z.mapv(|c| c.im)),
+            ))
+        }
+        (b'c', 8) => {
+            let view: PyReadonlyArrayDyn<'_, numpy::Complex32> = object.extract()?;
+            let z = view.as_array();
+            Ok(Value::complex(
+                Value::TensorF32(Rc::new(z.mapv(|c| c.re))),
+                Value::TensorF32(Rc::new(z.mapv(|c| c.im))),
+            ))
+        }
+        (b'i' | b'u' | b'b', _) => {
+            let widened = object.call_method1("astype", ("float64",))?;
+            array_value(widened.cast::<PyUntypedArray>()?)
+        }
+        _ => Err(PyTypeError::new_err(format!(
+            "epsilon takes float64, float32, complex and integer arrays, not dtype {}",
+            dtype.str()?
+        ))),
+    }
+}
+
+/// An array handed to NumPy: without a copy when this is the only
+/// reference to it.
+fn owned<T: Clone>(array: Rc<ArrayD<T>>) -> ArrayD<T> {
+    Rc::try_unwrap(array).unwrap_or_else(|shared| (*shared).clone())
+}
+
+/// The Python object of a Lisp value (`engine` makes procedures callable).
+pub fn to_python(py: Python<'_>, value: Value, engine: &Py<Engine>) -> PyResult<Py<PyAny>> {
+    Ok(match value {
+        Value::Nil | Value::Void => py.None(),
+        Value::Bool(b) => PyBool::new(py, b).to_owned().into_any().unbind(),
+        Value::Int(n) => n.into_pyobject(py)?.into_any().unbind(),
+        Value::Float(x) => x.into_pyobject(py)?.into_any().unbind(),
+        Value::Str(text) => text.as_str().into_pyobject(py)?.into_any().unbind(),
+        Value::Tensor(t) => owned(t).into_pyarray(py).into_any().unbind(),
+        Value::TensorF32(t) => owned(t).into_pyarray(py).into_any().unbind(),
+        Value::Complex(z) => complex_to_python(py, &z.re, &z.im)?,
+        Value::Procedure(_) => Py::new(py, Function::new(engine.clone_ref(py), value))?.into_any(),
+        Value::Pair(_) if value.is_list() && !is_expression(&value) => {
+            let items = value
+                .iter()
+                .map(|(item, _)| to_python(py, item.clone(), engine))
+                .collect::<PyResult<Vec<_>>>()?;
+            PyList::new(py, items)?.into_any().unbind()
+        }
+        // Symbols, keywords and quoted expressions: their text.
+        other => other.to_string().into_pyobject(py)?.into_any().unbind(),
+    })
+}
+
+/// Whether a list is a quoted expression (its head a symbol), given back
+/// as its text rather than as a list of parts.
+fn is_expression(value: &Value) -> bool {
+    matches!(value.iter().next(), Some((Value::Symbol(_), _)))
+}
+
+/// A complex number, or a complex NumPy array, from its parts.
+fn complex_to_python(py: Python<'_>, re: &Value, im: &Value) -> PyResult<Py<PyAny>> {
+    let part = |v: &Value| -> PyResult<ArrayD<f64>> {
+        match v {
+            Value::TensorF32(t) => Ok(t.mapv(f64::from)),
+            other => Ok((*other
+                .as_tensor()
+                .map_err(|e| PyTypeError::new_err(e.to_string()))?)
+            .clone()),
+        }
+    };
+    if let (Ok(x), Ok(y)) = (re.as_f64(), im.as_f64())
+        && !matches!(re, Value::Tensor(_) | Value::TensorF32(_))
+    {
+        return Ok(PyComplex::from_doubles(py, x, y).into_any().unbind());
+    }
+    let single = matches!(re, Value::TensorF32(_));
+    let (r, i) = (part(re)?, part(im)?);
+    let z = ndarray::Zip::from(&r)
+        .and(&i)
+        .map_collect(|&a, &b| Complex64::new(a, b));
+    let array = z.into_pyarray(py);
+    match single {
+        true => Ok(array.call_method1("astype", ("complex64",))?.unbind()),
+        false => Ok(array.into_any().unbind()),
+    }
+}
+
+/// Arguments from Python as Lisp values.
+pub fn arguments(args: &Bound<'_, PyTuple>) -> PyResult<Vec<Value>> {
+    args.iter().map(|a| to_value(&a)).collect()
+}

@@ -1,0 +1,29 @@
+//! `epsilon._native`: the Epsilon engine as a CPython extension module
+//! (pyo3, the stable ABI from Python 3.9). The Python package `epsilon`
+//! (`python/epsilon/__init__.py`) re-exports what is here and adds what is
+//! plain Python (`to_sympy`).
+//!
+//! - `engine`: `Engine` (one Lisp engine: eval, call, globals, files) and
+//!   `Function` (a Lisp procedure as a Python callable: `grad`, `jit`, ...).
+//! - `convert`: Python values and NumPy arrays to Lisp values and back.
+//! - `errors`: `EpsilonError`, with the report and its file, line, column.
+//! - `owned`: values only the thread that made them may use.
+//! - `formulas`: `diff`, `simplify`, `gradient`, `hessian`, `latex`,
+//!   `codegen`, `explain` on formula strings.
+
+mod convert;
+mod engine;
+mod errors;
+mod formulas;
+mod owned;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<engine::Engine>()?;
+    m.add_class::<engine::Function>()?;
+    m.add("EpsilonError", m.py().get_type::<errors::EpsilonError>())?;
+    formulas::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,185 @@
+"""The Python module: the SPEC's snippet, values and gradients against
+NumPy finite differences, types in and out, errors and their fields,
+engines on several threads, and the formula functions."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import epsilon
+
+
+def central_differences(f, x, h=1e-6):
+    grad = np.zeros_like(x)
+    for i in range(x.size):
+        step = np.zeros_like(x)
+        step.flat[i] = h
+        grad.flat[i] = (f(x + step) - f(x - step)) / (2 * h)
+    return grad
+
+
+def test_the_spec_snippet():
+    eng = epsilon.Engine()
+    assert eng.eval("(define (loss w) (sum (* w w)))") is None
+    g = eng.grad("loss")
+    assert isinstance(g, epsilon.Function)
+    np.testing.assert_array_equal(g(np.arange(3.0)), [0.0, 2.0, 4.0])
+    assert eng.call("loss", np.ones(3)) == 3.0
+    assert epsilon.diff("(* x (sin x))", "x") == "(+ (sin x) (* x (cos x)))"
+
+
+def test_gradients_match_central_differences():
+    eng = epsilon.Engine()
+    eng.eval(
+        "(define (rosenbrock x)"
+        "  (let ((a (slice x 0 -1)) (b (slice x 1)))"
+        "    (sum (+ (* 100 (pow (- b (* a a)) 2)) (pow (- 1 a) 2)))))"
+    )
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, 7)
+    f = lambda v: eng.call("rosenbrock", v)  # noqa: E731
+    want = central_differences(f, x)
+    np.testing.assert_allclose(eng.grad("rosenbrock")(x), want, rtol=1e-6, atol=1e-6)
+    value, grad = eng.value_and_grad("rosenbrock")(x)
+    assert value == pytest.approx(f(x), rel=1e-15)
+    np.testing.assert_allclose(grad, want, rtol=1e-6, atol=1e-6)
+    compiled = eng.jit(eng.grad("rosenbrock"))
+    np.testing.assert_allclose(compiled(x), want, rtol=1e-6, atol=1e-6)
+
+
+def test_gradient_with_respect_to_several_arguments_of_lambda_text():
+    eng = epsilon.Engine()
+    g = eng.grad("(lambda (x y) (sum (* x (sin y))))", wrt=[0, 1])
+    x, y = np.array([1.0, 2.0]), np.array([0.3, -0.4])
+    gx, gy = g(x, y)
+    np.testing.assert_allclose(gx, np.sin(y), rtol=1e-15)
+    np.testing.assert_allclose(gy, x * np.cos(y), rtol=1e-15)
+
+
+def test_vmap_maps_over_the_leading_axis():
+    eng = epsilon.Engine()
+    per_row = eng.vmap("(lambda (r) (sum (* r r)))")
+    m = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_allclose(per_row(m), (m * m).sum(axis=1))
+    shared = eng.vmap("(lambda (r s) (* r s))", in_axes=[0, None])
+    np.testing.assert_allclose(shared(m, 2.0), 2 * m)
+
+
+def test_types_in_and_out():
+    eng = epsilon.Engine()
+    out = eng.eval('(list 1 2.5 "s" #t (quote (a b)) [1.0 2.0] #c(1.0 2.0))')
+    assert out[:4] == [1, 2.5, "s", True]
+    assert out[4] == "(a b)"
+    np.testing.assert_array_equal(out[5], [1.0, 2.0])
+    assert out[6] == 1 + 2j
+    single = eng.call("*", np.ones(3, dtype=np.float32), 2.0)
+    assert single.dtype == np.float32
+    assert eng.call("+", np.arange(3), 1.0).dtype == np.float64
+    z = eng.call("*", np.array([1 + 1j, 2 - 1j]), 1j)
+    np.testing.assert_allclose(z, np.array([1 + 1j, 2 - 1j]) * 1j)
+    assert eng.call("conj", np.array([1 + 2j], dtype=np.complex64)).dtype == np.complex64
+    # A result Epsilon holds alone is handed over, writeable and owned by NumPy.
+    made = eng.eval("(linspace 0 1 5)")
+    assert made.flags.writeable and made.flags.c_contiguous
+    # Strided input is read correctly.
+    m = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(eng.call("*", m[:, ::2], 1.0), m[:, ::2])
+    np.testing.assert_array_equal(eng.call("*", m.T, 1.0), m.T)
+
+
+def test_globals_and_files(tmp_path):
+    eng = epsilon.Engine()
+    eng.define("k", np.array([1.0, 2.0]))
+    assert eng.eval("(sum k)") == 3.0
+    eng.set("k", 4.0)
+    assert eng.get("k") == 4.0
+    assert eng.get("unbound-name") is None
+    assert eng.get("unbound-name", 7) == 7
+    assert "sum" in eng.globals()
+    script = tmp_path / "s.lisp"
+    script.write_text("(define (twice x) (* 2 x))\n(twice 21)\n")
+    assert eng.run_file(str(script)) == 42
+    assert eng.call("twice", 1.5) == 3.0
+
+
+def test_errors_carry_the_report_and_location():
+    eng = epsilon.Engine()
+    with pytest.raises(epsilon.EpsilonError) as caught:
+        eng.eval("(define x 1)\n(car 5)")
+    e = caught.value
+    assert (e.file, e.line, e.column) == ("<python>", 2, 1)
+    assert e.message == "car: expected a list, got integer 5"
+    assert str(e).startswith("<python>:2:1: error: car:")
+    assert "(car 5)" in e.report
+    with pytest.raises(epsilon.EpsilonError, match="shapes"):
+        eng.call("+", np.ones(2), np.ones(3))
+    with pytest.raises(epsilon.EpsilonError, match="unbound"):
+        eng.call("no-such-function", 1.0)
+    with pytest.raises(TypeError, match="cannot take a value of type object"):
+        eng.call("+", object(), 1.0)
+    with pytest.raises(TypeError, match="dtype"):
+        eng.call("+", np.array(["a"]), 1.0)
+
+
+def test_engines_on_several_threads_at_once():
+    results, errors = {}, []
+
+    def work(k):
+        try:
+            eng = epsilon.Engine()
+            eng.eval(f"(define (f w) (* {k} (sum (* w w))))")
+            results[k] = eng.grad("f")(np.ones(1000))[0]
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert results == {k: 2.0 * k for k in range(4)}
+
+
+def test_an_engine_belongs_to_its_thread():
+    eng = epsilon.Engine()
+    caught = []
+
+    def other():
+        try:
+            eng.eval("1")
+        except Exception as e:
+            caught.append(e)
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert caught and isinstance(caught[0], epsilon.EpsilonError), caught
+    assert "belongs to the thread that made it" in str(caught[0])
+
+
+def test_formulas():
+    assert epsilon.gradient("(* x (sin y))", ["x", "y"]) == ["(sin y)", "(* x (cos y))"]
+    rows = epsilon.hessian("(* x y)", ["x", "y"])
+    assert rows == [["0", "1"], ["1", "0"]]
+    assert epsilon.simplify("(+ x x)") == "(* 2 x)"
+    assert epsilon.latex("(/ x (sqrt y))") == r"\frac{x}{\sqrt{y}}"
+    assert epsilon.diff("(pow x 3)", "x", 2) == "(* 6 x)"
+    source = epsilon.codegen("(* x (sin y))", ["x", "y"], lang="python", name="g")
+    namespace = {}
+    exec(source, namespace)
+    assert namespace["g"](2.0, 0.5) == pytest.approx(2.0 * np.sin(0.5))
+    assert "sin" in epsilon.explain("(* x (sin x))", wrt="x")
+    with pytest.raises(epsilon.EpsilonError):
+        epsilon.diff("(* x (sin x)", "x")
+
+
+def test_to_sympy():
+    sympy = pytest.importorskip("sympy", reason="SymPy is not installed")
+    x = sympy.Symbol("x")
+    expr = epsilon.to_sympy(epsilon.diff("(* x (sin x))", "x"))
+    assert sympy.simplify(expr - sympy.diff(x * sympy.sin(x), x)) == 0
+    assert epsilon.to_sympy("(pow (- x 1) 2)") == (x - 1) ** 2
+    with pytest.raises(ValueError):
+        epsilon.to_sympy("(* x")
