@@ -8,8 +8,11 @@
 
 use crate::convert::{arguments, to_python, to_value};
 use crate::errors::raised;
+use crate::interrupt::Watch;
+use crate::output::PythonStream;
 use crate::owned::Owned;
 use epsilon::Value;
+use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
@@ -52,12 +55,19 @@ fn run(
     work: impl FnOnce(&mut epsilon::Engine) -> Result<Value, epsilon::Error>,
 ) -> PyResult<Py<PyAny>> {
     let py = slf.py();
-    let result = {
+    let (result, interrupted) = {
         let mut engine = slf.get().inner.get("Engine")?;
+        let watch = Watch::start(py, engine.interrupt_handle());
         let engine = &mut *engine;
-        released(py, move || work(engine))
+        let result = released(py, move || work(engine));
+        (result, watch.interrupted())
     };
+    let stopped =
+        matches!(&result, Err(e) if matches!(e.kind(), epsilon::EvalErrorKind::Interrupted));
     match result {
+        _ if interrupted || stopped => Err(PyKeyboardInterrupt::new_err(
+            "Epsilon's computation was interrupted",
+        )),
         Ok(value) => to_python(py, value, &slf.clone().unbind()),
         Err(error) => Err(raised(py, &error)),
     }
@@ -105,8 +115,11 @@ fn option(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Value>> {
 impl Engine {
     #[new]
     fn new() -> Self {
+        let mut engine = epsilon::Engine::new();
+        engine.set_output(Box::new(PythonStream::stdout()));
+        engine.set_error_output(Box::new(PythonStream::stderr()));
         Engine {
-            inner: Owned::new(epsilon::Engine::new()),
+            inner: Owned::new(engine),
         }
     }
 

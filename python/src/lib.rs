@@ -8,6 +8,8 @@
 //! - `convert`: Python values and NumPy arrays to Lisp values and back.
 //! - `errors`: `EpsilonError`, with the report and its file, line, column.
 //! - `owned`: values only the thread that made them may use.
+//! - `interrupt`: Ctrl-C stops a computation (`KeyboardInterrupt`).
+//! - `output`: Lisp printing goes to `sys.stdout` and `sys.stderr`.
 //! - `formulas`: `diff`, `simplify`, `gradient`, `hessian`, `latex`,
 //!   `codegen`, `explain` on formula strings.
 
@@ -15,9 +17,19 @@ mod convert;
 mod engine;
 mod errors;
 mod formulas;
+mod interrupt;
+mod output;
 mod owned;
 
 use pyo3::prelude::*;
+
+/// The engine's allocator, as in the `epsilon` command: tensors of
+/// megabytes are allocated and freed on every call of a compiled function,
+/// and the system allocator hands their pages back to the system each time
+/// (a compiled W1 gradient on 10^6 points took 10 ms with it, 0.8 ms with
+/// mimalloc). Python's own objects keep Python's allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {

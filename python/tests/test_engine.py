@@ -183,3 +183,40 @@ def test_to_sympy():
     assert epsilon.to_sympy("(pow (- x 1) 2)") == (x - 1) ** 2
     with pytest.raises(ValueError):
         epsilon.to_sympy("(* x")
+
+
+def test_printing_goes_to_sys_stdout(capsys):
+    eng = epsilon.Engine()
+    eng.eval('(println "hello" (+ 1 2))')
+    assert capsys.readouterr().out == "hello 3\n"
+    import contextlib
+    import io
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        eng.eval('(print "captured")')
+    assert buffer.getvalue() == "captured"
+
+
+def test_ctrl_c_interrupts_an_endless_loop():
+    import os
+    import signal
+    import time
+
+    eng = epsilon.Engine()
+    eng.eval("(define (spin n) (spin (+ n 1)))")
+
+    def interrupt():
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    t = threading.Thread(target=interrupt)
+    t.start()
+    start = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        eng.call("spin", 0)
+    t.join()
+    assert time.perf_counter() - start < 10
+    # The engine is usable after, and Python's own handler is back.
+    assert eng.eval("(+ 1 2)") == 3
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
