@@ -220,3 +220,29 @@ def test_ctrl_c_interrupts_an_endless_loop():
     # The engine is usable after, and Python's own handler is back.
     assert eng.eval("(+ 1 2)") == 3
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def resident_kib():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return None
+
+
+@pytest.mark.skipif(resident_kib() is None, reason="no /proc/self/status here")
+def test_no_leak_over_many_calls():
+    eng = epsilon.Engine()
+    eng.eval("(define (f w) (sum (* w (sin w))))")
+    g = eng.grad("f")
+    x = np.linspace(0.0, 1.0, 1000)
+    for _ in range(20000):
+        g(x)
+    before = resident_kib()
+    for _ in range(100000):
+        g(x)
+        eng.call("f", x)
+    grown = resident_kib() - before
+    # 10^5 calls moving 8 KB arrays each way: a leak of one array per
+    # call would be 800 MB.
+    assert grown < 20000, f"resident memory grew by {grown} KiB"
