@@ -13,26 +13,18 @@ Formulas are s-expression strings; arrays cross as NumPy arrays. Errors
 raise ``epsilon.EpsilonError`` with the ``file:line:col`` report.
 """
 
-from ._native import (
-    Engine,
-    EpsilonError,
-    Function,
-    codegen,
-    diff,
-    explain,
-    gradient,
-    hessian,
-    latex,
-    simplify,
-)
+from . import _native
+from ._native import Engine, EpsilonError, Function, codegen, explain, latex
 
 __all__ = [
     "Engine",
     "EpsilonError",
+    "Formula",
     "Function",
     "codegen",
     "diff",
     "explain",
+    "from_sympy",
     "gradient",
     "hessian",
     "latex",
@@ -40,12 +32,114 @@ __all__ = [
     "to_sympy",
 ]
 
+
+class Formula(str):
+    """An Epsilon formula: its s-expression text (a ``str``), shown as
+    LaTeX by Jupyter."""
+
+    def _repr_latex_(self):
+        return "$" + _native.latex(str(self)) + "$"
+
+    def latex(self):
+        """The formula as LaTeX."""
+        return _native.latex(str(self))
+
+    def to_sympy(self):
+        """The formula as a SymPy expression."""
+        return to_sympy(self)
+
+
+def _formulas(value):
+    if isinstance(value, list):
+        return [_formulas(v) for v in value]
+    return Formula(value)
+
+
+def diff(expr, var, n=1):
+    """The n-th derivative of the formula ``expr`` with respect to ``var``,
+    simplified: a ``Formula``."""
+    return _formulas(_native.diff(expr, var, n))
+
+
+def simplify(expr):
+    """``expr`` (or a list of formulas, jointly) simplified."""
+    return _formulas(_native.simplify(expr))
+
+
+def gradient(expr, vars):
+    """The partial derivatives of ``expr`` with respect to each of ``vars``,
+    simplified together: a list of ``Formula``."""
+    return _formulas(_native.gradient(expr, vars))
+
+
+def hessian(expr, vars):
+    """The Hessian of ``expr`` in ``vars``: a list of rows of ``Formula``."""
+    return _formulas(_native.hessian(expr, vars))
+
+
+def _document():
+    """Appends each Lisp built-in's own documentation to its Python
+    counterpart's docstring."""
+    engine = Engine()
+    pairs = [
+        (diff, "diff"),
+        (simplify, "simplify"),
+        (gradient, "grad"),
+        (hessian, "hessian"),
+        (latex, "latex"),
+        (codegen, "codegen"),
+        (explain, "explain"),
+    ]
+    for function, name in pairs:
+        text = engine.doc(name)
+        if text:
+            try:
+                function.__doc__ = (function.__doc__ or "").rstrip() + "\n\nThe Lisp built-in:\n\n" + text
+            except (AttributeError, TypeError):
+                pass
+
+
+_document()
+
+
 def to_sympy(expr):
     """The SymPy expression of an Epsilon formula string (SymPy is imported
     here, only when this is called)."""
     import sympy
 
     return _to_sympy(sympy, _read(expr))
+
+
+def from_sympy(expr):
+    """The Epsilon formula (s-expression text) of a SymPy expression."""
+    import sympy
+
+    return Formula(_from_sympy(sympy, sympy.sympify(expr)))
+
+
+def _from_sympy(sympy, e):
+    if e.is_Symbol:
+        return e.name
+    if e.is_Integer:
+        return str(int(e))
+    if e.is_Rational:
+        return f"(/ {int(e.p)} {int(e.q)})"
+    if e.is_Number:
+        return repr(float(e))
+    if e is sympy.pi:
+        return "pi"
+    if e is sympy.E:
+        return "(exp 1)"
+    args = " ".join(_from_sympy(sympy, a) for a in e.args)
+    if e.is_Add:
+        return f"(+ {args})"
+    if e.is_Mul:
+        return f"(* {args})"
+    if e.is_Pow:
+        return f"(pow {args})"
+    names = {"Abs": "abs"}
+    name = names.get(type(e).__name__, type(e).__name__.lower())
+    return f"({name} {args})"
 
 
 def _read(text):

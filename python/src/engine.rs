@@ -216,6 +216,12 @@ impl Engine {
         )
     }
 
+    /// The documentation of a built-in or documented global (its usage
+    /// line and text), or None.
+    fn doc(&self, name: &str) -> PyResult<Option<String>> {
+        Ok(self.inner.get("Engine")?.doc(name))
+    }
+
     /// The names of the engine's globals.
     fn globals(&self) -> PyResult<Vec<&'static str>> {
         Ok(self.inner.get("Engine")?.global_names())

@@ -25,21 +25,27 @@ fn evaluate(py: Python<'_>, source: &str) -> PyResult<Value> {
     })
 }
 
-/// Text for expressions, lists of text for lists of them (nested).
-fn texts(py: Python<'_>, value: &Value) -> PyResult<Py<PyAny>> {
+/// The text of an expression, or for `depth` > 0 a list (of lists, to
+/// that depth) of the texts of the items: results that are lists of
+/// expressions (a gradient, a Hessian's rows) are split by what they
+/// are, not by how they look (`(y x)` is a gradient, not a call of `y`).
+fn texts(py: Python<'_>, value: &Value, depth: usize) -> PyResult<Py<PyAny>> {
     match value {
         Value::Str(s) => Ok(s.as_str().into_pyobject(py)?.into_any().unbind()),
-        Value::Pair(_)
-            if value.is_list() && !matches!(value.iter().next(), Some((Value::Symbol(_), _))) =>
-        {
+        Value::Pair(_) | Value::Nil if depth > 0 && value.is_list() => {
             let items = value
                 .iter()
-                .map(|(item, _)| texts(py, item))
+                .map(|(item, _)| texts(py, item, depth - 1))
                 .collect::<PyResult<Vec<_>>>()?;
             Ok(PyList::new(py, items)?.into_any().unbind())
         }
         other => Ok(other.to_string().into_pyobject(py)?.into_any().unbind()),
     }
+}
+
+/// 1 for a list of expressions given as a Python list, else 0.
+fn depth_of(expr: &Bound<'_, PyAny>) -> usize {
+    usize::from(expr.extract::<String>().is_err())
 }
 
 /// `'(a b c)` from a symbol name or a list of them.
@@ -72,14 +78,14 @@ fn quoted(expr: &Bound<'_, PyAny>) -> PyResult<String> {
 #[pyo3(signature = (expr, var, n = 1))]
 fn diff(py: Python<'_>, expr: &str, var: &str, n: u32) -> PyResult<Py<PyAny>> {
     let value = evaluate(py, &format!("(diff '{expr} '{var} {n})"))?;
-    texts(py, &value)
+    texts(py, &value, 0)
 }
 
 /// `expr` (or a list of expressions, jointly) simplified.
 #[pyfunction]
 fn simplify(py: Python<'_>, expr: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     let value = evaluate(py, &format!("(simplify {})", quoted(expr)?))?;
-    texts(py, &value)
+    texts(py, &value, depth_of(expr))
 }
 
 /// The partial derivatives of `expr` with respect to each of `vars`,
@@ -87,21 +93,21 @@ fn simplify(py: Python<'_>, expr: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
 #[pyfunction]
 fn gradient(py: Python<'_>, expr: &str, vars: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     let value = evaluate(py, &format!("(grad '{expr} {})", symbols(vars)?))?;
-    texts(py, &value)
+    texts(py, &value, 1)
 }
 
 /// The Hessian of `expr` in `vars`: a list of rows of expressions.
 #[pyfunction]
 fn hessian(py: Python<'_>, expr: &str, vars: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     let value = evaluate(py, &format!("(hessian '{expr} {})", symbols(vars)?))?;
-    texts(py, &value)
+    texts(py, &value, 2)
 }
 
 /// `expr` as LaTeX.
 #[pyfunction]
 fn latex(py: Python<'_>, expr: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     let value = evaluate(py, &format!("(latex {})", quoted(expr)?))?;
-    texts(py, &value)
+    texts(py, &value, depth_of(expr))
 }
 
 /// Source of a function of `vars` computing `expr` (or a list of
@@ -123,7 +129,7 @@ fn codegen(
         symbols(vars)?
     );
     let value = evaluate(py, &source)?;
-    texts(py, &value)
+    texts(py, &value, 0)
 }
 
 /// The rewrites from `expr` to its simplified form (with `wrt`, first the
@@ -136,7 +142,7 @@ fn explain(py: Python<'_>, expr: &str, wrt: Option<&str>) -> PyResult<Py<PyAny>>
         None => format!("(explain '{expr})"),
     };
     let value = evaluate(py, &source)?;
-    texts(py, &value)
+    texts(py, &value, 0)
 }
 
 /// Adds the functions to the module.

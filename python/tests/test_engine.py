@@ -246,3 +246,35 @@ def test_no_leak_over_many_calls():
     # 10^5 calls moving 8 KB arrays each way: a leak of one array per
     # call would be 800 MB.
     assert grown < 20000, f"resident memory grew by {grown} KiB"
+
+
+def test_formulas_are_text_with_latex():
+    d = epsilon.diff("(* x (sin x))", "x")
+    assert isinstance(d, epsilon.Formula) and isinstance(d, str)
+    assert d._repr_latex_().startswith("$") and "\\sin" in d._repr_latex_()
+    assert all(isinstance(p, epsilon.Formula) for p in epsilon.gradient("(* x y)", ["x", "y"]))
+    assert "derivative" in epsilon.diff.__doc__
+    assert "The Lisp built-in" in epsilon.diff.__doc__
+
+
+def test_from_sympy_round_trips():
+    sympy = pytest.importorskip("sympy", reason="SymPy is not installed")
+    x, y = sympy.symbols("x y")
+    for expr in [x * sympy.sin(y) + sympy.Rational(1, 3) * x**2, sympy.exp(-x) / (1 + y**2)]:
+        back = epsilon.to_sympy(epsilon.from_sympy(expr))
+        assert sympy.simplify(back - expr) == 0
+
+
+@pytest.mark.parametrize("example", ["quickstart.py", "fit_scipy.py", "sympy_to_c.py"])
+def test_examples_run(example):
+    import pathlib
+    import subprocess
+    import sys
+
+    needs = {"fit_scipy.py": "scipy", "sympy_to_c.py": "sympy"}
+    if example in needs:
+        pytest.importorskip(needs[example], reason=f"{needs[example]} is not installed")
+    path = pathlib.Path(__file__).parent.parent / "examples" / example
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout
