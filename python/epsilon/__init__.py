@@ -24,6 +24,7 @@ __all__ = [
     "codegen",
     "diff",
     "explain",
+    "from_dlpack",
     "from_sympy",
     "gradient",
     "hessian",
@@ -108,6 +109,17 @@ def to_sympy(expr):
     import sympy
 
     return _to_sympy(sympy, _read(expr))
+
+
+def from_dlpack(x):
+    """An array from any DLPack producer on the CPU (PyTorch, JAX, CuPy's
+    host arrays, NumPy) as a NumPy array sharing its memory, ready to pass
+    to an engine. Epsilon's results are NumPy arrays, which are DLPack
+    producers themselves (``__dlpack__``), so ``torch.from_dlpack`` and
+    ``jax.dlpack.from_dlpack`` take them without a copy."""
+    import numpy
+
+    return numpy.from_dlpack(x)
 
 
 def from_sympy(expr):

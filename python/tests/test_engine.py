@@ -278,3 +278,23 @@ def test_examples_run(example):
     done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout
+
+
+def test_dlpack_both_ways():
+    eng = epsilon.Engine()
+    x = np.linspace(0.0, 1.0, 5)
+    shared = epsilon.from_dlpack(x)
+    assert np.shares_memory(shared, x)
+    result = eng.call("*", shared, 2.0)
+    back = np.from_dlpack(result)
+    assert np.shares_memory(back, result)
+    np.testing.assert_array_equal(back, 2 * x)
+    torch = None
+    try:
+        import torch
+    except ImportError:
+        pass
+    if torch is not None:
+        t = torch.from_dlpack(result)
+        assert t.data_ptr() == result.ctypes.data
+        np.testing.assert_array_equal(eng.call("*", epsilon.from_dlpack(t), 1.0), 2 * x)
