@@ -298,3 +298,21 @@ def test_dlpack_both_ways():
         t = torch.from_dlpack(result)
         assert t.data_ptr() == result.ctypes.data
         np.testing.assert_array_equal(eng.call("*", epsilon.from_dlpack(t), 1.0), 2 * x)
+
+
+def test_the_notebook_runs_in_the_python_kernel():
+    nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed")
+    nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed")
+    pytest.importorskip("ipykernel", reason="ipykernel is not installed")
+    import pathlib
+
+    path = pathlib.Path(__file__).parent.parent / "examples" / "notebook.ipynb"
+    notebook = nbformat.read(str(path), as_version=4)
+    nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    grad_text = code[0].outputs[-1]["data"]["text/plain"]
+    assert grad_text.startswith("array([")
+    printed = "".join(o.get("text", "") for o in code[1].outputs if o["output_type"] == "stream")
+    assert printed == "printed by Lisp\n"
+    formula = code[2].outputs[-1]["data"]
+    assert formula["text/latex"].startswith("$") and "\\sin" in formula["text/latex"]
