@@ -88,18 +88,10 @@ fn decompose(re: &[f64], im: &[f64], n: usize, par: Par, out: &mut [f64]) -> Res
     let (w, rest) = out.split_at_mut(n);
     let (vr, rest) = rest.split_at_mut(n * n);
     let (vi, pivots) = rest.split_at_mut(n * n);
-    pivots.fill(0.0);
     for j in 0..n {
         w[j] = s[j].re;
-        let (p, turn) = super::pivot_turn((0..n).map(|i| u[(i, j)]));
-        for i in 0..n {
-            let z = u[(i, j)] * turn;
-            vr[i * n + j] = z.re + 0.0;
-            vi[i * n + j] = z.im + 0.0;
-        }
-        vi[p * n + j] = 0.0;
-        pivots[p * n + j] = 1.0;
     }
+    super::phase_fixed(u.as_ref(), vr, vi, pivots);
     Ok(())
 }
 

@@ -265,6 +265,33 @@ pub(crate) fn complex_mat(
     }))
 }
 
+/// The columns of `u` (`rows x cols`) written row-major into the parts
+/// `re`, `im`, each turned so that its pivot (`pivot_turn`) is real and
+/// positive, the pivots marked one-hot in `pivots` (zeroed first); the
+/// turns, one per column.
+pub(crate) fn phase_fixed(
+    u: MatRef<'_, c64>,
+    re: &mut [f64],
+    im: &mut [f64],
+    pivots: &mut [f64],
+) -> Vec<c64> {
+    let (rows, cols) = u.shape();
+    pivots.fill(0.0);
+    (0..cols)
+        .map(|j| {
+            let (p, turn) = pivot_turn((0..rows).map(|i| u[(i, j)]));
+            for i in 0..rows {
+                let z = u[(i, j)] * turn;
+                re[i * cols + j] = z.re + 0.0;
+                im[i * cols + j] = z.im + 0.0;
+            }
+            im[p * cols + j] = 0.0;
+            pivots[p * cols + j] = 1.0;
+            turn
+        })
+        .collect()
+}
+
 /// The pivot of a vector (its entry of largest magnitude, the first of
 /// equals) and the unit number that turns the pivot real and positive
 /// when the vector is multiplied by it (1 for a zero vector).

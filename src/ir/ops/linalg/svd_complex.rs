@@ -93,17 +93,9 @@ fn decompose(
     let (s_out, rest) = rest.split_at_mut(k);
     let (vhr, rest) = rest.split_at_mut(k * n);
     let (vhi, pivots) = rest.split_at_mut(k * n);
-    pivots.fill(0.0);
-    for j in 0..k {
+    let turns = super::phase_fixed(u.as_ref(), ur, ui, pivots);
+    for (j, turn) in turns.into_iter().enumerate() {
         s_out[j] = s[j].re;
-        let (p, turn) = super::pivot_turn((0..m).map(|i| u[(i, j)]));
-        for i in 0..m {
-            let z = u[(i, j)] * turn;
-            ur[i * k + j] = z.re + 0.0;
-            ui[i * k + j] = z.im + 0.0;
-        }
-        ui[p * k + j] = 0.0;
-        pivots[p * k + j] = 1.0;
         // Row j of Vᴴ is the conjugate of column j of V (turned alike).
         for i in 0..n {
             let z = v[(i, j)] * turn;
