@@ -14,7 +14,7 @@ raise ``epsilon.EpsilonError`` with the ``file:line:col`` report.
 """
 
 from . import _native
-from ._native import Engine, EpsilonError, Function, codegen, explain, latex
+from ._native import Engine, EpsilonError, Function
 
 __all__ = [
     "Engine",
@@ -78,6 +78,24 @@ def hessian(expr, vars):
     return _formulas(_native.hessian(expr, vars))
 
 
+def latex(expr):
+    """``expr`` (or a list of formulas) as LaTeX."""
+    return _native.latex(expr)
+
+
+def codegen(expr, vars, lang="c", name="f"):
+    """Source of a function of ``vars`` computing ``expr`` (or a list of
+    formulas) with shared subterms as temporaries, in ``lang`` (``"c"``,
+    ``"rust"`` or ``"python"``)."""
+    return _native.codegen(expr, vars, lang, name)
+
+
+def explain(expr, wrt=None):
+    """The rewrites from ``expr`` to its simplified form, one a line (with
+    ``wrt``, first the derivative rule at each step)."""
+    return _native.explain(expr, wrt)
+
+
 def _document():
     """Appends each Lisp built-in's own documentation to its Python
     counterpart's docstring."""
@@ -94,10 +112,7 @@ def _document():
     for function, name in pairs:
         text = engine.doc(name)
         if text:
-            try:
-                function.__doc__ = (function.__doc__ or "").rstrip() + "\n\nThe Lisp built-in:\n\n" + text
-            except (AttributeError, TypeError):
-                pass
+            function.__doc__ = function.__doc__.rstrip() + "\n\nThe Lisp built-in:\n\n" + text
 
 
 _document()
@@ -190,6 +205,11 @@ def _to_sympy(sympy, node):
         "expm1": lambda x: sympy.exp(x) - 1,
         "abs": sympy.Abs,
         "sigmoid": lambda x: 1 / (1 + sympy.exp(-x)),
+        "softplus": lambda x: sympy.log(1 + sympy.exp(x)),
+        "heaviside": lambda x, at_zero=sympy.Rational(1, 2): sympy.Heaviside(x, at_zero),
+        "xlogy": lambda x, y: x * sympy.log(y),
+        "lgamma": sympy.loggamma,
+        "relu": lambda x: sympy.Max(x, 0),
     }
     function = special.get(head) or getattr(sympy, head, None)
     if function is None:

@@ -18,13 +18,26 @@ use numpy::{
     Complex64, IntoPyArray, PyArrayDescrMethods, PyReadonlyArrayDyn, PyUntypedArray,
     PyUntypedArrayMethods,
 };
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyComplex, PyFloat, PyInt, PyList, PyString, PyTuple};
 use std::rc::Rc;
 
+/// Lists nested deeper than this are refused (a list that holds itself
+/// would otherwise recurse until the stack overflows).
+const MAX_DEPTH: usize = 256;
+
 /// The Lisp value of a Python object.
 pub fn to_value(object: &Bound<'_, PyAny>) -> PyResult<Value> {
+    value_at(object, 0)
+}
+
+fn value_at(object: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
+    if depth > MAX_DEPTH {
+        return Err(PyValueError::new_err(format!(
+            "lists nested more than {MAX_DEPTH} deep (or a list that holds itself) cannot be passed to epsilon"
+        )));
+    }
     if object.is_none() {
         return Ok(Value::Nil);
     }
@@ -53,7 +66,7 @@ pub fn to_value(object: &Bound<'_, PyAny>) -> PyResult<Value> {
     if object.is_instance_of::<PyList>() || object.is_instance_of::<PyTuple>() {
         let items = object
             .try_iter()?
-            .map(|item| to_value(&item?))
+            .map(|item| value_at(&item?, depth + 1))
             .collect::<PyResult<Vec<Value>>>()?;
         return Ok(Value::list(items));
     }
@@ -63,12 +76,20 @@ pub fn to_value(object: &Bound<'_, PyAny>) -> PyResult<Value> {
     if let Ok(array) = object.cast::<PyUntypedArray>() {
         return array_value(array);
     }
-    // NumPy scalars (numpy.float64, numpy.int64, ...) and anything else
-    // with __float__.
-    if object.hasattr("dtype")?
-        && let Ok(x) = object.extract::<f64>()
-    {
-        return Ok(Value::Float(x));
+    // NumPy scalars (numpy.float64, numpy.int64, numpy.bool_, ...): by
+    // their kind, as the Python numbers they stand for.
+    let generic = object.py().import("numpy")?.getattr("generic")?;
+    if object.is_instance(&generic)? {
+        let dtype = object.getattr("dtype")?;
+        let kind: String = dtype.getattr("kind")?.extract()?;
+        let item = object.call_method0("item")?;
+        return match kind.as_str() {
+            "b" | "i" | "u" | "f" | "c" => value_at(&item, depth),
+            _ => Err(PyTypeError::new_err(format!(
+                "epsilon cannot take a NumPy scalar of dtype {}",
+                dtype.str()?
+            ))),
+        };
     }
     Err(PyTypeError::new_err(format!(
         "epsilon cannot take a value of type {}: pass numbers, strings, lists, NumPy arrays or epsilon functions",
@@ -79,6 +100,12 @@ pub fn to_value(object: &Bound<'_, PyAny>) -> PyResult<Value> {
 /// A NumPy array as a tensor of its own precision.
 fn array_value(array: &Bound<'_, PyUntypedArray>) -> PyResult<Value> {
     let dtype = array.dtype();
+    if !dtype.is_native_byteorder().unwrap_or(true) {
+        // Swapped to this machine's byte order first.
+        let native = dtype.call_method1("newbyteorder", ("=",))?;
+        let swapped = array.call_method1("astype", (native,))?;
+        return array_value(swapped.cast::<PyUntypedArray>()?);
+    }
     let kind = dtype.kind();
     let size = dtype.itemsize();
     let object = array.as_any();
@@ -126,6 +153,20 @@ fn owned<T: Clone>(array: Rc<ArrayD<T>>) -> ArrayD<T> {
 
 /// The Python object of a Lisp value (`engine` makes procedures callable).
 pub fn to_python(py: Python<'_>, value: Value, engine: &Py<Engine>) -> PyResult<Py<PyAny>> {
+    python_at(py, value, engine, 0)
+}
+
+fn python_at(
+    py: Python<'_>,
+    value: Value,
+    engine: &Py<Engine>,
+    depth: usize,
+) -> PyResult<Py<PyAny>> {
+    if depth > MAX_DEPTH {
+        return Err(PyValueError::new_err(format!(
+            "a list nested more than {MAX_DEPTH} deep cannot be given to Python"
+        )));
+    }
     Ok(match value {
         Value::Nil | Value::Void => py.None(),
         Value::Bool(b) => PyBool::new(py, b).to_owned().into_any().unbind(),
@@ -139,7 +180,7 @@ pub fn to_python(py: Python<'_>, value: Value, engine: &Py<Engine>) -> PyResult<
         Value::Pair(_) if value.is_list() && !is_expression(&value) => {
             let items = value
                 .iter()
-                .map(|(item, _)| to_python(py, item.clone(), engine))
+                .map(|(item, _)| python_at(py, item.clone(), engine, depth + 1))
                 .collect::<PyResult<Vec<_>>>()?;
             PyList::new(py, items)?.into_any().unbind()
         }

@@ -20,8 +20,10 @@ use pyo3::types::PyTuple;
 struct Unshared<T>(T);
 
 // SAFETY: `detach` runs its closure on the calling thread, the one the
-// engine (an `unsendable` class) belongs to; nothing it holds is seen by
-// another thread while the GIL is released.
+// engine and its values belong to (`Owned` checks that before a borrow
+// is taken); nothing the closure holds is seen by another thread while
+// the GIL is released. Callers pass closures over engines and Lisp values
+// only, never over Python objects.
 unsafe impl<T> Send for Unshared<T> {}
 
 impl<T> Unshared<T> {
@@ -31,7 +33,7 @@ impl<T> Unshared<T> {
 }
 
 /// Runs `work` with the GIL released.
-fn released<T>(py: Python<'_>, work: impl FnOnce() -> T) -> T {
+pub(crate) fn released<T>(py: Python<'_>, work: impl FnOnce() -> T) -> T {
     let task = Unshared(work);
     py.detach(move || Unshared(task.into_inner()()))
         .into_inner()
@@ -263,7 +265,10 @@ impl Function {
         run(engine, move |engine| engine.call(&procedure, &args))
     }
 
-    fn __repr__(&self) -> PyResult<String> {
-        Ok(format!("<epsilon.Function {}>", self.value()?.short()))
+    fn __repr__(&self) -> String {
+        match self.value() {
+            Ok(value) => format!("<epsilon.Function {}>", value.short()),
+            Err(_) => "<epsilon.Function of another thread>".to_string(),
+        }
     }
 }

@@ -1,10 +1,11 @@
 //! The symbolic engine on formula strings: `diff`, `simplify`,
 //! `gradient`, `hessian`, `latex`, `codegen`, `explain`. Each takes
 //! expressions as s-expression text (`"(* x (sin y))"`) and gives text
-//! back (lists for several), evaluated by one engine per thread kept for
-//! these functions.
+//! back (lists for several): the text is read as data and given to the
+//! built-ins of one engine per thread kept for these functions (no text
+//! is evaluated, so none can run code or change that engine).
 
-use crate::errors::raised;
+use crate::errors::{EpsilonError, raised};
 use epsilon::Value;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
@@ -14,15 +15,47 @@ thread_local! {
     static FORMULAS: RefCell<Option<epsilon::Engine>> = const { RefCell::new(None) };
 }
 
-/// The value of the Lisp `source` on this thread's formula engine.
-fn evaluate(py: Python<'_>, source: &str) -> PyResult<Value> {
-    FORMULAS.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        let engine = slot.get_or_insert_with(epsilon::Engine::new);
-        engine
-            .eval_named(source, "<formula>")
-            .map_err(|e| raised(py, &e))
-    })
+/// The value of the built-in `name` on `args`, on this thread's formula
+/// engine, with the GIL released. Expressions arrive as data read from
+/// their text (`datum`), never pasted into source, so no text can run
+/// code or redefine a built-in.
+fn call(py: Python<'_>, name: &str, args: Vec<Value>) -> PyResult<Value> {
+    let result = crate::engine::released(py, move || {
+        FORMULAS.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            let engine = slot.get_or_insert_with(epsilon::Engine::new);
+            engine.call_named(name, &args)
+        })
+    });
+    result.map_err(|e| raised(py, &e))
+}
+
+/// The one expression written in `text`.
+fn datum(text: &str) -> PyResult<Value> {
+    let read = epsilon::reader::read_all(text, epsilon::reader::FileId::NONE)
+        .map_err(|e| EpsilonError::new_err(format!("{text:?}: {e}")))?;
+    match read.as_slice() {
+        [one] => Ok(epsilon::lisp::convert::sexp_to_value(one)),
+        other => Err(EpsilonError::new_err(format!(
+            "{text:?}: expected one expression, found {}",
+            other.len()
+        ))),
+    }
+}
+
+/// The symbol named by `text`.
+fn symbol(text: &str) -> PyResult<Value> {
+    match datum(text)? {
+        symbol @ Value::Symbol(_) => Ok(symbol),
+        _ => Err(EpsilonError::new_err(format!(
+            "{text:?} is not a variable name"
+        ))),
+    }
+}
+
+/// A keyword argument.
+fn keyword(name: &str) -> Value {
+    Value::Keyword(epsilon::lisp::symbol::Symbol::intern(name))
 }
 
 /// The text of an expression, or for `depth` > 0 a list (of lists, to
@@ -48,24 +81,30 @@ fn depth_of(expr: &Bound<'_, PyAny>) -> usize {
     usize::from(expr.extract::<String>().is_err())
 }
 
-/// `'(a b c)` from a symbol name or a list of them.
-fn symbols(vars: &Bound<'_, PyAny>) -> PyResult<String> {
-    match vars.extract::<String>() {
-        Ok(one) => Ok(format!("'({one})")),
-        Err(_) => {
-            let many: Vec<String> = vars.extract()?;
-            Ok(format!("'({})", many.join(" ")))
-        }
-    }
+/// The list of symbols `vars` names (one name or a list of them).
+fn symbols(vars: &Bound<'_, PyAny>) -> PyResult<Value> {
+    let names: Vec<String> = match vars.extract::<String>() {
+        Ok(one) => vec![one],
+        Err(_) => vars.extract()?,
+    };
+    let items = names
+        .iter()
+        .map(|n| symbol(n))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(Value::list(items))
 }
 
-/// `'expr`, or `'(e1 e2 ...)` for a list of expressions.
-fn quoted(expr: &Bound<'_, PyAny>) -> PyResult<String> {
+/// The expression written in `expr`, or the list of those in a list.
+fn expressions(expr: &Bound<'_, PyAny>) -> PyResult<Value> {
     match expr.extract::<String>() {
-        Ok(one) => Ok(format!("'{one}")),
+        Ok(one) => datum(&one),
         Err(_) => {
             let many: Vec<String> = expr.extract()?;
-            Ok(format!("'({})", many.join(" ")))
+            let items = many
+                .iter()
+                .map(|e| datum(e))
+                .collect::<PyResult<Vec<_>>>()?;
+            Ok(Value::list(items))
         }
     }
 }
@@ -77,14 +116,18 @@ fn quoted(expr: &Bound<'_, PyAny>) -> PyResult<String> {
 #[pyfunction]
 #[pyo3(signature = (expr, var, n = 1))]
 fn diff(py: Python<'_>, expr: &str, var: &str, n: u32) -> PyResult<Py<PyAny>> {
-    let value = evaluate(py, &format!("(diff '{expr} '{var} {n})"))?;
+    let value = call(
+        py,
+        "diff",
+        vec![datum(expr)?, symbol(var)?, Value::Int(i64::from(n))],
+    )?;
     texts(py, &value, 0)
 }
 
 /// `expr` (or a list of expressions, jointly) simplified.
 #[pyfunction]
 fn simplify(py: Python<'_>, expr: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    let value = evaluate(py, &format!("(simplify {})", quoted(expr)?))?;
+    let value = call(py, "simplify", vec![expressions(expr)?])?;
     texts(py, &value, depth_of(expr))
 }
 
@@ -92,21 +135,21 @@ fn simplify(py: Python<'_>, expr: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
 /// simplified together: a list of expressions.
 #[pyfunction]
 fn gradient(py: Python<'_>, expr: &str, vars: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    let value = evaluate(py, &format!("(grad '{expr} {})", symbols(vars)?))?;
+    let value = call(py, "grad", vec![datum(expr)?, symbols(vars)?])?;
     texts(py, &value, 1)
 }
 
 /// The Hessian of `expr` in `vars`: a list of rows of expressions.
 #[pyfunction]
 fn hessian(py: Python<'_>, expr: &str, vars: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    let value = evaluate(py, &format!("(hessian '{expr} {})", symbols(vars)?))?;
+    let value = call(py, "hessian", vec![datum(expr)?, symbols(vars)?])?;
     texts(py, &value, 2)
 }
 
 /// `expr` as LaTeX.
 #[pyfunction]
 fn latex(py: Python<'_>, expr: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    let value = evaluate(py, &format!("(latex {})", quoted(expr)?))?;
+    let value = call(py, "latex", vec![expressions(expr)?])?;
     texts(py, &value, depth_of(expr))
 }
 
@@ -122,13 +165,15 @@ fn codegen(
     lang: &str,
     name: &str,
 ) -> PyResult<Py<PyAny>> {
-    let name = name.replace('\\', "\\\\").replace('"', "\\\"");
-    let source = format!(
-        "(codegen {} {} :lang '{lang} :name \"{name}\")",
-        quoted(expr)?,
-        symbols(vars)?
-    );
-    let value = evaluate(py, &source)?;
+    let args = vec![
+        expressions(expr)?,
+        symbols(vars)?,
+        keyword("lang"),
+        symbol(lang)?,
+        keyword("name"),
+        Value::string(name),
+    ];
+    let value = call(py, "codegen", args)?;
     texts(py, &value, 0)
 }
 
@@ -137,11 +182,11 @@ fn codegen(
 #[pyfunction]
 #[pyo3(signature = (expr, wrt = None))]
 fn explain(py: Python<'_>, expr: &str, wrt: Option<&str>) -> PyResult<Py<PyAny>> {
-    let source = match wrt {
-        Some(var) => format!("(explain '{expr} :wrt '{var})"),
-        None => format!("(explain '{expr})"),
-    };
-    let value = evaluate(py, &source)?;
+    let mut args = vec![datum(expr)?];
+    if let Some(var) = wrt {
+        args.extend([keyword("wrt"), symbol(var)?]);
+    }
+    let value = call(py, "explain", args)?;
     texts(py, &value, 0)
 }
 

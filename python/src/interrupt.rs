@@ -49,13 +49,17 @@ impl Watch {
     }
 }
 
-/// Whether this is Python's main thread.
+/// Whether this is Python's main thread and SIGINT has Python's default
+/// handler (the one that raises `KeyboardInterrupt`): a program that set
+/// its own handler, or ignores the signal, keeps it.
 fn on_main_thread(py: Python<'_>) -> bool {
     let check = || -> PyResult<bool> {
         let threading = py.import("threading")?;
         let current = threading.call_method0("current_thread")?;
         let main = threading.call_method0("main_thread")?;
-        Ok(current.is(&main))
+        let signal = py.import("signal")?;
+        let handler = signal.call_method1("getsignal", (signal.getattr("SIGINT")?,))?;
+        Ok(current.is(&main) && handler.is(&signal.getattr("default_int_handler")?))
     };
     check().unwrap_or(false)
 }

@@ -316,3 +316,78 @@ def test_the_notebook_runs_in_the_python_kernel():
     assert printed == "printed by Lisp\n"
     formula = code[2].outputs[-1]["data"]
     assert formula["text/latex"].startswith("$") and "\\sin" in formula["text/latex"]
+
+
+def test_formula_text_is_read_as_data_not_run():
+    with pytest.raises(epsilon.EpsilonError, match="no matching opening bracket"):
+        epsilon.diff("x 'x 1) (define (diff . a) 42) ('x", "x")
+    with pytest.raises(epsilon.EpsilonError, match="expected one expression, found 2"):
+        epsilon.diff("x (define (diff . a) 42)", "x")
+    assert epsilon.diff("(* x x)", "x") == "(* 2 x)"
+    with pytest.raises(epsilon.EpsilonError, match="no matching opening bracket"):
+        epsilon.gradient("(* x y)", ['x) (display "no") \'(y'])
+    with pytest.raises(epsilon.EpsilonError, match="not a variable name"):
+        epsilon.gradient("(* x y)", ["(+ x 1)"])
+    assert epsilon.diff("(* x x) ; a comment", "x") == "(* 2 x)"
+    with pytest.raises(epsilon.EpsilonError, match="expected one expression, found 3"):
+        epsilon.codegen("(* x y)", ["x", "y"], lang='c :name "zz"')
+    for name in ["latex", "codegen", "explain", "gradient"]:
+        assert "The Lisp built-in" in getattr(epsilon, name).__doc__
+
+
+def test_deep_and_self_holding_lists_are_errors():
+    eng = epsilon.Engine()
+    loop = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="nested more than"):
+        eng.call("length", loop)
+    deep = [1.0]
+    for _ in range(10000):
+        deep = [deep]
+    with pytest.raises(ValueError, match="nested more than"):
+        eng.call("length", deep)
+    with pytest.raises(ValueError, match="nested more than"):
+        eng.eval("(let loop ((i 0) (acc '())) (if (< i 10000) (loop (+ i 1) (list acc)) acc))")
+
+
+def test_numpy_scalars_keep_their_kind():
+    eng = epsilon.Engine()
+    assert eng.call("+", np.int64(3), 0) == 3 and isinstance(eng.call("+", np.int64(3), 0), int)
+    assert eng.call("boolean?", np.bool_(True)) is True
+    assert eng.call("*", np.complex64(1 + 2j), 1.0) == 1 + 2j
+    assert eng.call("*", np.float32(0.5), 2.0) == 1.0
+    g = eng.grad("(lambda (x y) (* x y))", wrt=np.int64(1))
+    assert g(3.0, 4.0) == 3.0
+    big_endian = np.arange(3.0).astype(">f8")
+    np.testing.assert_array_equal(eng.call("*", big_endian, 2.0), [0.0, 2.0, 4.0])
+
+
+def test_a_program_handler_for_sigint_is_kept():
+    import signal
+
+    seen = []
+    previous = signal.signal(signal.SIGINT, lambda *a: seen.append(a))
+    try:
+        eng = epsilon.Engine()
+        assert eng.eval("(+ 1 2)") == 3
+        assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_to_sympy_reads_what_epsilon_writes():
+    sympy = pytest.importorskip("sympy", reason="SymPy is not installed")
+    assert epsilon.to_sympy(epsilon.diff("(relu x)", "x")).has(sympy.Heaviside)
+    x = sympy.Symbol("x")
+    back = epsilon.to_sympy(epsilon.diff("(pow x x)", "x"))
+    assert abs(float(back.subs(x, 1.7)) - float(sympy.diff(x**x, x).subs(x, 1.7))) < 1e-12
+
+
+def test_repr_of_a_function_never_raises():
+    eng = epsilon.Engine()
+    f = eng.grad("(lambda (w) (sum w))")
+    shown = []
+    t = threading.Thread(target=lambda: shown.append(repr(f)))
+    t.start()
+    t.join()
+    assert shown == ["<epsilon.Function of another thread>"]
