@@ -14,7 +14,7 @@
 
 use super::cholesky::phi;
 use super::pairs::{self, Pair};
-use super::{Batched, leading, run_packed, two_parts, two_parts_batched, with_core};
+use super::{leading, run_on_parts, two_parts, two_parts_batched, with_core};
 use crate::ir::ops::{Definition, Op, OpError, Pulled, Rules, Site};
 use crate::ir::shape::ShapeError;
 use crate::ir::{Shape, TensorGraph};
@@ -102,9 +102,8 @@ impl Definition for CholeskyComplex {
     ) -> Result<ArrayD<f64>, OpError> {
         let a = operands[0].shape();
         let n = a[a.len() - 1];
-        let input = Batched::new(operands, &[2, 2], &leading(a))?;
-        run_packed(input.count, &[n * n, n * n], n, |b, par, out| {
-            factor(input.core(0, b), input.core(1, b), n, par, out)
+        run_on_parts(operands, &[n * n, n * n], n, |re, im, par, out| {
+            factor(re, im, n, par, out)
         })
     }
 

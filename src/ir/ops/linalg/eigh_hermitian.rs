@@ -24,7 +24,7 @@
 
 use super::pairs::{self, Pair};
 use super::spectral::inverse_gaps;
-use super::{Batched, leading, run_packed, two_parts, two_parts_batched, with_core};
+use super::{leading, run_on_parts, two_parts, two_parts_batched, with_core};
 use crate::ir::Shape;
 use crate::ir::TensorGraph;
 use crate::ir::ops::{Definition, OpError, Pulled, Rules, Site};
@@ -128,10 +128,12 @@ impl Definition for EighHermitian {
     ) -> Result<ArrayD<f64>, OpError> {
         let a = operands[0].shape();
         let n = a[a.len() - 1];
-        let input = Batched::new(operands, &[2, 2], &leading(a))?;
-        run_packed(input.count, &[n, n * n, n * n, n * n], n, |b, par, out| {
-            decompose(input.core(0, b), input.core(1, b), n, par, out)
-        })
+        run_on_parts(
+            operands,
+            &[n, n * n, n * n, n * n],
+            n,
+            |re, im, par, out| decompose(re, im, n, par, out),
+        )
     }
 
     fn vjp(&self, rules: &mut Rules<'_>, node: Id, operands: &[Id], g: Id) -> Pulled {

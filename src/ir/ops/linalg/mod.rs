@@ -305,6 +305,22 @@ pub(crate) fn pivot_turn(entries: impl Iterator<Item = c64> + Clone) -> (usize, 
     }
 }
 
+/// Runs `kernel` on the two parts (`re`, `im`) of every complex matrix
+/// of a stack given as the operands `Ar`, `Ai` of one shape, each matrix
+/// writing `parts` numbers, laid out packed as [`run_packed`] does;
+/// `side` chooses the parallelism.
+pub(crate) fn run_on_parts(
+    operands: &[ArrayViewD<'_, f64>],
+    parts: &[usize],
+    side: usize,
+    kernel: impl Fn(&[f64], &[f64], Par, &mut [f64]) -> Result<(), OpError> + Sync,
+) -> Result<ArrayD<f64>, OpError> {
+    let input = Batched::new(operands, &[2, 2], &leading(operands[0].shape()))?;
+    run_packed(input.count, parts, side, |b, par, out| {
+        kernel(input.core(0, b), input.core(1, b), par, out)
+    })
+}
+
 /// An operation on the two parts of complex matrices batched over a new
 /// leading axis: the operation on the stacks, its packed results (of
 /// shapes `parts` of the stacked matrices) laid out per example.

@@ -22,7 +22,7 @@
 //! at rounding level, as `lstsq` checks) makes a derivative an error.
 
 use super::pairs::{self, Pair};
-use super::{Batched, leading, run_packed, with_core};
+use super::{leading, run_on_parts, with_core};
 use crate::ir::ops::{Definition, Op, OpError, Pulled, Rules, Site};
 use crate::ir::shape::ShapeError;
 use crate::ir::{Shape, TOp, TensorGraph};
@@ -211,10 +211,9 @@ impl Definition for QrComplex {
     ) -> Result<ArrayD<f64>, OpError> {
         let a = operands[0].shape();
         let (m, n, k, _) = dims(a);
-        let input = Batched::new(operands, &[2, 2], &leading(a))?;
         let sizes = [m * k, m * k, k * n, k * n];
-        run_packed(input.count, &sizes, m.max(n), |b, par, out| {
-            decompose(input.core(0, b), input.core(1, b), m, n, par, out)
+        run_on_parts(operands, &sizes, m.max(n), |re, im, par, out| {
+            decompose(re, im, m, n, par, out)
         })
     }
 

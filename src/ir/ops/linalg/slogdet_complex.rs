@@ -15,7 +15,7 @@
 //! no derivative and the solve is an error naming the zero pivot.
 
 use super::spectral::{as_scale, eye, sum_matrix};
-use super::{Batched, leading, run_packed, two_parts, two_parts_batched};
+use super::{leading, run_on_parts, two_parts, two_parts_batched};
 use crate::ir::ops::{Definition, Op, OpError, Pulled, Rules, Site};
 use crate::ir::shape::ShapeError;
 use crate::ir::{Shape, TOp, TensorGraph};
@@ -127,11 +127,10 @@ impl Definition for SlogdetComplex {
     ) -> Result<ArrayD<f64>, OpError> {
         let a = operands[0].shape();
         let n = a[a.len() - 1];
-        let input = Batched::new(operands, &[2, 2], &leading(a))?;
-        run_packed(input.count, &[1, 1, 1], n, |b, par, out| {
+        run_on_parts(operands, &[1, 1, 1], n, |re, im, par, out| {
             let values = match n {
                 0 => [1.0, 0.0, 0.0],
-                _ => sign_and_log(input.core(0, b), input.core(1, b), n, par)?,
+                _ => sign_and_log(re, im, n, par)?,
             };
             out.copy_from_slice(&values);
             Ok(())
