@@ -3,7 +3,8 @@
 - the per-call overhead of a compiled gradient on a 3-element array;
 - the W1 Rosenbrock gradient at n = 10^6 called from Python (a NumPy array
   in, a NumPy array out) against the same compiled function called from
-  Lisp on an array the engine holds, alternated, medians.
+  Lisp on an array the engine holds, alternated call by call, medians of
+  31 calls a round.
 
     pip install ./python && python3 bench/python/calls.py [rounds]
 """
@@ -17,15 +18,6 @@ import numpy as np
 import epsilon
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-
-
-def median_seconds(f, calls):
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main():
@@ -54,8 +46,14 @@ def main():
     np.testing.assert_allclose(python_grad(x), eng.eval("(rosenbrock-grad x)"))
     from_lisp = "(let ((s (clock))) (rosenbrock-grad x) (- (clock) s))"
     for round_ in range(ROUNDS):
-        py = median_seconds(lambda: python_grad(x), 15)
-        lisp = statistics.median(eng.eval(from_lisp) for _ in range(15))
+        # Call by call, alternated, so both sides see the same machine.
+        py, lisp = [], []
+        for _ in range(31):
+            start = time.perf_counter()
+            python_grad(x)
+            py.append(time.perf_counter() - start)
+            lisp.append(eng.eval(from_lisp))
+        py, lisp = statistics.median(py), statistics.median(lisp)
         print(
             f"W1 round {round_ + 1} python_ms {py * 1e3:.3f} lisp_ms {lisp * 1e3:.3f} ratio {py / lisp:.2f}"
         )

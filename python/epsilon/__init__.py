@@ -5,7 +5,7 @@
     >>> eng.eval("(define (loss w) (sum (* w w)))")
     >>> g = eng.grad("loss")
     >>> g(np.arange(3.0))
-    array([0., 2., 4.])
+    Tensor([0., 2., 4.])
     >>> epsilon.diff("(* x (sin x))", "x")
     '(+ (sin x) (* x (cos x)))'
 
@@ -15,12 +15,14 @@ raise ``epsilon.EpsilonError`` with the ``file:line:col`` report.
 
 from . import _native
 from ._native import Engine, EpsilonError, Function
+from ._tensor import Tensor
 
 __all__ = [
     "Engine",
     "EpsilonError",
     "Formula",
     "Function",
+    "Tensor",
     "codegen",
     "diff",
     "explain",
@@ -127,14 +129,34 @@ def to_sympy(expr):
 
 
 def from_dlpack(x):
-    """An array from any DLPack producer on the CPU (PyTorch, JAX, CuPy's
-    host arrays, NumPy) as a NumPy array sharing its memory, ready to pass
-    to an engine. Epsilon's results are NumPy arrays, which are DLPack
-    producers themselves (``__dlpack__``), so ``torch.from_dlpack`` and
-    ``jax.dlpack.from_dlpack`` take them without a copy."""
+    """An array from any DLPack producer (PyTorch, JAX, CuPy, NumPy) as a
+    NumPy array, ready to pass to an engine: sharing the producer's memory
+    when it is on the CPU, copied to the host when it is on a GPU
+    (Epsilon's values live on the host between calls; a CUDA tape copies
+    its inputs to the device). Epsilon's results are NumPy arrays, which
+    are DLPack producers themselves (``__dlpack__``), so
+    ``torch.from_dlpack`` and ``jax.dlpack.from_dlpack`` take them without
+    a copy."""
     import numpy
 
-    return numpy.from_dlpack(x)
+    device = x.__dlpack_device__() if hasattr(x, "__dlpack_device__") else (1, 0)
+    # DLPack's device types the host can read: 1 the CPU, 3 CUDA's pinned
+    # host memory, 11 ROCm's, 13 CUDA's managed memory.
+    if device[0] in (1, 3, 11, 13):
+        return numpy.from_dlpack(x)
+    how = "copy it first (x.cpu() in PyTorch, cupy.asnumpy(x), jax.device_get(x))"
+    try:
+        return numpy.from_dlpack(x, device="cpu", copy=True)
+    except TypeError as old:
+        raise EpsilonError(
+            f"epsilon.from_dlpack: the array is on a device (DLPack device {tuple(device)}) "
+            f"and NumPy {numpy.__version__} cannot ask for a host copy (NumPy 2.1 can); {how}"
+        ) from old
+    except (BufferError, ValueError) as refused:
+        raise EpsilonError(
+            f"epsilon.from_dlpack: the array is on a device (DLPack device {tuple(device)}) "
+            f"and its library would not copy it to the host; {how}"
+        ) from refused
 
 
 def from_sympy(expr):

@@ -3,6 +3,8 @@
 from os import PathLike
 from typing import Any, Optional, Sequence, Union
 
+import numpy
+
 Expression = str
 Variables = Union[str, Sequence[str]]
 Axes = Optional[Union[int, Sequence[Optional[int]]]]
@@ -18,6 +20,9 @@ class Formula(str):
     def _repr_latex_(self) -> str: ...
     def latex(self) -> str: ...
     def to_sympy(self) -> Any: ...
+
+class Tensor(numpy.ndarray):
+    def _repr_html_(self) -> str: ...
 
 class Function:
     def __call__(self, *args: Any) -> Any: ...

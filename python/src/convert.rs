@@ -12,15 +12,18 @@
 //! procedures as `Function`s, callable from Python.
 
 use crate::engine::{Engine, Function};
+use crate::lending::{Loans, lend};
 use epsilon::Value;
 use ndarray::ArrayD;
 use numpy::{
-    Complex64, IntoPyArray, PyArrayDescrMethods, PyReadonlyArrayDyn, PyUntypedArray,
+    Complex64, IntoPyArray, PyArrayDescrMethods, PyArrayDyn, PyReadonlyArrayDyn, PyUntypedArray,
     PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyComplex, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyComplex, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use std::rc::Rc;
 
 /// Lists nested deeper than this are refused (a list that holds itself
@@ -29,10 +32,16 @@ const MAX_DEPTH: usize = 256;
 
 /// The Lisp value of a Python object.
 pub fn to_value(object: &Bound<'_, PyAny>) -> PyResult<Value> {
-    value_at(object, 0)
+    value_at(object, 0, None)
 }
 
-fn value_at(object: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
+/// `loans`: where arrays read in place are recorded; `None` copies every
+/// array (a value the engine stores).
+fn value_at(
+    object: &Bound<'_, PyAny>,
+    depth: usize,
+    mut loans: Option<&mut Loans>,
+) -> PyResult<Value> {
     if depth > MAX_DEPTH {
         return Err(PyValueError::new_err(format!(
             "lists nested more than {MAX_DEPTH} deep (or a list that holds itself) cannot be passed to epsilon"
@@ -66,7 +75,7 @@ fn value_at(object: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
     if object.is_instance_of::<PyList>() || object.is_instance_of::<PyTuple>() {
         let items = object
             .try_iter()?
-            .map(|item| value_at(&item?, depth + 1))
+            .map(|item| value_at(&item?, depth + 1, loans.as_deref_mut()))
             .collect::<PyResult<Vec<Value>>>()?;
         return Ok(Value::list(items));
     }
@@ -74,7 +83,7 @@ fn value_at(object: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
         return function.get().value();
     }
     if let Ok(array) = object.cast::<PyUntypedArray>() {
-        return array_value(array);
+        return array_value(array, loans);
     }
     // NumPy scalars (numpy.float64, numpy.int64, numpy.bool_, ...): by
     // their kind, as the Python numbers they stand for.
@@ -84,7 +93,7 @@ fn value_at(object: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
         let kind: String = dtype.getattr("kind")?.extract()?;
         let item = object.call_method0("item")?;
         return match kind.as_str() {
-            "b" | "i" | "u" | "f" | "c" => value_at(&item, depth),
+            "b" | "i" | "u" | "f" | "c" => value_at(&item, depth, None),
             _ => Err(PyTypeError::new_err(format!(
                 "epsilon cannot take a NumPy scalar of dtype {}",
                 dtype.str()?
@@ -97,24 +106,35 @@ fn value_at(object: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
     )))
 }
 
-/// A NumPy array as a tensor of its own precision.
-fn array_value(array: &Bound<'_, PyUntypedArray>) -> PyResult<Value> {
+/// A NumPy array as a tensor of its own precision: lent (read in place)
+/// when `loans` is given and the layout allows, else copied.
+fn array_value(array: &Bound<'_, PyUntypedArray>, loans: Option<&mut Loans>) -> PyResult<Value> {
     let dtype = array.dtype();
     if !dtype.is_native_byteorder().unwrap_or(true) {
         // Swapped to this machine's byte order first.
         let native = dtype.call_method1("newbyteorder", ("=",))?;
         let swapped = array.call_method1("astype", (native,))?;
-        return array_value(swapped.cast::<PyUntypedArray>()?);
+        return array_value(swapped.cast::<PyUntypedArray>()?, loans);
     }
     let kind = dtype.kind();
     let size = dtype.itemsize();
     let object = array.as_any();
     match (kind, size) {
         (b'f', 8) => {
+            if let Some(loans) = loans
+                && let Some(tensor) = lend(object.cast::<PyArrayDyn<f64>>()?, loans)
+            {
+                return Ok(Value::Tensor(tensor));
+            }
             let view: PyReadonlyArrayDyn<'_, f64> = object.extract()?;
             Ok(Value::Tensor(Rc::new(view.as_array().to_owned())))
         }
         (b'f', 4) => {
+            if let Some(loans) = loans
+                && let Some(tensor) = lend(object.cast::<PyArrayDyn<f32>>()?, loans)
+            {
+                return Ok(Value::TensorF32(tensor));
+            }
             let view: PyReadonlyArrayDyn<'_, f32> = object.extract()?;
             Ok(Value::TensorF32(Rc::new(view.as_array().to_owned())))
         }
@@ -136,7 +156,7 @@ fn array_value(array: &Bound<'_, PyUntypedArray>) -> PyResult<Value> {
         }
         (b'i' | b'u' | b'b', _) => {
             let widened = object.call_method1("astype", ("float64",))?;
-            array_value(widened.cast::<PyUntypedArray>()?)
+            array_value(widened.cast::<PyUntypedArray>()?, loans)
         }
         _ => Err(PyTypeError::new_err(format!(
             "epsilon takes float64, float32, complex and integer arrays, not dtype {}",
@@ -153,13 +173,25 @@ fn owned<T: Clone>(array: Rc<ArrayD<T>>) -> ArrayD<T> {
 
 /// The Python object of a Lisp value (`engine` makes procedures callable).
 pub fn to_python(py: Python<'_>, value: Value, engine: &Py<Engine>) -> PyResult<Py<PyAny>> {
-    python_at(py, value, engine, 0)
+    python_at(py, value, engine, &Loans::default(), 0)
+}
+
+/// The Python object of a call's result: a tensor lent by an argument
+/// goes back as a view of that argument's array.
+pub fn result_to_python(
+    py: Python<'_>,
+    value: Value,
+    engine: &Py<Engine>,
+    loans: &Loans,
+) -> PyResult<Py<PyAny>> {
+    python_at(py, value, engine, loans, 0)
 }
 
 fn python_at(
     py: Python<'_>,
     value: Value,
     engine: &Py<Engine>,
+    loans: &Loans,
     depth: usize,
 ) -> PyResult<Py<PyAny>> {
     if depth > MAX_DEPTH {
@@ -173,14 +205,20 @@ fn python_at(
         Value::Int(n) => n.into_pyobject(py)?.into_any().unbind(),
         Value::Float(x) => x.into_pyobject(py)?.into_any().unbind(),
         Value::Str(text) => text.as_str().into_pyobject(py)?.into_any().unbind(),
-        Value::Tensor(t) => owned(t).into_pyarray(py).into_any().unbind(),
-        Value::TensorF32(t) => owned(t).into_pyarray(py).into_any().unbind(),
+        Value::Tensor(t) => match loans.array_of(&t) {
+            Some(array) => tensor_view(array.bind(py))?,
+            None => tensor_view(owned(t).into_pyarray(py).as_any())?,
+        },
+        Value::TensorF32(t) => match loans.array_of(&t) {
+            Some(array) => tensor_view(array.bind(py))?,
+            None => tensor_view(owned(t).into_pyarray(py).as_any())?,
+        },
         Value::Complex(z) => complex_to_python(py, &z.re, &z.im)?,
         Value::Procedure(_) => Py::new(py, Function::new(engine.clone_ref(py), value))?.into_any(),
         Value::Pair(_) if value.is_list() && !is_expression(&value) => {
             let items = value
                 .iter()
-                .map(|(item, _)| python_at(py, item.clone(), engine, depth + 1))
+                .map(|(item, _)| python_at(py, item.clone(), engine, loans, depth + 1))
                 .collect::<PyResult<Vec<_>>>()?;
             PyList::new(py, items)?.into_any().unbind()
         }
@@ -218,12 +256,28 @@ fn complex_to_python(py: Python<'_>, re: &Value, im: &Value) -> PyResult<Py<PyAn
         .map_collect(|&a, &b| Complex64::new(a, b));
     let array = z.into_pyarray(py);
     match single {
-        true => Ok(array.call_method1("astype", ("complex64",))?.unbind()),
-        false => Ok(array.into_any().unbind()),
+        true => tensor_view(&array.call_method1("astype", ("complex64",))?),
+        false => tensor_view(array.as_any()),
     }
 }
 
-/// Arguments from Python as Lisp values.
-pub fn arguments(args: &Bound<'_, PyTuple>) -> PyResult<Vec<Value>> {
-    args.iter().map(|a| to_value(&a)).collect()
+/// `array` seen as an `epsilon.Tensor` (a NumPy subclass shown as a
+/// table by Jupyter): a new view of the same memory.
+fn tensor_view(array: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    static TENSOR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    let tensor = TENSOR.import(array.py(), "epsilon", "Tensor")?;
+    Ok(array
+        .call_method1(intern!(array.py(), "view"), (tensor,))?
+        .unbind())
+}
+
+/// Arguments from Python as Lisp values, their arrays lent where their
+/// layout allows (`lending`).
+pub fn arguments(args: &Bound<'_, PyTuple>) -> PyResult<(Vec<Value>, Loans)> {
+    let mut loans = Loans::default();
+    let values = args
+        .iter()
+        .map(|a| value_at(&a, 0, Some(&mut loans)))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok((values, loans))
 }

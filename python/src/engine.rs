@@ -6,9 +6,10 @@
 //! own, and engines on different threads run at once: the GIL is released
 //! while Epsilon computes.
 
-use crate::convert::{arguments, to_python, to_value};
+use crate::convert::{arguments, result_to_python, to_python, to_value};
 use crate::errors::raised;
 use crate::interrupt::Watch;
+use crate::lending::{Kept, Loans};
 use crate::output::PythonStream;
 use crate::owned::Owned;
 use epsilon::Value;
@@ -47,7 +48,10 @@ pub(crate) fn released<T>(py: Python<'_>, work: impl FnOnce() -> T) -> T {
 /// 3.0
 #[pyclass(frozen, module = "epsilon")]
 pub struct Engine {
+    // Dropped first: the loans below outlive every value of the engine.
     inner: Owned<epsilon::Engine>,
+    /// Arrays lent to calls whose tensors the engine kept (`lending`).
+    kept: Owned<Kept>,
 }
 
 /// Runs `work` on the engine of `slf` with the GIL released and gives its
@@ -56,6 +60,31 @@ fn run(
     slf: &Bound<'_, Engine>,
     work: impl FnOnce(&mut epsilon::Engine) -> Result<Value, epsilon::Error>,
 ) -> PyResult<Py<PyAny>> {
+    run_lent(slf, Loans::default(), work)
+}
+
+/// As [`run`], for a call whose arguments lent arrays (`loans`): a result
+/// that is a lent tensor goes back as a view of its array, and the loans
+/// end, or stay with the engine when it kept their tensors.
+fn run_lent(
+    slf: &Bound<'_, Engine>,
+    loans: Loans,
+    work: impl FnOnce(&mut epsilon::Engine) -> Result<Value, epsilon::Error>,
+) -> PyResult<Py<PyAny>> {
+    let given = finish(slf, work)
+        .and_then(|value| result_to_python(slf.py(), value, &slf.clone().unbind(), &loans));
+    let ended = loans.settle(&mut *slf.get().kept.get("Engine")?);
+    // Dropped with `kept` no longer borrowed (a finalizer may call in).
+    drop(ended);
+    given
+}
+
+/// Runs `work` with the GIL released: its value, or the Python exception
+/// its error or an interrupt raises.
+fn finish(
+    slf: &Bound<'_, Engine>,
+    work: impl FnOnce(&mut epsilon::Engine) -> Result<Value, epsilon::Error>,
+) -> PyResult<Value> {
     let py = slf.py();
     let (result, interrupted) = {
         let mut engine = slf.get().inner.get("Engine")?;
@@ -70,7 +99,7 @@ fn run(
         _ if interrupted || stopped => Err(PyKeyboardInterrupt::new_err(
             "Epsilon's computation was interrupted",
         )),
-        Ok(value) => to_python(py, value, &slf.clone().unbind()),
+        Ok(value) => Ok(value),
         Err(error) => Err(raised(py, &error)),
     }
 }
@@ -122,6 +151,7 @@ impl Engine {
         engine.set_error_output(Box::new(PythonStream::stderr()));
         Engine {
             inner: Owned::new(engine),
+            kept: Owned::new(Kept::default()),
         }
     }
 
@@ -134,9 +164,9 @@ impl Engine {
     /// Calls the global function `name` with the arguments.
     #[pyo3(signature = (name, *args))]
     fn call(slf: &Bound<'_, Self>, name: &str, args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-        let args = arguments(args)?;
+        let (args, loans) = arguments(args)?;
         let name = name.to_string();
-        run(slf, move |engine| engine.call_named(&name, &args))
+        run_lent(slf, loans, move |engine| engine.call_named(&name, &args))
     }
 
     /// Binds the global `name` to `value`.
@@ -237,15 +267,17 @@ impl Engine {
 /// A Lisp procedure, called from Python with Python arguments.
 #[pyclass(frozen, module = "epsilon")]
 pub struct Function {
-    engine: Py<Engine>,
+    // Dropped before the engine: the engine may be the last holder of the
+    // arrays this value reads (`lending`).
     value: Owned<Value>,
+    engine: Py<Engine>,
 }
 
 impl Function {
     pub fn new(engine: Py<Engine>, value: Value) -> Self {
         Function {
-            engine,
             value: Owned::new(value),
+            engine,
         }
     }
 
@@ -259,10 +291,12 @@ impl Function {
 impl Function {
     #[pyo3(signature = (*args))]
     fn __call__(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-        let args = arguments(args)?;
+        // The procedure first: an error after arrays are lent would drop
+        // the loans before the arguments holding them.
         let procedure = self.value()?;
+        let (args, loans) = arguments(args)?;
         let engine = self.engine.bind(py);
-        run(engine, move |engine| engine.call(&procedure, &args))
+        run_lent(engine, loans, move |engine| engine.call(&procedure, &args))
     }
 
     fn __repr__(&self) -> String {

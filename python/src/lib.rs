@@ -18,6 +18,7 @@ mod engine;
 mod errors;
 mod formulas;
 mod interrupt;
+mod lending;
 mod output;
 mod owned;
 

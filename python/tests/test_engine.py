@@ -289,15 +289,29 @@ def test_dlpack_both_ways():
     back = np.from_dlpack(result)
     assert np.shares_memory(back, result)
     np.testing.assert_array_equal(back, 2 * x)
-    torch = None
-    try:
-        import torch
-    except ImportError:
-        pass
-    if torch is not None:
-        t = torch.from_dlpack(result)
-        assert t.data_ptr() == result.ctypes.data
-        np.testing.assert_array_equal(eng.call("*", epsilon.from_dlpack(t), 1.0), 2 * x)
+
+
+def test_dlpack_with_pytorch():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    eng = epsilon.Engine()
+    result = eng.call("*", np.linspace(0.0, 1.0, 5), 2.0)
+    t = torch.from_dlpack(result)
+    assert t.data_ptr() == result.ctypes.data
+    np.testing.assert_array_equal(eng.call("*", epsilon.from_dlpack(t), 1.0), result)
+
+
+def test_dlpack_with_jax():
+    jax = pytest.importorskip("jax", reason="JAX is not installed")
+    jax.config.update("jax_enable_x64", True)
+    eng = epsilon.Engine()
+    x = jax.numpy.linspace(0.0, 1.0, 5)
+    # JAX's array goes in without a copy, Epsilon's result back to JAX.
+    shared = epsilon.from_dlpack(x)
+    assert shared.ctypes.data == x.unsafe_buffer_pointer()
+    g = eng.grad("(lambda (w) (sum (* w (sin w))))")(shared)
+    back = jax.dlpack.from_dlpack(g)
+    expected = jax.grad(lambda w: (w * jax.numpy.sin(w)).sum())(x)
+    np.testing.assert_allclose(np.asarray(back), np.asarray(expected), rtol=1e-14)
 
 
 def test_the_notebook_runs_in_the_python_kernel():
@@ -310,8 +324,10 @@ def test_the_notebook_runs_in_the_python_kernel():
     notebook = nbformat.read(str(path), as_version=4)
     nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
     code = [c for c in notebook.cells if c.cell_type == "code"]
-    grad_text = code[0].outputs[-1]["data"]["text/plain"]
-    assert grad_text.startswith("array([")
+    grad = code[0].outputs[-1]["data"]
+    assert grad["text/plain"].startswith("Tensor([")
+    # Jupyter shows a tensor as a table.
+    assert "<table>" in grad["text/html"] and "shape (4,)" in grad["text/html"]
     printed = "".join(o.get("text", "") for o in code[1].outputs if o["output_type"] == "stream")
     assert printed == "printed by Lisp\n"
     formula = code[2].outputs[-1]["data"]
@@ -391,3 +407,182 @@ def test_repr_of_a_function_never_raises():
     t.start()
     t.join()
     assert shown == ["<epsilon.Function of another thread>"]
+
+
+def test_arrays_are_read_in_place_and_never_written():
+    eng = epsilon.Engine()
+    identity = eng.eval("(lambda (x) x)")
+    for dtype in (np.float64, np.float32):
+        x = np.linspace(0.0, 1.0, 7, dtype=dtype)
+        out = identity(x)
+        # A lent tensor given back is a view of the argument's memory.
+        assert np.shares_memory(out, x) and out is not x and out.dtype == dtype
+    # Through a compiled tape too (float64: float32 tapes compute in float64).
+    x = np.linspace(0.0, 1.0, 7)
+    assert np.shares_memory(eng.jit("(lambda (x) x)")(x), x)
+    # A tensor the engine keeps reads the array's memory, as a view would,
+    # and keeps it alive.
+    eng.eval("(define kept #f) (define (keep x) (set! kept x) (sum x))")
+    x = np.arange(4.0)
+    assert eng.call("keep", x) == 6.0
+    x[0] = 10.0
+    assert eng.eval("(sum kept)") == 16.0
+    del x, out
+    import gc
+
+    gc.collect()
+    np.testing.assert_array_equal(eng.eval("(* kept 1.0)"), [10.0, 1.0, 2.0, 3.0])
+    eng.eval("(set! kept #f)")
+    # Whatever the engine does with a lent array, the array is unchanged:
+    # it never reuses the storage of an argument for its results.
+    programs = [
+        "(lambda (x) (+ x 1.0))",
+        "(lambda (x) (* (sin x) x))",
+        "(grad (lambda (x) (sum (* x x))))",
+        "(jit (lambda (x) (exp (- x))))",
+        "(lambda (x) (scan (lambda (v i) (* 0.5 v)) x 10))",
+        "(vmap (lambda (r) (* r 2.0)))",
+    ]
+    for text in programs:
+        f = eng.eval(text)
+        for dtype in (np.float64, np.float32):
+            x = np.linspace(-1.0, 1.0, 4096, dtype=dtype).reshape(64, 64)
+            before = x.copy()
+            for _ in range(3):
+                f(x)
+            np.testing.assert_array_equal(x, before, err_msg=text)
+    # Read-only, strided, unaligned and empty arrays are read correctly.
+    frozen = np.arange(3.0)
+    frozen.flags.writeable = False
+    np.testing.assert_array_equal(eng.call("*", frozen, 2.0), [0.0, 2.0, 4.0])
+    raw = np.zeros(8 * 3 + 1, dtype=np.uint8)
+    unaligned = np.frombuffer(raw.data, dtype=np.float64, count=3, offset=1)
+    np.testing.assert_array_equal(eng.call("+", unaligned, 1.0), [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(eng.call("*", np.arange(10.0)[::3], 1.0), [0.0, 3.0, 6.0, 9.0])
+    assert eng.call("*", np.zeros((0, 3)), 1.0).shape == (0, 3)
+
+
+def test_tensors_are_numpy_arrays_shown_as_tables():
+    eng = epsilon.Engine()
+    m = eng.eval("(reshape (linspace 0 1 6) '(2 3))")
+    assert isinstance(m, epsilon.Tensor) and isinstance(m, np.ndarray)
+    # Operations on a tensor give plain NumPy arrays and scalars.
+    assert type(m + 1) is np.ndarray and type(m.sum()) is np.float64
+    table = m._repr_html_()
+    assert "float64, shape (2, 3)" in table and table.count("<tr>") == 2
+    assert table.count("<td>") == 6 and "<td>0.4</td>" in table
+    vector = eng.call("*", np.arange(3.0), 1.0)._repr_html_()
+    assert vector.count("<tr>") == 1 and vector.count("<td>") == 3
+    z = eng.call("*", np.array([1 + 2j]), 1.0)
+    assert isinstance(z, epsilon.Tensor) and "1+2j" in z._repr_html_()
+    # Large ones are summarised: shape, range and NumPy's abbreviated text.
+    big = eng.eval("(linspace 0 1 10000)")._repr_html_()
+    assert "shape (10000,)" in big and "max 1" in big and "..." in big and "<td>" not in big
+    single = eng.call("*", np.ones(3, dtype=np.float32), 2.0)
+    assert isinstance(single, epsilon.Tensor) and "float32" in single._repr_html_()
+    assert "all NaN" in eng.call("*", np.full(500, np.nan), 1.0)._repr_html_()
+
+
+class _DeviceArray:
+    """A DLPack producer standing for an array on a CUDA device: it hands
+    over a host copy only when asked for one (as PyTorch and CuPy do), or
+    never (`copies=False`, an older library)."""
+
+    def __init__(self, host, copies):
+        self.host, self.copies = host, copies
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if not self.copies or dl_device is None or tuple(dl_device)[0] != 1:
+            raise BufferError("this array lives on the GPU")
+        return self.host.__dlpack__(max_version=max_version, copy=True)
+
+
+def test_dlpack_from_a_device_copies_to_the_host():
+    eng = epsilon.Engine()
+    host = np.linspace(0.0, 1.0, 4)
+    on_device = epsilon.from_dlpack(_DeviceArray(host, copies=True))
+    assert not np.shares_memory(on_device, host)
+    np.testing.assert_array_equal(eng.call("*", on_device, 2.0), 2 * host)
+    with pytest.raises(epsilon.EpsilonError, match=r"device \(2, 0\).*x\.cpu\(\)"):
+        epsilon.from_dlpack(_DeviceArray(host, copies=False))
+
+
+def test_tensors_follow_numpy_rules_for_out_and_scalars():
+    eng = epsilon.Engine()
+    t = eng.call("*", np.arange(3.0), 1.0)
+    same = t
+    t += 1.0
+    assert t is same and isinstance(t, epsilon.Tensor)
+    np.testing.assert_array_equal(t, [1.0, 2.0, 3.0])
+    assert np.add(t, 1.0, out=t) is t
+    assert type(t.max()) is np.float64
+    ints = t.astype(np.int64) * 41152263
+    assert "123456789" in eng.call("*", ints, 1.0).astype(np.int64)._repr_html_()
+    edges = eng.call("*", np.array([np.inf, -np.inf, 1.0] * 100), 1.0)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert "max inf" in edges._repr_html_()
+    assert "empty" in eng.call("*", np.zeros((0, 3)), 1.0)._repr_html_()
+
+
+def test_an_engine_dropped_before_its_functions_frees_what_they_read():
+    import gc
+    import weakref
+
+    eng = epsilon.Engine()
+    eng.eval("(define (adder x) (lambda (y) (+ x y)))")
+    x = np.arange(3.0)
+    freed = []
+    weakref.finalize(x, freed.append, True)
+    add = eng.call("adder", x)
+    np.testing.assert_array_equal(add(1.0), [1.0, 2.0, 3.0])
+    del x, eng
+    gc.collect()
+    assert not freed
+    del add
+    gc.collect()
+    assert freed == [True]
+
+
+def test_arrays_an_engine_kept_are_freed_once_it_drops_them():
+    import gc
+    import weakref
+
+    eng = epsilon.Engine()
+    eng.eval("(define history '()) (define (keep x) (set! history (cons x history)) 0.0)")
+    freed = []
+    for k in range(20):
+        x = np.full(3, float(k))
+        weakref.finalize(x, freed.append, k)
+        eng.call("keep", x)
+    del x
+    gc.collect()
+    assert not freed
+    assert eng.eval("(sum (apply + history))") == 3 * sum(range(20))
+    eng.eval("(set! history '())")
+    for _ in range(20):
+        eng.call("+", np.ones(2), 1.0)
+    gc.collect()
+    assert sorted(freed) == list(range(20))
+
+
+@pytest.mark.parametrize("script", ["calls.py", "w3_codegen.py"])
+def test_benchmark_scripts_run(script):
+    import pathlib
+    import subprocess
+    import sys
+
+    if script == "w3_codegen.py":
+        pytest.importorskip("sympy", reason="SymPy is not installed")
+    root = pathlib.Path(__file__).resolve().parents[2]
+    path = root / "bench" / "python" / script
+    done = subprocess.run(
+        [sys.executable, str(path), "1"], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "ratio" in done.stdout
