@@ -74,12 +74,18 @@ pub fn extract_tree(egraph: &MathGraph, roots: &[Id]) -> Extracted {
 /// Extracts `roots` of any `egraph` (rebuilt) under the cost model `cost`.
 pub fn extract_by<L, N, C>(egraph: &EGraph<L, N>, roots: &[Id], cost: &C) -> Extracted<L>
 where
-    L: Language,
-    N: Analysis<L>,
-    C: NodeCost<L, N>,
+    L: Language + Send + Sync,
+    L::Discriminant: Sync,
+    N: Analysis<L> + Sync,
+    N::Data: Sync,
+    C: NodeCost<L, N> + Sync,
 {
-    let tree = extract_tree_by(egraph, roots, cost);
-    let Some(mut choices) = greedy_dag_choices(egraph, cost) else {
+    // The two extractors are independent: run side by side.
+    let (tree, greedy) = rayon::join(
+        || extract_tree_by(egraph, roots, cost),
+        || greedy_dag_choices(egraph, cost),
+    );
+    let Some(mut choices) = greedy else {
         return tree;
     };
     improve(egraph, roots, &mut choices, cost);
@@ -362,10 +368,11 @@ fn improve<L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
 ) {
     let roots: Vec<Id> = roots.iter().map(|&root| egraph.find(root)).collect();
     // Each class's cost under its current choice, computed once (a node's
-    // cost may infer shapes): a candidate changes one class's entry.
-    let mut costs = class_costs(egraph, choices, cost);
+    // cost may infer shapes): a candidate changes one class's entry. The
+    // walks read choices and costs from tables indexed by class.
+    let mut dense = Dense::of(choices, cost, egraph);
     let mut walk = DagWalk::default();
-    let Some(mut current) = walk.cost(egraph, &roots, choices, &costs) else {
+    let Some(mut current) = walk.cost(egraph, &roots, &dense) else {
         return;
     };
     let mut work = 0usize;
@@ -387,18 +394,13 @@ fn improve<L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
                 if work > IMPROVE_BUDGET {
                     return;
                 }
-                let previous = choices.insert(class, node.clone());
-                let previous_cost = costs.insert(class, cost.cost(egraph, node));
-                match walk.cost(egraph, &roots, choices, &costs) {
-                    Some(candidate) if candidate < current => current = candidate,
-                    _ => {
-                        if let Some(previous) = previous {
-                            choices.insert(class, previous);
-                        }
-                        if let Some(previous_cost) = previous_cost {
-                            costs.insert(class, previous_cost);
-                        }
+                let previous = dense.set(class, node.clone(), cost.cost(egraph, node));
+                match walk.cost(egraph, &roots, &dense) {
+                    Some(candidate) if candidate < current => {
+                        current = candidate;
+                        choices.insert(class, node.clone());
                     }
+                    _ => dense.restore(class, previous),
                 }
             }
         }
@@ -416,67 +418,126 @@ fn dag_cost<L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
     choices: &FxHashMap<Id, L>,
     cost: &C,
 ) -> Option<(u64, usize)> {
-    let costs = class_costs(egraph, choices, cost);
-    DagWalk::default().cost(egraph, roots, choices, &costs)
+    DagWalk::default().cost(egraph, roots, &Dense::of(choices, cost, egraph))
 }
 
-/// Each class's cost under its choice.
-fn class_costs<L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
-    egraph: &EGraph<L, N>,
-    choices: &FxHashMap<Id, L>,
-    cost: &C,
-) -> FxHashMap<Id, u64> {
-    choices
-        .iter()
-        .map(|(&class, node)| (class, cost.cost(egraph, node)))
-        .collect()
+/// Choices and their costs in tables indexed by class id, for walks that
+/// read them many times.
+struct Dense<L> {
+    choices: Vec<Option<L>>,
+    costs: Vec<u64>,
 }
 
-/// `dag_cost` for the local search: node costs read from a table, the
-/// visit state kept between walks (cleared, not reallocated).
+impl<L: Language> Dense<L> {
+    /// The tables of `choices` under `cost` (a node's cost computed once:
+    /// it may infer shapes).
+    fn of<N: Analysis<L>, C: NodeCost<L, N>>(
+        choices: &FxHashMap<Id, L>,
+        cost: &C,
+        egraph: &EGraph<L, N>,
+    ) -> Self {
+        let size = choices
+            .keys()
+            .map(|&id| usize::from(id) + 1)
+            .max()
+            .unwrap_or(0);
+        let mut dense = Dense {
+            choices: vec![None; size],
+            costs: vec![0; size],
+        };
+        for (&class, node) in choices {
+            dense.choices[usize::from(class)] = Some(node.clone());
+            dense.costs[usize::from(class)] = cost.cost(egraph, node);
+        }
+        dense
+    }
+
+    fn choice(&self, class: Id) -> Option<&L> {
+        self.choices.get(usize::from(class))?.as_ref()
+    }
+
+    /// Chooses `node` (of cost `cost`) for `class`; what it replaced.
+    fn set(&mut self, class: Id, node: L, cost: u64) -> (Option<L>, u64) {
+        let at = usize::from(class);
+        if at >= self.choices.len() {
+            self.choices.resize(at + 1, None);
+            self.costs.resize(at + 1, 0);
+        }
+        let node = self.choices[at].replace(node);
+        (node, std::mem::replace(&mut self.costs[at], cost))
+    }
+
+    /// Puts back what [`Dense::set`] replaced.
+    fn restore(&mut self, class: Id, (node, cost): (Option<L>, u64)) {
+        let at = usize::from(class);
+        self.choices[at] = node;
+        self.costs[at] = cost;
+    }
+}
+
+/// `dag_cost` for the local search: the visit state kept between walks
+/// (stamped with the walk's number, so it needs no clearing).
 #[derive(Default)]
 struct DagWalk {
-    state: FxHashMap<Id, u8>,
+    /// Per class: the walk that put it on the stack, and that finished it.
+    entered: Vec<u32>,
+    finished: Vec<u32>,
+    walk: u32,
     stack: Vec<(Id, bool)>,
 }
 
 impl DagWalk {
-    /// As [`dag_cost`], with each class's cost `costs[class]`.
+    /// As [`dag_cost`], on the tables `dense`.
     fn cost<L: Language, N: Analysis<L>>(
         &mut self,
         egraph: &EGraph<L, N>,
         roots: &[Id],
-        choices: &FxHashMap<Id, L>,
-        costs: &FxHashMap<Id, u64>,
+        dense: &Dense<L>,
     ) -> Option<(u64, usize)> {
-        // 1: on the stack, 2: finished.
-        let state = &mut self.state;
-        state.clear();
+        let size = dense
+            .choices
+            .len()
+            .max(roots.iter().map(|&r| usize::from(r) + 1).max().unwrap_or(0));
+        if self.entered.len() < size || self.walk == u32::MAX {
+            self.entered = vec![0; size];
+            self.finished = vec![0; size];
+            self.walk = 0;
+        }
+        self.walk += 1;
+        let walk = self.walk;
+        let (entered, finished) = (&mut self.entered, &mut self.finished);
         let (mut total, mut n_nodes) = (0u64, 0usize);
         for &root in roots {
             let stack = &mut self.stack;
             stack.clear();
             stack.push((root, false));
             while let Some((class, children_done)) = stack.pop() {
+                let at = usize::from(class);
                 if children_done {
-                    state.insert(class, 2);
-                    total += costs[&class];
+                    finished[at] = walk;
+                    total += dense.costs[at];
                     n_nodes += 1;
                     continue;
                 }
-                match state.get(&class) {
-                    Some(2) => continue,
-                    Some(_) => return None,
-                    None => {}
+                if finished[at] == walk {
+                    continue;
                 }
-                state.insert(class, 1);
+                if entered[at] == walk {
+                    return None;
+                }
+                entered[at] = walk;
                 stack.push((class, true));
-                for &child in choices.get(&class)?.children() {
+                for &child in dense.choice(class)?.children() {
                     let child = egraph.find(child);
-                    match state.get(&child) {
-                        Some(2) => {}
-                        Some(_) => return None,
-                        None => stack.push((child, false)),
+                    let c = usize::from(child);
+                    if c >= entered.len() {
+                        return None; // a class with no choice
+                    }
+                    if finished[c] != walk {
+                        if entered[c] == walk {
+                            return None;
+                        }
+                        stack.push((child, false));
                     }
                 }
             }
@@ -489,8 +550,16 @@ impl DagWalk {
 /// every class that choice reaches (itself included).
 struct Best<L> {
     node: L,
-    reached: Rc<FxHashMap<Id, u64>>,
+    reached: Rc<Reached>,
     total: u64,
+}
+
+/// The classes a choice reaches, each with a cost, sorted by class.
+type Reached = Vec<(Id, u64)>;
+
+/// Whether `reached` holds `class`.
+fn reaches(reached: &Reached, class: Id) -> bool {
+    reached.binary_search_by_key(&class, |&(id, _)| id).is_ok()
 }
 
 /// Greedy DAG extraction: a node's cost is the summed cost of the union of
@@ -514,23 +583,24 @@ fn greedy_dag_choices<L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
         queued.remove(&class_id);
         let mut improved = false;
         for node in &egraph[class_id].nodes {
-            let Some((reached, total)) = candidate(egraph, &best, class_id, node, cost) else {
+            let Some(found) = candidate(egraph, &best, class_id, node, cost) else {
                 continue;
             };
-            work += reached.len();
+            work += found.size;
             if work > GREEDY_BUDGET {
                 return None;
             }
             if best
                 .get(&class_id)
-                .is_none_or(|current| total < current.total)
+                .is_none_or(|current| found.total < current.total)
             {
+                let reached = found.reached(class_id);
                 best.insert(
                     class_id,
                     Best {
                         node: node.clone(),
                         reached,
-                        total,
+                        total: found.total,
                     },
                 );
                 improved = true;
@@ -548,15 +618,28 @@ fn greedy_dag_choices<L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
     Some(best.into_iter().map(|(id, best)| (id, best.node)).collect())
 }
 
-/// The reached set and total cost of choosing `node` for `class_id`, if all
-/// its children have choices and none of them reaches `class_id` (a cycle).
-fn candidate<L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
+/// A node's candidacy for its class: the children's choices it would
+/// join, and what the union of their reached sets would cost. The union
+/// itself is built only for a candidate that wins ([`Candidate::reached`]).
+struct Candidate<'a> {
+    own: u64,
+    /// The children's reached sets, the largest first.
+    children: Vec<&'a Reached>,
+    /// The union's cost, the node's own included.
+    total: u64,
+    /// The union's size, the class included.
+    size: usize,
+}
+
+/// The candidacy of `node` for `class_id`, if all its children have
+/// choices and none of them reaches `class_id` (a cycle).
+fn candidate<'a, L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
     egraph: &EGraph<L, N>,
-    best: &FxHashMap<Id, Best<L>>,
+    best: &'a FxHashMap<Id, Best<L>>,
     class_id: Id,
     node: &L,
     cost: &C,
-) -> Option<(Rc<FxHashMap<Id, u64>>, u64)> {
+) -> Option<Candidate<'a>> {
     let own = cost.cost(egraph, node);
     let mut children: Vec<&Best<L>> = Vec::with_capacity(2);
     for &child in node.children() {
@@ -568,26 +651,88 @@ fn candidate<L: Language, N: Analysis<L>, C: NodeCost<L, N>>(
     }
     children.sort_by_key(|child| std::cmp::Reverse(child.reached.len()));
     let Some((largest, others)) = children.split_first() else {
-        let reached = FxHashMap::from_iter([(class_id, own)]);
-        return Some((Rc::new(reached), own));
+        return Some(Candidate {
+            own,
+            children: Vec::new(),
+            total: own,
+            size: 1,
+        });
     };
-    if largest.reached.contains_key(&class_id) {
+    if reaches(&largest.reached, class_id) {
         return None;
     }
-    let mut reached = (*largest.reached).clone();
-    let mut total = largest.total;
-    for other in others {
-        for (&id, &cost) in other.reached.iter() {
-            if id == class_id {
-                return None;
-            }
-            if reached.insert(id, cost).is_none() {
+    // A class adds its cost once: the first child that reaches it (in
+    // this order) pays.
+    let (mut total, mut size) = (largest.total, largest.reached.len());
+    for (k, other) in others.iter().enumerate() {
+        if reaches(&other.reached, class_id) {
+            return None;
+        }
+        for &(id, cost) in other.reached.iter() {
+            let earlier = reaches(&largest.reached, id)
+                || others[..k]
+                    .iter()
+                    .any(|before| reaches(&before.reached, id));
+            if !earlier {
                 total += cost;
+                size += 1;
             }
         }
     }
-    reached.insert(class_id, own);
-    Some((Rc::new(reached), total + own))
+    Some(Candidate {
+        own,
+        children: children.iter().map(|child| &*child.reached).collect(),
+        total: total + own,
+        size: size + 1,
+    })
+}
+
+impl Candidate<'_> {
+    /// The union of the children's reached sets with `class_id` added. A
+    /// class reached by several children keeps the cost the last of them
+    /// gives it (as inserting each child's set into a map in turn).
+    fn reached(&self, class_id: Id) -> Rc<Reached> {
+        let mut reached: Reached = match self.children.split_first() {
+            None => Vec::with_capacity(1),
+            Some((largest, others)) => {
+                let mut reached = (*largest).clone();
+                for other in others {
+                    reached = union_later_wins(&reached, other);
+                }
+                reached
+            }
+        };
+        let at = reached.partition_point(|&(id, _)| id < class_id);
+        reached.insert(at, (class_id, self.own));
+        Rc::new(reached)
+    }
+}
+
+/// The union of two sorted sets; a class in both takes `later`'s cost.
+fn union_later_wins(earlier: &Reached, later: &Reached) -> Reached {
+    let mut merged = Vec::with_capacity(earlier.len() + later.len());
+    let (mut a, mut b) = (0, 0);
+    while a < earlier.len() && b < later.len() {
+        let (x, y) = (earlier[a], later[b]);
+        match x.0.cmp(&y.0) {
+            std::cmp::Ordering::Less => {
+                merged.push(x);
+                a += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                merged.push(y);
+                b += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                merged.push(y);
+                a += 1;
+                b += 1;
+            }
+        }
+    }
+    merged.extend_from_slice(&earlier[a..]);
+    merged.extend_from_slice(&later[b..]);
+    merged
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub mod explain;
 pub mod extract;
 pub mod reverse;
 pub mod rules;
+pub mod schedule;
 pub mod simplify;
 pub mod tensor;
 

@@ -11,8 +11,9 @@ use super::builder::compact;
 use super::cost::node_cost;
 use super::extract::{Extracted, Extraction, extract};
 use super::rules::{MathRewrite, all_rules};
+use super::schedule::ParallelBackoff;
 use crate::ir::math::language::Math;
-use egg::{BackoffScheduler, Id, RecExpr, Runner, StopReason};
+use egg::{Id, RecExpr, Runner, StopReason};
 use std::time::{Duration, Instant};
 
 /// Programs with more nodes than this skip saturation: sharing (CSE) and
@@ -300,7 +301,7 @@ pub(crate) fn saturate(
             .with_iter_limit(stage_iterations)
             .with_node_limit(limits.nodes)
             .with_time_limit(limits.time.saturating_sub(started.elapsed()))
-            .with_scheduler(BackoffScheduler::default())
+            .with_scheduler(ParallelBackoff::default())
             .run(rules.iter().copied());
         iterations += runner.iterations.len();
         stop = match runner.stop_reason {

@@ -11,13 +11,14 @@
 use super::egraph::{Shapes, TensorEGraph, node_shape, operand_shapes};
 use super::rules::tensor_rules;
 use crate::egraph::extract::{NodeCost, extract_by};
+use crate::egraph::schedule::ParallelBackoff;
 use crate::egraph::simplify::{Level, Stop};
 use crate::ir::loops::Body;
 pub use crate::ir::loops::TensorLimits;
 use crate::ir::math::language::Math;
 use crate::ir::op::{Shape, TNode, TOp};
 use crate::ir::shape::{infer, numel};
-use egg::{BackoffScheduler, Id, Language, RecExpr, Runner, StopReason};
+use egg::{Id, Language, RecExpr, Runner, StopReason};
 use smallvec::SmallVec;
 use std::time::{Duration, Instant};
 
@@ -213,7 +214,7 @@ pub fn optimize(nodes: &[TNode], roots: &[Id], limits: Option<TensorLimits>) -> 
         .with_iter_limit(limits.iterations)
         .with_node_limit(limits.nodes)
         .with_time_limit(limits.time)
-        .with_scheduler(BackoffScheduler::default())
+        .with_scheduler(ParallelBackoff::default())
         .run(tensor_rules());
     let stop = match runner.stop_reason {
         Some(StopReason::Saturated) => Stop::Saturated,
