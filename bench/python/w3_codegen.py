@@ -2,12 +2,16 @@
 (bench/w3/neo-hookean.lisp) as C source, from Python: Epsilon's
 `epsilon.gradient` + `epsilon.codegen` against SymPy's `diff` of each
 partial + `cse` + `ccode`, alternated, SymPy's cache cleared before each of
-its runs. Prints each run's seconds and the medians' ratio.
+its runs. Epsilon runs at its default level (bounded saturation) and at
+`optimize=0` (the derivative as built, no e-graph: what SymPy's `diff` +
+`cse` also do). Prints each run's seconds, the medians' ratios, and the
+arithmetic operations in each C function (a cross-tool size).
 
     pip install ./python sympy && python3 bench/python/w3_codegen.py [rounds]
 """
 
 import os
+import re
 import statistics
 import sys
 import time
@@ -33,8 +37,8 @@ def main():
     symbols = {str(s): s for s in expression.free_symbols}
     names = sorted(symbols)
 
-    def with_epsilon():
-        partials = epsilon.gradient(text, wrt)
+    def with_epsilon(level=1):
+        partials = epsilon.gradient(text, wrt, optimize=level)
         return epsilon.codegen(partials, names, lang="c", name="grad")
 
     def with_sympy():
@@ -45,19 +49,36 @@ def main():
         lines += [sympy.ccode(r, assign_to=f"out[{k}]") for k, r in enumerate(results)]
         return "\n".join(lines)
 
-    eps_times, sympy_times = [], []
+    times = {"epsilon": [], "epsilon_optimize_0": [], "sympy": []}
+    runs = {
+        "epsilon": with_epsilon,
+        "epsilon_optimize_0": lambda: with_epsilon(0),
+        "sympy": with_sympy,
+    }
+    sources = {}
     for round_ in range(ROUNDS):
-        start = time.perf_counter()
-        source = with_epsilon()
-        eps_times.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        reference = with_sympy()
-        sympy_times.append(time.perf_counter() - start)
-        print(f"round {round_ + 1} epsilon_s {eps_times[-1]:.4f} sympy_s {sympy_times[-1]:.4f}")
-    assert "grad" in source and "out[8]" in reference
-    ratio = statistics.median(eps_times) / statistics.median(sympy_times)
-    print(f"W3 diff+codegen median epsilon_s {statistics.median(eps_times):.4f} "
-          f"sympy_s {statistics.median(sympy_times):.4f} ratio {ratio:.3f}")
+        for name, run in runs.items():
+            start = time.perf_counter()
+            sources[name] = run()
+            times[name].append(time.perf_counter() - start)
+        print(f"round {round_ + 1} " + " ".join(f"{n}_s {t[-1]:.4f}" for n, t in times.items()))
+    assert "grad" in sources["epsilon"] and "out[8]" in sources["sympy"]
+    medians = {name: statistics.median(t) for name, t in times.items()}
+    for name in ("epsilon", "epsilon_optimize_0"):
+        print(
+            f"W3 diff+codegen median {name}_s {medians[name]:.5f} "
+            f"sympy_s {medians['sympy']:.4f} ratio {medians[name] / medians['sympy']:.4f}"
+        )
+    print("operations " + " ".join(f"{n} {operations(src)}" for n, src in sources.items()))
+
+
+def operations(c_source):
+    """Arithmetic operations and calls in a C function's body (binary and
+    unary operators, math functions): the same count for each tool."""
+    body = c_source[c_source.find("{") + 1 :]
+    body = re.sub(r"\b\d+\.?\d*(e[-+]?\d+)?", "1", body)  # numbers, exponents included
+    body = re.sub(r"\[\d+\]", "", body)  # out[k]
+    return len(re.findall(r"[-+*/]|\b(?:log|pow|exp|sqrt|sin|cos)\(", body))
 
 
 if __name__ == "__main__":

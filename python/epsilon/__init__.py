@@ -58,26 +58,43 @@ def _formulas(value):
     return Formula(value)
 
 
-def diff(expr, var, n=1):
-    """The n-th derivative of the formula ``expr`` with respect to ``var``,
-    simplified: a ``Formula``."""
-    return _formulas(_native.diff(expr, var, n))
+_OPTIMIZE = """
+
+    ``optimize`` says how hard to simplify (the Lisp ``set-optimize!``): 0
+    gives the derivative as Epsilon builds it (one reverse sweep sharing
+    subterms, with everywhere-true identities such as ``x*1 = x``; no
+    e-graph, the fastest), 1 (the default) bounded equality saturation, 2
+    saturation for longer."""
 
 
-def simplify(expr):
-    """``expr`` (or a list of formulas, jointly) simplified."""
-    return _formulas(_native.simplify(expr))
+def diff(expr, var, n=1, *, optimize=1):
+    return _formulas(_native.diff(expr, var, n, optimize=optimize))
 
 
-def gradient(expr, vars):
-    """The partial derivatives of ``expr`` with respect to each of ``vars``,
-    simplified together: a list of ``Formula``."""
-    return _formulas(_native.gradient(expr, vars))
+diff.__doc__ = """The n-th derivative of the formula ``expr`` with respect to ``var``,
+    simplified: a ``Formula``.""" + _OPTIMIZE
 
 
-def hessian(expr, vars):
-    """The Hessian of ``expr`` in ``vars``: a list of rows of ``Formula``."""
-    return _formulas(_native.hessian(expr, vars))
+def simplify(expr, *, optimize=1):
+    return _formulas(_native.simplify(expr, optimize=optimize))
+
+
+simplify.__doc__ = """``expr`` (or a list of formulas, jointly) simplified.""" + _OPTIMIZE
+
+
+def gradient(expr, vars, *, optimize=1):
+    return _formulas(_native.gradient(expr, vars, optimize=optimize))
+
+
+gradient.__doc__ = """The partial derivatives of ``expr`` with respect to each of ``vars``,
+    simplified together: a list of ``Formula``.""" + _OPTIMIZE
+
+
+def hessian(expr, vars, *, optimize=1):
+    return _formulas(_native.hessian(expr, vars, optimize=optimize))
+
+
+hessian.__doc__ = """The Hessian of ``expr`` in ``vars``: a list of rows of ``Formula``.""" + _OPTIMIZE
 
 
 def latex(expr):

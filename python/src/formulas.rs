@@ -20,10 +20,21 @@ thread_local! {
 /// their text (`datum`), never pasted into source, so no text can run
 /// code or redefine a built-in.
 fn call(py: Python<'_>, name: &str, args: Vec<Value>) -> PyResult<Value> {
+    call_at(py, DEFAULT_LEVEL, name, args)
+}
+
+/// The simplification level of the formula functions unless told (as the
+/// engine's: bounded saturation).
+const DEFAULT_LEVEL: u8 = 1;
+
+/// As [`call`], simplifying at `level` (SPEC's `set-optimize!`: 0 no
+/// e-graph, 1 bounded saturation, 2 longer).
+fn call_at(py: Python<'_>, level: u8, name: &str, args: Vec<Value>) -> PyResult<Value> {
     let result = crate::engine::released(py, move || {
         FORMULAS.with(|cell| {
             let mut slot = cell.borrow_mut();
             let engine = slot.get_or_insert_with(epsilon::Engine::new);
+            engine.call_named("set-optimize!", &[Value::Int(i64::from(level))])?;
             engine.call_named(name, &args)
         })
     });
@@ -114,10 +125,11 @@ fn expressions(expr: &Bound<'_, PyAny>) -> PyResult<Value> {
 /// >>> epsilon.diff("(* x (sin x))", "x")
 /// '(+ (sin x) (* x (cos x)))'
 #[pyfunction]
-#[pyo3(signature = (expr, var, n = 1))]
-fn diff(py: Python<'_>, expr: &str, var: &str, n: u32) -> PyResult<Py<PyAny>> {
-    let value = call(
+#[pyo3(signature = (expr, var, n = 1, *, optimize = DEFAULT_LEVEL))]
+fn diff(py: Python<'_>, expr: &str, var: &str, n: u32, optimize: u8) -> PyResult<Py<PyAny>> {
+    let value = call_at(
         py,
+        optimize,
         "diff",
         vec![datum(expr)?, symbol(var)?, Value::Int(i64::from(n))],
     )?;
@@ -126,24 +138,49 @@ fn diff(py: Python<'_>, expr: &str, var: &str, n: u32) -> PyResult<Py<PyAny>> {
 
 /// `expr` (or a list of expressions, jointly) simplified.
 #[pyfunction]
-fn simplify(py: Python<'_>, expr: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    let value = call(py, "simplify", vec![expressions(expr)?])?;
+#[pyo3(signature = (expr, *, optimize = DEFAULT_LEVEL))]
+fn simplify(py: Python<'_>, expr: &Bound<'_, PyAny>, optimize: u8) -> PyResult<Py<PyAny>> {
+    let value = call_at(py, optimize, "simplify", vec![expressions(expr)?])?;
     texts(py, &value, depth_of(expr))
 }
 
 /// The partial derivatives of `expr` with respect to each of `vars`,
 /// simplified together: a list of expressions.
 #[pyfunction]
-fn gradient(py: Python<'_>, expr: &str, vars: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    let value = call(py, "grad", vec![datum(expr)?, symbols(vars)?])?;
-    texts(py, &value, 1)
+#[pyo3(signature = (expr, vars, *, optimize = DEFAULT_LEVEL))]
+fn gradient(
+    py: Python<'_>,
+    expr: &str,
+    vars: &Bound<'_, PyAny>,
+    optimize: u8,
+) -> PyResult<Py<PyAny>> {
+    derivatives(py, "grad", expr, vars, optimize, 1)
 }
 
 /// The Hessian of `expr` in `vars`: a list of rows of expressions.
 #[pyfunction]
-fn hessian(py: Python<'_>, expr: &str, vars: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    let value = call(py, "hessian", vec![datum(expr)?, symbols(vars)?])?;
-    texts(py, &value, 2)
+#[pyo3(signature = (expr, vars, *, optimize = DEFAULT_LEVEL))]
+fn hessian(
+    py: Python<'_>,
+    expr: &str,
+    vars: &Bound<'_, PyAny>,
+    optimize: u8,
+) -> PyResult<Py<PyAny>> {
+    derivatives(py, "hessian", expr, vars, optimize, 2)
+}
+
+/// The built-in `name` (`grad`, `hessian`) of `expr` in `vars`, as texts
+/// nested `depth` deep.
+fn derivatives(
+    py: Python<'_>,
+    name: &str,
+    expr: &str,
+    vars: &Bound<'_, PyAny>,
+    optimize: u8,
+    depth: usize,
+) -> PyResult<Py<PyAny>> {
+    let value = call_at(py, optimize, name, vec![datum(expr)?, symbols(vars)?])?;
+    texts(py, &value, depth)
 }
 
 /// `expr` as LaTeX.

@@ -586,3 +586,27 @@ def test_benchmark_scripts_run(script):
     )
     assert done.returncode == 0, done.stderr
     assert "ratio" in done.stdout
+
+
+def test_formulas_at_each_simplification_level():
+    expr = "(+ (* (/ mu 2) (- (+ (pow a 2) (pow b 2)) 2)) (* lam (pow (log (* a b)) 2)))"
+    names = ["a", "b", "mu", "lam"]
+    point = {"a": 1.3, "b": 0.7, "mu": 0.9, "lam": 1.7}
+    exact = [
+        point["mu"] * point["a"] + 2 * point["lam"] * np.log(point["a"] * point["b"]) / point["a"],
+        point["mu"] * point["b"] + 2 * point["lam"] * np.log(point["a"] * point["b"]) / point["b"],
+    ]
+    sizes = {}
+    for level in (0, 1, 2):
+        partials = epsilon.gradient(expr, ["a", "b"], optimize=level)
+        source = epsilon.codegen(partials, names, lang="python", name="g")
+        scope = {}
+        exec(source, scope)
+        np.testing.assert_allclose(scope["g"](**point), exact, rtol=1e-13)
+        sizes[level] = sum(len(p) for p in partials)
+    # Level 0 is the derivative as built; saturation gives a smaller one.
+    assert sizes[1] < sizes[0]
+    assert epsilon.diff("(* x 1)", "x", optimize=0) == "1"
+    with pytest.raises(epsilon.EpsilonError):
+        epsilon.simplify("(+ x x)", optimize=7)
+    assert "set-optimize!" in epsilon.gradient.__doc__
