@@ -257,6 +257,11 @@ impl Interpreted<'_> {
                 _ => &edges[register],
             }
         };
+        // A result made by the last step is written where it goes, not
+        // through its register.
+        let result = usize::from(group.results[0]);
+        let steps = group.steps.len();
+        let last_makes_result = steps > 0 && result == inputs + steps - 1;
         for (s, (op, args)) in group.steps.iter().enumerate() {
             let (before, after) = step_registers.split_at_mut(s * width);
             let ins: smallvec::SmallVec<[&[f64]; 3]> = args
@@ -270,9 +275,14 @@ impl Interpreted<'_> {
                     }
                 })
                 .collect();
-            apply_chunk(op, &ins, &mut after[..len]);
+            match last_makes_result && s + 1 == steps {
+                true => apply_chunk(op, &ins, out),
+                false => apply_chunk(op, &ins, &mut after[..len]),
+            }
         }
-        let result = usize::from(group.results[0]);
+        if last_makes_result {
+            return;
+        }
         out.copy_from_slice(if result < inputs {
             operand(result)
         } else {
