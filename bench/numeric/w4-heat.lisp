@@ -1,5 +1,5 @@
 ;; W4: heat equation, N = 10^4 grid points, T = 10^4 explicit steps; the
-;; gradient of sum(u_T^2) with respect to u_0 and alpha (docs/design.md; issue 5).
+;; gradient of sum(u_T^2) with respect to u_0 and alpha (docs/design.md).
 ;; Same data as bench/reference/heat_w4.py.
 ;;
 ;;   epsilon run bench/numeric/w4-heat.lisp STRATEGY [N T]
@@ -17,10 +17,15 @@
 (define N (if (> (length *args*) 1) (string->number (second *args*)) 10000))
 (define T (if (> (length *args*) 2) (string->number (nth *args* 2)) 10000))
 (define alpha 0.25)
-(define u0 (sin (* 3.0 (linspace 0.0 1.0 N))))
+;; The workload as docs/design.md states it: u_0[i] = sin(2 pi i / N)
+;; + 0.5 exp(-((i - N/3) / (N/50))^2), and the step written as there.
+(define pi 3.141592653589793)
+(define index (linspace 0.0 (- N 1) N))
+(define u0 (+ (sin (/ (* 2 pi index) N))
+              (* 0.5 (exp (- (pow (/ (- index (/ N 3)) (/ N 50)) 2))))))
 
 (define (heat-step a)
-  (lambda (u i) (+ u (* a (- (+ (roll u 1) (roll u -1)) (* 2.0 u))))))
+  (lambda (u i) (+ u (* a (+ (- (roll u 1 :axis 0) (* 2 u)) (roll u -1 :axis 0))))))
 
 (define (loss u0 a)
   (let ((u (cond ((equal? strategy "store-all")
@@ -28,7 +33,7 @@
                  ((equal? strategy "auto")
                   (scan (heat-step a) u0 T :checkpoint 'auto :memory-budget 10000000))
                  (else (scan (heat-step a) u0 T :checkpoint 'revolve :snapshots 100)))))
-    (sum (* u u))))
+    (sum (pow u 2))))
 
 (define g (if (equal? strategy "forward")
               (lambda (u0 a) (list (loss u0 a) 0.0))

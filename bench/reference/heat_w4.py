@@ -28,12 +28,13 @@ variant = sys.argv[1] if len(sys.argv) > 1 else "scan"
 N = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000
 T = int(sys.argv[3]) if len(sys.argv) > 3 else 10_000
 ALPHA = 0.25
-u0 = jnp.sin(3.0 * jnp.linspace(0.0, 1.0, N))
+i = jnp.arange(N, dtype=jnp.float64)
+u0 = jnp.sin(2 * jnp.pi * i / N) + 0.5 * jnp.exp(-(((i - N / 3) / (N / 50)) ** 2))
 
 
 def step(carry, _):
     u, a = carry
-    return (u + a * (jnp.roll(u, 1) + jnp.roll(u, -1) - 2.0 * u), a), None
+    return (u + a * (jnp.roll(u, 1) - 2 * u + jnp.roll(u, -1)), a), None
 
 
 body = jax.checkpoint(step) if variant == "checkpoint" else step
@@ -41,7 +42,7 @@ body = jax.checkpoint(step) if variant == "checkpoint" else step
 
 def loss(u0, a):
     (u, _), _ = lax.scan(body, (u0, a), None, length=T)
-    return jnp.sum(u * u)
+    return jnp.sum(u**2)
 
 
 if variant == "forward":
