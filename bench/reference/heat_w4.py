@@ -8,7 +8,8 @@ Run one variant per process, under /usr/bin/time for the peak RSS:
 
 `scan` is lax.scan (its reverse keeps every step's residuals); `checkpoint`
 wraps the step in jax.checkpoint (the reverse recomputes each step from the
-stored state); `forward` times the jitted loss alone. Prints the loss, the gradient's checksums (to compare with
+stored state); `nested` checkpoints blocks of sqrt(T) steps (100 blocks of
+100: each block's states are recomputed in the reverse); `forward` times the jitted loss alone. Prints the loss, the gradient's checksums (to compare with
 bench/numeric/w4-heat.lisp) and the time of three gradient calls after a
 compiling one.
 """
@@ -41,7 +42,20 @@ body = jax.checkpoint(step) if variant == "checkpoint" else step
 
 
 def loss(u0, a):
-    (u, _), _ = lax.scan(body, (u0, a), None, length=T)
+    if variant == "nested":
+        # Two-level checkpointing: sqrt(T) blocks of sqrt(T) steps, each
+        # block a jax.checkpoint of its inner scan (its states recomputed
+        # in the reverse), as revolve with sqrt(T) snapshots would.
+        block = int(round(T**0.5))
+        assert block * block == T, "nested takes a square T"
+
+        @jax.checkpoint
+        def inner(carry, _):
+            return lax.scan(step, carry, None, length=block)[0], None
+
+        (u, _), _ = lax.scan(inner, (u0, a), None, length=block)
+    else:
+        (u, _), _ = lax.scan(body, (u0, a), None, length=T)
     return jnp.sum(u**2)
 
 
