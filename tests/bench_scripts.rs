@@ -110,6 +110,7 @@ const SMOKE_RUNS: &[Smoke] = &[
         &["forward", "50", "40", "smoke"],
         0,
     ),
+    smoke("bench/numeric/w5-time.lisp", &["smoke"], 1),
     smoke("bench/numeric/w6-logistic.lisp", &["smoke"], 7),
     smoke("bench/sparse/stencil.lisp", &["200", "1", "smoke"], 4),
     smoke("bench/stdlib/workloads.lisp", &["smoke"], 4),
@@ -480,6 +481,11 @@ fn numeric_w4_heat_strategies_agree() {
     }
     let forward = report(&outs[3]);
     assert_close("forward's loss", forward[2], store_all[2], 1e-12);
+}
+
+#[test]
+fn numeric_w5_timed_hessian_matches_its_closed_form() {
+    run_smoke("bench/numeric/w5-time.lisp");
 }
 
 #[test]
