@@ -663,7 +663,9 @@ fn squares_summed_next(tape: &Tape, index: usize, slots: &[Option<Val>]) -> Opti
         return None;
     }
     let numbers = value.cow();
-    if numbers.shape() != &instruction.shape[..] {
+    // Another layout (a transposed array) would be copied into row-major
+    // order first, element by element: squaring it as usual is cheaper.
+    if numbers.shape() != &instruction.shape[..] || !numbers.is_standard_layout() {
         return None;
     }
     let summed = super::reduce::sum_of_squares(&numbers.view(), axes, &next.shape);
