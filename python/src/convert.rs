@@ -12,12 +12,12 @@
 //! procedures as `Function`s, callable from Python.
 
 use crate::engine::{Engine, Function};
-use crate::lending::{Loans, lend};
+use crate::lending::{Lendable, Loans, lend};
 use epsilon::Value;
 use ndarray::ArrayD;
 use numpy::{
-    Complex64, IntoPyArray, PyArrayDescrMethods, PyArrayDyn, PyReadonlyArrayDyn, PyUntypedArray,
-    PyUntypedArrayMethods,
+    Complex64, Element, IntoPyArray, PyArrayDescrMethods, PyArrayDyn, PyReadonlyArrayDyn,
+    PyUntypedArray, PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
@@ -120,24 +120,8 @@ fn array_value(array: &Bound<'_, PyUntypedArray>, loans: Option<&mut Loans>) -> 
     let size = dtype.itemsize();
     let object = array.as_any();
     match (kind, size) {
-        (b'f', 8) => {
-            if let Some(loans) = loans
-                && let Some(tensor) = lend(object.cast::<PyArrayDyn<f64>>()?, loans)
-            {
-                return Ok(Value::Tensor(tensor));
-            }
-            let view: PyReadonlyArrayDyn<'_, f64> = object.extract()?;
-            Ok(Value::Tensor(Rc::new(view.as_array().to_owned())))
-        }
-        (b'f', 4) => {
-            if let Some(loans) = loans
-                && let Some(tensor) = lend(object.cast::<PyArrayDyn<f32>>()?, loans)
-            {
-                return Ok(Value::TensorF32(tensor));
-            }
-            let view: PyReadonlyArrayDyn<'_, f32> = object.extract()?;
-            Ok(Value::TensorF32(Rc::new(view.as_array().to_owned())))
-        }
+        (b'f', 8) => Ok(Value::Tensor(float_tensor::<f64>(object, loans)?)),
+        (b'f', 4) => Ok(Value::TensorF32(float_tensor::<f32>(object, loans)?)),
         (b'c', 16) => {
             let view: PyReadonlyArrayDyn<'_, Complex64> = object.extract()?;
             let z = view.as_array();
@@ -163,6 +147,21 @@ fn array_value(array: &Bound<'_, PyUntypedArray>, loans: Option<&mut Loans>) -> 
             dtype.str()?
         ))),
     }
+}
+
+/// The tensor of a float64 or float32 array: lent when `loans` is given
+/// and the layout allows, else a copy.
+fn float_tensor<T: Element + Lendable + Clone>(
+    object: &Bound<'_, PyAny>,
+    loans: Option<&mut Loans>,
+) -> PyResult<Rc<ArrayD<T>>> {
+    if let Some(loans) = loans
+        && let Some(tensor) = lend(object.cast::<PyArrayDyn<T>>()?, loans)
+    {
+        return Ok(tensor);
+    }
+    let view: PyReadonlyArrayDyn<'_, T> = object.extract()?;
+    Ok(Rc::new(view.as_array().to_owned()))
 }
 
 /// An array handed to NumPy: without a copy when this is the only
