@@ -13,7 +13,9 @@
 //!   revolve) with at most `k` snapshots, state 0 included: the fewest
 //!   recomputed steps any schedule with `k` snapshots can have,
 //!   `t n - C(k + t, t - 1) - (n - 1)` where `t` is the smallest integer
-//!   with `C(k + t, t) >= n`.
+//!   with `C(k + t, t) >= n`. Of the snapshot placements that reach that
+//!   minimum, it takes the one ending in the longest sweeps (`split`), so
+//!   backends run few, long stretches of steps.
 //!
 //! The actions up to the first `Reverse` are the forward sweep that
 //! computes the loop's result. They are generated one at a time
@@ -68,17 +70,26 @@ pub enum Block {
 }
 
 /// The actions a sweep stands for (`Steps::sweep`): from state `from`,
-/// advance one step at a time storing states `from + 1..to`, then reverse
-/// steps `to - 1` down to `from`, each from its state, freeing the states
-/// stored here; the working state ends holding state `from`.
+/// advance one step at a time storing states `from + 1..to - 1`, reverse
+/// step `to - 1` from the working state, then steps `to - 2` down to
+/// `from`, each from its snapshot, freeing the states stored here; the
+/// working state ends holding state `from`. A sweep of `l` steps holds
+/// `l - 1` snapshots, state `from`'s included: the last state lives in the
+/// working state only.
 pub fn sweep_actions(from: usize, to: usize) -> impl Iterator<Item = Action> {
-    let forward =
-        (from + 1..to).flat_map(|i| [Action::Advance { from: i - 1, to: i }, Action::Store(i)]);
-    let last = (to > from).then_some(Action::Reverse(to.saturating_sub(1)));
-    let back = (from..to.saturating_sub(1))
-        .rev()
-        .flat_map(|i| [Action::Free(i + 1), Action::Restore(i), Action::Reverse(i)]);
-    forward.chain(last).chain(back)
+    let last = to.saturating_sub(1);
+    let forward = (from + 1..to).flat_map(move |i| {
+        std::iter::once(Action::Advance { from: i - 1, to: i })
+            .chain((i < last).then_some(Action::Store(i)))
+    });
+    let reverse_last = (to > from).then_some(Action::Reverse(last));
+    let back = (from..last).rev().flat_map(move |i| {
+        (i + 1 < last)
+            .then_some(Action::Free(i + 1))
+            .into_iter()
+            .chain([Action::Restore(i), Action::Reverse(i)])
+    });
+    forward.chain(reverse_last).chain(back)
 }
 
 /// A backend taking a schedule's actions as direct calls (`Blocks::run`),
@@ -88,7 +99,10 @@ pub trait Steps {
     /// Takes one action.
     fn action(&mut self, action: Action);
     /// The actions of `sweep_actions(from, to)`, which a backend may run
-    /// as one tight loop: states `from..to` each get a snapshot.
+    /// as one tight loop: states `from..to - 1` each get a snapshot, and
+    /// state `to - 1` is in the working state when step `to - 1` is
+    /// reversed (a backend reversing the run as one trail may keep it as a
+    /// snapshot too, one slot more than the schedule counts).
     fn sweep(&mut self, from: usize, to: usize) {
         for action in sweep_actions(from, to) {
             self.action(action);
@@ -202,7 +216,12 @@ pub fn schedule(n: usize, strategy: Strategy) -> Schedule {
         n,
         snapshots,
         recomputed_steps,
-        max_snapshots: if n == 0 { 0 } else { snapshots.min(n) },
+        // A sweep's last state lives in the working state only.
+        max_snapshots: if n == 0 {
+            0
+        } else {
+            snapshots.min(n - 1).max(1)
+        },
     }
 }
 
@@ -225,7 +244,6 @@ impl Schedule {
             pending: std::collections::VecDeque::new(),
             frames: Vec::new(),
             sweeps,
-            binomials: Binomials::new(self.n, self.snapshots),
         };
         if self.n > 0 {
             actions.pending.push_back(Block::Do(Action::Store(0)));
@@ -264,8 +282,6 @@ pub struct Blocks {
     frames: Vec<Frame>,
     /// Whether small parts of the recursion come as `Block::Revolve`.
     sweeps: bool,
-    /// The binomials revolve's splits read, where they fit a small table.
-    binomials: Option<Binomials>,
 }
 
 /// Work left in generating a schedule.
@@ -280,11 +296,13 @@ enum Frame {
     },
     /// Steps `m..b` are reversed: free snapshot `m`, then reverse `a..m`.
     Resume { a: usize, m: usize, free: usize },
-    /// Enough snapshots for every state of `a..b`: advance to and store
-    /// state `i`, then the next, then reverse step `b - 1`.
+    /// Enough snapshots for every state of `a..b - 1`: advance to state
+    /// `i` and store it (but state `b - 1`), then the next, then reverse
+    /// step `b - 1` from the working state.
     StoreEach { a: usize, b: usize, i: usize },
-    /// Reverse steps `a..next` from their snapshots, last first.
-    FromSnapshots { a: usize, next: usize },
+    /// Reverse steps `a..next` from their snapshots, last first; `held`:
+    /// state `next` has a snapshot to free first.
+    FromSnapshots { a: usize, next: usize, held: bool },
     /// No free slot: reverse steps `a..next`, last first, each recomputed
     /// from state `a`.
     FromStart {
@@ -334,14 +352,11 @@ impl Blocks {
             if b <= a {
                 return;
             }
-            if !current && (free + 1 >= b - a || b - a == 1 || free > 0) {
+            if !current && (b - a <= free + 2 || free > 0) {
                 steps.action(Action::Restore(a));
             }
-            if free + 1 >= b - a {
+            if b - a <= free + 2 {
                 return steps.sweep(a, b);
-            }
-            if b - a == 1 {
-                return steps.action(Action::Reverse(a));
             }
             if free == 0 {
                 for i in (a..b).rev() {
@@ -356,10 +371,7 @@ impl Blocks {
                 }
                 return;
             }
-            let m = a + match &self.binomials {
-                Some(table) => table.split(b - a, free + 1),
-                None => split(b - a, free + 1),
-            };
+            let m = a + split(b - a, free + 1);
             steps.action(Action::Advance { from: a, to: m });
             steps.action(Action::Store(m));
             self.revolve(steps, m, b, free - 1, true);
@@ -395,13 +407,11 @@ impl Blocks {
                     });
                     return;
                 }
-                if !current && (free + 1 >= b - a || b - a == 1 || free > 0) {
+                if !current && (b - a <= free + 2 || free > 0) {
                     self.emit(Action::Restore(a));
                 }
-                if free + 1 >= b - a {
+                if b - a <= free + 2 {
                     self.frames.push(Frame::StoreEach { a, b, i: a + 1 });
-                } else if b - a == 1 {
-                    self.emit(Action::Reverse(a));
                 } else if free == 0 {
                     self.frames.push(Frame::FromStart {
                         a,
@@ -409,10 +419,7 @@ impl Blocks {
                         current,
                     });
                 } else {
-                    let m = a + match &self.binomials {
-                        Some(table) => table.split(b - a, free + 1),
-                        None => split(b - a, free + 1),
-                    };
+                    let m = a + split(b - a, free + 1);
                     self.emit(Action::Advance { from: a, to: m });
                     self.emit(Action::Store(m));
                     self.frames.push(Frame::Resume { a, m, free });
@@ -436,20 +443,32 @@ impl Blocks {
             Frame::StoreEach { a, b, i } => {
                 if i < b {
                     self.emit(Action::Advance { from: i - 1, to: i });
-                    self.emit(Action::Store(i));
+                    if i + 1 < b {
+                        self.emit(Action::Store(i));
+                    }
                     self.frames.push(Frame::StoreEach { a, b, i: i + 1 });
                 } else {
                     self.emit(Action::Reverse(b - 1));
-                    self.frames.push(Frame::FromSnapshots { a, next: b - 1 });
+                    self.frames.push(Frame::FromSnapshots {
+                        a,
+                        next: b - 1,
+                        held: false,
+                    });
                 }
             }
-            Frame::FromSnapshots { a, next } => {
+            Frame::FromSnapshots { a, next, held } => {
                 if next > a {
                     let i = next - 1;
-                    self.emit(Action::Free(i + 1));
+                    if held {
+                        self.emit(Action::Free(i + 1));
+                    }
                     self.emit(Action::Restore(i));
                     self.emit(Action::Reverse(i));
-                    self.frames.push(Frame::FromSnapshots { a, next: i });
+                    self.frames.push(Frame::FromSnapshots {
+                        a,
+                        next: i,
+                        held: true,
+                    });
                 }
             }
             Frame::FromStart { a, next, current } => {
@@ -474,143 +493,44 @@ impl Blocks {
     }
 }
 
-/// Where revolve places the next snapshot when `steps` steps remain from
-/// the current one and `snapshots` snapshots (the current one included)
-/// are available: the offset of the next snapshot (Griewank and Walther,
-/// Algorithm 799, the `advance` action). Computed in 64-bit arithmetic
-/// where no intermediate can overflow it (fewer than 2^24 steps and 2^16
-/// snapshots: every product below stays under 2^63), 128-bit otherwise;
-/// it runs once per snapshot placed, so its divisions are a visible part
-/// of reversing a loop of cheap steps.
+/// Where to place the next snapshot when `steps` steps remain from the
+/// current one and `snapshots` snapshot slots (the current one's
+/// included) are available: the largest offset at which the schedule
+/// still recomputes the fewest steps.
+///
+/// With `T(l, k)` the fewest steps that reverse `l` steps with `k` slots
+/// take (`binomial_recomputations` plus `l - 1`), placing the snapshot at
+/// offset `o` costs `c(o) = o + T(l - o, k - 1) + T(o, k)`. `T(x, k)` is
+/// convex in `x` with slope `t_k(x)`, the smallest `t` with
+/// `C(k + t, t) >= x`, so `c` is convex and `c(o) <= c(o - 1)` exactly
+/// when `t_k(o) < t_{k-1}(l - o + 1)`: when, for some `t`,
+/// `o <= C(k + t, t)` and `o <= l - C(k - 1 + t, t)`. The largest such
+/// `o` ends the flat bottom of `c`.
+///
+/// Any offset there is optimal (Griewank and Walther's revolve picks
+/// another); the largest leaves the most steps to the part reversed
+/// last, which ends in sweeps of up to `free + 2` steps: a loop of cheap
+/// steps reversed with a few hundred snapshots runs a few hundred long
+/// sweeps instead of tens of thousands of two-step ones.
 fn split(steps: usize, snapshots: usize) -> usize {
-    let offset = if steps < 1 << 24 && snapshots < 1 << 16 {
-        revolve_offset!(u64, steps, snapshots) as usize
-    } else {
-        revolve_offset!(u128, steps, snapshots) as usize
-    };
-    offset.clamp(1, steps - 1)
-}
-
-/// The binomials `beta(s, t) = C(s + t, t)` revolve's splits read, for
-/// `s` up to a schedule's snapshots and `t` up to the repetitions it
-/// needs, so a split is a few lookups instead of a dozen divisions (a
-/// loop of cheap steps places one snapshot every two steps or so, and
-/// the divisions were most of its reverse).
-#[derive(Clone, Debug)]
-struct Binomials {
-    /// `snapshots + 1`: the length of a row.
-    width: usize,
-    /// Row `t` holds `beta(0..=snapshots, t)`.
-    rows: Vec<u64>,
-}
-
-impl Binomials {
-    /// The table for `n` steps and `snapshots` snapshots, where it has
-    /// at most 2^20 entries that fit 64 bits.
-    fn new(n: usize, snapshots: usize) -> Option<Binomials> {
-        let width = snapshots.checked_add(1)?;
-        let mut rows = vec![1u64; width];
-        let mut t = 0;
-        while rows[t * width + snapshots] < n as u64 {
-            if rows.len() + width > 1 << 20 {
-                return None;
-            }
-            t += 1;
-            // Pascal's rule: beta(s, t) = beta(s, t - 1) + beta(s - 1, t).
-            let mut left = 0u64;
-            for s in 0..width {
-                left = left.checked_add(rows[(t - 1) * width + s])?;
-                rows.push(left);
-            }
+    let (l, k) = (steps as u128, snapshots as u128);
+    // C(k + t, t) and C(k - 1 + t, t), from t = 0 up; every product
+    // below is under 2^128 (a binomial under `l`, times `k + t`).
+    let (mut left, mut right) = (1u128, 1u128);
+    let mut best = 1u128;
+    let mut t = 0u128;
+    loop {
+        let room = l.saturating_sub(right);
+        best = best.max(left.min(room));
+        if left >= room {
+            break;
         }
-        Some(Binomials { width, rows })
+        t += 1;
+        left = left * (k + t) / t;
+        right = right * (k - 1 + t) / t;
     }
-
-    /// `beta(s, t)`, zero for `s < 0` or `t < 0`; `None` past the table.
-    fn beta(&self, s: isize, t: isize) -> Option<u64> {
-        if s < 0 || t < 0 {
-            return Some(0);
-        }
-        let (s, t) = (s as usize, t as usize);
-        (s < self.width)
-            .then(|| self.rows.get(t * self.width + s).copied())
-            .flatten()
-    }
-
-    /// `split(steps, snapshots)` from the table (falling back to the
-    /// arithmetic past it).
-    fn split(&self, steps: usize, snapshots: usize) -> usize {
-        self.offset(steps, snapshots)
-            .map(|offset| offset.clamp(1, steps - 1))
-            .unwrap_or_else(|| split(steps, snapshots))
-    }
-
-    /// `revolve_offset!` with its binomials looked up.
-    fn offset(&self, steps: usize, snapshots: usize) -> Option<usize> {
-        let (l, s) = (steps as u64, snapshots as isize);
-        let mut t: isize = 0;
-        let range = loop {
-            let range = self.beta(s, t)?;
-            if range >= l {
-                break range;
-            }
-            t += 1;
-        };
-        let bino1 = self.beta(s, t - 1)?;
-        let bino2 = self.beta(s - 1, t - 1)?;
-        let bino3 = self.beta(s - 2, t - 1)?;
-        let bino4 = self.beta(s, t - 2)?;
-        let bino5 = self.beta(s - 3, t)?;
-        let offset = if l <= bino1 + bino3 {
-            bino4
-        } else if l >= range - bino5 {
-            bino1
-        } else {
-            l - bino2 - bino3
-        };
-        Some(offset as usize)
-    }
+    (best as usize).clamp(1, steps - 1)
 }
-
-/// The body of `split` in the integer type `$t`.
-macro_rules! revolve_offset {
-    ($t:ty, $steps:expr, $snapshots:expr) => {{
-        let s = $snapshots as $t;
-        let l = $steps as $t;
-        // The smallest `reps` with C(s + reps, reps) >= l, and that
-        // binomial.
-        let (mut reps, mut range): ($t, $t) = (0, 1);
-        while range < l {
-            reps += 1;
-            range = range * (reps + s) / reps;
-        }
-        let bino1 = range * reps / (s + reps);
-        let bino2 = if s > 1 { bino1 * s / (s + reps - 1) } else { 1 };
-        let bino3 = if s == 1 {
-            0
-        } else if s > 2 {
-            bino2 * (s - 1) / (s + reps - 2)
-        } else {
-            1
-        };
-        let bino4 = bino2 * (reps - 1) / s;
-        let bino5 = if s < 3 {
-            0
-        } else if s > 3 {
-            bino3 * (s - 2) / reps
-        } else {
-            1
-        };
-        if l <= bino1 + bino3 {
-            bino4
-        } else if l >= range - bino5 {
-            bino1
-        } else {
-            l - bino2 - bino3
-        }
-    }};
-}
-use revolve_offset;
 
 /// The fewest steps any schedule with `snapshots` snapshots (state 0
 /// included) recomputes to reverse `n` steps: `t n - C(s + t, t - 1) -

@@ -151,9 +151,10 @@ fn store_all_keeps_each_steps_products_for_its_reverse() {
         &mut engine,
         "(second (assoc 'snapshot-bytes (tape-stats (lambda (W h0) (wide W h0 10 'store-all 1)) (list W2 H2))))",
     );
-    // Ten states of 1,200 numbers, and the products of the nine steps the
-    // forward sweep runs (the last step's is computed in its reverse).
-    assert_eq!(held, (10.0 + 9.0) * 1200.0 * 8.0);
+    // Nine states of 1,200 numbers (the last lives in the working state),
+    // and the products of the nine steps the forward sweep runs (the last
+    // step's is computed in its reverse).
+    assert_eq!(held, (9.0 + 9.0) * 1200.0 * 8.0);
     let held = number(
         &mut engine,
         "(second (assoc 'snapshot-bytes (tape-stats (lambda (W h0) (wide W h0 10 'revolve 3)) (list W2 H2))))",
@@ -349,10 +350,11 @@ fn tape_stats_measure_snapshots_and_recomputation() {
     let stat = |engine: &mut Engine, f: &str, key: &str| -> f64 {
         number(engine, &format!("(stat {f} '{key})"))
     };
-    // Store-all keeps every state and recomputes no step (only each step's
-    // intermediates, inside its reverse step).
+    // Store-all keeps every state but the last (which the working state
+    // holds) and recomputes no step (only each step's intermediates,
+    // inside its reverse step).
     let f = "(heat-loss 'store-all 1)";
-    assert_eq!(stat(&mut engine, f, "snapshot-bytes"), 200.0 * state_bytes);
+    assert_eq!(stat(&mut engine, f, "snapshot-bytes"), 199.0 * state_bytes);
     let per_step = stat(&mut engine, f, "recomputed-values") / 200.0;
     assert!(per_step >= 1.0, "{per_step}");
     // Revolve keeps at most k states and recomputes the binomial count.
@@ -376,7 +378,7 @@ fn tape_stats_measure_snapshots_and_recomputation() {
 ",
     );
     let held = stat(&mut engine, "(two-part 'store-all 1)", "snapshot-bytes");
-    assert_eq!(held, 201.0 * state_bytes, "200 states of u, one of (cos u)");
+    assert_eq!(held, 200.0 * state_bytes, "199 states of u, one of (cos u)");
     let held = stat(&mut engine, "(two-part 'revolve 10)", "snapshot-bytes");
     assert!(held <= 11.0 * state_bytes, "{held}");
     // 'auto fits its snapshots in the memory budget.

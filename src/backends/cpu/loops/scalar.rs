@@ -106,7 +106,9 @@ impl ScalarLoop {
             let schedule = tapes.schedule();
             (schedule.max_snapshots, schedule.recomputed_steps)
         };
-        let snapshots = reserve(held.saturating_mul(leaves), || {
+        // One slot more than the schedule holds: a sweep's trail keeps its
+        // last state too (`Steps::sweep`).
+        let snapshots = reserve((held + 1).saturating_mul(leaves), || {
             format!("the {held} stored states of a loop's reverse")
         })?;
         let working = body_inputs(state, captures);
@@ -224,9 +226,10 @@ impl Steps for Reversing<'_> {
     }
 
     /// Stores states `from + 1..to` after state `from` (the newest
-    /// snapshot, in the working state), reverses steps `to - 1` down to
-    /// `from` from them (one native call where native kernels are on),
-    /// and drops them again.
+    /// snapshot, in the working state): one slot more than the schedule
+    /// counts, so the states form one trail. Reverses steps `to - 1` down
+    /// to `from` from them (one native call each way where native kernels
+    /// are on), and drops them again.
     fn sweep(&mut self, from: usize, to: usize) {
         if to <= from || self.interrupted() {
             return;
@@ -234,10 +237,31 @@ impl Steps for Reversing<'_> {
         let leaves = self.leaves;
         let base = self.snapshots.len() - leaves;
         self.steps_unchecked += 2 * (to - from);
-        for i in from + 1..to {
-            self.scalar
-                .advance(&mut self.working, &mut self.next, i - 1, i);
-            self.store();
+        match &self.scalar.advance {
+            Some(kernel) if to - from > 1 => {
+                let start = self.snapshots.len();
+                self.snapshots.resize(start + (to - from - 1) * leaves, 0.0);
+                let (state, rest) = self.working.split_at_mut(leaves);
+                // In blocks, so an interrupt stops a long sweep.
+                let mut at = from;
+                while at < to - 1 {
+                    if at > from && cancel::requested() {
+                        self.stopped = true;
+                        return;
+                    }
+                    let end = (to - 1).min(at + (1 << 16));
+                    let rows = start + (at - from) * leaves..start + (end - from) * leaves;
+                    kernel.record(state, &rest[1..], at, end, &mut self.snapshots[rows]);
+                    at = end;
+                }
+            }
+            _ => {
+                for i in from + 1..to {
+                    self.scalar
+                        .advance(&mut self.working, &mut self.next, i - 1, i);
+                    self.store();
+                }
+            }
         }
         let body = self.working.len();
         if let Some(kernel) = &self.scalar.trail {

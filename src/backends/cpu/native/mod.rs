@@ -385,10 +385,11 @@ pub fn compile_flat(group: &FusedGroup) -> Result<scalar::FlatKernel, String> {
 /// Compiles `group` (over numbers; its first `leaves` operands are a
 /// loop's state, the next the step index, the rest captured numbers, and
 /// its results the next state) as a whole loop:
-/// `f(state, captures, from, to)` runs steps `from..to` in registers.
+/// `f(state, captures, from, to, trail)` runs steps `from..to` in
+/// registers, writing each step's state into `trail` unless it is null.
 pub fn compile_loop(group: &FusedGroup, leaves: usize) -> Result<scalar::LoopKernel, String> {
     with_compiler(|compiler| {
-        let (module, code) = compiler.build(4, |func, context, config, call_conv| {
+        let (module, code) = compiler.build(5, |func, context, config, call_conv| {
             scalar::define_loop(group, leaves, func, context, config, call_conv)
         })?;
         Ok(scalar::LoopKernel::new(module, code, group, leaves))

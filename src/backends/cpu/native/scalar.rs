@@ -37,7 +37,7 @@ impl Drop for OwnedCode {
 
 type FlatEntry = unsafe extern "C" fn(*const f64, *mut f64);
 type TrailEntry = unsafe extern "C" fn(*const f64, *const f64, *mut f64, *mut f64, usize, usize);
-type LoopEntry = unsafe extern "C" fn(*mut f64, *const f64, usize, usize);
+type LoopEntry = unsafe extern "C" fn(*mut f64, *const f64, usize, usize, *mut f64);
 
 /// `f(inputs, outputs)` over numbers.
 pub struct FlatKernel {
@@ -70,7 +70,8 @@ impl FlatKernel {
     }
 }
 
-/// `f(state, captures, from, to)`: steps `from..to` of a loop.
+/// `f(state, captures, from, to, trail)`: steps `from..to` of a loop,
+/// writing each step's state into `trail` where it is not null.
 pub struct LoopKernel {
     _code: OwnedCode,
     entry: LoopEntry,
@@ -89,7 +90,7 @@ impl LoopKernel {
             _code: OwnedCode {
                 module: Some(module),
             },
-            // SAFETY: `code` was defined with this signature (four
+            // SAFETY: `code` was defined with this signature (five
             // pointer-sized parameters) in the default calling convention.
             entry: unsafe { std::mem::transmute::<*const u8, LoopEntry>(code) },
             leaves,
@@ -99,10 +100,46 @@ impl LoopKernel {
 
     /// Runs steps `from..to` on `state`.
     pub fn advance(&self, state: &mut [f64], captures: &[f64], from: usize, to: usize) {
+        // SAFETY: a null trail is never written.
+        unsafe { self.run(state, captures, from, to, std::ptr::null_mut()) }
+    }
+
+    /// Runs steps `from..to` on `state`, writing the state after each
+    /// step into `trail`, one row of `leaves` numbers a step.
+    pub fn record(
+        &self,
+        state: &mut [f64],
+        captures: &[f64],
+        from: usize,
+        to: usize,
+        trail: &mut [f64],
+    ) {
+        assert!(to >= from && trail.len() >= (to - from) * self.leaves);
+        // SAFETY: the kernel writes `trail[..(to - from) * leaves]`, in
+        // bounds by the check above.
+        unsafe { self.run(state, captures, from, to, trail.as_mut_ptr()) }
+    }
+
+    /// Calls the kernel.
+    ///
+    /// # Safety
+    ///
+    /// `trail` is null or valid for writing `(to - from) * leaves`
+    /// numbers.
+    unsafe fn run(
+        &self,
+        state: &mut [f64],
+        captures: &[f64],
+        from: usize,
+        to: usize,
+        trail: *mut f64,
+    ) {
         assert!(state.len() >= self.leaves && captures.len() >= self.captures);
         // SAFETY: the kernel reads and writes `state[..leaves]` and reads
-        // `captures[..self.captures]`, in bounds by the check above.
-        unsafe { (self.entry)(state.as_mut_ptr(), captures.as_ptr(), from, to) }
+        // `captures[..self.captures]`, in bounds by the check above, and
+        // writes the trail only where it is not null (the caller's
+        // promise covers it).
+        unsafe { (self.entry)(state.as_mut_ptr(), captures.as_ptr(), from, to, trail) }
     }
 }
 
@@ -216,8 +253,10 @@ pub fn define_flat(
     Ok(())
 }
 
-/// Defines `f(state, captures, from, to)`: the state lives in block
-/// parameters across iterations.
+/// Defines `f(state, captures, from, to, trail)`: the state lives in
+/// block parameters across iterations; where `trail` is not null, the
+/// state after each step `i` is also written at `trail[(i - from) *
+/// leaves..]` (a second copy of the loop, chosen once on entry).
 pub fn define_loop(
     group: &FusedGroup,
     leaves: usize,
@@ -233,49 +272,35 @@ pub fn define_loop(
     let pointer = config.pointer_type();
     let mut b = FunctionBuilder::new(func, context);
     let entry = b.create_block();
-    let head = b.create_block();
-    let body = b.create_block();
+    let plain = b.create_block();
+    let recording = b.create_block();
     let exit = b.create_block();
-    for block in [head, body] {
-        b.append_block_param(block, pointer);
-        for _ in 0..leaves {
-            b.append_block_param(block, types::F64);
-        }
-    }
     for _ in 0..leaves {
         b.append_block_param(exit, types::F64);
     }
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
     let params = b.block_params(entry).to_vec();
-    let (state, captured, from, to) = (params[0], params[1], params[2], params[3]);
+    let (state, captured, from, to, trail) =
+        (params[0], params[1], params[2], params[3], params[4]);
     let initial = load_all(&mut b, state, leaves);
     let captures = load_all(&mut b, captured, group.inputs - leaves - 1);
-    let args = |i: Value, s: &[Value]| -> Vec<BlockArg> {
-        std::iter::once(i)
-            .chain(s.iter().copied())
-            .map(BlockArg::Value)
-            .collect()
-    };
-    b.ins().jump(head, &args(from, &initial));
-
-    b.switch_to_block(head);
-    let params = b.block_params(head).to_vec();
-    let more = b.ins().icmp(IntCC::UnsignedLessThan, params[0], to);
-    let current: Vec<BlockArg> = params[1..].iter().copied().map(BlockArg::Value).collect();
-    b.ins()
-        .brif(more, body, &args(params[0], &params[1..]), exit, &current);
-
-    b.switch_to_block(body);
-    let params = b.block_params(body).to_vec();
-    let index = b.ins().fcvt_from_uint(types::F64, params[0]);
-    let mut operands: Vec<Value> = params[1..].to_vec();
-    operands.push(index);
-    operands.extend(&captures);
+    let no_trail = b.ins().icmp_imm_u(IntCC::Equal, trail, 0);
+    b.ins().brif(no_trail, plain, &[], recording, &[]);
     let code = Code::over_values(group, &lowerings, &known, call_conv, pointer);
-    let next_state = code.compute(&mut b, &operands);
-    let next = b.ins().iadd_imm_u(params[0], 1);
-    b.ins().jump(head, &args(next, &next_state));
+    let steps = StepLoop {
+        code: &code,
+        captures: &captures,
+        initial: &initial,
+        from,
+        to,
+        exit,
+        pointer,
+    };
+    b.switch_to_block(plain);
+    steps.build(&mut b, None);
+    b.switch_to_block(recording);
+    steps.build(&mut b, Some(trail));
 
     b.switch_to_block(exit);
     let last = b.block_params(exit).to_vec();
@@ -284,6 +309,81 @@ pub fn define_loop(
     b.seal_all_blocks();
     b.finalize(config);
     Ok(())
+}
+
+/// One copy of a loop kernel's loop: steps `from..to` from `initial`,
+/// jumping to `exit` with the last state.
+struct StepLoop<'a> {
+    code: &'a Code<'a>,
+    captures: &'a [Value],
+    initial: &'a [Value],
+    from: Value,
+    to: Value,
+    exit: cranelift_codegen::ir::Block,
+    pointer: types::Type,
+}
+
+impl StepLoop<'_> {
+    /// Emits the loop from the current block; with `trail`, each step's
+    /// state is also stored there, one row after another.
+    fn build(&self, b: &mut FunctionBuilder, trail: Option<Value>) {
+        let leaves = self.initial.len();
+        let head = b.create_block();
+        let body = b.create_block();
+        // Parameters: the index, the trail's next row (when recording),
+        // then the state.
+        let carried = 1 + usize::from(trail.is_some());
+        for block in [head, body] {
+            for _ in 0..carried {
+                b.append_block_param(block, self.pointer);
+            }
+            for _ in 0..leaves {
+                b.append_block_param(block, types::F64);
+            }
+        }
+        let args = |counters: &[Value], s: &[Value]| -> Vec<BlockArg> {
+            counters
+                .iter()
+                .chain(s)
+                .copied()
+                .map(BlockArg::Value)
+                .collect()
+        };
+        let start: Vec<Value> = std::iter::once(self.from).chain(trail).collect();
+        b.ins().jump(head, &args(&start, self.initial));
+
+        b.switch_to_block(head);
+        let params = b.block_params(head).to_vec();
+        let more = b.ins().icmp(IntCC::UnsignedLessThan, params[0], self.to);
+        let current: Vec<BlockArg> = params[carried..]
+            .iter()
+            .copied()
+            .map(BlockArg::Value)
+            .collect();
+        b.ins().brif(
+            more,
+            body,
+            &args(&params[..carried], &params[carried..]),
+            self.exit,
+            &current,
+        );
+
+        b.switch_to_block(body);
+        let params = b.block_params(body).to_vec();
+        let index = b.ins().fcvt_from_uint(types::F64, params[0]);
+        let mut operands: Vec<Value> = params[carried..].to_vec();
+        operands.push(index);
+        operands.extend(self.captures);
+        let next_state = self.code.compute(b, &operands);
+        let mut counters = vec![b.ins().iadd_imm_u(params[0], 1)];
+        if trail.is_some() {
+            let row = params[1];
+            store_all(b, row, &next_state);
+            let step = i64::try_from(leaves * 8).unwrap_or(i64::MAX);
+            counters.push(b.ins().iadd_imm_s(row, step));
+        }
+        b.ins().jump(head, &args(&counters, &next_state));
+    }
 }
 
 /// Defines `f(trail, captures, cotangent, totals, n)` for a reverse body
