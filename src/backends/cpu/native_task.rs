@@ -193,13 +193,19 @@ impl Task for NativeTask<'_> {
         }
     }
 
+    /// The chunks' sums added in order, as the interpreter adds them;
+    /// the kernel runs over several chunks a call (a call per chunk was
+    /// half the time of a loop step's summed stencil of 10^4 numbers).
     fn sum(&self, start: usize, end: usize) -> f64 {
-        let (mut values, mut buffers) = ([0.0; CHUNK], Vec::new());
+        const BLOCK: usize = 8 * CHUNK;
+        let (mut values, mut buffers) = ([0.0; BLOCK], Vec::new());
         let mut total = 0.0;
-        for at in (start..end).step_by(CHUNK) {
-            let len = CHUNK.min(end - at);
+        for at in (start..end).step_by(BLOCK) {
+            let len = BLOCK.min(end - at);
             self.store_using(at, &mut values[..len], &mut buffers);
-            total += scalar::sum(&values[..len]);
+            for chunk in values[..len].chunks(CHUNK) {
+                total += scalar::sum(chunk);
+            }
         }
         total
     }

@@ -65,7 +65,7 @@ impl Strided<'_> {
             return;
         }
         // The multi-index of `at`, and where it reads.
-        let mut index = vec![0usize; rank];
+        let mut index: smallvec::SmallVec<[usize; 8]> = smallvec::smallvec![0; rank];
         let mut rest = at;
         let mut base = self.offset;
         for k in (0..rank).rev() {
