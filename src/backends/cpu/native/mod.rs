@@ -177,8 +177,8 @@ impl Handle<'_> {
 
 thread_local! {
     static COMPILER: RefCell<Option<Compiler>> = RefCell::new(Compiler::new().ok());
-    static KERNELS: RefCell<FxHashMap<Key, Option<Rc<Kernel>>>> = RefCell::default();
-    static KNOWN_VARIANTS: RefCell<FxHashMap<Key, usize>> = RefCell::default();
+    static KERNELS: RefCell<Cache<Option<Rc<Kernel>>>> = RefCell::default();
+    static KNOWN_VARIANTS: RefCell<Cache<usize>> = RefCell::default();
     static COMPILED: Cell<usize> = const { Cell::new(0) };
 }
 
@@ -190,12 +190,99 @@ pub fn kernels_compiled() -> usize {
 }
 
 /// A group's structure: what its kernel depends on.
-#[derive(Clone, PartialEq, Eq, Hash)]
 struct Key {
     inputs: usize,
     operands: Vec<(u8, u64)>,
     steps: Vec<(TOp, SmallVec<[u16; 3]>)>,
     results: SmallVec<[u16; 2]>,
+}
+
+impl Key {
+    fn of(group: &FusedGroup, operands: &[Operand]) -> Key {
+        Key {
+            inputs: group.inputs,
+            operands: operands.iter().map(Operand::key).collect(),
+            steps: group.steps.clone(),
+            results: group.results.clone(),
+        }
+    }
+
+    /// Whether this is the key of `group` over `operands`.
+    fn describes(&self, group: &FusedGroup, operands: &[Operand]) -> bool {
+        self.inputs == group.inputs
+            && self.steps == group.steps
+            && self.results == group.results
+            && self
+                .operands
+                .iter()
+                .copied()
+                .eq(operands.iter().map(Operand::key))
+    }
+
+    /// The hash of `Key::of(group, operands)`, from the group itself.
+    fn hash_of(group: &FusedGroup, operands: &[Operand]) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = rustc_hash::FxHasher::default();
+        group.inputs.hash(&mut hasher);
+        for operand in operands {
+            operand.key().hash(&mut hasher);
+        }
+        group.steps.hash(&mut hasher);
+        group.results.hash(&mut hasher);
+        hasher.finish()
+    }
+}
+
+/// Values by a group's structure and its operands' layouts, looked up
+/// without copying the group (a loop looks its groups' kernels up at every
+/// step; copying each group into a key was 7% of W4's gradient): entries
+/// by the structure's hash, compared field by field.
+struct Cache<T> {
+    entries: FxHashMap<u64, SmallVec<[(Key, T); 1]>>,
+    len: usize,
+}
+
+impl<T> Default for Cache<T> {
+    fn default() -> Self {
+        Cache {
+            entries: FxHashMap::default(),
+            len: 0,
+        }
+    }
+}
+
+impl<T> Cache<T> {
+    fn get(&self, group: &FusedGroup, operands: &[Operand]) -> Option<&T> {
+        self.entries
+            .get(&Key::hash_of(group, operands))?
+            .iter()
+            .find(|(key, _)| key.describes(group, operands))
+            .map(|(_, value)| value)
+    }
+
+    /// The value of `group` over `operands`, inserted as `value` if absent.
+    fn entry(&mut self, group: &FusedGroup, operands: &[Operand], value: T) -> &mut T {
+        let entries = self
+            .entries
+            .entry(Key::hash_of(group, operands))
+            .or_default();
+        match entries
+            .iter()
+            .position(|(key, _)| key.describes(group, operands))
+        {
+            Some(at) => &mut entries[at].1,
+            None => {
+                entries.push((Key::of(group, operands), value));
+                self.len += 1;
+                &mut entries.last_mut().expect("just pushed").1
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.len = 0;
+    }
 }
 
 /// The kernel for `group` when it should run natively over `elements`
@@ -217,12 +304,6 @@ pub fn cached_kernel(group: &FusedGroup, operands: &[Operand]) -> Option<Rc<Kern
     if !native_kernels() || group.inputs > 64 {
         return None;
     }
-    let key = |operands: &[Operand]| Key {
-        inputs: group.inputs,
-        operands: operands.iter().map(Operand::key).collect(),
-        steps: group.steps.clone(),
-        results: group.results.clone(),
-    };
     let unknown: SmallVec<[Operand; 16]> = operands
         .iter()
         .map(|o| match o {
@@ -230,15 +311,13 @@ pub fn cached_kernel(group: &FusedGroup, operands: &[Operand]) -> Option<Rc<Kern
             other => *other,
         })
         .collect();
-    let layout = key(&unknown);
-    let variants = KNOWN_VARIANTS.with(|v| v.borrow().get(&layout).copied().unwrap_or(0));
+    let variants = KNOWN_VARIANTS.with(|v| v.borrow().get(group, &unknown).copied().unwrap_or(0));
     let operands = if variants >= MAX_KNOWN_VARIANTS {
         &unknown[..]
     } else {
         operands
     };
-    let key = key(operands);
-    if let Some(cached) = KERNELS.with(|k| k.borrow().get(&key).cloned()) {
+    if let Some(cached) = KERNELS.with(|k| k.borrow().get(group, operands).cloned()) {
         return cached;
     }
     let kernel = compile(group, operands).ok().map(Rc::new);
@@ -246,15 +325,15 @@ pub fn cached_kernel(group: &FusedGroup, operands: &[Operand]) -> Option<Rc<Kern
         COMPILED.with(|c| c.set(c.get() + 1));
     }
     if operands.iter().any(|o| o.known().is_some()) {
-        KNOWN_VARIANTS.with(|v| *v.borrow_mut().entry(layout).or_default() += 1);
+        KNOWN_VARIANTS.with(|v| *v.borrow_mut().entry(group, &unknown, 0) += 1);
     }
     KERNELS.with(|k| {
         let mut kernels = k.borrow_mut();
-        if kernels.len() >= MAX_CACHED_KERNELS {
+        if kernels.len >= MAX_CACHED_KERNELS {
             kernels.clear();
             KNOWN_VARIANTS.with(|v| v.borrow_mut().clear());
         }
-        kernels.insert(key, kernel.clone());
+        *kernels.entry(group, operands, None) = kernel.clone();
     });
     kernel
 }
