@@ -574,13 +574,35 @@ fn pullback(graph: &mut TensorGraph, id: Id, g: Id, masked: bool) -> SmallVec<[O
         TOp::Roll { axis, shift } => {
             let length = out_shape[usize::from(*axis)];
             let back = (length - shift) % length.max(1);
-            let rolled = graph.add_valid(
-                TOp::Roll {
-                    axis: *axis,
-                    shift: back,
-                },
-                &[g],
-            );
+            let roll = TOp::Roll {
+                axis: *axis,
+                shift: back,
+            };
+            // A cotangent scaled by a number is rolled before it is scaled:
+            // the roll then reads the unscaled cotangent in place and the
+            // scaling fuses with what reads the roll (a stencil's reverse
+            // step stores no scaled copy to roll).
+            let node = graph.node(g).clone();
+            let scaled = match (&node.op, &node.children[..]) {
+                (TOp::Map(crate::ir::math::language::Math::Mul(_)), &[p, q])
+                    if graph.shape(p).is_empty() && graph.shape(q) == graph.shape(g) =>
+                {
+                    Some((p, q))
+                }
+                (TOp::Map(crate::ir::math::language::Math::Mul(_)), &[p, q])
+                    if graph.shape(q).is_empty() && graph.shape(p) == graph.shape(g) =>
+                {
+                    Some((q, p))
+                }
+                _ => None,
+            };
+            let rolled = match scaled {
+                Some((factor, x)) => {
+                    let rolled = graph.add_valid(roll, &[x]);
+                    graph.mul(factor, rolled)
+                }
+                None => graph.add_valid(roll, &[g]),
+            };
             SmallVec::from_slice(&[Some(rolled)])
         }
     }
@@ -648,5 +670,38 @@ fn matmul_pullback(
             // The dot product of two vectors: g is a scalar.
             (graph.mul(g, b), graph.mul(g, a))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::ir::math::language::Math;
+
+    /// The cotangent of `roll(x)` when the incoming cotangent is `s * c`
+    /// (`s` a number) is `s * roll(c)`: the roll reads `c` in place and the
+    /// scaling fuses with its reader, so no scaled copy is stored to roll.
+    #[test]
+    fn a_scaled_cotangent_is_rolled_before_it_is_scaled() {
+        let mut graph = TensorGraph::new();
+        let x = graph.input(0, &[5], DType::F64);
+        let c = graph.input(1, &[5], DType::F64);
+        let s = graph.input(2, &[], DType::F64);
+        let rolled = graph.add_valid(TOp::Roll { axis: 0, shift: 1 }, &[x]);
+        let g = graph.mul(s, c);
+        let dx = vjp(&mut graph, &[(rolled, g)], &[x])[0];
+        let node = graph.node(dx).clone();
+        assert!(matches!(node.op, TOp::Map(Math::Mul(_))), "{:?}", node.op);
+        let back = node.children[1];
+        assert_eq!(node.children[0], s);
+        assert_eq!(graph.node(back).op, TOp::Roll { axis: 0, shift: 4 });
+        assert_eq!(graph.node(back).children[..], [c]);
+        // An array-valued factor is not moved: the roll takes the product.
+        let w = graph.input(3, &[5], DType::F64);
+        let g = graph.mul(w, c);
+        let dx = vjp(&mut graph, &[(rolled, g)], &[x])[0];
+        assert_eq!(graph.node(dx).op, TOp::Roll { axis: 0, shift: 4 });
+        assert_eq!(graph.node(dx).children[..], [g]);
     }
 }
