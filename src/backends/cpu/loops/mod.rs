@@ -277,6 +277,11 @@ impl<'a> Reverser<'a> {
                 let at = self.snapshot_of(i)?;
                 for leaf in self.snapshots.remove(at).1 {
                     count_held(&mut self.held, &leaf, false);
+                    // A freed state's storage serves later steps' results
+                    // (fresh storage is zeroed first: 6% of W4's gradient).
+                    if let Buf::Array(array) = leaf {
+                        crate::backends::cpu::storage::recycle(array);
+                    }
                 }
             }
             Action::Reverse(i) => {
@@ -299,7 +304,13 @@ impl<'a> Reverser<'a> {
                     }),
                     None => run_body(tapes, Body::Reverse, self.adjoint, &inputs),
                 };
-                inputs.clear();
+                // The cotangent this step read gives its storage to later
+                // results, as the state does in `advance`.
+                for input in inputs.drain(..) {
+                    if let Buf::Array(array) = input {
+                        crate::backends::cpu::storage::recycle(array);
+                    }
+                }
                 self.inputs = inputs;
                 let outputs = outputs?;
                 let mut outputs = outputs.into_iter();
