@@ -582,17 +582,12 @@ fn pullback(graph: &mut TensorGraph, id: Id, g: Id, masked: bool) -> SmallVec<[O
             // the roll then reads the unscaled cotangent in place and the
             // scaling fuses with what reads the roll (a stencil's reverse
             // step stores no scaled copy to roll).
-            let node = graph.node(g).clone();
+            let node = graph.node(g);
             let scaled = match (&node.op, &node.children[..]) {
-                (TOp::Map(crate::ir::math::language::Math::Mul(_)), &[p, q])
-                    if graph.shape(p).is_empty() && graph.shape(q) == graph.shape(g) =>
-                {
-                    Some((p, q))
-                }
-                (TOp::Map(crate::ir::math::language::Math::Mul(_)), &[p, q])
-                    if graph.shape(q).is_empty() && graph.shape(p) == graph.shape(g) =>
-                {
-                    Some((q, p))
+                (TOp::Map(crate::ir::math::language::Math::Mul(_)), &[p, q]) => {
+                    [(p, q), (q, p)].into_iter().find(|&(factor, x)| {
+                        graph.shape(factor).is_empty() && graph.shape(x) == graph.shape(g)
+                    })
                 }
                 _ => None,
             };
