@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod ad;
+pub mod allocator;
 pub mod backends;
 mod compiled;
 pub mod data;

@@ -17,9 +17,12 @@ use std::process::ExitCode;
 
 /// The interpreter makes and frees many small objects (frames, argument
 /// vectors, closures); mimalloc serves them faster than the system
-/// allocator (`(fib 30)`: see BENCHMARKS.md, "Interpreter speed").
+/// allocator (`(fib 30)`: see BENCHMARKS.md, "Interpreter speed"). Arrays
+/// of a few kilobytes go to the system allocator (`epsilon::allocator`
+/// says why).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: epsilon::allocator::BySize<mimalloc::MiMalloc> =
+    epsilon::allocator::BySize(mimalloc::MiMalloc);
 
 /// Epsilon: a differentiation engine inside a small Lisp.
 #[derive(Parser)]

@@ -17,6 +17,7 @@ const LAYERS: &[&[&str]] = &[
         "scalar",
         "dtype",
         "host_memory",
+        "allocator",
         "reader",
         "display",
         "input",

@@ -28,9 +28,12 @@ use pyo3::prelude::*;
 /// megabytes are allocated and freed on every call of a compiled function,
 /// and the system allocator hands their pages back to the system each time
 /// (a compiled W1 gradient on 10^6 points took 10 ms with it, 0.8 ms with
-/// mimalloc). Python's own objects keep Python's allocator.
+/// mimalloc); arrays of a few kilobytes go to the system allocator
+/// (`epsilon::allocator` says why). Python's own objects keep Python's
+/// allocator.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: epsilon::allocator::BySize<mimalloc::MiMalloc> =
+    epsilon::allocator::BySize(mimalloc::MiMalloc);
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
