@@ -22,9 +22,17 @@ pub(super) const TASK: usize = 32 * CHUNK;
 /// Elementwise work on fewer elements stays on the calling thread.
 const PARALLEL_THRESHOLD: usize = 1 << 15;
 
-/// Computes `out[i] = op(ins[0][i], ins[1][i], ...)` for an elementwise
-/// operation (`Map`, `Compare`, `Round`, `Where`, `Cast`).
-pub fn apply_chunk(op: &TOp, ins: &[&[f64]], out: &mut [f64]) {
+crate::simd::widest_fns! {
+    /// Computes `out[i] = op(ins[0][i], ins[1][i], ...)` for an elementwise
+    /// operation (`Map`, `Compare`, `Round`, `Where`, `Cast`), its loops
+    /// compiled for the widest SIMD the host has (the same operations on
+    /// each number, so the same bits).
+    pub fn apply_chunk(op: &TOp, ins: &[&[f64]], out: &mut [f64]) = each_element;
+}
+
+/// `apply_chunk`'s body: the match outside, a plain loop for each kind.
+#[inline(always)]
+fn each_element(op: &TOp, ins: &[&[f64]], out: &mut [f64]) {
     macro_rules! unary {
         ($f:expr) => {{
             let f = $f;
@@ -234,7 +242,10 @@ impl Interpreted<'_> {
     }
 
     /// Runs the group over elements `at..at + out.len()` (at most a chunk)
-    /// into `out`.
+    /// into `out`. An operand that is one number over the chunk (a number,
+    /// a column broadcast along rows) is read as that number by the
+    /// arithmetic steps that take it with a chunk (`with_number`), and is
+    /// copied into a register only when another step reads it.
     fn chunk(&self, at: usize, registers: &mut [f64], out: &mut [f64]) {
         let (group, sources, inputs) = (self.group, self.sources, self.group.inputs);
         let width = self.width;
@@ -242,6 +253,27 @@ impl Interpreted<'_> {
         let (constants, rest) = registers.split_at_mut(inputs * width);
         let (edges, step_registers) = rest.split_at_mut(inputs * width);
         let inside = |start: usize, end: usize| at >= start && at + len <= end;
+        let numbers: smallvec::SmallVec<[Option<f64>; 8]> =
+            sources.iter().map(|s| s.number_over(at, len)).collect();
+        let sides: smallvec::SmallVec<[Option<NumberSide>; 8]> = group
+            .steps
+            .iter()
+            .map(|(op, args)| NumberSide::of(op, args, &numbers))
+            .collect();
+        // The operands some step (or the result) reads as a chunk.
+        let mut as_chunk: smallvec::SmallVec<[bool; 8]> = smallvec::smallvec![false; inputs];
+        for ((_, args), side) in group.steps.iter().zip(&sides) {
+            for &r in args {
+                let r = usize::from(r);
+                if r < inputs && side.is_none_or(|side| side.chunk == r) {
+                    as_chunk[r] = true;
+                }
+            }
+        }
+        let result = usize::from(group.results[0]);
+        if result < inputs {
+            as_chunk[result] = true;
+        }
         for (k, source) in sources.iter().enumerate() {
             let crosses = match source {
                 Source::Shifted { data, start } => !inside(*start, start + data.len()),
@@ -250,7 +282,7 @@ impl Interpreted<'_> {
                 Source::F32(_) => true,
                 Source::Scalar(_) | Source::Slice(_) => false,
             };
-            if crosses {
+            if crosses && (as_chunk[k] || numbers[k].is_none()) {
                 source.fill(at, &mut edges[k * width..k * width + len]);
             }
         }
@@ -272,25 +304,34 @@ impl Interpreted<'_> {
         };
         // A result made by the last step is written where it goes, not
         // through its register.
-        let result = usize::from(group.results[0]);
         let steps = group.steps.len();
         let last_makes_result = steps > 0 && result == inputs + steps - 1;
-        for (s, (op, args)) in group.steps.iter().enumerate() {
+        for (s, ((op, args), side)) in group.steps.iter().zip(&sides).enumerate() {
             let (before, after) = step_registers.split_at_mut(s * width);
-            let ins: smallvec::SmallVec<[&[f64]; 3]> = args
-                .iter()
-                .map(|&r| {
-                    let r = usize::from(r);
-                    if r < inputs {
-                        operand(r)
-                    } else {
-                        &before[(r - inputs) * width..(r - inputs) * width + len]
-                    }
-                })
-                .collect();
-            match last_makes_result && s + 1 == steps {
-                true => apply_chunk(op, &ins, out),
-                false => apply_chunk(op, &ins, &mut after[..len]),
+            let read = |r: usize| -> &[f64] {
+                if r < inputs {
+                    operand(r)
+                } else {
+                    &before[(r - inputs) * width..(r - inputs) * width + len]
+                }
+            };
+            let target = match last_makes_result && s + 1 == steps {
+                true => &mut *out,
+                false => &mut after[..len],
+            };
+            match side {
+                Some(side) => with_number(
+                    side.arith,
+                    read(side.chunk),
+                    side.number,
+                    side.first,
+                    target,
+                ),
+                None => {
+                    let ins: smallvec::SmallVec<[&[f64]; 3]> =
+                        args.iter().map(|&r| read(usize::from(r))).collect();
+                    apply_chunk(op, &ins, target);
+                }
             }
         }
         if last_makes_result {
@@ -301,6 +342,87 @@ impl Interpreted<'_> {
         } else {
             &step_registers[(result - inputs) * width..(result - inputs) * width + len]
         });
+    }
+}
+
+/// An arithmetic step of two operands of which exactly one is a number
+/// over the chunk at hand.
+#[derive(Clone, Copy)]
+struct NumberSide {
+    arith: Arith,
+    /// The register read as a chunk.
+    chunk: usize,
+    /// The other operand's number.
+    number: f64,
+    /// Whether the number is the first operand.
+    first: bool,
+}
+
+impl NumberSide {
+    /// The step `op args` as one, given the operands' numbers over the
+    /// chunk (`None` for a register that is not one number).
+    fn of(op: &TOp, args: &[u16], numbers: &[Option<f64>]) -> Option<NumberSide> {
+        let arith = match op {
+            TOp::Map(Math::Add(_)) => Arith::Add,
+            TOp::Map(Math::Sub(_)) => Arith::Sub,
+            TOp::Map(Math::Mul(_)) => Arith::Mul,
+            TOp::Map(Math::Div(_)) => Arith::Div,
+            _ => return None,
+        };
+        let [x, y] = [usize::from(args[0]), usize::from(args[1])];
+        let number = |r: usize| numbers.get(r).copied().flatten();
+        match (number(x), number(y)) {
+            (Some(number), None) => Some(NumberSide {
+                arith,
+                chunk: y,
+                number,
+                first: true,
+            }),
+            (None, Some(number)) => Some(NumberSide {
+                arith,
+                chunk: x,
+                number,
+                first: false,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The arithmetic `with_number` does.
+#[derive(Clone, Copy)]
+enum Arith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+crate::simd::widest_fns! {
+    /// `out[i] = c op xs[i]` (`first`) or `xs[i] op c`, in the host's
+    /// widest vectors: what `apply_chunk` gives with `c` repeated.
+    fn with_number(arith: Arith, xs: &[f64], c: f64, first: bool, out: &mut [f64]) = number_loop;
+}
+
+#[inline(always)]
+fn number_loop(arith: Arith, xs: &[f64], c: f64, first: bool, out: &mut [f64]) {
+    macro_rules! each {
+        ($f:expr) => {{
+            let f = $f;
+            for (o, &x) in out.iter_mut().zip(xs) {
+                *o = f(x);
+            }
+        }};
+    }
+    match (arith, first) {
+        (Arith::Add, true) => each!(|x: f64| c + x),
+        (Arith::Add, false) => each!(|x: f64| x + c),
+        (Arith::Sub, true) => each!(|x: f64| c - x),
+        (Arith::Sub, false) => each!(|x: f64| x - c),
+        (Arith::Mul, true) => each!(|x: f64| c * x),
+        (Arith::Mul, false) => each!(|x: f64| x * c),
+        (Arith::Div, true) => each!(|x: f64| c / x),
+        (Arith::Div, false) => each!(|x: f64| x / c),
     }
 }
 
@@ -422,6 +544,66 @@ mod tests {
                     y.to_bits() == want.to_bits() || (y.is_nan() && want.is_nan()),
                     "f({x:e}) = {y:e}, one number at a time {want:e}"
                 );
+            }
+        }
+    }
+
+    /// A column broadcast along rows, and a number, are read as numbers by
+    /// the arithmetic steps and copied for the others: the elements are
+    /// what the plain formula gives, for rows shorter and longer than a
+    /// chunk and not dividing it.
+    #[test]
+    fn numbers_over_a_chunk_give_the_formula() {
+        use super::{FusedGroup, Math, TOp, Val, run_group};
+        use egg::Id;
+        use ndarray::{ArrayD, IxDyn};
+        use smallvec::smallvec;
+        use std::rc::Rc;
+        let o = Id::from(0usize);
+        let group = FusedGroup {
+            inputs: 4,
+            steps: vec![
+                (TOp::Map(Math::Sub([o, o])), smallvec![0, 1]),
+                (TOp::Map(Math::Mul([o, o])), smallvec![2, 4]),
+                (TOp::Map(Math::Exp([o])), smallvec![1]),
+                (TOp::Map(Math::Add([o, o])), smallvec![1, 1]),
+                (TOp::Map(Math::Div([o, o])), smallvec![5, 6]),
+                (TOp::Map(Math::Add([o, o])), smallvec![8, 7]),
+                (TOp::Map(Math::Sub([o, o])), smallvec![9, 3]),
+            ],
+            results: smallvec![10],
+            sum_over: None,
+        };
+        let s = 0.75;
+        for (n, m) in [
+            (3, 1),
+            (5, 7),
+            (4, 256),
+            (3, 300),
+            (2, 1000),
+            (40, 17),
+            (70, 513),
+        ] {
+            let value = |k: usize| ((k * 7919) % 1009) as f64 / 1009.0 - 0.5;
+            let x = ArrayD::from_shape_fn(IxDyn(&[n, m]), |i| value(i[0] * m + i[1]));
+            let a = ArrayD::from_shape_fn(IxDyn(&[n, 1]), |i| value(3 * i[0] + 1));
+            let c = ArrayD::from_shape_fn(IxDyn(&[1, m]), |i| value(5 * i[1] + 2));
+            let operands = [
+                Val::Array(Rc::new(x.clone())),
+                Val::Array(Rc::new(a.clone())),
+                Val::Scalar(s),
+                Val::Array(Rc::new(c.clone())),
+            ];
+            let operands: Vec<&Val> = operands.iter().collect();
+            let Val::Array(got) = run_group(&group, &operands, &[n, m], false) else {
+                panic!("an array of {n}x{m}")
+            };
+            for i in 0..n {
+                for j in 0..m {
+                    let (xv, av, cv) = (x[[i, j]], a[[i, 0]], c[[0, j]]);
+                    let want = s * (xv - av) / scalar::exp(av) + (av + av) - cv;
+                    assert_eq!(got[[i, j]].to_bits(), want.to_bits(), "{n}x{m} at {i}, {j}");
+                }
             }
         }
     }

@@ -198,8 +198,23 @@ impl<'a> Strided<'a> {
     /// broadcast along leading axes, or inside a row of a slice), so they
     /// need no copy.
     pub fn in_place(&self, at: usize, len: usize) -> Option<&'a [f64]> {
+        let base = self.run_start(at, len, 1)?;
+        Some(&self.data[base..base + len])
+    }
+
+    /// The one number elements `at..at + len` all read, when they lie in
+    /// one run of a last axis that repeats it (stride 0: a column
+    /// broadcast along rows, as `[n, 1]` against `[n, m]`).
+    pub fn number_over(&self, at: usize, len: usize) -> Option<f64> {
+        self.run_start(at, len, 0).map(|base| self.data[base])
+    }
+
+    /// Where elements `at..at + len` start in the data, when they lie in
+    /// one run of the last axis and its stride is `step` (not for short
+    /// last axes, read in blocks).
+    fn run_start(&self, at: usize, len: usize, step: usize) -> Option<usize> {
         let rank = self.shape.len();
-        if self.short || rank == 0 || self.strides[rank - 1] != 1 {
+        if self.short || rank == 0 || self.strides[rank - 1] != step {
             return None;
         }
         let run = self.shape[rank - 1];
@@ -207,13 +222,13 @@ impl<'a> Strided<'a> {
         if position + len > run {
             return None;
         }
-        let mut base = self.offset + position;
+        let mut base = self.offset + position * step;
         let mut rest = at / run;
         for k in (0..rank - 1).rev() {
             base += (rest % self.shape[k]) * self.strides[k];
             rest /= self.shape[k];
         }
-        Some(&self.data[base..base + len])
+        Some(base)
     }
 }
 
@@ -228,6 +243,20 @@ impl<'a> Source<'a> {
                 let from = cyclic_position(data.len(), *shift, at);
                 (from + len <= data.len()).then(|| &data[from..from + len])
             }
+            _ => None,
+        }
+    }
+
+    /// The one number elements `at..at + len` all are, when the source
+    /// says so without reading them: a number, a window's inside, a
+    /// strided view inside one run of a repeated last axis.
+    pub fn number_over(&self, at: usize, len: usize) -> Option<f64> {
+        match self {
+            Source::Scalar(value) => Some(*value),
+            Source::Window { value, start, end } => {
+                (at >= *start && at + len <= *end).then_some(*value)
+            }
+            Source::Strided(view) => view.number_over(at, len),
             _ => None,
         }
     }
