@@ -10,7 +10,7 @@
 //! and writes then lie at the same offset modulo 4 KiB, so they compete
 //! for the same sets of the level-1 cache and the processor's loads wait
 //! on unrelated stores (4K aliasing). An `odeint` step over 1,000 states
-//! reads seven such arrays and ran 1.5x slower
+//! reads seven such arrays and ran about 1.6x slower
 //! (`bench/implicit/odeint.lisp diffusion`). The system allocator puts
 //! consecutive blocks a header apart (8,016 bytes), which staggers them.
 //!
