@@ -20,7 +20,7 @@
 //! at first) and hands their pages back on every free, so that a compiled
 //! call over 10^6 numbers would pay a page fault per page each time. With
 //! the bound at 128 KiB instead of 1 MiB, the `odeint` step above took
-//! 0.64 ms instead of 0.56.
+//! 0.63–0.64 ms instead of 0.56–0.57 (bench/history/2026-12-07.md).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 

@@ -260,13 +260,14 @@ impl Interpreted<'_> {
             .iter()
             .map(|(op, args)| NumberSide::of(op, args, &numbers))
             .collect();
-        // The operands some step (or the result) reads as a chunk.
+        // The operands some step (or the result) reads as a chunk: every
+        // argument of a step that takes no number (an operand that is no
+        // number is copied where needed anyway).
         let mut as_chunk: smallvec::SmallVec<[bool; 8]> = smallvec::smallvec![false; inputs];
         for ((_, args), side) in group.steps.iter().zip(&sides) {
-            for &r in args {
-                let r = usize::from(r);
-                if r < inputs && side.is_none_or(|side| side.chunk == r) {
-                    as_chunk[r] = true;
+            for &r in args.iter().filter(|_| side.is_none()) {
+                if usize::from(r) < inputs {
+                    as_chunk[usize::from(r)] = true;
                 }
             }
         }
