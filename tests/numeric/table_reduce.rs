@@ -127,3 +127,42 @@ fn squares_summed_over_axes_are_not_stored() {
         "measured {measured}, planned {planned}"
     );
 }
+
+/// The gradient of a `logsumexp` takes each exponential once: its tape
+/// holds one `logsumexp-softmax` (the softmax and the logsumexp packed)
+/// and no separate `logsumexp`; the value beside the gradient has the
+/// bits of the value alone; and the second derivatives through the packed
+/// operation's own rules, reverse over reverse and forward over reverse,
+/// match finite differences of the gradient.
+#[test]
+fn a_logsumexp_gradient_takes_the_exponentials_once() {
+    let mut engine = engine();
+    eval(
+        &mut engine,
+        "(seed! 11) (define x (* 3 (randn '(7 9))))
+         (define (f x) (sum (pow (logsumexp x :axis 1) 2)))
+         (define (g x) (* 1.0 ((grad f) x)))
+         (define w (randn '(7 9)))
+         (define (gw x) (sum (* w ((grad f) x))))",
+    );
+    let tape = eval(&mut engine, "(show-tape (grad f) (list x))").to_string();
+    assert_eq!(tape.matches("logsumexp-softmax[1]").count(), 1, "{tape}");
+    assert!(!tape.contains("logsumexp[1]"), "{tape}");
+    let both = parts(&eval(&mut engine, "((jit (value-and-grad f)) x)")).unwrap();
+    let alone = array(&eval(&mut engine, "((jit f) x)")).unwrap();
+    assert_eq!(both[0][[]].to_bits(), alone[[]].to_bits());
+    let x = array(&eval(&mut engine, "x")).unwrap();
+    let gw = eval(&mut engine, "gw");
+    let fd = fd_gradient(&mut engine, &gw, &[x], 0).unwrap();
+    for how in ["(grad gw)", "(jit (grad gw))"] {
+        let got = array(&eval(&mut engine, &format!("({how} x)"))).unwrap();
+        compare(how, &got, &fd, 1e-6).unwrap();
+    }
+    // Forward over reverse: the Hessian's product with w.
+    let got = array(&eval(
+        &mut engine,
+        "(let ((h (reshape ((hessian f) x) '(63 63)))) (reshape (matmul h (reshape w '(63))) '(7 9)))",
+    ))
+    .unwrap();
+    compare("hessian w", &got, &fd, 1e-6).unwrap();
+}

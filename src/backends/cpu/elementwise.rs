@@ -99,6 +99,29 @@ pub(super) fn vectorized(op: &TOp) -> bool {
     )
 }
 
+/// Whether `group` is one add, sub, mul or div with an operand that is
+/// one number over the first chunk of `n` elements without being a
+/// number everywhere (a column broadcast along rows): the interpreter
+/// reads it as that number in its widest loops (`with_number`), where a
+/// native kernel would read it copied, two numbers at a time.
+pub(super) fn reads_a_number_per_chunk(
+    group: &FusedGroup,
+    sources: &[Source<'_>],
+    n: usize,
+) -> bool {
+    let [(op, args)] = &group.steps[..] else {
+        return false;
+    };
+    let numbers: smallvec::SmallVec<[Option<f64>; 8]> = sources
+        .iter()
+        .map(|s| match s {
+            Source::Scalar(_) => None,
+            other => other.number_over(0, CHUNK.min(n)),
+        })
+        .collect();
+    NumberSide::of(op, args, &numbers).is_some()
+}
+
 /// Runs a fused group (or a single elementwise operation, as a group of
 /// one step) over operands broadcasting to `shape`; the result is kept in
 /// f32 storage when `single` (its numbers are f32 ones).

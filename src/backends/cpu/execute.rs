@@ -95,9 +95,14 @@ pub(crate) enum Val {
         base: Rc<ArrayD<f32>>,
         perm: SmallVec<[usize; 4]>,
     },
-    /// Row-major `base` under another shape of the same size (a reshape of
-    /// a value that lives on), not copied.
-    Reshaped { base: Rc<ArrayD<f64>>, shape: Shape },
+    /// Row-major `base`'s elements from `offset` on under another shape
+    /// (a reshape of a value that lives on, or of a contiguous slice of
+    /// one, such as a part of a packed result), not copied.
+    Reshaped {
+        base: Rc<ArrayD<f64>>,
+        offset: usize,
+        shape: Shape,
+    },
     /// Row-major f32 storage under another shape, not copied.
     F32Reshaped { base: Rc<ArrayD<f32>>, shape: Shape },
     /// Row-major `base` rolled along its first axis, not made: element `i`
@@ -171,7 +176,11 @@ impl Val {
                 end,
             } => CowArray::from(base.slice_axis(Axis(*axis), Slice::from(*start..*end))),
             Val::Permuted { base, perm } => CowArray::from(base.view().permuted_axes(IxDyn(perm))),
-            Val::Reshaped { base, shape } => CowArray::from(reshaped(base, shape)),
+            Val::Reshaped {
+                base,
+                offset,
+                shape,
+            } => CowArray::from(reshaped_at(base, *offset, shape)),
             Val::Full { value, shape } => CowArray::from(ArrayD::from_elem(IxDyn(shape), *value)),
             // Made here, run by run, for operations that read arrays in
             // row-major order (elementwise groups read it in place).
@@ -222,6 +231,27 @@ pub(crate) fn reshaped<'a, T>(base: &'a ArrayD<T>, shape: &[usize]) -> ArrayView
     base.view()
         .into_shape_with_order(IxDyn(shape))
         .expect("a reshaped view is of a row-major base of its size")
+}
+
+/// Row-major `base`'s elements from `offset` on, as an array of `shape`.
+pub(crate) fn reshaped_at<'a>(
+    base: &'a ArrayD<f64>,
+    offset: usize,
+    shape: &[usize],
+) -> ArrayViewD<'a, f64> {
+    let n: usize = shape.iter().product();
+    let data = base.as_slice().expect("a reshaped base is row-major");
+    ArrayViewD::from_shape(IxDyn(shape), &data[offset..offset + n])
+        .expect("a reshaped view is of row-major elements of its size")
+}
+
+/// Where a slice of `base` along `axis` from `start` begins in its
+/// storage, when the slice is one run of it (`base` row-major and every
+/// axis before `axis` of length 1).
+fn contiguous_slice(base: &ArrayD<f64>, axis: usize, start: usize) -> Option<usize> {
+    let leading_ones = base.shape()[..axis].iter().all(|&d| d == 1);
+    (base.is_standard_layout() && leading_ones)
+        .then(|| start * base.shape()[axis + 1..].iter().product::<usize>())
 }
 
 fn single_step(op: &TOp, inputs: usize) -> FusedGroup {
@@ -315,10 +345,19 @@ fn step(op: &TOp, args: &[&Val], shape: &[usize], single: bool) -> Result<Val, B
         TOp::Reshape(target) if !target.is_empty() => match args[0] {
             Val::Array(base) if base.is_standard_layout() => Val::Reshaped {
                 base: Rc::clone(base),
+                offset: 0,
                 shape: target.clone(),
             },
-            Val::Reshaped { base, .. } => Val::Reshaped {
+            Val::Reshaped { base, offset, .. } => Val::Reshaped {
                 base: Rc::clone(base),
+                offset: *offset,
+                shape: target.clone(),
+            },
+            Val::Slice {
+                base, axis, start, ..
+            } if contiguous_slice(base, *axis, *start).is_some() => Val::Reshaped {
+                base: Rc::clone(base),
+                offset: contiguous_slice(base, *axis, *start).unwrap_or(0),
                 shape: target.clone(),
             },
             Val::F32(base) if base.is_standard_layout() => Val::F32Reshaped {
@@ -378,7 +417,7 @@ fn step(op: &TOp, args: &[&Val], shape: &[usize], single: bool) -> Result<Val, B
                 args.iter().map(|v| v.cow()).collect();
             let views: SmallVec<[ArrayViewD<'_, f64>; 3]> = cows.iter().map(|c| c.view()).collect();
             let result = table_op
-                .cpu(&views, shape)
+                .cpu_in(&views, shape, &super::storage::take::<f64>)
                 .map_err(|e| BackendError::from_op(table_op, e))?;
             Val::from_array(result)
         }

@@ -5,7 +5,7 @@
 //! The few chunks where a padded operand crosses its edge are filled into
 //! buffers first and run by a kernel that streams them.
 
-use super::elementwise::{CHUNK, Task, narrow_into, vectorized};
+use super::elementwise::{CHUNK, Task, narrow_into, reads_a_number_per_chunk, vectorized};
 use super::native::{self, Handle, Kernel, Operand};
 use super::sources::{self, Source};
 use crate::scalar;
@@ -26,7 +26,9 @@ impl Kernels {
     /// is one the interpreter vectorizes, `elementwise::vectorized`).
     pub(super) fn new(group: &FusedGroup, sources: &[Source<'_>], n: usize) -> Option<Kernels> {
         // The interpreter's vectorized loops beat a call per number.
-        if group.steps.iter().any(|(op, _)| vectorized(op)) {
+        if group.steps.iter().any(|(op, _)| vectorized(op))
+            || reads_a_number_per_chunk(group, sources, n)
+        {
             return None;
         }
         // Inside, numbers and windows are known; near the edges, windows

@@ -384,11 +384,15 @@ fn strided_view<'a>(operand: &'a Val, shape: &[usize]) -> Option<(&'a [f64], usi
                 0,
             )
         }
-        Val::Reshaped { base, shape: to } => (
+        Val::Reshaped {
+            base,
+            offset,
+            shape: to,
+        } => (
             base.as_slice()?,
             to.to_vec(),
             super::layout::row_major_strides(to),
-            0,
+            *offset,
         ),
         _ => return None,
     };
@@ -477,8 +481,16 @@ pub fn sources<'a>(
                 unreachable!("permuted operands are expanded")
             }
             (Val::F32(a), None) => Source::F32(a.as_slice().expect("checked contiguous")),
-            (Val::Reshaped { base, shape: to }, None) if to[..] == *shape => {
-                Source::Slice(base.as_slice().expect("reshaped data is contiguous"))
+            (
+                Val::Reshaped {
+                    base,
+                    offset,
+                    shape: to,
+                },
+                None,
+            ) if to[..] == *shape => {
+                let data = base.as_slice().expect("reshaped data is contiguous");
+                Source::Slice(&data[*offset..*offset + shape.iter().product::<usize>()])
             }
             (Val::Reshaped { .. }, None) => strided_source(operand, shape),
             (Val::F32Reshaped { base, .. }, None) => {

@@ -17,6 +17,7 @@ use crate::ir::loops::Body;
 pub use crate::ir::loops::TensorLimits;
 use crate::ir::math::language::Math;
 use crate::ir::op::{Shape, TNode, TOp};
+use crate::ir::ops::softmax::shared;
 use crate::ir::shape::{infer, numel};
 use egg::{Id, Language, RecExpr, Runner, StopReason};
 use smallvec::SmallVec;
@@ -176,8 +177,24 @@ fn program_cost(expr: &RecExpr<TNode>, shapes: &[Shape]) -> u64 {
         .sum()
 }
 
-/// Optimizes the part of `nodes` that `roots` reach.
+/// Optimizes the part of `nodes` that `roots` reach; then a `logsumexp`
+/// whose softmax the program also takes reads it from the operation that
+/// takes both (`ops::softmax::shared`), so each exponential is taken once.
 pub fn optimize(nodes: &[TNode], roots: &[Id], limits: Option<TensorLimits>) -> Optimized {
+    let mut optimized = saturated(nodes, roots, limits);
+    if let Some((expr, roots)) = shared(&optimized.expr, &optimized.shapes, &optimized.roots) {
+        optimized.shapes = shapes_of(&expr);
+        optimized.report.nodes_after = expr.as_ref().len();
+        optimized.report.cost_after = program_cost(&expr, &optimized.shapes);
+        optimized.expr = expr;
+        optimized.roots = roots;
+    }
+    optimized
+}
+
+/// Saturation and extraction, or the program unchanged where they do not
+/// run or do not lower its cost.
+fn saturated(nodes: &[TNode], roots: &[Id], limits: Option<TensorLimits>) -> Optimized {
     let started = Instant::now();
     let (expr, roots) = reachable(nodes, roots);
     let shapes = shapes_of(&expr);

@@ -34,6 +34,7 @@ pub mod reads;
 pub mod reduction;
 mod rules;
 pub mod sequence;
+pub mod softmax;
 pub mod solver;
 
 pub use rules::{Pulled, Rules};
@@ -140,6 +141,21 @@ pub trait Definition {
         operands: &[ArrayViewD<'_, f64>],
         shape: &[usize],
     ) -> Result<ArrayD<f64>, OpError>;
+
+    /// `cpu` with the executor's kept storage at hand: `storage(n)` gives
+    /// storage for `n` numbers kept from an earlier result, if there is
+    /// some (contents arbitrary). A large result allocated afresh is
+    /// zeroed by the system page by page, which costs more than a pass
+    /// over it. The default does not ask.
+    fn cpu_in(
+        &self,
+        operands: &[ArrayViewD<'_, f64>],
+        shape: &[usize],
+        storage: &dyn Fn(usize) -> Option<Vec<f64>>,
+    ) -> Result<ArrayD<f64>, OpError> {
+        let _ = storage;
+        self.cpu(operands, shape)
+    }
 
     /// Whether derivatives pass to operand `k` (an index operand takes
     /// none).
@@ -327,6 +343,9 @@ table! {
     MatrixExp(linalg::MatrixExp),
     /// `logsumexp` over any axes in two passes.
     LogSumExp(reduction::LogSumExp),
+    /// `logsumexp` and its softmax, packed (softmax, logsumexp): what the
+    /// rules of `logsumexp` read, so each exponential is taken once.
+    LogSumExpSoftmax(softmax::LogSumExpSoftmax),
     /// `allreduce`: a tensor combined over the ranks of an MPI job.
     Allreduce(collective::Allreduce),
     /// `allgather`: the ranks' tensors stacked along a new axis.
@@ -361,9 +380,19 @@ impl Op {
         operands: &[ArrayViewD<'_, f64>],
         shape: &[usize],
     ) -> Result<ArrayD<f64>, OpError> {
+        self.cpu_in(operands, shape, &|_| None)
+    }
+
+    /// `cpu` with kept storage at hand (`Definition::cpu_in`).
+    pub fn cpu_in(
+        &self,
+        operands: &[ArrayViewD<'_, f64>],
+        shape: &[usize],
+        storage: &dyn Fn(usize) -> Option<Vec<f64>>,
+    ) -> Result<ArrayD<f64>, OpError> {
         let elements = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
         match elements {
-            Some(n) if n <= MAX_ELEMENTS => self.definition().cpu(operands, shape),
+            Some(n) if n <= MAX_ELEMENTS => self.definition().cpu_in(operands, shape, storage),
             _ => Err(OpError::new(format!(
                 "a result of shape {} is too large to allocate",
                 crate::ir::shape::show(shape)

@@ -17,8 +17,8 @@
 //! scalar kernels, nothing of executors.
 
 use super::indexing::array;
-use super::{CudaKernel, Definition, OpError, Pulled, Rules};
-use crate::ir::math::language::Math;
+use super::softmax::LogSumExpSoftmax;
+use super::{CudaKernel, Definition, Op, OpError, Pulled, Rules};
 use crate::ir::shape::{ShapeError, show};
 use crate::ir::{Shape, TensorGraph};
 use crate::scalar;
@@ -28,10 +28,10 @@ use rayon::prelude::*;
 use smallvec::SmallVec;
 
 /// Numbers per parallel task (and below which one thread does it all).
-const TASK: usize = 1 << 15;
+pub(super) const TASK: usize = 1 << 15;
 
 /// Numbers whose exponentials are taken in one vectorized call.
-const BUFFER: usize = 512;
+pub(super) const BUFFER: usize = 512;
 
 /// A set of axes.
 type Axes = SmallVec<[u8; 4]>;
@@ -50,7 +50,7 @@ impl LogSumExp {
 }
 
 /// How a lane is shifted before its exponentials are summed.
-fn shift(top: f64) -> f64 {
+pub(super) fn shift(top: f64) -> f64 {
     if top.is_finite() { top } else { 0.0 }
 }
 
@@ -114,14 +114,20 @@ impl Definition for LogSumExp {
         array(shape, out)
     }
 
-    fn vjp(&self, rules: &mut Rules<'_>, node: Id, operands: &[Id], g: Id) -> Pulled {
-        let softmax = softmax(rules, operands[0], node);
+    fn vjp(&self, rules: &mut Rules<'_>, _node: Id, operands: &[Id], g: Id) -> Pulled {
+        let softmax = self.softmax(rules, operands[0]);
         SmallVec::from_slice(&[Some(rules.mul(softmax, g))])
     }
 
-    fn jvp(&self, rules: &mut Rules<'_>, node: Id, operands: &[Id], tangents: &[Option<Id>]) -> Id {
+    fn jvp(
+        &self,
+        rules: &mut Rules<'_>,
+        _node: Id,
+        operands: &[Id],
+        tangents: &[Option<Id>],
+    ) -> Id {
         let t = rules.tangent_or_zero(operands[0], tangents[0]);
-        let softmax = softmax(rules, operands[0], node);
+        let softmax = self.softmax(rules, operands[0]);
         let weighted = rules.mul(t, softmax);
         let lead = rules.lead();
         let axes: Vec<usize> = self.axes.iter().map(|&a| usize::from(a) + lead).collect();
@@ -177,23 +183,25 @@ impl Definition for LogSumExp {
     }
 }
 
-/// `exp(x - lse)`, the derivative of `lse = logsumexp(x)` in `x`. Where
-/// every number of a lane is -inf (`lse` -inf) the derivative is 0, not
-/// the NaN of -inf - -inf: the shift there is 0 instead, and exp(-inf) 0.
-fn softmax(rules: &mut Rules<'_>, x: Id, lse: Id) -> Id {
-    // (Only -inf is below the most negative finite number.)
-    let lowest = rules.num(f64::MIN);
-    let empty = rules.less(lse, lowest);
-    let zero = rules.num(0.0);
-    let shift = rules.select(empty, zero, lse);
-    let shifted = rules.sub(x, shift);
-    rules.map1(Math::Exp([Id::from(0usize)]), shifted)
+impl LogSumExp {
+    /// The softmax of `x` over these axes, the derivative of `logsumexp(x)`
+    /// in `x`: the first part of `logsumexp-softmax`, whose second part
+    /// the program's own `logsumexp` is then read from
+    /// (`softmax::shared`), so the exponentials are taken once. Where
+    /// every number of a lane is -inf the derivative is 0.
+    fn softmax(&self, rules: &mut Rules<'_>, x: Id) -> Id {
+        let both = LogSumExpSoftmax {
+            axes: self.axes.clone(),
+        };
+        let node = rules.op(Op::LogSumExpSoftmax(both.clone()), &[x]);
+        both.softmax_of(rules, node, x)
+    }
 }
 
 impl LogSumExp {
     /// When the reduced axes (length-1 axes aside) form more than one run
     /// of neighbours: the axes of the last run, and the other reduced axes.
-    fn split_runs(&self, shape: &[usize]) -> Option<(Axes, Axes)> {
+    pub(super) fn split_runs(&self, shape: &[usize]) -> Option<(Axes, Axes)> {
         let mut runs: Vec<Axes> = Vec::new();
         let mut previous_reduced = false;
         for (a, &len) in shape.iter().enumerate() {
@@ -226,7 +234,7 @@ impl LogSumExp {
     /// reduced axes that form one run of neighbours (axes of length 1
     /// aside; `cpu` splits the others first): row-major, copied only when
     /// `x` is not.
-    fn layout<'a>(
+    pub(super) fn layout<'a>(
         &self,
         x: &ArrayViewD<'a, f64>,
     ) -> (CowArray<'a, f64, IxDyn>, usize, usize, usize) {
@@ -250,14 +258,17 @@ impl LogSumExp {
         (data, outer, len, inner)
     }
 
-    /// One thread per result, looping over its lane twice.
-    fn cuda_kernel(&self, x: &[usize], shape: &[usize]) -> CudaKernel {
+    /// For a kernel with a thread per lane of `x`, numbered `e` (row-major
+    /// over the kept axes): CUDA C that sets `base` to the offset in `x` of
+    /// lane `e` and `shift` to its shift (its largest number when that is
+    /// finite, else 0); CUDA C that sets `at` to the offset of element `q`
+    /// of the lane, starting from `at = base`; and the lane's length.
+    pub(super) fn cuda_lanes(&self, x: &[usize]) -> (String, String, usize) {
         let rank = x.len();
         let mut strides = vec![1usize; rank];
         for a in (0..rank.saturating_sub(1)).rev() {
             strides[a] = strides[a + 1] * x[a + 1];
         }
-        // Offsets of a result's lane (`base`) and of element `r` of it.
         let digits = |reduced: bool, index: &str, target: &str| -> String {
             (0..rank)
                 .rev()
@@ -271,17 +282,13 @@ impl LogSumExp {
                 })
                 .collect()
         };
-        let base = digits(false, "rest", "base");
-        let at = digits(true, "q", "at");
         let len: usize = (0..rank)
             .filter(|&a| self.reduced(a))
             .map(|a| x[a])
             .product();
-        let source = format!(
-            "extern \"C\" __global__ void logsumexp(long long n, const double* x, double* out) {{
-    long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; e < n; e += (long long)gridDim.x * blockDim.x) {{
-        long long rest = e, base = 0;
+        let (base, at) = (digits(false, "rest", "base"), digits(true, "q", "at"));
+        let start = format!(
+            "        long long rest = e, base = 0;
 {base}        double top = -eps_inf();
         for (long long r = 0; r < {len}LL; r++) {{
             long long q = r, at = base;
@@ -289,7 +296,19 @@ impl LogSumExp {
             top = (v > top || isnan(v)) ? v : top;
         }}
         double shift = isfinite(top) ? top : 0.0;
-        double total = 0.0;
+"
+        );
+        (start, at, len)
+    }
+
+    /// One thread per result, looping over its lane twice.
+    fn cuda_kernel(&self, x: &[usize], shape: &[usize]) -> CudaKernel {
+        let (start, at, len) = self.cuda_lanes(x);
+        let source = format!(
+            "extern \"C\" __global__ void logsumexp(long long n, const double* x, double* out) {{
+    long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; e < n; e += (long long)gridDim.x * blockDim.x) {{
+{start}        double total = 0.0;
         for (long long r = 0; r < {len}LL; r++) {{
             long long q = r, at = base;
 {at}            total += exp(x[at] - shift);
@@ -311,7 +330,7 @@ impl LogSumExp {
 
 /// The largest element of `values` (NaN if there is one).
 #[inline(always)]
-fn top(values: &[f64]) -> f64 {
+pub(super) fn top(values: &[f64]) -> f64 {
     if values.len() >= 8 && crate::simd::row_folds::available() {
         let mut out = [0.0];
         crate::simd::row_folds::rows::<{ crate::simd::row_folds::MAX }>(
