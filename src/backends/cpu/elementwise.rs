@@ -112,6 +112,9 @@ pub(super) fn reads_a_number_per_chunk(
     let [(op, args)] = &group.steps[..] else {
         return false;
     };
+    if n == 0 {
+        return false;
+    }
     let numbers: smallvec::SmallVec<[Option<f64>; 8]> = sources
         .iter()
         .map(|s| match s {

@@ -218,6 +218,9 @@ impl<'a> Strided<'a> {
             return None;
         }
         let run = self.shape[rank - 1];
+        if run == 0 {
+            return None;
+        }
         let position = at % run;
         if position + len > run {
             return None;

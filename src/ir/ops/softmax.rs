@@ -393,7 +393,7 @@ pub fn shared(
 #[cfg(test)]
 mod tests {
     use super::{LogSumExpSoftmax, shared};
-    use crate::egraph::tensor::optimize::shapes_of;
+    use crate::ir::Shape;
     use crate::ir::op::{TNode, TOp};
     use crate::ir::ops::reduction::LogSumExp;
     use crate::ir::ops::{Definition, Op};
@@ -401,6 +401,21 @@ mod tests {
     use ndarray::{ArrayD, IxDyn};
     use proptest::prelude::*;
     use smallvec::SmallVec;
+
+    /// The shape of every node of `expr`.
+    fn shapes_of(expr: &RecExpr<TNode>) -> Vec<Shape> {
+        let mut shapes: Vec<Shape> = Vec::new();
+        for node in expr.as_ref() {
+            let operands: Vec<&[usize]> = node
+                .children
+                .iter()
+                .map(|&c| &shapes[usize::from(c)][..])
+                .collect();
+            let shape = crate::ir::shape::infer(&node.op, &operands).expect("shapes fit");
+            shapes.push(shape);
+        }
+        shapes
+    }
 
     /// Numbers from `seed`, with an infinity or a NaN now and then.
     fn numbers(n: usize, seed: u64) -> Vec<f64> {
