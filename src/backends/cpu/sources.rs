@@ -154,10 +154,10 @@ impl Strided<'_> {
             }
             // Whole rows, by the kind of row.
             let whole = (run - t) / len;
-            let rows_out = target[t..t + whole * len].chunks_exact_mut(len);
+            let rows = &mut target[t..t + whole * len];
             if step == 0 {
                 // Each number repeated along the row.
-                for (r, chunk) in rows_out.enumerate() {
+                for (r, chunk) in rows.chunks_exact_mut(len).enumerate() {
                     chunk.fill(data[base + (row + r) * row_step]);
                 }
             } else if row_step == 0 {
@@ -166,16 +166,25 @@ impl Strided<'_> {
                 for (i, slot) in pattern[..len].iter_mut().enumerate() {
                     *slot = data[base + i * step];
                 }
-                for chunk in rows_out {
+                for chunk in rows.chunks_exact_mut(len) {
                     for (slot, &v) in chunk.iter_mut().zip(&pattern[..len]) {
                         *slot = v;
                     }
                 }
             } else {
-                for (r, chunk) in rows_out.enumerate() {
-                    let start = base + (row + r) * row_step;
-                    for (i, slot) in chunk.iter_mut().enumerate() {
-                        *slot = data[start + i * step];
+                let start = base + row * row_step;
+                match len {
+                    1 => rows_of::<1>(rows, data, start, (row_step, step)),
+                    2 => rows_of::<2>(rows, data, start, (row_step, step)),
+                    3 => rows_of::<3>(rows, data, start, (row_step, step)),
+                    4 => rows_of::<4>(rows, data, start, (row_step, step)),
+                    _ => {
+                        for (r, chunk) in rows.chunks_exact_mut(len).enumerate() {
+                            let start = start + r * row_step;
+                            for (i, slot) in chunk.iter_mut().enumerate() {
+                                *slot = data[start + i * step];
+                            }
+                        }
                     }
                 }
             }
@@ -188,6 +197,34 @@ impl Strided<'_> {
             written += run;
             block += 1;
             position = 0;
+        }
+    }
+}
+
+/// Rows of `L` numbers into `out`, row `r` read from `data` at `start +
+/// r * row_step`, its numbers `step` apart: a fixed-length copy per row
+/// (for the short rows of a sliced column, `[n, 3]` out of `[n, 11]`,
+/// where a loop per row costs more than its numbers).
+#[inline(always)]
+fn rows_of<const L: usize>(
+    out: &mut [f64],
+    data: &[f64],
+    start: usize,
+    (row_step, step): (usize, usize),
+) {
+    for (r, chunk) in out.chunks_exact_mut(L).enumerate() {
+        let at = start + r * row_step;
+        let Ok(chunk) = <&mut [f64; L]>::try_from(chunk) else {
+            continue;
+        };
+        if step == 1 {
+            if let Ok(row) = <&[f64; L]>::try_from(&data[at..at + L]) {
+                *chunk = *row;
+            }
+        } else {
+            for (i, slot) in chunk.iter_mut().enumerate() {
+                *slot = data[at + i * step];
+            }
         }
     }
 }
@@ -625,6 +662,43 @@ mod tests {
                     end: 4,
                 },
                 vec![3, 7, 5],
+            ),
+            // Short rows of 1, 2 and 4 numbers out of rows of 5.
+            (
+                Val::Slice {
+                    base: Rc::clone(&base),
+                    axis: 2,
+                    start: 4,
+                    end: 5,
+                },
+                vec![3, 4, 1],
+            ),
+            (
+                Val::Slice {
+                    base: Rc::clone(&base),
+                    axis: 2,
+                    start: 0,
+                    end: 2,
+                },
+                vec![3, 4, 2],
+            ),
+            (
+                Val::Slice {
+                    base: Rc::clone(&base),
+                    axis: 2,
+                    start: 1,
+                    end: 5,
+                },
+                vec![2, 3, 4, 4],
+            ),
+            // A contiguous part of a larger array under its own shape.
+            (
+                Val::Reshaped {
+                    base: Rc::clone(&base),
+                    offset: 20,
+                    shape: Shape::from(&[2, 5][..]),
+                },
+                vec![3, 2, 5],
             ),
             // Lazy broadcasts: a row repeated between outer and inner
             // axes, and a whole array repeated along a new axis.

@@ -74,10 +74,20 @@ fn roll(x: &ArrayViewD<'_, f64>, axis: usize, shift: usize, shape: &[usize]) -> 
     // last `shift` blocks to the front, the rest after them.
     let split = (len - shift) * inner;
     let move_rows = |out: &mut [f64], data: &[f64]| {
+        // Rows of 2 to 4 numbers (a cross product's roll of 3-vectors)
+        // as fixed moves.
+        match (row, split) {
+            (2, 1) => return rolled_rows::<2, 1>(out, data),
+            (3, 1) => return rolled_rows::<3, 1>(out, data),
+            (3, 2) => return rolled_rows::<3, 2>(out, data),
+            (4, 1) => return rolled_rows::<4, 1>(out, data),
+            (4, 2) => return rolled_rows::<4, 2>(out, data),
+            (4, 3) => return rolled_rows::<4, 3>(out, data),
+            _ => {}
+        }
         if row <= SHORT_ROW {
-            // Short rows (a cross product's roll of 3-vectors) number by
-            // number: two calls to copy a row of 3 cost more than the row
-            // (15% of the BA residuals).
+            // Short rows number by number: two calls to copy a row of 3
+            // cost more than the row (15% of the BA residuals).
             for (to, from) in out.chunks_exact_mut(row).zip(data.chunks_exact(row)) {
                 let (head, tail) = from.split_at(split);
                 for (t, &f) in to.iter_mut().zip(tail.iter().chain(head)) {
@@ -102,6 +112,18 @@ fn roll(x: &ArrayViewD<'_, f64>, axis: usize, shift: usize, shape: &[usize]) -> 
         move_rows(&mut out, data);
     }
     ArrayD::from_shape_vec(IxDyn(shape), out).expect("roll keeps the shape")
+}
+
+/// Rows of `L` numbers rolled so that each starts at its number `S`:
+/// `out[i] = data[(i + S) % L]` row by row, moves the compiler lays out.
+fn rolled_rows<const L: usize, const S: usize>(out: &mut [f64], data: &[f64]) {
+    for (to, from) in out.chunks_exact_mut(L).zip(data.chunks_exact(L)) {
+        let (Ok(to), Ok(from)) = (<&mut [f64; L]>::try_from(to), <&[f64; L]>::try_from(from))
+        else {
+            continue;
+        };
+        *to = std::array::from_fn(|i| from[(i + S) % L]);
+    }
 }
 
 fn arg_extreme(x: &ArrayViewD<'_, f64>, max: bool, axis: Option<u8>) -> ArrayD<f64> {
@@ -150,6 +172,11 @@ mod tests {
         for (shape, axis, shift) in [
             (vec![7, 3], 1, 1),
             (vec![7, 3], 1, 5),
+            (vec![5, 2], 1, 1),
+            (vec![5, 4], 1, 1),
+            (vec![5, 4], 1, 2),
+            (vec![5, 4], 1, 3),
+            (vec![6, 1, 3], 1, 0),
             (vec![4, 5, 3], 1, 2),
             (vec![4, 5, 3], 0, 3),
             (vec![6], 0, 0),

@@ -99,10 +99,20 @@ impl Definition for Gather {
         operands: &[ArrayViewD<'_, f64>],
         shape: &[usize],
     ) -> Result<ArrayD<f64>, OpError> {
-        let (outer, len, inner) = split(operands[0].shape(), self.axis);
+        self.cpu_in(operands, shape, &|_| None)
+    }
+
+    fn cpu_in(
+        &self,
+        operands: &[ArrayViewD<'_, f64>],
+        shape: &[usize],
+        storage: &dyn Fn(usize) -> Option<Vec<f64>>,
+    ) -> Result<ArrayD<f64>, OpError> {
+        let sizes = split(operands[0].shape(), self.axis);
         let source = contiguous(&operands[0]);
         let idx = contiguous(&operands[1]);
-        array(shape, kernels::gather(&source, &idx, outer, len, inner)?)
+        let kept = storage(shape.iter().product()).unwrap_or_default();
+        array(shape, kernels::gather(&source, &idx, sizes, kept)?)
     }
 
     fn differentiable(&self, operand: usize) -> bool {

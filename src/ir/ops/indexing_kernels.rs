@@ -58,12 +58,15 @@ pub(super) fn check(idx: &[f64], len: usize) -> Result<(), OpError> {
 pub(super) fn gather(
     t: &[f64],
     idx: &[f64],
-    outer: usize,
-    len: usize,
-    inner: usize,
+    (outer, len, inner): (usize, usize, usize),
+    mut out: Vec<f64>,
 ) -> Result<Vec<f64>, OpError> {
     let m = idx.len();
-    let mut out = vec![0.0; outer * m * inner];
+    // Storage of the result's length, contents arbitrary (every number is
+    // written), or any other to be made so.
+    if out.len() != outer * m * inner {
+        out = vec![0.0; outer * m * inner];
+    }
     if out.is_empty() {
         return check(idx, len).map(|()| out);
     }
@@ -287,7 +290,9 @@ mod tests {
                     want.extend_from_slice(&t[start..start + inner]);
                 }
             }
-            let got = gather(&t, &idx, outer, len, inner).expect("indices are in range");
+            let got = gather(&t, &idx, (outer, len, inner), Vec::new()).expect("indices are in range");
+            let kept = vec![f64::NAN; got.len()];
+            prop_assert_eq!(&gather(&t, &idx, (outer, len, inner), kept).expect("indices are in range"), &got);
             prop_assert_eq!(&got, &want);
 
             let updates: Vec<f64> = (0..outer * m * inner).map(|i| (i as f64 * 0.11).cos()).collect();
@@ -317,7 +322,8 @@ mod tests {
         idx[70_000] = 10.0;
         idx[90_000] = 0.5;
         idx[99_999] = -11.0;
-        let gathered = gather(&t, &idx, 1, 10, 2).expect_err("index 10 is out of range");
+        let gathered =
+            gather(&t, &idx, (1, 10, 2), Vec::new()).expect_err("index 10 is out of range");
         assert_eq!(
             gathered.message,
             "index 10 is out of range for an axis of length 10"
@@ -327,10 +333,11 @@ mod tests {
             scatter_add(&t, &idx, &updates, 1, 10, 2).expect_err("index 10 is out of range");
         assert_eq!(scattered.message, gathered.message);
         idx[70_000] = 1.0;
-        let fraction = gather(&t, &idx, 1, 10, 2).expect_err("index 0.5 is not whole");
+        let fraction =
+            gather(&t, &idx, (1, 10, 2), Vec::new()).expect_err("index 0.5 is not whole");
         assert_eq!(fraction.message, "index 0.5 is not a whole number");
         idx[90_000] = f64::NAN;
-        let nan = gather(&t, &idx, 1, 10, 2).expect_err("NaN is not an index");
+        let nan = gather(&t, &idx, (1, 10, 2), Vec::new()).expect_err("NaN is not an index");
         assert_eq!(nan.message, "index NaN is not a whole number");
     }
 }
