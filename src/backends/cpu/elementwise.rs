@@ -201,15 +201,10 @@ fn stored_wide(shape: &[usize], task: &dyn Task) -> ArrayD<f64> {
     let n: usize = shape.iter().product();
     let kept = super::storage::take::<f64>(n);
     if kept.is_some() || n < PARALLEL_THRESHOLD {
-        let mut out = kept.unwrap_or_else(|| vec![0.0; n]);
-        if n >= PARALLEL_THRESHOLD {
-            out.par_chunks_mut(TASK)
-                .enumerate()
-                .for_each(|(i, block)| task.store(i * TASK, block));
-        } else {
-            task.store(0, &mut out);
-        }
-        return ArrayD::from_shape_vec(IxDyn(shape), out).expect("length matches shape");
+        let out = kept.unwrap_or_else(|| vec![0.0; n]);
+        return written(shape, out, |start, block: &mut [f64]| {
+            task.store(start, block)
+        });
     }
     let mut fresh: Vec<f64> = Vec::with_capacity(n);
     fresh.spare_capacity_mut()[..n]
@@ -229,8 +224,16 @@ where
     T: super::storage::Kept + Send,
 {
     let n: usize = shape.iter().product();
-    let mut out = super::storage::take_or_new::<T>(n);
-    if n >= PARALLEL_THRESHOLD {
+    written(shape, super::storage::take_or_new::<T>(n), store)
+}
+
+/// `out` (of `shape`'s size) written by `store`, in parallel blocks for
+/// large shapes.
+fn written<T>(shape: &[usize], mut out: Vec<T>, store: impl Fn(usize, &mut [T]) + Sync) -> ArrayD<T>
+where
+    T: Send,
+{
+    if out.len() >= PARALLEL_THRESHOLD {
         out.par_chunks_mut(TASK)
             .enumerate()
             .for_each(|(i, block)| store(i * TASK, block));

@@ -355,10 +355,13 @@ fn step(op: &TOp, args: &[&Val], shape: &[usize], single: bool) -> Result<Val, B
             },
             Val::Slice {
                 base, axis, start, ..
-            } if contiguous_slice(base, *axis, *start).is_some() => Val::Reshaped {
-                base: Rc::clone(base),
-                offset: contiguous_slice(base, *axis, *start).unwrap_or(0),
-                shape: target.clone(),
+            } => match contiguous_slice(base, *axis, *start) {
+                Some(offset) => Val::Reshaped {
+                    base: Rc::clone(base),
+                    offset,
+                    shape: target.clone(),
+                },
+                None => reshape_copied(args[0], target),
             },
             Val::F32(base) if base.is_standard_layout() => Val::F32Reshaped {
                 base: Rc::clone(base),

@@ -234,7 +234,8 @@ fn in_two_passes(
         .and(x)
         .and(&shifts)
         .for_each(|o, &v, &s| *o = scalar::exp(v - s));
-    let mut out: Vec<f64> = softmax.iter().copied().collect();
+    // `zeros` made the softmax row-major, so its storage is in order.
+    let (mut out, _) = softmax.into_raw_vec_and_offset();
     out.extend(sums.iter().copied());
     array(shape, out)
 }
